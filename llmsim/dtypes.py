@@ -1,0 +1,82 @@
+"""Numeric formats: bytes per element, and the bytes of quantization scales.
+
+Names users type: float32, bfloat16, float16, fp8, int8, int4 (aliases: fp32, bf16, fp16, float8,
+float8_e4m3fn, half, float).
+"""
+
+from __future__ import annotations
+
+from .errors import choice_error
+
+DTYPE_BYTES: dict[str, float] = {
+    "float32": 4.0,
+    "bfloat16": 2.0,
+    "float16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+}
+
+_ALIASES: dict[str, str] = {
+    "fp32": "float32",
+    "float": "float32",
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "float8": "fp8",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
+    "e4m3": "fp8",
+}
+
+# Weight-only integer quantization stores one scale per group of weights (GPTQ/AWQ style).
+# approximation: group size 128 with one float16 scale per group, no zero point.
+WEIGHT_QUANT_GROUP_SIZE = 128
+WEIGHT_QUANT_SCALE_BYTES = 2.0
+
+# The matrix-unit precision a matmul runs at, keyed by the activation dtype.
+# float32 matmuls run in full fp32 (PyTorch's default: TF32 is off for matmuls).
+MATMUL_PRECISION: dict[str, str] = {
+    "float32": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "fp8": "fp8",
+    "int8": "int8",
+    "int4": "int4",
+}
+
+
+def canonical_dtype(name: str, field: str = "dtype") -> str:
+    """The canonical name of a dtype ('bf16' -> 'bfloat16'); an OptionError naming `field` otherwise."""
+    if not isinstance(name, str):
+        raise choice_error(field, name, DTYPE_BYTES)
+    key = name.lower().removeprefix("torch.")
+    key = _ALIASES.get(key, key)
+    if key not in DTYPE_BYTES:
+        raise choice_error(field, name, DTYPE_BYTES)
+    return key
+
+
+def dtype_bytes(name: str) -> float:
+    """Bytes per element of a canonical dtype."""
+    return DTYPE_BYTES[name]
+
+
+def weight_bytes_per_param(name: str) -> float:
+    """Bytes per weight element including group scales for int8/int4 weights."""
+    per_element = DTYPE_BYTES[name]
+    if name in ("int8", "int4"):
+        # int4: 0.5 + 2/128 = 0.515625 bytes per weight
+        per_element += WEIGHT_QUANT_SCALE_BYTES / WEIGHT_QUANT_GROUP_SIZE
+    return per_element
+
+
+def matmul_precision(activation_dtype: str, weight_dtype: str) -> str:
+    """The matrix-unit precision a matmul runs at.
+
+    approximation: weight-only quantized weights (int4/int8/fp8 weights with wider activations) are
+    dequantized and multiplied at the activation precision; when the activations are as narrow as the
+    weights (fp8 x fp8, int8 x int8) the narrow unit runs it.
+    """
+    del weight_dtype  # the activation dtype decides; kept in the signature to make the rule explicit
+    return MATMUL_PRECISION[activation_dtype]

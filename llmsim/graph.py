@@ -1,0 +1,334 @@
+"""ModelSpec x phase -> the list of Ops of one forward pass.
+
+Prefill runs `seq_len` new tokens per sequence with an empty cache. Decode runs one new token per
+sequence with the cache already holding `kv_len` tokens: the new token's K and V are appended and it
+attends to kv_len + 1 keys (min(kv_len + 1, W) on a sliding-window layer, whose cache keeps W - 1).
+
+Symbols in formulas: B batch, S new tokens per sequence, L cached tokens, T = B*S tokens, h hidden,
+H heads, kvh KV heads, d and dv head dims, I intermediate size, E experts, k experts per token,
+V vocabulary, r MLA latent rank, dr MLA rope dim, dn MLA no-rope dim, qr MLA query rank, W window;
+wb, ab, kvb bytes per weight, activation and cache element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
+from .errors import OptionError, check_choice
+from .model import AttentionSpec, LayerGroup, MLPSpec, MoESpec, ModelSpec
+from .ops import Op, formula
+from .symbolic import Expr, smin
+from .workload import PHASES, CostOptions, check_count
+
+_VECTOR_FLOPS_PER_ELEMENT = {"silu": 4, "swish": 4, "gelu": 8, "gelu_new": 8, "gelu_pytorch_tanh": 8,
+                             "gelu_fast": 8, "relu": 1, "swiglu_clamped": 6}
+
+
+def build_ops(
+    model: ModelSpec,
+    phase: str,
+    batch_size: Any = 1,
+    seq_len: Any = None,
+    kv_len: Any = None,
+    options: CostOptions | None = None,
+    **option_values: Any,
+) -> list[Op]:
+    """The ops of one forward pass of `phase` ("prefill" or "decode").
+
+    Prefill needs `seq_len` (tokens per sequence); decode needs `kv_len` (tokens already cached).
+    Options (attention, logits, mla, fusion, weight_dtype, activation_dtype, kv_dtype) are described
+    in `CostOptions`; pass them as keywords or as a CostOptions.
+    """
+    check_choice("phase", phase, PHASES)
+    if options is None:
+        options = CostOptions.make(**option_values)
+    elif option_values:
+        options = options.model_copy(update=CostOptions.make(**option_values).model_dump(exclude_unset=True))
+    B = check_count("batch_size", batch_size, 1)
+    if phase == "prefill":
+        if seq_len is None:
+            raise OptionError("phase='prefill' needs seq_len (tokens per sequence)")
+        S, L = check_count("seq_len", seq_len, 1), 0
+        _check_context(model, "seq_len", S)
+    else:
+        if kv_len is None:
+            raise OptionError("phase='decode' needs kv_len (tokens already in the cache)")
+        S, L = 1, check_count("kv_len", kv_len, 0)
+        _check_context(model, "kv_len + 1", np.asarray(L) + 1)
+    return _GraphBuilder(model, phase, B, S, L, options).build()
+
+
+def _check_context(model: ModelSpec, field: str, tokens: Any) -> None:
+    longest = int(np.max(tokens))
+    if longest > model.max_position_embeddings:
+        raise OptionError(
+            f"{field}={longest} exceeds the model's context of {model.max_position_embeddings} tokens "
+            f"(max_position_embeddings)"
+        )
+
+
+class _GraphBuilder:
+    """Builds the op list; one method per block, shared by every model family."""
+
+    def __init__(self, model: ModelSpec, phase: str, B: Any, S: Any, L: Any, options: CostOptions) -> None:
+        self.model, self.phase, self.options = model, phase, options
+        weight_dtype, act_dtype, kv_dtype = options.resolved_dtypes(model.dtype)
+        self.precision = matmul_precision(act_dtype, weight_dtype)
+        self.B = Expr.sym("B", B)
+        self.S = Expr.sym("S", S)
+        self.L = Expr.sym("L", L)
+        self.T = self.B * self.S
+        self.h = Expr.sym("h", model.hidden_size)
+        self.wb = Expr.sym("wb", weight_bytes_per_param(weight_dtype))
+        self.ab = Expr.sym("ab", dtype_bytes(act_dtype))
+        self.kvb = Expr.sym("kvb", dtype_bytes(kv_dtype))
+        self.eb = Expr.sym("eb", dtype_bytes(canonical_dtype(model.dtype)))  # embedding/norm storage
+        self.fusion = options.fusion
+        self.ops: list[Op] = []
+
+    # ---- helpers ----------------------------------------------------------------------------------
+    def add(self, op: Op) -> None:
+        if self.fusion == "full" and op.kind in ("norm", "elementwise") and not op.name.endswith("kv_append"):
+            # fused into a neighbouring matmul's prologue/epilogue: no traffic, no launch of its own
+            zero = Expr.const(0)
+            formulas = dict(op.formulas, bytes_read=zero, bytes_written=zero)
+            op = op.scaled(formulas=formulas, launches=0)
+        self.ops.append(op)
+
+    def linear(self, name: str, count: int, T: Expr, K: Expr, N: Expr, bias: bool = False, **kw: Any) -> None:
+        self.add(formula("linear")(name, count, T=T, K=K, N=N, wb=self.wb, ab=self.ab, bias=bias,
+                                   precision=self.precision, **kw))
+
+    def norm(self, name: str, count: int, n: Expr, norms: int = 1, params_per_norm: int | None = None) -> None:
+        params = params_per_norm if params_per_norm is not None else self.model.norm_params
+        self.add(formula("norm")(name, count, T=self.T, n=n, ab=self.ab, kind=self.model.norm,
+                                 params_per_norm=params, norms=norms))
+
+    def elementwise(self, name: str, count: int, elements: Expr, inputs: int, outputs: int, flops: int,
+                    **kw: Any) -> None:
+        self.add(formula("elementwise")(name, count, elements=elements, inputs=inputs, outputs=outputs,
+                                        flops_per_element=flops, ab=self.ab, **kw))
+
+    # ---- the forward pass ---------------------------------------------------------------------------
+    def build(self) -> list[Op]:
+        model = self.model
+        self.add(formula("embedding")("embed_tokens", 1, T=self.T, h=self.h, rows=model.vocab_size, ab=self.eb))
+        if model.position_embedding == "learned":
+            self.add(formula("embedding")("embed_positions", 1, T=self.T, h=self.h,
+                                          rows=model.max_position_embeddings, ab=self.eb, add=True))
+        for group in model.layer_groups:
+            prefix = f"layers.{group.tag}" if group.tag and len(model.layer_groups) > 1 else "layers"
+            self.layer(prefix, group)
+        if self.fusion != "none" and not any(g.layer.parallel for g in model.layer_groups):
+            self._add_norm("final_add_norm", 1)  # the last layer's residual add, fused
+        else:
+            self.norm("final_norm", 1, self.h)
+        self.lm_head()
+        return self.ops
+
+    def lm_head(self) -> None:
+        model = self.model
+        tokens = self.T if self.options.logits == "all" or self.phase == "decode" else self.B
+        V = Expr.sym("V", model.vocab_size)
+        tied = model.tie_word_embeddings
+        self.add(formula("linear")(
+            "lm_head", 1, T=tokens, K=self.h, N=V, wb=self.eb if tied else self.wb, ab=self.ab,
+            owns_weight=not tied, precision=self.precision,
+        ))
+
+    def layer(self, prefix: str, group: LayerGroup) -> None:
+        layer, n = group.layer, group.count
+        T, h = self.T, self.h
+        # With fusion, each residual add runs inside the next norm's kernel (fused add + norm), as
+        # serving engines do; parallel blocks (attention and MLP both read x) keep their adds.
+        fuse_add = self.fusion != "none" and not layer.parallel
+        if fuse_add:
+            self._add_norm(f"{prefix}.input_add_norm", n)  # x += previous mlp out; norm(x)
+        else:
+            self.norm(f"{prefix}.input_norm", n, h)
+        self.attention(f"{prefix}.attn", n, layer.attention)
+        if layer.post_attn_norm:
+            self.norm(f"{prefix}.post_attn_norm", n, h)
+        if layer.parallel:
+            if layer.pre_mlp_norm:
+                self.norm(f"{prefix}.pre_mlp_norm", n, h)
+        elif fuse_add:
+            self._add_norm(f"{prefix}.pre_mlp_add_norm", n)  # x += attn out; norm(x)
+        else:
+            self.elementwise(f"{prefix}.attn_residual_add", n, T * h, 2, 1, 1)
+            self.norm(f"{prefix}.pre_mlp_norm", n, h)
+        if isinstance(layer.mlp, MoESpec):
+            self.moe(f"{prefix}.mlp", n, layer.mlp)
+        else:
+            self.mlp(f"{prefix}.mlp", n, layer.mlp)
+        if layer.post_mlp_norm:
+            self.norm(f"{prefix}.post_mlp_norm", n, h)
+        if layer.parallel:
+            self.elementwise(f"{prefix}.residual_add", 2 * n, T * h, 2, 1, 1)  # x + attn + mlp: two adds
+        elif not fuse_add:
+            self.elementwise(f"{prefix}.mlp_residual_add", n, T * h, 2, 1, 1)
+
+    def _add_norm(self, name: str, count: int) -> None:
+        """x = x + y; out = norm(x): reads x and y, writes x and out, one kernel."""
+        per_element = 8 if self.model.norm == "layernorm" else 5
+        self.add(formula("elementwise")(name, count, elements=self.T * self.h, inputs=2, outputs=2,
+                                        flops_per_element=per_element, ab=self.ab, kind="norm",
+                                        params=self.model.norm_params))
+
+    # ---- attention --------------------------------------------------------------------------------
+    def _keys(self, attn: AttentionSpec) -> Expr:
+        """Keys each query attends to: S (prefill, full scores) or L + 1 (decode), capped by the window."""
+        if self.phase == "prefill":
+            return self.S
+        keys = self.L + 1
+        if attn.sliding_window is not None:
+            keys = smin(keys, Expr.sym("W", attn.sliding_window))
+        return keys
+
+    def _pairs(self, attn: AttentionSpec) -> Expr:
+        """(query, key) pairs per head a fused kernel computes: causal triangle, clipped by the window.
+
+        approximation: exact triangle, ignoring the kernel's tile granularity on the diagonal.
+        """
+        if self.phase == "decode":
+            return self._keys(attn)
+        S = self.S
+        if attn.sliding_window is None:
+            return S * (S + 1) / 2  # sum_{i=1..S} i
+        m = smin(S, Expr.sym("W", attn.sliding_window))
+        return m * (m + 1) / 2 + (S - m) * Expr.sym("W", attn.sliding_window)
+
+    def attention(self, prefix: str, n: int, attn: AttentionSpec) -> None:
+        if attn.kind == "mla":
+            self.mla(prefix, n, attn)
+            return
+        h, T = self.h, self.T
+        H, kvh = Expr.sym("H", attn.num_heads), Expr.sym("kvh", attn.num_kv_heads)
+        d, dv = Expr.sym("d", attn.head_dim), Expr.sym("dv", attn.v_head_dim)
+        if attn.fused_qkv:
+            self.linear(f"{prefix}.qkv_proj", n, T, h, H * d + kvh * (d + dv), bias=attn.qkv_bias)
+        else:
+            self.linear(f"{prefix}.q_proj", n, T, h, H * d, bias=attn.qkv_bias)
+            self.linear(f"{prefix}.k_proj", n, T, h, kvh * d, bias=attn.qkv_bias)
+            self.linear(f"{prefix}.v_proj", n, T, h, kvh * dv, bias=attn.qkv_bias)
+        if attn.qk_norm:
+            self.norm(f"{prefix}.qk_norm", n, (H + kvh) * d, params_per_norm=2 * attn.head_dim)
+        if attn.rotary_dim:
+            self.elementwise(f"{prefix}.rotary", n, T * (H + kvh) * d, 1, 1, 3)
+        self.add(formula("kv_append")(f"{prefix}.kv_append", n, B=self.B, Snew=self.S,
+                                      values=kvh * (d + dv), kvb=self.kvb, ab=self.ab))
+        self.core_attention(prefix, n, attn, H=H, kvh=kvh, d=d, dv=dv, kv_values=d + dv,
+                            params=attn.num_heads if attn.sinks else 0)
+        self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias)
+
+    def core_attention(self, prefix: str, n: int, attn: AttentionSpec, *, H: Expr, kvh: Expr, d: Expr, dv: Expr,
+                       kv_values: Expr, params: int = 0) -> None:
+        """softmax(Q K^T) V: three unfused kernels (math) or one fused kernel (flash)."""
+        keys = self._keys(attn)
+        window = attn.sliding_window if self.phase == "decode" else None
+        common = dict(B=self.B, H=H, Sq=self.S, Skv=keys)
+        if self.options.attention == "flash":
+            self.add(formula("flash_attention")(
+                f"{prefix}.flash", n, **common, pairs=self._pairs(attn), d=d, dv=dv, kvh=kvh, ab=self.ab,
+                kvb=self.kvb, kv_values=kv_values, params=params, precision=self.precision, kv_window=window,
+            ))
+            return
+        self.add(formula("attention_scores")(f"{prefix}.scores", n, **common, d=d, kvh=kvh, ab=self.ab,
+                                             kvb=self.kvb, precision=self.precision, kv_window=window))
+        self.add(formula("softmax")(f"{prefix}.softmax", n, **common, ab=self.ab, params=params, kv_window=window))
+        self.add(formula("attention_context")(f"{prefix}.context", n, **common, dv=dv, kvh=kvh, ab=self.ab,
+                                              kvb=self.kvb, precision=self.precision, kv_window=window))
+
+    def mla(self, prefix: str, n: int, attn: AttentionSpec) -> None:
+        """Multi-head latent attention (DeepSeek V2/V3)."""
+        h, T, B = self.h, self.T, self.B
+        H = Expr.sym("H", attn.num_heads)
+        dn, dr = Expr.sym("dn", attn.qk_nope_head_dim), Expr.sym("dr", attn.qk_rope_head_dim)
+        dv, r = Expr.sym("dv", attn.v_head_dim), Expr.sym("r", attn.kv_lora_rank)
+        if attn.q_lora_rank:
+            qr = Expr.sym("qr", attn.q_lora_rank)
+            self.linear(f"{prefix}.q_a_proj", n, T, h, qr, bias=attn.qkv_bias)
+            self.norm(f"{prefix}.q_a_norm", n, qr, params_per_norm=attn.q_lora_rank)
+            self.linear(f"{prefix}.q_b_proj", n, T, qr, H * (dn + dr))
+        else:
+            self.linear(f"{prefix}.q_proj", n, T, h, H * (dn + dr))
+        self.linear(f"{prefix}.kv_a_proj", n, T, h, r + dr, bias=attn.qkv_bias)
+        self.norm(f"{prefix}.kv_a_norm", n, r, params_per_norm=attn.kv_lora_rank)
+        self.elementwise(f"{prefix}.rotary", n, T * (H + 1) * dr, 1, 1, 3)
+        one = Expr.sym("kvh", 1)
+        self.add(formula("kv_append")(f"{prefix}.kv_append", n, B=B, Snew=self.S, values=r + dr,
+                                      kvb=self.kvb, ab=self.ab))
+        if self.phase == "decode" and self.options.mla == "absorb":
+            # q_nope [T, H, dn] @ W_UK [H, dn, r] -> q_latent [T, H, r]; attention over the latent cache
+            self.linear(f"{prefix}.q_absorb", n, T * H, dn, r, param_bytes_per=None,
+                        owns_weight=True)
+            self._fix_head_weights(H)
+            self.core_attention(prefix, n, attn, H=H, kvh=one, d=r + dr, dv=r, kv_values=r + dr)
+            # out_latent [T, H, r] @ W_UV [H, r, dv] -> [T, H, dv]
+            self.linear(f"{prefix}.v_absorb", n, T * H, r, dv)
+            self._fix_head_weights(H)
+        else:
+            # latent [B, Skv, r] @ W_UKV [r, H*(dn+dv)] -> K_nope, V for every cached key, every step
+            keys = self._keys(attn)
+            self.linear(f"{prefix}.kv_b_proj", n, B * keys, r, H * (dn + dv))
+            self.core_attention(prefix, n, attn, H=H, kvh=H, d=dn + dr, dv=dv, kv_values=dn + dr + dv)
+        self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias)
+
+    def _fix_head_weights(self, H: Expr) -> None:
+        """A per-head matmul [T*H rows, K] @ W[H, K, N]: H weight matrices, not one.
+
+        Rebuilds the last linear op with weights and parameters H times its single-head values.
+        """
+        op = self.ops.pop()
+        weight = op.formulas["weight_bytes"] * H
+        act_read = op.formulas["bytes_read"] - op.formulas["weight_bytes"]
+        heads = int(H.value)
+        self.ops.append(op.scaled(
+            formulas=dict(op.formulas, weight_bytes=weight, bytes_read=weight + act_read),
+            param_count=op.param_count * heads, param_bytes=op.param_bytes * heads,
+        ))
+
+    # ---- MLP and MoE ---------------------------------------------------------------------------------
+    def _activation_op(self, name: str, n: int, mlp: MLPSpec, tokens: Expr) -> None:
+        I = Expr.sym("I", mlp.intermediate_size)
+        per_element = _VECTOR_FLOPS_PER_ELEMENT.get(mlp.activation, 8)
+        if mlp.gated:  # act(gate) * up: reads gate and up, writes one
+            self.elementwise(name, n, tokens * I, 2, 1, per_element + 1)
+        else:
+            self.elementwise(name, n, tokens * I, 1, 1, per_element)
+
+    def mlp(self, prefix: str, n: int, mlp: MLPSpec, tokens: Expr | None = None) -> None:
+        T = self.T if tokens is None else tokens
+        h, I = self.h, Expr.sym("I", mlp.intermediate_size)
+        if mlp.gated and mlp.fused_gate_up:
+            self.linear(f"{prefix}.gate_up_proj", n, T, h, 2 * I, bias=mlp.bias)
+        elif mlp.gated:
+            self.linear(f"{prefix}.gate_proj", n, T, h, I, bias=mlp.bias)
+            self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias)
+        else:
+            self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias)
+        self._activation_op(f"{prefix}.act", n, mlp, T)
+        self.linear(f"{prefix}.down_proj", n, T, I, h, bias=mlp.bias)
+
+    def moe(self, prefix: str, n: int, moe: MoESpec) -> None:
+        T, h = self.T, self.h
+        E, k = Expr.sym("E", moe.num_experts), Expr.sym("k", moe.top_k)
+        self.linear(f"{prefix}.router", n, T, h, E, bias=moe.router_bias)
+        # softmax/sigmoid over E scores and top-k selection: reads T*E scores
+        self.elementwise(f"{prefix}.topk", n, T * E, 1, 0, 5, kind="routing", params=moe.router_extra_params)
+        expert, I = moe.expert, Expr.sym("I", moe.expert.intermediate_size)
+        kw = dict(T=T, k=k, E=E, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision)
+        if expert.fused_gate_up:
+            self.add(formula("expert_linear")(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw))
+        else:
+            self.add(formula("expert_linear")(f"{prefix}.experts.gate_proj", n, K=h, N=I, **kw))
+            self.add(formula("expert_linear")(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw))
+        self._activation_op(f"{prefix}.experts.act", n, expert, T * k)
+        self.add(formula("expert_linear")(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw))
+        # out[T, h] = sum over k of weight * expert_out[T, k, h]
+        self.elementwise(f"{prefix}.experts.combine", n, T * k * h, 1, 0, 2)
+        if moe.shared is not None:
+            self.mlp(f"{prefix}.shared_experts", n, moe.shared)

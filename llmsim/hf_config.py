@@ -1,0 +1,404 @@
+"""Read Hugging Face configs into a ModelSpec: one small adapter per model family.
+
+Configs are read with `transformers.AutoConfig.for_model` on the config's own keys: no remote code
+ever runs and nothing is downloaded. Keys the architecture needs must be present in the given dict;
+transformers would otherwise fill them with a default model's values and the numbers would be
+silently wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .dtypes import canonical_dtype
+from .errors import ConfigError
+from .model import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, MoESpec, ModelSpec
+
+# Keys each family's config must state (raw config.json names); the rest have faithful defaults.
+_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
+    "llama": ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+    "gpt2": ("n_embd", "n_layer", "n_head", "vocab_size"),
+    "gpt_neox": ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+    "falcon": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
+    "deepseek_v3": (
+        "hidden_size", "intermediate_size", "moe_intermediate_size", "num_hidden_layers", "num_attention_heads",
+        "vocab_size", "n_routed_experts", "num_experts_per_tok", "kv_lora_rank", "qk_rope_head_dim",
+        "qk_nope_head_dim", "v_head_dim",
+    ),
+    "gpt_oss": (
+        "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
+        "num_local_experts", "num_experts_per_tok",
+    ),
+}
+_LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "mixtral", "qwen3_moe")
+# Legacy model_type names that transformers' own class reads (Falcon's original RefinedWeb configs).
+# transformers 5 no longer maps their n_layer/n_head names and would silently use its defaults.
+_LEGACY_TYPES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
+_LEGACY_KEYS = {"falcon": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"}}
+_MOE_KEYS = {"mixtral": ("num_local_experts", "num_experts_per_tok"),
+             "qwen3_moe": ("num_experts", "num_experts_per_tok", "moe_intermediate_size")}
+
+
+# ---- loading ------------------------------------------------------------------------------------
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The dict of a config.json file, or of the config.json inside a folder."""
+    file = path / "config.json" if path.is_dir() else path
+    if not file.is_file():
+        raise ConfigError(f"model config: no file at {file}")
+    try:
+        data = json.loads(file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"model config {file}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"model config {file}: expected a JSON object at the top level")
+    return data
+
+
+def _text_part(data: dict[str, Any]) -> dict[str, Any]:
+    """A multimodal config (e.g. Gemma 3 27B) holds its language model under text_config."""
+    if data.get("model_type") not in _supported_types() and isinstance(data.get("text_config"), dict):
+        text = dict(data["text_config"])
+        text.setdefault("model_type", f"{data['model_type']}_text")
+        for key in ("torch_dtype", "dtype"):
+            if key in data and key not in text:
+                text[key] = data[key]
+        return text
+    return data
+
+
+def _supported_types() -> tuple[str, ...]:
+    return tuple(_ADAPTERS)
+
+
+def config_from_dict(data: Mapping[str, Any]) -> Any:
+    """A transformers PretrainedConfig built from a config dict, after checking the needed keys."""
+    import transformers
+
+    data = dict(data)
+    data.pop("auto_map", None)  # remote-code hooks are never followed
+    from_text_config = "text_config" in data and data.get("model_type") not in _ADAPTERS
+    data = _text_part(data)
+    if data.get("model_type") in _LEGACY_TYPES:
+        data["model_type"] = _LEGACY_TYPES[data["model_type"]]
+    for old, new in _LEGACY_KEYS.get(str(data.get("model_type")), {}).items():
+        if old in data and new not in data:
+            data[new] = data.pop(old)
+    model_type = data.get("model_type")
+    if model_type is None:
+        raise ConfigError("model config: missing field 'model_type'")
+    if model_type not in _ADAPTERS:
+        raise ConfigError(
+            f"model config: model_type={model_type!r} is not supported; supported: {', '.join(sorted(_ADAPTERS))}"
+        )
+    family = "llama" if model_type in _LLAMA_LIKE else model_type
+    required = _REQUIRED_KEYS[family] + _MOE_KEYS.get(model_type, ())
+    aliases = getattr(transformers.CONFIG_MAPPING[model_type], "attribute_map", {}) or {}
+    present = set(data) | {aliases[k] for k in data if k in aliases}
+    # a multimodal config's text_config leans on its class defaults by design (Gemma 3)
+    missing = [] if from_text_config else [key for key in required if key not in present]
+    if missing:
+        raise ConfigError(f"model config ({model_type}): missing field {missing[0]!r} (needed: {', '.join(missing)})")
+    fields = {k: v for k, v in data.items() if k != "model_type"}
+    try:
+        return transformers.AutoConfig.for_model(model_type, **fields)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"model config ({model_type}): transformers refused it: {exc}") from None
+
+
+def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:
+    """A ModelSpec from a transformers PretrainedConfig or a config dict."""
+    if isinstance(config, Mapping):
+        config = config_from_dict(config)
+    if getattr(config, "model_type", None) not in _ADAPTERS and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    model_type = getattr(config, "model_type", None)
+    if model_type not in _ADAPTERS:
+        raise ConfigError(
+            f"model config: model_type={model_type!r} is not supported; supported: {', '.join(sorted(_ADAPTERS))}"
+        )
+    try:
+        fields = _ADAPTERS[model_type](config)
+        layers: list[LayerSpec] = fields.pop("layers")
+        groups, pattern = _group_layers(layers)
+        dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "float32"
+        return ModelSpec(
+            name=name or getattr(config, "name_or_path", "") or model_type,
+            model_type=model_type,
+            dtype=canonical_dtype(str(dtype), "torch_dtype"),
+            layer_groups=groups,
+            layer_pattern=pattern,
+            **fields,
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"model config ({model_type}): {loc}: {err['msg']}") from None
+
+
+def _group_layers(layers: list[LayerSpec]) -> tuple[tuple[LayerGroup, ...], tuple[int, ...]]:
+    """Group identical layers; tag each group by what tells it apart (sliding/full, dense/moe)."""
+    unique: list[LayerSpec] = []
+    pattern: list[int] = []
+    for layer in layers:
+        if layer not in unique:
+            unique.append(layer)
+        pattern.append(unique.index(layer))
+    features = [
+        ("sliding" if u.attention.sliding_window else "full", "moe" if u.is_moe else "dense") for u in unique
+    ]
+    varying = [i for i in range(2) if len({f[i] for f in features}) > 1]
+    tags = [".".join(f[i] for i in varying) for f in features]
+    if len(set(tags)) < len(tags):
+        tags = [f"{t}{i}" if t else f"group{i}" for i, t in enumerate(tags)]
+    groups = tuple(
+        LayerGroup(tag=tag, count=pattern.count(i), layer=layer) for i, (tag, layer) in enumerate(zip(tags, unique))
+    )
+    return groups, tuple(pattern)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def _get(config: Any, key: str, default: Any = None) -> Any:
+    value = getattr(config, key, None)
+    return default if value is None else value
+
+
+def _rotary_fraction(config: Any) -> float:
+    rope = getattr(config, "rope_parameters", None) or {}
+    if isinstance(rope, dict) and "partial_rotary_factor" in rope:
+        return float(rope["partial_rotary_factor"])
+    return float(_get(config, "partial_rotary_factor", 1.0))
+
+
+def _layer_windows(config: Any, num_layers: int) -> list[int | None]:
+    """Sliding window of each layer (None: full attention), as transformers' cache decides it."""
+    window = getattr(config, "sliding_window", None)
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types is None:
+        return [window] * num_layers
+    allowed = {"full_attention", "sliding_attention"}
+    windows: list[int | None] = []
+    for i, layer_type in enumerate(layer_types):
+        if layer_type not in allowed:
+            raise ConfigError(f"model config: layer_types[{i}]={layer_type!r}; supported: {', '.join(sorted(allowed))}")
+        if layer_type == "sliding_attention" and window is None:
+            raise ConfigError("model config: layer_types has sliding_attention but 'sliding_window' is missing")
+        windows.append(window if layer_type == "sliding_attention" else None)
+    return windows
+
+
+def _activation(config: Any) -> str:
+    return str(_get(config, "hidden_activation", None) or _get(config, "hidden_act", "silu"))
+
+
+# ---- adapters: config -> ModelSpec fields ------------------------------------------------------
+def _llama_like(config: Any) -> dict[str, Any]:
+    """llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text, mixtral, qwen3_moe."""
+    model_type = config.model_type
+    h = config.hidden_size
+    heads = config.num_attention_heads
+    kv_heads = _get(config, "num_key_value_heads", heads)
+    head_dim = _get(config, "head_dim", h // heads)
+    bias = bool(_get(config, "attention_bias", False))
+    qkv_bias = True if model_type == "qwen2" else bias  # Qwen2: q/k/v biased, o_proj not
+    o_bias = False if model_type == "qwen2" else bias
+    gemma = model_type in ("gemma2", "gemma3_text")
+    dense_mlp = MLPSpec(
+        gated=True,
+        intermediate_size=config.intermediate_size,
+        bias=bool(_get(config, "mlp_bias", False)),
+        fused_gate_up=model_type == "phi3",
+        activation=_activation(config),
+    )
+    layers = []
+    for i, window in enumerate(_layer_windows(config, config.num_hidden_layers)):
+        attention = AttentionSpec(
+            num_heads=heads,
+            num_kv_heads=kv_heads,
+            head_dim=head_dim,
+            v_head_dim=head_dim,
+            qkv_bias=qkv_bias,
+            o_bias=o_bias,
+            fused_qkv=model_type == "phi3",
+            qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3_text"),
+            sliding_window=window,
+            rotary_dim=int(head_dim * _rotary_fraction(config)),
+        )
+        layers.append(
+            LayerSpec(
+                attention=attention,
+                mlp=_llama_like_moe(config, i) or dense_mlp,
+                post_attn_norm=gemma,
+                post_mlp_norm=gemma,
+            )
+        )
+    return {
+        "vocab_size": config.vocab_size,
+        "hidden_size": h,
+        "max_position_embeddings": config.max_position_embeddings,
+        "tie_word_embeddings": bool(_get(config, "tie_word_embeddings", False)),
+        "layers": layers,
+    }
+
+
+def _llama_like_moe(config: Any, layer_idx: int) -> MoESpec | None:
+    if config.model_type == "mixtral":
+        expert_size, experts = config.intermediate_size, config.num_local_experts
+    elif config.model_type == "qwen3_moe":
+        sparse = layer_idx not in (config.mlp_only_layers or []) and (
+            config.num_experts > 0 and (layer_idx + 1) % config.decoder_sparse_step == 0
+        )
+        if not sparse:
+            return None
+        expert_size, experts = config.moe_intermediate_size, config.num_experts
+    else:
+        return None
+    expert = MLPSpec(gated=True, intermediate_size=expert_size, activation=_activation(config))
+    return MoESpec(num_experts=experts, top_k=config.num_experts_per_tok, expert=expert)
+
+
+def _gpt2(config: Any) -> dict[str, Any]:
+    h = config.n_embd
+    attention = AttentionSpec(
+        num_heads=config.n_head, num_kv_heads=config.n_head, head_dim=h // config.n_head,
+        v_head_dim=h // config.n_head, qkv_bias=True, o_bias=True, fused_qkv=True,
+    )
+    mlp = MLPSpec(gated=False, intermediate_size=_get(config, "n_inner", 4 * h), bias=True,
+                  activation=_activation(config))
+    return {
+        "vocab_size": config.vocab_size,
+        "hidden_size": h,
+        "max_position_embeddings": config.n_positions,
+        "tie_word_embeddings": bool(_get(config, "tie_word_embeddings", True)),
+        "position_embedding": "learned",
+        "norm": "layernorm",
+        "layers": [LayerSpec(attention=attention, mlp=mlp)] * config.n_layer,
+    }
+
+
+def _gpt_neox(config: Any) -> dict[str, Any]:
+    h, heads = config.hidden_size, config.num_attention_heads
+    bias = bool(_get(config, "attention_bias", True))
+    attention = AttentionSpec(
+        num_heads=heads, num_kv_heads=heads, head_dim=h // heads, v_head_dim=h // heads,
+        qkv_bias=bias, o_bias=bias, fused_qkv=True, rotary_dim=int(h // heads * _rotary_fraction(config)),
+    )
+    mlp = MLPSpec(gated=False, intermediate_size=config.intermediate_size, bias=True, activation=_activation(config))
+    layer = LayerSpec(attention=attention, mlp=mlp, parallel=bool(_get(config, "use_parallel_residual", True)))
+    return {
+        "vocab_size": config.vocab_size,
+        "hidden_size": h,
+        "max_position_embeddings": config.max_position_embeddings,
+        "tie_word_embeddings": bool(_get(config, "tie_word_embeddings", False)),
+        "norm": "layernorm",
+        "layers": [layer] * config.num_hidden_layers,
+    }
+
+
+def _falcon(config: Any) -> dict[str, Any]:
+    h, heads = config.hidden_size, config.num_attention_heads
+    if _get(config, "alibi", False):
+        raise ConfigError("model config (falcon): alibi=true is not supported (only rotary Falcon models)")
+    new_arch = bool(_get(config, "new_decoder_architecture", False))
+    if new_arch:
+        kv_heads = _get(config, "num_kv_heads", heads)
+    else:
+        kv_heads = 1 if _get(config, "multi_query", True) else heads
+    bias = bool(_get(config, "bias", False))
+    attention = AttentionSpec(
+        num_heads=heads, num_kv_heads=kv_heads, head_dim=h // heads, v_head_dim=h // heads,
+        qkv_bias=bias, o_bias=bias, fused_qkv=True, rotary_dim=h // heads,
+    )
+    mlp = MLPSpec(gated=False, intermediate_size=_get(config, "ffn_hidden_size", 4 * h), bias=bias,
+                  activation=_activation(config) if hasattr(config, "hidden_act") else "gelu")
+    parallel = bool(_get(config, "parallel_attn", True))
+    two_norms = not parallel or (new_arch and _get(config, "num_ln_in_parallel_attn", 2) == 2)
+    layer = LayerSpec(attention=attention, mlp=mlp, parallel=parallel, pre_mlp_norm=two_norms)
+    return {
+        "vocab_size": config.vocab_size,
+        "hidden_size": h,
+        "max_position_embeddings": _get(config, "max_position_embeddings", 2048),
+        "tie_word_embeddings": bool(_get(config, "tie_word_embeddings", True)),
+        "norm": "layernorm",
+        "layers": [layer] * config.num_hidden_layers,
+    }
+
+
+def _deepseek_v3(config: Any) -> dict[str, Any]:
+    heads = config.num_attention_heads
+    attention = AttentionSpec(
+        kind="mla",
+        num_heads=heads,
+        num_kv_heads=heads,
+        head_dim=config.qk_nope_head_dim + config.qk_rope_head_dim,
+        v_head_dim=config.v_head_dim,
+        qkv_bias=bool(_get(config, "attention_bias", False)),
+        o_bias=bool(_get(config, "attention_bias", False)),
+        rotary_dim=config.qk_rope_head_dim,
+        q_lora_rank=config.q_lora_rank,
+        kv_lora_rank=config.kv_lora_rank,
+        qk_rope_head_dim=config.qk_rope_head_dim,
+        qk_nope_head_dim=config.qk_nope_head_dim,
+    )
+    act = _activation(config)
+    dense = MLPSpec(gated=True, intermediate_size=config.intermediate_size, activation=act)
+    expert = MLPSpec(gated=True, intermediate_size=config.moe_intermediate_size, activation=act)
+    shared_experts = _get(config, "n_shared_experts", 0)
+    moe = MoESpec(
+        num_experts=config.n_routed_experts,
+        top_k=config.num_experts_per_tok,
+        expert=expert,
+        shared=MLPSpec(gated=True, intermediate_size=config.moe_intermediate_size * shared_experts, activation=act)
+        if shared_experts
+        else None,
+    )
+    first_dense = _get(config, "first_k_dense_replace", 0)
+    layers = [
+        LayerSpec(attention=attention, mlp=dense if i < first_dense else moe) for i in range(config.num_hidden_layers)
+    ]
+    return {
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.hidden_size,
+        "max_position_embeddings": config.max_position_embeddings,
+        "tie_word_embeddings": bool(_get(config, "tie_word_embeddings", False)),
+        "layers": layers,
+    }
+
+
+def _gpt_oss(config: Any) -> dict[str, Any]:
+    h, heads = config.hidden_size, config.num_attention_heads
+    head_dim = _get(config, "head_dim", h // heads)
+    expert = MLPSpec(gated=True, intermediate_size=config.intermediate_size, bias=True, fused_gate_up=True,
+                     activation="swiglu_clamped")
+    moe = MoESpec(num_experts=config.num_local_experts, top_k=config.num_experts_per_tok, expert=expert,
+                  router_bias=True)
+    layers = []
+    for window in _layer_windows(config, config.num_hidden_layers):
+        attention = AttentionSpec(
+            num_heads=heads, num_kv_heads=_get(config, "num_key_value_heads", heads), head_dim=head_dim,
+            v_head_dim=head_dim, qkv_bias=bool(_get(config, "attention_bias", True)),
+            o_bias=bool(_get(config, "attention_bias", True)), sinks=True, sliding_window=window,
+            rotary_dim=head_dim,
+        )
+        layers.append(LayerSpec(attention=attention, mlp=moe))
+    return {
+        "vocab_size": config.vocab_size,
+        "hidden_size": h,
+        "max_position_embeddings": config.max_position_embeddings,
+        "tie_word_embeddings": bool(_get(config, "tie_word_embeddings", False)),
+        "layers": layers,
+    }
+
+
+_ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    **{model_type: _llama_like for model_type in _LLAMA_LIKE},
+    "gpt2": _gpt2,
+    "gpt_neox": _gpt_neox,
+    "falcon": _falcon,
+    "deepseek_v3": _deepseek_v3,
+    "gpt_oss": _gpt_oss,
+}

@@ -1,0 +1,228 @@
+"""ModelSpec: the normalised architecture of a decoder-only language model.
+
+A ModelSpec holds what the cost model needs and nothing else: sizes, the attention kind of each
+layer, the MLP or MoE block, norms, embeddings. Model families differ only in how their Hugging Face
+config is read into this spec (`hf_config.py`); the graph (`graph.py`) knows no family by name.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .dtypes import canonical_dtype, dtype_bytes
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AttentionSpec(_Frozen):
+    """One layer's attention block.
+
+    kind "standard" covers MHA (num_kv_heads == num_heads), GQA and MQA (num_kv_heads == 1).
+    kind "mla" is DeepSeek's multi-head latent attention: the cache holds a latent of
+    kv_lora_rank + qk_rope_head_dim values per token, shared by all heads.
+    """
+
+    kind: Literal["standard", "mla"] = "standard"
+    num_heads: int = Field(gt=0)
+    num_kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0, description="q and k dims per head (MLA: qk_nope + qk_rope)")
+    v_head_dim: int = Field(gt=0)
+    qkv_bias: bool = False
+    o_bias: bool = False
+    fused_qkv: bool = False
+    qk_norm: bool = False
+    sliding_window: int | None = Field(default=None, gt=1)
+    sinks: bool = False
+    rotary_dim: int = Field(default=0, ge=0, description="dims per head that rotary rotates (0: none)")
+    q_lora_rank: int | None = None
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+
+    @model_validator(mode="after")
+    def _check(self) -> AttentionSpec:
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}"
+            )
+        if self.kind == "mla" and (self.kv_lora_rank <= 0 or self.qk_rope_head_dim <= 0):
+            raise ValueError("MLA attention needs kv_lora_rank > 0 and qk_rope_head_dim > 0")
+        return self
+
+    @property
+    def kv_cache_values_per_token(self) -> int:
+        """Values cached per token per layer: K and V of every KV head, or MLA's latent and rope key."""
+        if self.kind == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim  # latent [r] + shared rope key [d_rope]
+        return self.num_kv_heads * (self.head_dim + self.v_head_dim)  # K [kvh, d] + V [kvh, dv]
+
+    def cached_tokens(self, seq_len: np.ndarray | int) -> np.ndarray | int:
+        """Tokens a transformers cache holds after `seq_len` tokens: a sliding window keeps W - 1."""
+        if self.sliding_window is None:
+            return seq_len
+        return np.minimum(seq_len, self.sliding_window - 1)
+
+
+class MLPSpec(_Frozen):
+    """A feed-forward block: gated (SwiGLU/GeGLU: act(x W_gate) * x W_up) or plain (act(x W_in))."""
+
+    gated: bool
+    intermediate_size: int = Field(gt=0)
+    bias: bool = False
+    fused_gate_up: bool = False
+    activation: str = "silu"
+
+
+class MoESpec(_Frozen):
+    """A mixture-of-experts block: a router, `num_experts` experts of which `top_k` run per token,
+    and optional always-on shared experts (DeepSeek)."""
+
+    num_experts: int = Field(gt=0)
+    top_k: int = Field(gt=0)
+    expert: MLPSpec
+    shared: MLPSpec | None = None
+    router_bias: bool = False
+    router_extra_params: int = Field(default=0, ge=0, description="e.g. DeepSeek's score correction bias")
+
+    @model_validator(mode="after")
+    def _check(self) -> MoESpec:
+        if self.top_k > self.num_experts:
+            raise ValueError(f"num_experts_per_tok={self.top_k} exceeds the number of experts {self.num_experts}")
+        return self
+
+
+class LayerSpec(_Frozen):
+    """One decoder layer. Norm placement: pre-attention, optional pre-MLP (absent when a parallel
+    block shares one norm), optional post-attention and post-MLP sandwich norms (Gemma 2/3)."""
+
+    attention: AttentionSpec
+    mlp: MLPSpec | MoESpec
+    parallel: bool = False
+    pre_mlp_norm: bool = True
+    post_attn_norm: bool = False
+    post_mlp_norm: bool = False
+
+    @property
+    def norms(self) -> int:
+        return 1 + int(self.pre_mlp_norm) + int(self.post_attn_norm) + int(self.post_mlp_norm)
+
+    @property
+    def is_moe(self) -> bool:
+        return isinstance(self.mlp, MoESpec)
+
+
+class LayerGroup(_Frozen):
+    """Layers of identical structure: `tag` names them in op names when a model has several groups."""
+
+    tag: str
+    count: int = Field(gt=0)
+    layer: LayerSpec
+
+
+class ModelSpec(_Frozen):
+    """The normalised architecture. Build one with `llmsim.load_model` or `ModelSpec.from_hf`."""
+
+    name: str
+    model_type: str
+    vocab_size: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    max_position_embeddings: int = Field(gt=0)
+    layer_groups: tuple[LayerGroup, ...]
+    layer_pattern: tuple[int, ...] = Field(description="group index of each layer, in order")
+    position_embedding: Literal["rotary", "learned", "none"] = "rotary"
+    tie_word_embeddings: bool = False
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    dtype: str = "bfloat16"
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelSpec:
+        canonical_dtype(self.dtype, "torch_dtype")
+        counts = [self.layer_pattern.count(i) for i in range(len(self.layer_groups))]
+        if counts != [g.count for g in self.layer_groups]:
+            raise ValueError("layer_pattern does not match the layer group counts")
+        return self
+
+    # ---- sizes ----------------------------------------------------------------------------------
+    @property
+    def num_layers(self) -> int:
+        return len(self.layer_pattern)
+
+    @property
+    def norm_params(self) -> int:
+        """Parameters of one norm over the hidden size: weight, plus bias for LayerNorm."""
+        return self.hidden_size * (2 if self.norm == "layernorm" else 1)
+
+    @property
+    def num_parameters(self) -> int:
+        """Exact parameter count, summed from the ops of one forward pass (each op owns its weights)."""
+        from .graph import build_ops  # the graph owns the per-op parameter inventory
+
+        ops = build_ops(self, phase="prefill", batch_size=1, seq_len=1)
+        return int(sum(op.count * op.param_count for op in ops))
+
+    @property
+    def attention_kinds(self) -> str:
+        """A short description such as 'GQA 32/8, sliding 4096' for tables."""
+        parts = []
+        for group in self.layer_groups:
+            attn = group.layer.attention
+            if attn.kind == "mla":
+                kind = f"MLA r={attn.kv_lora_rank}"
+            elif attn.num_kv_heads == attn.num_heads:
+                kind = f"MHA {attn.num_heads}"
+            elif attn.num_kv_heads == 1:
+                kind = f"MQA {attn.num_heads}/1"
+            else:
+                kind = f"GQA {attn.num_heads}/{attn.num_kv_heads}"
+            if attn.sliding_window:
+                kind += f" window {attn.sliding_window}"
+            parts.append(f"{group.count}x {kind}" if len(self.layer_groups) > 1 else kind)
+        return "; ".join(dict.fromkeys(parts))
+
+    # ---- KV cache -------------------------------------------------------------------------------
+    def kv_cache_bytes(
+        self,
+        batch_size: int | np.ndarray = 1,
+        seq_len: int | np.ndarray = 1,
+        kv_dtype: str | None = None,
+    ) -> float | np.ndarray:
+        """Bytes of the KV cache holding `seq_len` tokens of each of `batch_size` sequences.
+
+        Sums over layers: B * cached_tokens(S) * values_per_token * bytes. Sliding-window layers hold
+        W - 1 tokens once full (as transformers' DynamicSlidingWindowLayer does); MLA layers hold the
+        compressed latent and the rope key, not per-head K and V.
+        """
+        kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
+        total: float | np.ndarray = 0.0
+        for group in self.layer_groups:
+            attn = group.layer.attention
+            # [B, tokens, values_per_token] per layer
+            total = total + group.count * np.asarray(batch_size) * attn.cached_tokens(
+                np.asarray(seq_len)
+            ) * attn.kv_cache_values_per_token * kv_bytes
+        return total if isinstance(total, np.ndarray) and total.ndim else float(total)
+
+    def summary_row(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "model_type": self.model_type,
+            "parameters": self.num_parameters,
+            "layers": self.num_layers,
+            "hidden": self.hidden_size,
+            "attention": self.attention_kinds,
+            "moe": any(g.layer.is_moe for g in self.layer_groups),
+            "max_context": self.max_position_embeddings,
+            "dtype": self.dtype,
+        }
+
+    @classmethod
+    def from_hf(cls, config: object, name: str | None = None) -> ModelSpec:
+        """Read a transformers PretrainedConfig (or a config dict) into a ModelSpec."""
+        from .hf_config import spec_from_hf_config
+
+        return spec_from_hf_config(config, name=name)

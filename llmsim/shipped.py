@@ -1,0 +1,54 @@
+"""Where the shipped model configs and hardware files live, and lookup by name with suggestions.
+
+In a source checkout they are the top-level `model_configs/` and `hardware/` folders; an installed
+wheel carries the same files as the package data `llmsim.model_configs` and `llmsim.hardware_files`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from importlib import resources
+from pathlib import Path
+
+from .errors import LlmsimError
+
+_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _folder(package: str, checkout_folder: str) -> Path:
+    checkout = _SOURCE_ROOT / checkout_folder
+    if checkout.is_dir() and (_SOURCE_ROOT / "pyproject.toml").is_file():
+        return checkout
+    try:
+        return Path(str(resources.files(package)))
+    except ModuleNotFoundError:
+        return checkout
+
+
+def model_configs_dir() -> Path:
+    return _folder("llmsim.model_configs", "model_configs")
+
+
+def hardware_dir() -> Path:
+    return _folder("llmsim.hardware_files", "hardware")
+
+
+def shipped_model_names() -> list[str]:
+    return sorted(p.stem for p in model_configs_dir().glob("*.json"))
+
+
+def shipped_hardware_names() -> list[str]:
+    return sorted(p.stem for p in hardware_dir().glob("*.toml"))
+
+
+def find_shipped(kind: str, name: str, names: list[str], folder: Path, suffix: str) -> Path:
+    """The shipped file of that exact name (case-insensitive), else an error with the closest names."""
+    by_lower = {n.lower(): n for n in names}
+    if name.lower() in by_lower:
+        return folder / f"{by_lower[name.lower()]}{suffix}"
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.4)
+    hint = f"; did you mean {', '.join(by_lower[c] for c in close)}?" if close else ""
+    raise LlmsimError(
+        f"{kind} {name!r} is not a shipped name nor an existing file{hint} "
+        f"(list them with `llmsim {'models' if kind == 'model' else 'hardware'}`)"
+    )

@@ -1,0 +1,84 @@
+"""Workload sizes and the cost-model options, validated with messages that name the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from .dtypes import canonical_dtype
+from .errors import OptionError, check_choice
+
+ATTENTION_KERNELS = ("math", "flash")
+LOGITS_MODES = ("all", "last")
+MLA_MODES = ("expand", "absorb")
+FUSION_POLICIES = ("none", "elementwise", "full")
+PHASES = ("prefill", "decode")
+
+
+class CostOptions(BaseModel):
+    """How the forward pass is computed. Defaults describe a serving engine:
+
+    - attention="flash": fused attention; no S x S scores in memory, masked (causal, outside-window)
+      blocks skipped. "math": the full S x S scores, as eager and SDPA-math kernels compute them.
+    - logits="last": the LM head runs on the last position only, as generation does. "all": every
+      position, as a plain forward pass.
+    - mla="absorb": MLA decode in weight-absorbed form over the cached latent, as serving engines run
+      it. "expand": the cached latent is re-expanded to per-head K and V every step, as transformers
+      runs it. Prefill is the same in both (expanded).
+    - fusion="elementwise": the residual add is fused into the next norm (vLLM's fused add+RMSNorm).
+      "none": every elementwise op is its own kernel (eager PyTorch). "full": all elementwise work is
+      fused into matmul prologues and epilogues (no memory traffic, no launches of its own).
+    - weight_dtype, activation_dtype, kv_dtype: default to the config's dtype.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    attention: str = "flash"
+    logits: str = "last"
+    mla: str = "absorb"
+    fusion: str = "elementwise"
+    weight_dtype: str | None = None
+    activation_dtype: str | None = None
+    kv_dtype: str | None = None
+
+    @classmethod
+    def make(cls, **options: Any) -> CostOptions:
+        """Validated options: an OptionError names a bad field and lists the allowed values."""
+        allowed = set(cls.model_fields)
+        for key in options:
+            if key not in allowed:
+                from .errors import choice_error
+
+                raise choice_error("option", key, allowed)
+        values = {k: v for k, v in options.items() if v is not None}
+        check_choice("attention", values.get("attention", "flash"), ATTENTION_KERNELS)
+        check_choice("logits", values.get("logits", "last"), LOGITS_MODES)
+        check_choice("mla", values.get("mla", "absorb"), MLA_MODES)
+        check_choice("fusion", values.get("fusion", "elementwise"), FUSION_POLICIES)
+        for key in ("weight_dtype", "activation_dtype", "kv_dtype"):
+            if key in values:
+                values[key] = canonical_dtype(values[key], key)
+        return cls(**values)
+
+    def resolved_dtypes(self, model_dtype: str) -> tuple[str, str, str]:
+        """(weight, activation, kv) dtypes with the model's own dtype filled in."""
+        activation = self.activation_dtype or model_dtype
+        return self.weight_dtype or model_dtype, activation, self.kv_dtype or activation
+
+
+def check_count(field: str, value: Any, minimum: int) -> np.ndarray | int:
+    """An integer count (or array of counts) >= minimum; an OptionError naming the field otherwise."""
+    array = np.asarray(value)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise OptionError(f"{field}={value!r} must be an integer >= {minimum}")
+    if array.size == 0:
+        raise OptionError(f"{field} is empty; give at least one value >= {minimum}")
+    if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
+        raise OptionError(f"{field}={value!r} must be a whole number >= {minimum}")
+    if np.any(array < minimum):
+        raise OptionError(f"{field}={value!r} must be >= {minimum}")
+    if array.ndim == 0:
+        return int(array)
+    return array.astype(np.int64)
