@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from .errors import ConfigError, HardwareError, LlmsimError, OptionError
 from .graph import build_ops
+from .hardware import HardwareSpec, load_hardware
 from .loading import load_model
 from .model import ModelSpec
 from .ops import Op
+from .simulate import SimulationResult, max_batch_size, max_context, simulate
 from .workload import CostOptions
 
 __version__ = "0.1.0"
@@ -15,11 +17,17 @@ __all__ = [
     "ConfigError",
     "CostOptions",
     "HardwareError",
+    "HardwareSpec",
     "LlmsimError",
     "ModelSpec",
     "Op",
     "OptionError",
+    "SimulationResult",
     "__version__",
     "build_ops",
+    "load_hardware",
     "load_model",
+    "max_batch_size",
+    "max_context",
+    "simulate",
 ]

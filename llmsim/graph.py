@@ -18,7 +18,7 @@ import numpy as np
 
 from .dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
 from .errors import OptionError, check_choice
-from .model import AttentionSpec, LayerGroup, MLPSpec, MoESpec, ModelSpec
+from .model import AttentionSpec, LayerGroup, MLPSpec, ModelSpec, MoESpec
 from .ops import Op, formula
 from .symbolic import Expr, smin
 from .workload import PHASES, CostOptions, check_count
@@ -332,3 +332,9 @@ class _GraphBuilder:
         self.elementwise(f"{prefix}.experts.combine", n, T * k * h, 1, 0, 2)
         if moe.shared is not None:
             self.mlp(f"{prefix}.shared_experts", n, moe.shared)
+
+
+def build_ops_unchecked(model: ModelSpec, phase: str, batch_size: Any, seq_len: Any, kv_len: Any,
+                        options: CostOptions) -> list[Op]:
+    """build_ops for callers that validated the workload already (simulate, sweeps)."""
+    return _GraphBuilder(model, phase, batch_size, seq_len if phase == "prefill" else 1, kv_len, options).build()

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from .dtypes import canonical_dtype
 from .errors import ConfigError
-from .model import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, MoESpec, ModelSpec
+from .model import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
 # Keys each family's config must state (raw config.json names); the rest have faithful defaults.
 _REQUIRED_KEYS: dict[str, tuple[str, ...]] = {

@@ -7,11 +7,9 @@ without a second copy of the formula that could drift from the one that computed
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
-
-Number = Union[int, float, np.ndarray]
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 
@@ -19,7 +17,7 @@ _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
 class Expr:
     """A value with the formula that produced it. Supports + - * / with numbers and other Exprs."""
 
-    __slots__ = ("value", "_node")
+    __slots__ = ("_node", "value")
 
     def __init__(self, value: Any, node: tuple) -> None:
         self.value = value

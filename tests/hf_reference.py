@@ -7,7 +7,7 @@ would drop attention) and the eager experts loop (it has none for grouped-mm eit
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import torch
@@ -30,7 +30,7 @@ def hf_config(data: dict[str, Any]) -> Any:
     return config
 
 
-@lru_cache(maxsize=None)
+@cache
 def tiny_model(name: str) -> Any:
     config = hf_config(TINY_CONFIGS[name])
     config._experts_implementation = "eager"

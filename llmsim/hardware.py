@@ -1,0 +1,244 @@
+"""HardwareSpec: a device's ceilings and overheads, every number with its unit and source.
+
+Hardware files (`hardware/*.toml`) hold each number as `{ value = ..., unit = "...", source = "..." }`
+in base SI units (FLOP/s, byte/s, byte, s). Loading refuses unknown keys, missing fields, a wrong unit
+and values outside a plausibility range (a bandwidth written in GB/s instead of byte/s is caught).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import tomllib
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import HardwareError, OptionError
+from .shipped import find_shipped, hardware_dir, shipped_hardware_names
+
+MATRIX_PRECISIONS = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp32")
+VECTOR_PRECISIONS = ("fp32", "fp16")
+
+
+class Quantity(BaseModel):
+    """One number of a hardware file, with its unit and where it comes from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    value: float
+    unit: str
+    source: str = Field(min_length=1)
+
+
+# field -> (unit, plausible low, plausible high)
+_FIELDS: dict[str, dict[str, tuple[str, float, float]]] = {
+    "matrix_flops_per_s": {p: ("flop/s", 1e10, 1e17) for p in MATRIX_PRECISIONS},
+    "vector_flops_per_s": {p: ("flop/s", 1e9, 1e16) for p in VECTOR_PRECISIONS},
+    "memory": {
+        "bandwidth_bytes_per_s": ("byte/s", 1e10, 1e14),
+        "capacity_bytes": ("byte", 1e9, 1e13),
+        "l2_cache_bytes": ("byte", 1e5, 1e10),
+    },
+    "interconnect": {
+        "intra_node_bandwidth_bytes_per_s": ("byte/s", 1e9, 1e13),
+        "intra_node_latency_s": ("s", 1e-8, 1e-3),
+        "gpus_per_node": ("count", 1, 1024),
+        "inter_node_bandwidth_bytes_per_s": ("byte/s", 1e8, 1e13),
+        "inter_node_latency_s": ("s", 1e-8, 1e-2),
+    },
+    "overhead": {
+        "kernel_launch_s": ("s", 0.0, 1e-3),
+        "eager_dispatch_s": ("s", 0.0, 1e-2),
+        "graph_replay_per_kernel_s": ("s", 0.0, 1e-3),
+    },
+    "efficiency": {
+        "matmul": ("fraction", 0.01, 1.0),
+        "memory": ("fraction", 0.01, 1.0),
+        "vector": ("fraction", 0.01, 1.0),
+    },
+    "price": {"usd_per_hour": ("usd/hour", 0.0, 1e4)},
+}
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "matrix_flops_per_s": (),
+    "vector_flops_per_s": ("fp32",),
+    "memory": ("bandwidth_bytes_per_s", "capacity_bytes"),
+    "overhead": ("kernel_launch_s", "eager_dispatch_s"),
+    "efficiency": ("matmul", "memory"),
+}
+_OPTIONAL_SECTIONS = ("interconnect", "price")
+
+
+class HardwareSpec(BaseModel):
+    """A device: dense peaks per precision, memory, interconnect, overheads, achievable fractions."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    device_type: Literal["gpu", "cpu"] = "gpu"
+    matrix_flops_per_s: dict[str, Quantity]
+    vector_flops_per_s: dict[str, Quantity]
+    memory: dict[str, Quantity]
+    interconnect: dict[str, Quantity] = Field(default_factory=dict)
+    overhead: dict[str, Quantity]
+    efficiency: dict[str, Quantity]
+    price: dict[str, Quantity] = Field(default_factory=dict)
+    path: str | None = None
+
+    # ---- accessors ---------------------------------------------------------------------------------
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        return self.memory["bandwidth_bytes_per_s"].value
+
+    @property
+    def memory_capacity_bytes(self) -> float:
+        return self.memory["capacity_bytes"].value
+
+    def matrix_peak_flops_per_s(self, precision: str) -> float:
+        """Dense matrix-unit peak at `precision`. fp32 matmuls without a matrix fp32 figure run on the
+        vector unit (PyTorch keeps TF32 off for matmuls by default)."""
+        if precision in self.matrix_flops_per_s:
+            return self.matrix_flops_per_s[precision].value
+        if precision == "fp32":
+            return self.vector_flops_per_s["fp32"].value
+        if precision == "int4" and "int8" in self.matrix_flops_per_s:
+            return self.matrix_flops_per_s["int8"].value  # approximation: int4 runs at the int8 rate
+        raise OptionError(
+            f"hardware {self.name!r} has no matrix-unit peak for {precision}; it has "
+            f"{', '.join(sorted(self.matrix_flops_per_s))} (choose another activation_dtype)"
+        )
+
+    def vector_peak_flops_per_s(self, precision: str) -> float:
+        key = "fp16" if precision in ("fp16", "bf16") and "fp16" in self.vector_flops_per_s else "fp32"
+        return self.vector_flops_per_s[key].value
+
+    def efficiency_of(self, unit: str) -> float:
+        if unit in self.efficiency:
+            return self.efficiency[unit].value
+        return self.efficiency["matmul"].value if unit == "vector" else 1.0
+
+    def overhead_s(self, key: str) -> float:
+        item = self.overhead.get(key)
+        if item is not None:
+            return item.value
+        if key == "graph_replay_per_kernel_s":
+            return self.overhead["kernel_launch_s"].value
+        return 0.0
+
+    def interconnect_value(self, key: str) -> float:
+        if key not in self.interconnect:
+            raise HardwareError(f"hardware {self.name!r}: [interconnect] {key} is missing; multi-GPU needs it")
+        return self.interconnect[key].value
+
+    def ridge_point_flops_per_byte(self, precision: str = "bf16") -> float:
+        """Arithmetic intensity where the matrix peak meets the bandwidth (peak figures)."""
+        return self.matrix_peak_flops_per_s(precision) / self.memory_bandwidth_bytes_per_s
+
+    def summary_row(self) -> dict[str, object]:
+        bf16 = self.matrix_flops_per_s.get("bf16") or self.matrix_flops_per_s.get("fp32")
+        return {
+            "name": self.name,
+            "description": self.description,
+            "bf16_tflops": round(bf16.value / 1e12, 1) if bf16 else None,
+            "bandwidth_tb_s": round(self.memory_bandwidth_bytes_per_s / 1e12, 3),
+            "memory_gb": round(self.memory_capacity_bytes / 1e9, 1),
+            "ridge_flops_per_byte": round(self.ridge_point_flops_per_byte("bf16"), 1)
+            if "bf16" in self.matrix_flops_per_s
+            else None,
+        }
+
+    def with_overrides(self, **section_values: dict[str, float]) -> HardwareSpec:
+        """A copy with some values replaced, e.g. with_overrides(memory={"bandwidth_bytes_per_s": 2e12})."""
+        data = self.model_dump()
+        for section, values in section_values.items():
+            for key, value in values.items():
+                old = data[section].get(key, {"unit": _FIELDS[section][key][0], "source": "override"})
+                data[section][key] = {**old, "value": value, "source": "override"}
+        return hardware_from_dict(data, origin=f"{self.name} (overridden)")
+
+
+# ---- loading --------------------------------------------------------------------------------------
+def load_hardware(source: Any) -> HardwareSpec:
+    """A HardwareSpec from a shipped name ("h100-sxm"), a path to a hardware TOML file, a dict, or a
+    HardwareSpec (returned as it is)."""
+    if isinstance(source, HardwareSpec):
+        return source
+    if isinstance(source, dict):
+        return hardware_from_dict(source, origin="hardware dict")
+    if isinstance(source, (str, Path)):
+        path = Path(source).expanduser()
+        if not path.is_file():
+            if isinstance(source, str) and "/" not in source and not source.endswith(".toml"):
+                path = find_shipped("hardware", source, shipped_hardware_names(), hardware_dir(), ".toml")
+            else:
+                raise HardwareError(f"hardware file: no file at {path}")
+        try:
+            data = tomllib.loads(path.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise HardwareError(f"hardware file {path}: not valid TOML ({exc})") from None
+        data.pop("path", None)
+        spec = hardware_from_dict(data, origin=str(path))
+        return spec.model_copy(update={"path": str(path)})
+    raise HardwareError(f"hardware: cannot load from a {type(source).__name__}; give a shipped name or a path")
+
+
+def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> HardwareSpec:
+    """Validate a hardware dict: sections, keys, units, plausibility. Errors name the field."""
+    data = dict(data)
+    data.pop("path", None)
+    allowed_top = {"name", "description", "device_type", *_FIELDS}
+    for key in data:
+        if key not in allowed_top:
+            raise HardwareError(f"{origin}: unknown key {key!r}; allowed: {', '.join(sorted(allowed_top))}")
+    if "name" not in data:
+        raise HardwareError(f"{origin}: missing field 'name'")
+    if data.get("device_type", "gpu") not in ("gpu", "cpu"):
+        raise HardwareError(f"{origin}: device_type={data['device_type']!r}; allowed: gpu, cpu")
+    sections: dict[str, dict[str, Quantity]] = {}
+    for section, fields in _FIELDS.items():
+        raw = data.get(section)
+        if raw is None:
+            if section in _OPTIONAL_SECTIONS:
+                continue
+            raise HardwareError(f"{origin}: missing section [{section}]")
+        if not isinstance(raw, dict):
+            raise HardwareError(f"{origin}: [{section}] must be a table")
+        sections[section] = {key: _quantity(origin, section, key, value, fields) for key, value in raw.items()}
+        for key in _REQUIRED.get(section, ()):
+            if key not in sections[section]:
+                raise HardwareError(f"{origin}: missing field {section}.{key}")
+    if not sections["matrix_flops_per_s"] and "fp32" not in sections["vector_flops_per_s"]:
+        raise HardwareError(f"{origin}: [matrix_flops_per_s] needs at least one precision")
+    return HardwareSpec(
+        name=str(data["name"]),
+        description=str(data.get("description", "")),
+        device_type=data.get("device_type", "gpu"),
+        **sections,
+    )
+
+
+def _quantity(origin: str, section: str, key: str, raw: Any, fields: dict[str, tuple[str, float, float]]) -> Quantity:
+    where = f"{origin}: {section}.{key}"
+    if key not in fields:
+        raise HardwareError(f"{origin}: unknown key {section}.{key}; allowed: {', '.join(fields)}")
+    if not isinstance(raw, dict):
+        raise HardwareError(f"{where} must be a table {{ value = ..., unit = ..., source = ... }}")
+    for part in ("value", "unit", "source"):
+        if part not in raw:
+            raise HardwareError(f"{where}: missing {part!r}")
+    extra = set(raw) - {"value", "unit", "source"}
+    if extra:
+        raise HardwareError(f"{where}: unknown key {sorted(extra)[0]!r}; allowed: value, unit, source")
+    unit, low, high = fields[key]
+    if raw["unit"] != unit:
+        raise HardwareError(f"{where}: unit {raw['unit']!r}, expected {unit!r} (values in base SI units)")
+    value = raw["value"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise HardwareError(f"{where}: value {value!r} is not a number")
+    if not low <= value <= high:
+        raise HardwareError(
+            f"{where}: value {value:g} {unit} is outside the plausible range [{low:g}, {high:g}] "
+            f"(a unit mix-up, e.g. GB/s where byte/s is expected?)"
+        )
+    if not str(raw["source"]).strip():
+        raise HardwareError(f"{where}: empty source; every number needs one")
+    return Quantity(value=float(value), unit=unit, source=str(raw["source"]))

@@ -1,0 +1,118 @@
+"""Phase totals: prefill (one forward pass) and decode (every generated step, summed exactly).
+
+Decode step i (i = 1 .. gen_len - 1) runs with kv_len = prompt_len + i - 1 cached tokens. Every
+decode quantity is affine in the keys a step attends to (and constant once a sliding window is
+full), so each op's time is piecewise affine in kv_len with breakpoints where two of its terms cross
+or its window fills. Summing each affine piece by the trapezoid rule over its integer steps is exact:
+no step is sampled or skipped, and a sweep of a million points stays one vectorised evaluation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .graph import build_ops_unchecked
+from .model import ModelSpec
+from .ops import Op
+from .roofline import OpCost, Roofline
+from .workload import CostOptions
+
+PARTS = ("time_s", "compute_s", "memory_s", "overhead_s")
+SUMS = ("matmul_flops", "vector_flops", "bytes")
+
+
+@dataclass(frozen=True)
+class PhaseTotals:
+    """Per-op totals over a phase (arrays broadcast over the sweep shape); index i is ops[i]."""
+
+    ops: list[Op]
+    per_op: dict[str, list[Any]]  # PARTS and SUMS -> one entry per op, already times op.count
+
+    def total(self, key: str) -> Any:
+        return sum(self.per_op[key]) if self.ops else 0.0
+
+
+def _per_run(op: Op) -> tuple[Any, Any, Any]:
+    return op.matmul_flops, op.vector_flops, op.bytes
+
+
+def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
+                   seq_len: Any) -> PhaseTotals:
+    ops = build_ops_unchecked(model, "prefill", batch_size, seq_len, 0, options)
+    per_op: dict[str, list[Any]] = {k: [] for k in PARTS + SUMS}
+    for op in ops:
+        matmul, vector, moved = _per_run(op)
+        t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches))
+        for key, value in zip(PARTS, (t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s)):
+            per_op[key].append(op.count * value)
+        for key, value in zip(SUMS, (matmul, vector, moved)):
+            per_op[key].append(op.count * np.asarray(value, dtype=float))
+    return PhaseTotals(ops=ops, per_op=per_op)
+
+
+def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
+                  first_kv_len: Any, steps: Any) -> PhaseTotals:
+    """Sums over `steps` decode steps at kv_len = first_kv_len, first_kv_len + 1, ..."""
+    at0 = build_ops_unchecked(model, "decode", batch_size, 1, first_kv_len, options)
+    at1 = build_ops_unchecked(model, "decode", batch_size, 1, np.asarray(first_kv_len) + 1, options)
+    steps = np.asarray(steps, dtype=float)
+    L0 = np.asarray(first_kv_len, dtype=float)
+    per_op: dict[str, list[Any]] = {k: [] for k in PARTS + SUMS}
+    for op0, op1 in zip(at0, at1):
+        q0 = [np.asarray(v, dtype=float) for v in _per_run(op0)]
+        q1 = [np.asarray(v, dtype=float) for v in _per_run(op1)]
+        slopes = [b - a for a, b in zip(q0, q1)]
+        cost0 = roofline.cost(*q0, op0.precision, op0.launches)
+        cost1 = roofline.cost(*q1, op0.precision, op0.launches)
+        c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
+        cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
+        # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
+        clamp = (op0.kv_window - 1) - L0 if op0.kv_window else np.full_like(L0, np.inf)
+        cuts = [clamp, *roofline.crossings(c0, cs, m0, ms, op0.launches)]
+        segments = _segments(cuts, steps)
+
+        def at(x: Any, c0: Any = c0, cs: Any = cs, m0: Any = m0, ms: Any = ms, clamp: Any = clamp,
+               launches: int = op0.launches) -> tuple[Any, ...]:
+            u = np.minimum(x, clamp[..., None]) if np.ndim(clamp) else np.minimum(x, clamp)
+            t = roofline.time(OpCost(_lift(c0) + _lift(cs) * u, _lift(m0) + _lift(ms) * u, launches))
+            return t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s
+
+        lo, hi, n = segments
+        f_lo, f_hi = at(lo), at(hi)
+        for key, a, b in zip(PARTS, f_lo, f_hi):
+            per_op[key].append(op0.count * np.sum(n * (a + b) / 2.0, axis=-1))
+        u_lo = np.minimum(lo, _lift(clamp))
+        u_hi = np.minimum(hi, _lift(clamp))
+        for key, base, slope in zip(SUMS, q0, slopes):
+            a = _lift(base) + _lift(slope) * u_lo
+            b = _lift(base) + _lift(slope) * u_hi
+            per_op[key].append(op0.count * np.sum(n * (a + b) / 2.0, axis=-1))
+    return PhaseTotals(ops=at0, per_op=per_op)
+
+
+def _lift(x: Any) -> Any:
+    """Add a trailing axis for the segments."""
+    return np.asarray(x, dtype=float)[..., None]
+
+
+def _segments(cuts: list[Any], steps: Any) -> tuple[Any, Any, Any]:
+    """Integer segments of offsets 0..steps-1 split after floor(cut) for every cut.
+
+    Returns (first offset, last offset, count) with a trailing segment axis; empty segments have
+    count 0.
+    """
+    last = np.asarray(steps, dtype=float) - 1.0
+    floors = [np.clip(np.floor(np.where(np.isfinite(c), c, 1e300)), -1.0, last) for c in cuts]
+    shape = np.broadcast_shapes(*(np.shape(f) for f in floors), np.shape(last))
+    inner = np.sort(np.stack([np.broadcast_to(f, shape) for f in floors], axis=-1), axis=-1)
+    bounds = np.concatenate(
+        [np.full((*shape, 1), -1.0), inner, np.broadcast_to(last, shape)[..., None]], axis=-1
+    )
+    lo = bounds[..., :-1] + 1.0
+    hi = bounds[..., 1:]
+    count = np.maximum(hi - lo + 1.0, 0.0)
+    hi = np.maximum(hi, lo)  # empty segments evaluate at a harmless point; their count is 0
+    return lo, hi, count

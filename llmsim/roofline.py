@@ -1,0 +1,140 @@
+"""Op x HardwareSpec -> time and bound: the roofline per op plus launch and framework overhead.
+
+Per run of an op:
+    compute_s = matmul_flops / (matrix peak of its precision * matmul fraction)
+              + vector_flops / (vector peak * vector fraction)
+    memory_s  = (bytes_read + bytes_written) / (bandwidth * memory fraction)
+    kernel_s  = max(compute_s, memory_s)   (overlap="max", the roofline)
+              | compute_s + memory_s       (overlap="sum", pessimistic)
+    time_s    = kernel_s + launches * per-kernel cost      (overhead="graph")
+              | kernel_s + launches * (launch + dispatch)  (overhead="eager" on a CPU: no async queue)
+              | max(kernel_s + launches * launch, launches * dispatch)
+                                                            (overhead="eager" on a GPU)
+              | kernel_s                                   (overhead="none")
+approximation: on a GPU in eager mode the host queues kernels ahead; the GPU idles only when an op's
+host dispatch outlasts its kernel, so per op the longer of the two counts.
+The op's bound is the largest of its compute, memory and overhead terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from .errors import check_choice
+from .hardware import HardwareSpec
+
+EFFICIENCY_MODES = ("achievable", "peak")
+OVERHEAD_MODES = ("graph", "eager", "none")
+OVERLAP_POLICIES = ("max", "sum")
+BOUNDS = ("compute", "memory", "overhead")
+
+
+class ExecutionOptions(BaseModel):
+    """How the device runs the ops.
+
+    - efficiency="achievable" (default): peaks derated by the hardware file's achievable fractions;
+      "peak": datasheet speed of light (with overhead="none", the classic roofline).
+    - overhead="graph" (default): kernel launches only, as with CUDA graphs or a compiled model;
+      "eager": plus PyTorch's per-op dispatch, as plain PyTorch and transformers run; "none".
+    - overlap="max" (default): compute and memory traffic overlap (roofline); "sum": they do not.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    efficiency: str = "achievable"
+    overhead: str = "graph"
+    overlap: str = "max"
+
+    @classmethod
+    def make(cls, **values: Any) -> ExecutionOptions:
+        values = {k: v for k, v in values.items() if v is not None}
+        check_choice("efficiency", values.get("efficiency", "achievable"), EFFICIENCY_MODES)
+        check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
+        check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """Compute and memory seconds of one run of an op, and its launches (arrays broadcast)."""
+
+    compute_s: Any
+    memory_s: Any
+    launches: int
+
+
+@dataclass(frozen=True)
+class OpTime:
+    """One run's time and where it goes: compute, memory and overhead parts sum to time_s."""
+
+    time_s: Any
+    compute_part_s: Any
+    memory_part_s: Any
+    overhead_part_s: Any
+
+
+class Roofline:
+    """The device's derated ceilings under one set of execution options."""
+
+    def __init__(self, hardware: HardwareSpec, execution: ExecutionOptions) -> None:
+        self.hardware, self.execution = hardware, execution
+        peak = execution.efficiency == "peak"
+        self.matmul_fraction = 1.0 if peak else hardware.efficiency_of("matmul")
+        self.vector_fraction = 1.0 if peak else hardware.efficiency_of("vector")
+        self.memory_fraction = 1.0 if peak else hardware.efficiency_of("memory")
+        self.bandwidth_bytes_per_s = hardware.memory_bandwidth_bytes_per_s * self.memory_fraction
+        mode = execution.overhead
+        launch_key = "graph_replay_per_kernel_s" if mode == "graph" else "kernel_launch_s"
+        self.launch_s = 0.0 if mode == "none" else hardware.overhead_s(launch_key)
+        self.dispatch_s = hardware.overhead_s("eager_dispatch_s") if mode == "eager" else 0.0
+        self.async_host = hardware.device_type == "gpu"
+
+    def matmul_flops_per_s(self, precision: str) -> float:
+        return self.hardware.matrix_peak_flops_per_s(precision) * self.matmul_fraction
+
+    def vector_flops_per_s(self, precision: str) -> float:
+        return self.hardware.vector_peak_flops_per_s(precision) * self.vector_fraction
+
+    def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int) -> OpCost:
+        compute_s = matmul_flops / self.matmul_flops_per_s(precision) + vector_flops / self.vector_flops_per_s(
+            precision
+        )
+        return OpCost(compute_s=compute_s, memory_s=bytes_moved / self.bandwidth_bytes_per_s, launches=launches)
+
+    def time(self, cost: OpCost) -> OpTime:
+        compute_s, memory_s = np.asarray(cost.compute_s, dtype=float), np.asarray(cost.memory_s, dtype=float)
+        if self.execution.overlap == "max":
+            kernel_s = np.maximum(compute_s, memory_s)
+            compute_part = np.where(compute_s >= memory_s, kernel_s, 0.0)
+            memory_part = kernel_s - compute_part
+        else:
+            kernel_s = compute_s + memory_s
+            compute_part, memory_part = compute_s, memory_s
+        launch = cost.launches * self.launch_s
+        dispatch = cost.launches * self.dispatch_s
+        if self.async_host:
+            time_s = np.maximum(kernel_s + launch, dispatch)
+        else:
+            time_s = kernel_s + launch + dispatch
+        return OpTime(time_s=time_s, compute_part_s=compute_part, memory_part_s=memory_part,
+                      overhead_part_s=time_s - kernel_s)
+
+    def crossings(self, c0: Any, cs: Any, m0: Any, ms: Any, launches: int) -> list[Any]:
+        """Real L offsets where two of an op's affine terms (compute, memory, host dispatch) cross,
+        given each term as value at offset 0 plus slope per step. Non-crossings are +inf."""
+        dispatch = launches * self.dispatch_s - launches * self.launch_s
+        pairs = [(c0 - m0, cs - ms)]
+        if self.dispatch_s > 0 and self.async_host:
+            pairs += [(c0 - dispatch, cs), (m0 - dispatch, ms)]
+            if self.execution.overlap == "sum":
+                pairs = [(c0 + m0 - dispatch, cs + ms)]
+        out = []
+        for diff0, slope in pairs:
+            diff0, slope = np.asarray(diff0, dtype=float), np.asarray(slope, dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                x = np.where(slope != 0, -diff0 / np.where(slope != 0, slope, 1.0), np.inf)
+            out.append(x)
+        return out

@@ -1,0 +1,276 @@
+"""simulate(): time to first token, time per output token, throughput, memory, and why.
+
+Definitions:
+- TTFT (time to first token) = the time of the prefill of prompt_len tokens, which yields token 1.
+- TPOT (time per output token) = the mean time of the gen_len - 1 decode steps that follow; step i
+  (i = 1 .. gen_len - 1) attends to prompt_len + i keys. Summed exactly, not sampled. 0 when gen_len = 1.
+- e2e = TTFT + (gen_len - 1) * TPOT; throughput = batch_size * gen_len / e2e (tokens generated per second).
+- bound of an op: the largest of its compute, memory and overhead terms; of a phase: where the largest
+  share of its time goes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from .hardware import HardwareSpec, load_hardware
+from .loading import load_model
+from .memory import MemoryResult, footprint, largest_fitting
+from .model import ModelSpec
+from .phases import PhaseTotals, decode_totals, prefill_totals
+from .roofline import BOUNDS, ExecutionOptions, Roofline
+from .workload import CostOptions, check_count
+
+
+class OpResult(BaseModel):
+    """One op's totals over its phase (all runs, all decode steps)."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    kind: str
+    count: int
+    matmul_flops: float
+    vector_flops: float
+    bytes: float
+    arithmetic_intensity: float
+    time_s: float
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+    bound: str
+    share: float
+
+
+class PhaseResult(BaseModel):
+    """A phase's time, where it goes (shares of compute, memory, overhead), its bound and ops."""
+
+    model_config = ConfigDict(frozen=True)
+    phase: str
+    steps: int
+    time_s: float
+    compute_s: float
+    memory_s: float
+    overhead_s: float
+    shares: dict[str, float]
+    bound: str
+    flops: float
+    bytes: float
+    ops: list[OpResult]
+
+    @property
+    def step_time_s(self) -> float:
+        return self.time_s / self.steps if self.steps else 0.0
+
+
+class SimulationResult(BaseModel):
+    """The prediction for one workload on one device, with every assumption visible."""
+
+    model_config = ConfigDict(frozen=True)
+    model: str
+    hardware: str
+    batch_size: int
+    prompt_len: int
+    gen_len: int
+    options: CostOptions
+    execution: ExecutionOptions
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    throughput_tokens_per_s: float
+    prefill: PhaseResult
+    decode: PhaseResult
+    memory: MemoryResult
+    assumptions: dict[str, str]
+
+    def ops_table(self, phase: str | None = None, top: int | None = None) -> str:
+        """A text table per op: count, FLOPs, bytes, arithmetic intensity, time, bound, share."""
+        lines = []
+        for result in (self.prefill, self.decode):
+            if phase and result.phase != phase:
+                continue
+            label = f"{result.phase} ({result.steps} step{'s' if result.steps != 1 else ''}, {_fmt_s(result.time_s)})"
+            lines.append(label)
+            lines.append(f"  {'op':<40} {'count':>5} {'GFLOP':>10} {'MB':>10} {'FLOP/B':>8} {'time':>10} "
+                         f"{'bound':>8} {'share':>6}")
+            ops = sorted(result.ops, key=lambda o: -o.time_s)[: top or None]
+            for op in ops:
+                lines.append(
+                    f"  {op.name:<40} {op.count:>5} {(op.matmul_flops + op.vector_flops) / 1e9:>10.3f} "
+                    f"{op.bytes / 1e6:>10.2f} {op.arithmetic_intensity:>8.1f} {_fmt_s(op.time_s):>10} "
+                    f"{op.bound:>8} {op.share:>6.1%}"
+                )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        m = self.memory
+        gib = 1024**3
+        lines = [
+            f"{self.model} on {self.hardware}: batch {self.batch_size}, prompt {self.prompt_len}, "
+            f"generate {self.gen_len}",
+            f"  TTFT        {_fmt_s(self.ttft_s):>10}   prefill {self.prefill.bound}-bound "
+            f"({_shares(self.prefill)})",
+            f"  TPOT        {_fmt_s(self.tpot_s):>10}   decode {self.decode.bound}-bound ({_shares(self.decode)})",
+            f"  end to end  {_fmt_s(self.e2e_s):>10}",
+            f"  throughput  {self.throughput_tokens_per_s:>10.1f} tokens/s generated",
+            f"  memory      {m.total_bytes / gib:>8.2f} GiB of {m.capacity_bytes / gib:.2f} GiB "
+            f"({'fits' if m.fits else 'DOES NOT FIT'}): weights {m.weights_bytes / gib:.2f}, "
+            f"KV cache {m.kv_cache_bytes / gib:.2f}, activations {m.activation_bytes / gib:.2f}, "
+            f"workspace {m.workspace_bytes / gib:.2f}",
+            "  assumptions: " + "; ".join(f"{k}={v}" for k, v in self.assumptions.items()),
+        ]
+        return "\n".join(lines)
+
+
+def _fmt_s(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds * 1e6:.2f} us"
+
+
+def _shares(phase: PhaseResult) -> str:
+    return ", ".join(f"{k} {v:.0%}" for k, v in phase.shares.items())
+
+
+def resolve(model: Any, hardware: Any, **options: Any) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:
+    """Load model and hardware and split keyword options into cost and execution options."""
+    cost_keys = set(CostOptions.model_fields)
+    exec_keys = set(ExecutionOptions.model_fields)
+    unknown = set(options) - cost_keys - exec_keys
+    if unknown:
+        from .errors import choice_error
+
+        raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys)
+    cost = CostOptions.make(**{k: v for k, v in options.items() if k in cost_keys})
+    execution = ExecutionOptions.make(**{k: v for k, v in options.items() if k in exec_keys})
+    return load_model(model), load_hardware(hardware), cost, execution
+
+
+def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[Any, Any, Any]:
+    from .errors import OptionError
+
+    B = check_count("batch_size", batch_size, 1)
+    P = check_count("prompt_len", prompt_len, 1)
+    G = check_count("gen_len", gen_len, 1)
+    longest = int(np.max(np.asarray(P) + np.asarray(G) - 1))
+    if longest > model.max_position_embeddings:
+        raise OptionError(
+            f"prompt_len + gen_len - 1 = {longest} exceeds the model's context of "
+            f"{model.max_position_embeddings} tokens (max_position_embeddings)"
+        )
+    return B, P, G
+
+
+def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
+             batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[PhaseTotals, PhaseTotals, dict[str, Any]]:
+    """Prefill totals, decode totals (summed over gen_len - 1 steps) and memory; arrays broadcast."""
+    roofline = Roofline(hardware, execution)
+    prefill = prefill_totals(model, roofline, cost, batch_size, prompt_len)
+    decode = decode_totals(model, roofline, cost, batch_size, prompt_len, np.asarray(gen_len) - 1)
+    memory = footprint(model, hardware, cost, batch_size, prompt_len, gen_len)
+    return prefill, decode, memory
+
+
+def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 512, gen_len: int = 128,
+             **options: Any) -> SimulationResult:
+    """Predict one generation: `batch_size` sequences of `prompt_len` prompt tokens, `gen_len` new tokens.
+
+    model: a shipped name, a config.json path or folder, a dict, a PretrainedConfig or a ModelSpec.
+    hardware: a shipped name, a hardware file path, or a HardwareSpec.
+    options: the cost options of `build_ops` (attention, logits, mla, fusion, weight_dtype,
+    activation_dtype, kv_dtype) and the execution options (efficiency, overhead, overlap).
+    """
+    spec, hw, cost, execution = resolve(model, hardware, **options)
+    B, P, G = check_workload(spec, batch_size, prompt_len, gen_len)
+    for name, value in (("batch_size", B), ("prompt_len", P), ("gen_len", G)):
+        if np.ndim(value):
+            from .errors import OptionError
+
+            raise OptionError(f"{name} must be a single integer in simulate(); use llmsim.sweep for several")
+    prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G)
+    prefill_result = _phase_result("prefill", prefill, 1)
+    decode_result = _phase_result("decode", decode, G - 1)
+    ttft = prefill_result.time_s
+    tpot = decode_result.time_s / (G - 1) if G > 1 else 0.0
+    e2e = ttft + (G - 1) * tpot
+    return SimulationResult(
+        model=spec.name,
+        hardware=hw.name,
+        batch_size=B,
+        prompt_len=P,
+        gen_len=G,
+        options=cost,
+        execution=execution,
+        ttft_s=ttft,
+        tpot_s=tpot,
+        e2e_s=e2e,
+        throughput_tokens_per_s=B * G / e2e if e2e > 0 else 0.0,
+        prefill=prefill_result,
+        decode=decode_result,
+        memory=MemoryResult(**{k: float(v) if k != "fits" else bool(v) for k, v in memory.items()}),
+        assumptions=_assumptions(spec, hw, cost, execution),
+    )
+
+
+def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
+    time_s = float(totals.total("time_s"))
+    parts = {b: float(totals.total(f"{b}_s")) for b in BOUNDS}
+    shares = {b: (v / time_s if time_s > 0 else 0.0) for b, v in parts.items()}
+    ops = []
+    for i, op in enumerate(totals.ops):
+        vals = {k: float(totals.per_op[k][i]) for k in totals.per_op}
+        terms = {b: vals[f"{b}_s"] for b in BOUNDS}
+        flops = vals["matmul_flops"] + vals["vector_flops"]
+        ops.append(OpResult(
+            name=op.name, kind=op.kind, count=op.count, matmul_flops=vals["matmul_flops"],
+            vector_flops=vals["vector_flops"], bytes=vals["bytes"],
+            arithmetic_intensity=flops / vals["bytes"] if vals["bytes"] > 0 else 0.0,
+            time_s=vals["time_s"], compute_s=terms["compute"], memory_s=terms["memory"],
+            overhead_s=terms["overhead"], bound=max(terms, key=lambda b: terms[b]),
+            share=vals["time_s"] / time_s if time_s > 0 else 0.0,
+        ))
+    return PhaseResult(
+        phase=phase, steps=steps, time_s=time_s, compute_s=parts["compute"], memory_s=parts["memory"],
+        overhead_s=parts["overhead"], shares=shares,
+        bound=max(parts, key=lambda b: parts[b]) if time_s > 0 else "none",
+        flops=float(totals.total("matmul_flops") + totals.total("vector_flops")),
+        bytes=float(totals.total("bytes")), ops=ops,
+    )
+
+
+def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions) -> dict[str, str]:
+    weight, act, kv = cost.resolved_dtypes(model.dtype)
+    roofline = Roofline(hw, execution)
+    from .dtypes import MATMUL_PRECISION
+
+    precision = MATMUL_PRECISION[act]
+    return {
+        "dtypes": f"weights {weight}, activations {act}, KV {kv}",
+        "kernels": f"attention={cost.attention}, logits={cost.logits}, mla={cost.mla}, fusion={cost.fusion}",
+        "matmul_peak": f"{roofline.matmul_flops_per_s(precision) / 1e12:.1f} TFLOP/s {precision} "
+        f"({execution.efficiency}, fraction {roofline.matmul_fraction:.2f})",
+        "bandwidth": f"{roofline.bandwidth_bytes_per_s / 1e12:.3f} TB/s (fraction {roofline.memory_fraction:.2f})",
+        "overhead": f"{execution.overhead}: launch {roofline.launch_s * 1e6:.1f} us, dispatch "
+        f"{roofline.dispatch_s * 1e6:.1f} us per kernel",
+        "overlap": execution.overlap,
+    }
+
+
+def max_batch_size(model: Any, hardware: Any, prompt_len: int, gen_len: int, limit: int = 1 << 20,
+                   **options: Any) -> int | None:
+    """The largest batch whose footprint fits the device (None if batch 1 does not fit)."""
+    spec, hw, cost, _ = resolve(model, hardware, **options)
+    check_workload(spec, 1, prompt_len, gen_len)
+    return largest_fitting(lambda b: bool(footprint(spec, hw, cost, b, prompt_len, gen_len)["fits"]), 1, limit)
+
+
+def max_context(model: Any, hardware: Any, batch_size: int, gen_len: int = 1, **options: Any) -> int | None:
+    """The longest prompt that fits with `gen_len` tokens generated (capped by the model's context)."""
+    spec, hw, cost, _ = resolve(model, hardware, **options)
+    check_workload(spec, batch_size, 1, gen_len)
+    top = spec.max_position_embeddings - gen_len + 1
+    return largest_fitting(lambda p: bool(footprint(spec, hw, cost, batch_size, p, gen_len)["fits"]), 1, top)
