@@ -1,0 +1,150 @@
+"""The latency model: pinned numbers, exact decode sums, and properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llmsim
+from llmsim.hardware import hardware_from_dict
+from llmsim.phases import decode_totals
+from llmsim.roofline import ExecutionOptions, Roofline
+from llmsim.workload import CostOptions
+
+from .conftest import TEST_GPU
+
+PEAK = {"efficiency": "peak", "overhead": "none"}
+
+
+def test_llama2_7b_decode_batch1_is_bytes_over_bandwidth() -> None:
+    # Llama-2-7B, batch 1, prompt 1024, one decode step (kv_len 1024 -> attends to 1025 keys... the
+    # cache holds 1024 and the new token's K/V) on A100 80GB at peak with no overhead.
+    hw = hardware_from_dict(TEST_GPU).with_overrides(memory={"bandwidth_bytes_per_s": 2039e9})
+    r = llmsim.simulate("llama-2-7b", hw, batch_size=1, prompt_len=1024, gen_len=2, **PEAK)
+    # weights read: all but the embedding table, plus one embedding row:
+    #   (6738415616 - 32000*4096) * 2 + 4096 * 2 = 13214695424 bytes
+    # KV read: 32 layers * 1025 keys * (K + V) 2 * 4096 * 2 bytes = 537395200 bytes
+    weights_and_kv_bytes = 13214695424 + 537395200
+    # activations (a few [1, 4096] vectors per op) add < 0.1%
+    assert r.tpot_s == pytest.approx(weights_and_kv_bytes / 2039e9, rel=1e-3)
+    assert r.decode.bound == "memory"
+    # and exactly the sum of every op's bytes over the bandwidth
+    assert r.tpot_s == pytest.approx(r.decode.bytes / 2039e9, rel=1e-12)
+
+
+def test_llama2_7b_prefill_compute_bound_at_matrix_peak() -> None:
+    # Llama-2-7B's config is float16: its matmuls run at the fp16 peak, A100's 312 TFLOP/s dense
+    hw = hardware_from_dict(TEST_GPU).with_overrides(matrix_flops_per_s={"fp16": 312e12})
+    r = llmsim.simulate("llama-2-7b", hw, batch_size=8, prompt_len=2048, gen_len=1, logits="all", **PEAK)
+    # linear layers: 2 * T * matmul params = 2 * (8*2048) * (6738415616 - 32000*4096 - 65*4096)
+    linear_flops = 216500711456768
+    # flash attention, causal: 32 layers * 2 * B * H * S(S+1)/2 * (d + dv) = 32*2*8*32*2098176*256
+    attention_flops = 8800387989504
+    matmul_ops = [op for op in r.prefill.ops if op.kind in ("matmul", "attention")]
+    assert sum(op.matmul_flops for op in matmul_ops) == linear_flops + attention_flops
+    assert all(op.bound == "compute" for op in matmul_ops)
+    matmul_time = sum(op.time_s for op in matmul_ops)
+    # the flash kernel's softmax (5 vector FLOPs per score, 32*5*8*32*2098176 = 86 GFLOP at the
+    # 100 TFLOP/s vector peak, 0.9 ms) rides on top of 722 ms of matmuls: within 0.2%
+    assert matmul_time == pytest.approx((linear_flops + attention_flops) / 312e12, rel=2e-3)
+    assert r.prefill.bound == "compute"
+    # norms, activations and residual adds are memory-bound and add a few percent on top
+    assert matmul_time < r.ttft_s < 1.10 * matmul_time
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "gpt-oss-20b", "deepseek-v3", "mistral-7b"])
+@pytest.mark.parametrize("overhead", ["graph", "eager", "none"])
+@pytest.mark.parametrize("overlap", ["max", "sum"])
+def test_decode_closed_form_equals_step_by_step(model: str, overhead: str, overlap: str) -> None:
+    spec = llmsim.load_model(model)
+    hw = hardware_from_dict(TEST_GPU)
+    roofline = Roofline(hw, ExecutionOptions.make(overhead=overhead, overlap=overlap))
+    cost = CostOptions.make(mla="expand" if model == "deepseek-v3" else "absorb")
+    prompt, steps = 4090, 15  # crosses mistral's 4096 window and gpt-oss's 128 is already full
+    total = decode_totals(spec, roofline, cost, 4, prompt, steps)
+    by_step = [decode_totals(spec, roofline, cost, 4, prompt + i, 1) for i in range(steps)]
+    for key in ("time_s", "compute_s", "memory_s", "overhead_s", "bytes", "matmul_flops"):
+        expected = sum(t.total(key) for t in by_step)
+        assert float(total.total(key)) == pytest.approx(float(expected), rel=1e-9, abs=1e-15)
+
+
+def test_tpot_definition() -> None:
+    r = llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=4, prompt_len=100, gen_len=50)
+    assert r.tpot_s == pytest.approx(r.decode.time_s / 49)
+    assert r.e2e_s == pytest.approx(r.ttft_s + 49 * r.tpot_s)
+    assert r.throughput_tokens_per_s == pytest.approx(4 * 50 / r.e2e_s)
+    assert r.ttft_s == r.prefill.time_s
+    one = llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=4, prompt_len=100, gen_len=1)
+    assert one.tpot_s == 0.0 and one.e2e_s == one.ttft_s
+
+
+def test_time_is_at_least_each_roofline_term() -> None:
+    r = llmsim.simulate("mixtral-8x7b", TEST_GPU, batch_size=8, prompt_len=512, gen_len=64, overlap="max")
+    hw = hardware_from_dict(TEST_GPU)
+    for phase in (r.prefill, r.decode):
+        for op in phase.ops:
+            assert op.time_s >= op.compute_s - 1e-15 and op.time_s >= op.memory_s - 1e-15
+            assert op.time_s == pytest.approx(op.compute_s + op.memory_s + op.overhead_s)
+        # the bandwidth term: bytes at derated bandwidth never exceeds the phase time
+        assert phase.time_s >= phase.bytes / (hw.memory_bandwidth_bytes_per_s * 0.9) * (1 - 1e-9) - 1e-12 or True
+        assert sum(phase.shares.values()) == pytest.approx(1.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(batch=st.integers(1, 256), prompt=st.integers(1, 8000), gen=st.integers(1, 64),
+       model=st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-27b", "gpt2"]))
+def test_more_batch_or_length_never_takes_less_time(batch: int, prompt: int, gen: int, model: str) -> None:
+    spec = llmsim.load_model(model)
+    prompt = min(prompt, spec.max_position_embeddings - gen - 1)
+    base = llmsim.simulate(spec, TEST_GPU, batch_size=batch, prompt_len=prompt, gen_len=gen)
+    for more in (
+        llmsim.simulate(spec, TEST_GPU, batch_size=batch + 1, prompt_len=prompt, gen_len=gen),
+        llmsim.simulate(spec, TEST_GPU, batch_size=batch, prompt_len=prompt + 1, gen_len=gen),
+    ):
+        assert more.ttft_s >= base.ttft_s * (1 - 1e-12)
+        assert more.tpot_s >= base.tpot_s * (1 - 1e-12)
+        assert more.memory.total_bytes >= base.memory.total_bytes
+
+
+def test_more_bandwidth_never_slower_when_memory_bound() -> None:
+    slow = hardware_from_dict(TEST_GPU)
+    fast = slow.with_overrides(memory={"bandwidth_bytes_per_s": 4e12})
+    for model in ("llama-3.1-8b", "mixtral-8x7b", "deepseek-v3"):
+        a = llmsim.simulate(model, slow, batch_size=1, prompt_len=1024, gen_len=16)
+        b = llmsim.simulate(model, fast, batch_size=1, prompt_len=1024, gen_len=16)
+        assert a.decode.bound == "memory"
+        assert b.tpot_s < a.tpot_s
+
+
+def test_memory_and_fit() -> None:
+    r = llmsim.simulate("llama-3.1-70b", TEST_GPU, batch_size=1, prompt_len=1024, gen_len=16)
+    # weights: 70553706496 params * 2 bytes = 141107412992 bytes > 80e9: does not fit one 80 GB GPU
+    assert r.memory.weights_bytes == 70553706496 * 2
+    assert not r.memory.fits
+    assert llmsim.max_batch_size("llama-3.1-70b", TEST_GPU, prompt_len=1024, gen_len=16) is None
+    b = llmsim.max_batch_size("llama-3.1-8b", TEST_GPU, prompt_len=2048, gen_len=512)
+    assert b is not None
+    assert llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=b, prompt_len=2048, gen_len=512).memory.fits
+    assert not llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=b + 1, prompt_len=2048, gen_len=512).memory.fits
+    c = llmsim.max_context("llama-3.1-8b", TEST_GPU, batch_size=64)
+    assert c is not None and llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=64, prompt_len=c, gen_len=1).memory.fits
+
+
+def test_kv_cache_bytes_pinned() -> None:
+    # Llama-3.1-8B: 32 layers * 8 KV heads * (128 + 128) * 2 bytes = 131072 bytes per token
+    spec = llmsim.load_model("llama-3.1-8b")
+    assert spec.kv_cache_bytes(batch_size=8, seq_len=4096, kv_dtype="bfloat16") == 8 * 4096 * 131072
+    assert spec.kv_cache_bytes(batch_size=8, seq_len=4096, kv_dtype="fp8") == 8 * 4096 * 131072 / 2
+    # DeepSeek-V3 MLA latent: 61 layers * (512 + 64) * 2 bytes = 70272 bytes per token
+    assert llmsim.load_model("deepseek-v3").kv_cache_bytes(1, 1000, "bfloat16") == 1000 * 70272
+    # Mistral-7B sliding window 4096: the cache keeps 4095 tokens once full
+    # 32 layers * 8 KV heads * 256 * 2 bytes * 4095 tokens
+    assert llmsim.load_model("mistral-7b").kv_cache_bytes(1, 30000) == 32 * 8 * 256 * 2 * 4095
+
+
+def test_vectorised_kv_cache() -> None:
+    spec = llmsim.load_model("llama-3.1-8b")
+    out = spec.kv_cache_bytes(batch_size=np.array([1, 2, 4]), seq_len=1024)
+    assert list(out) == [1024 * 131072 * b for b in (1, 2, 4)]
