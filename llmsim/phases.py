@@ -69,6 +69,14 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         cost1 = roofline.cost(*q1, op0.precision, op0.launches)
         c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
         cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
+        if not (np.any(cs) or np.any(ms) or any(np.any(sl) for sl in slopes)):
+            # the same every step (weights, projections): steps * one step, no segments needed
+            t = roofline.time(cost0)
+            for key, value in zip(PARTS, (t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s)):
+                per_op[key].append(op0.count * steps * value)
+            for key, value in zip(SUMS, q0):
+                per_op[key].append(op0.count * steps * value)
+            continue
         # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
         clamp = (op0.kv_window - 1) - L0 if op0.kv_window else np.full_like(L0, np.inf)
         cuts = [clamp, *roofline.crossings(c0, cs, m0, ms, op0.launches)]

@@ -129,7 +129,8 @@ def test_memory_and_fit() -> None:
     assert llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=b, prompt_len=2048, gen_len=512).memory.fits
     assert not llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=b + 1, prompt_len=2048, gen_len=512).memory.fits
     c = llmsim.max_context("llama-3.1-8b", TEST_GPU, batch_size=64)
-    assert c is not None and llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=64, prompt_len=c, gen_len=1).memory.fits
+    assert c is not None
+    assert llmsim.simulate("llama-3.1-8b", TEST_GPU, batch_size=64, prompt_len=c, gen_len=1).memory.fits
 
 
 def test_kv_cache_bytes_pinned() -> None:

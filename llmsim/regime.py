@@ -1,0 +1,283 @@
+"""Regime analysis: vectorised sweeps, the exact point where a phase flips bound, the first limit met.
+
+- sweep(): every point of a grid (batch x prompt x generated lengths) in one vectorised evaluation.
+- find_crossover(): solves share_to(x) - share_from(x) = 0 on the continuous model with
+  scipy.optimize.brentq inside the searched bracket (no grid scan); per op, compute_s(x) = memory_s(x).
+- first_limit(): walks one variable up and reports which limit is met first: the phase turning
+  compute-bound ("compute"), turning memory-bound ("bandwidth"), out of memory ("capacity"), or a
+  latency target ("slo").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from scipy.optimize import brentq
+
+from .errors import OptionError, check_choice
+from .memory import footprint
+from .phases import decode_totals, prefill_totals
+from .roofline import BOUNDS, Roofline
+from .simulate import check_workload, evaluate, resolve
+
+VARY = {"prefill": ("batch_size", "seq_len"), "decode": ("batch_size", "kv_len")}
+
+
+class SweepResult(BaseModel):
+    """One row per point: inputs, TTFT, TPOT, throughput, bounds, memory and fit (numpy columns)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model: str
+    hardware: str
+    columns: dict[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.columns["batch_size"])
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        keys = list(self.columns)
+        return [{k: _py(self.columns[k][i]) for k in keys} for i in range(len(self))]
+
+    def to_pandas(self) -> Any:
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pandas is optional
+            raise ImportError("to_pandas() needs pandas: pip install pandas (or use to_rows())") from exc
+        return pd.DataFrame(self.columns)
+
+
+def _py(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value
+
+
+def _bounds_of(parts: dict[str, Any]) -> np.ndarray:
+    stacked = np.stack([np.asarray(parts[b], dtype=float) for b in BOUNDS], axis=-1)
+    return np.asarray(BOUNDS)[np.argmax(stacked, axis=-1)]
+
+
+def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512, gen_len: Any = 128,
+          **options: Any) -> SweepResult:
+    """Simulate every combination of the given batch sizes, prompt and generated lengths at once.
+
+    Each of batch_size, prompt_len, gen_len may be a number or a list; the sweep is their grid.
+    """
+    spec, hw, cost, execution = resolve(model, hardware, **options)
+    axes = [np.atleast_1d(np.asarray(v)) for v in (batch_size, prompt_len, gen_len)]
+    for name, axis in zip(("batch_size", "prompt_len", "gen_len"), axes):
+        if axis.ndim != 1:
+            raise OptionError(f"{name} must be a number or a flat list of numbers")
+    # open grid: each quantity is only as large as the axes it depends on (weights: batch only)
+    B, P, G = (axis.reshape([-1 if i == j else 1 for j in range(3)]) for i, axis in enumerate(axes))
+    B, P, G = (np.asarray(x) for x in check_workload(spec, B, P, G))
+    prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G)
+    shape = np.broadcast_shapes(B.shape, P.shape, G.shape)
+
+    def full(x: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(x), shape).ravel()
+
+    steps = G - 1
+    ttft = prefill.total("time_s")
+    decode_time = decode.total("time_s")
+    tpot = np.where(steps > 0, decode_time / np.maximum(steps, 1), 0.0)
+    e2e = ttft + decode_time
+    columns = {
+        "batch_size": full(B), "prompt_len": full(P), "gen_len": full(G),
+        "ttft_s": full(ttft), "tpot_s": full(tpot), "e2e_s": full(e2e),
+        "throughput_tokens_per_s": full(B * G / e2e),
+        "prefill_bound": full(_bounds_of({b: prefill.total(f"{b}_s") for b in BOUNDS})),
+        "decode_bound": full(np.where(steps > 0, _bounds_of({b: decode.total(f"{b}_s") for b in BOUNDS}), "none")),
+        **{key: full(np.asarray(memory[key], dtype=float))
+           for key in ("weights_bytes", "kv_cache_bytes", "activation_bytes", "total_bytes")},
+        "fits": full(memory["fits"]),
+    }
+    return SweepResult(model=spec.name, hardware=hw.name, columns=columns)
+
+
+# ---- crossovers ----------------------------------------------------------------------------------
+class Crossover(BaseModel):
+    """Where a phase flips bound as one variable grows (value None when it does not in the bracket)."""
+
+    model_config = ConfigDict(frozen=True)
+    phase: str
+    vary: str
+    value: float | None
+    from_bound: str
+    to_bound: str | None
+    bracket: tuple[float, float]
+    reason: str
+    per_op: dict[str, float]
+
+
+def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: dict[str, Any],
+                     options: dict[str, Any]) -> tuple[Callable[[Any], Any], Any, Any]:
+    """A function x -> PhaseTotals of the phase with `vary` = x (floats allowed: the continuous model)."""
+    spec, hw, cost, execution = resolve(model, hardware, **options)
+    check_choice("phase", phase, VARY)
+    check_choice("vary", vary, VARY[phase])
+    roofline = Roofline(hw, execution)
+    values = {"batch_size": 1, "seq_len": 512, "kv_len": 512}
+    for key, value in fixed.items():
+        check_choice("fixed argument", key, values)
+        values[key] = value
+    if phase == "prefill":
+        def totals(x: Any) -> Any:
+            args = dict(values, **{vary: x})
+            return prefill_totals(spec, roofline, cost, args["batch_size"], args["seq_len"])
+    else:
+        def totals(x: Any) -> Any:
+            args = dict(values, **{vary: x})
+            return decode_totals(spec, roofline, cost, args["batch_size"], args["kv_len"], 1)
+    return totals, spec, hw
+
+
+def _default_bracket(spec: Any, vary: str) -> tuple[float, float]:
+    if vary == "batch_size":
+        return 1.0, 4096.0
+    if vary == "seq_len":
+        return 1.0, float(spec.max_position_embeddings)
+    return 0.0, float(spec.max_position_embeddings - 1)
+
+
+def find_crossover(model: Any, hardware: Any, phase: str = "decode", vary: str = "batch_size",
+                   lo: float | None = None, hi: float | None = None, **kwargs: Any) -> Crossover:
+    """The value of `vary` in [lo, hi] where `phase` changes bound, solved with brentq.
+
+    Keyword arguments: the fixed workload (batch_size, seq_len for prefill, kv_len for decode) and any
+    option of simulate (efficiency, overhead, attention, dtypes, ...).
+    """
+    fixed = {k: kwargs.pop(k) for k in ("batch_size", "seq_len", "kv_len") if k in kwargs and k != vary}
+    kwargs.pop(vary, None)
+    totals, spec, _ = _phase_evaluator(model, hardware, phase, vary, fixed, kwargs)
+    d_lo, d_hi = _default_bracket(spec, vary)
+    lo = d_lo if lo is None else float(lo)
+    hi = d_hi if hi is None else float(hi)
+    if not lo < hi:
+        raise OptionError(f"the bracket needs lo < hi, got lo={lo}, hi={hi}")
+
+    def parts(x: float) -> dict[str, float]:
+        t = totals(x)
+        return {b: float(t.total(f"{b}_s")) for b in BOUNDS}
+
+    at_lo, at_hi = parts(lo), parts(hi)
+    from_bound = max(at_lo, key=lambda b: at_lo[b])
+    to_bound = max(at_hi, key=lambda b: at_hi[b])
+    per_op = _op_crossovers(totals, lo, hi)
+    if from_bound == to_bound:
+        return Crossover(phase=phase, vary=vary, value=None, from_bound=from_bound, to_bound=None,
+                         bracket=(lo, hi), per_op=per_op,
+                         reason=f"{phase} stays {from_bound}-bound over {vary} in [{lo:g}, {hi:g}]")
+
+    def gap(x: float) -> float:
+        p = parts(x)
+        return p[to_bound] - p[from_bound]
+
+    value = brentq(gap, lo, hi, xtol=1e-9, rtol=1e-12)
+    return Crossover(phase=phase, vary=vary, value=float(value), from_bound=from_bound, to_bound=to_bound,
+                     bracket=(lo, hi), per_op=per_op,
+                     reason=f"{phase} turns from {from_bound}- to {to_bound}-bound at {vary} = {value:.4g}")
+
+
+def _op_crossovers(totals: Callable[[Any], Any], lo: float, hi: float) -> dict[str, float]:
+    """Per op, where its compute and memory terms cross inside [lo, hi] (ops that flip only)."""
+    t_lo, t_hi = totals(lo), totals(hi)
+    out: dict[str, float] = {}
+    for i, op in enumerate(t_lo.ops):
+        d_lo = float(t_lo.per_op["compute_s"][i] - t_lo.per_op["memory_s"][i])
+        d_hi = float(t_hi.per_op["compute_s"][i] - t_hi.per_op["memory_s"][i])
+        if d_lo == 0 or d_hi == 0 or (d_lo > 0) == (d_hi > 0):
+            continue
+
+        def diff(x: float, i: int = i) -> float:
+            t = totals(x)
+            return float(t.per_op["compute_s"][i] - t.per_op["memory_s"][i])
+
+        out[op.name] = float(brentq(diff, lo, hi, xtol=1e-9, rtol=1e-12))
+    return out
+
+
+def _op_terms(op_totals: Any, i: int) -> tuple[float, float]:
+    return float(op_totals.per_op["compute_s"][i]), float(op_totals.per_op["memory_s"][i])
+
+
+# ---- first limit ----------------------------------------------------------------------------------
+class FirstLimit(BaseModel):
+    """The first limit met as one variable grows: compute, bandwidth, capacity or slo."""
+
+    model_config = ConfigDict(frozen=True)
+    vary: str
+    phase: str
+    limit: str
+    value: float | None
+    start: float
+    stop: float
+    events: dict[str, float | None]
+    reason: str
+
+
+def first_limit(model: Any, hardware: Any, vary: str = "kv_len", phase: str = "decode",
+                start: float | None = None, stop: float | None = None, tpot_slo_s: float | None = None,
+                ttft_slo_s: float | None = None, **kwargs: Any) -> FirstLimit:
+    """Walk `vary` up from `start` to `stop` and report which limit `phase` meets first.
+
+    Events: the phase flipping bound (to "compute" or to "bandwidth"), the footprint exceeding the
+    device ("capacity"), and TPOT or TTFT passing a target ("slo"). The earliest wins; with no event
+    the limit is the ceiling that binds throughout and value is None.
+    """
+    if phase == "prefill" and vary == "kv_len":
+        vary = "seq_len"
+    fixed = {k: kwargs.pop(k) for k in ("batch_size", "seq_len", "kv_len") if k in kwargs and k != vary}
+    gen_len = int(kwargs.pop("gen_len", 1))
+    totals, spec, hw = _phase_evaluator(model, hardware, phase, vary, fixed, kwargs)
+    d_lo, d_hi = _default_bracket(spec, vary)
+    start = max(d_lo, 1.0) if start is None else float(start)
+    stop = d_hi if stop is None else float(stop)
+    crossover = find_crossover(model, hardware, phase=phase, vary=vary, lo=start, hi=stop, **fixed, **kwargs)
+    events: dict[str, float | None] = {"compute": None, "bandwidth": None, "capacity": None, "slo": None}
+    if crossover.value is not None and crossover.to_bound in ("compute", "memory"):
+        events["compute" if crossover.to_bound == "compute" else "bandwidth"] = crossover.value
+
+    _, _, cost, _ = resolve(model, hardware, **kwargs)
+
+    def fits(x: float) -> bool:
+        args = {"batch_size": 1, "seq_len": 512, "kv_len": 512, **fixed, vary: x}
+        context = args["seq_len"] if phase == "prefill" else args["kv_len"] + 1
+        return bool(footprint(spec, hw, cost, args["batch_size"], max(int(context), 1), gen_len)["fits"])
+
+    if not fits(start):
+        events["capacity"] = start
+    elif not fits(stop):
+        lo_x, hi_x = int(start), int(np.ceil(stop))
+        while hi_x - lo_x > 1:
+            mid = (lo_x + hi_x) // 2
+            lo_x, hi_x = (mid, hi_x) if fits(mid) else (lo_x, mid)
+        events["capacity"] = float(hi_x)
+    slo = tpot_slo_s if phase == "decode" else ttft_slo_s
+    if slo is not None:
+        def over(x: float) -> float:
+            return float(totals(x).total("time_s")) - slo
+
+        if over(start) > 0:
+            events["slo"] = start
+        elif over(stop) > 0:
+            events["slo"] = float(brentq(over, start, stop, xtol=1e-9))
+    met = {k: v for k, v in events.items() if v is not None}
+    if met:
+        limit = min(met, key=lambda k: met[k])
+        value: float | None = met[limit]
+        reason = f"{phase}: {limit} limit met first at {vary} = {value:.6g}"
+    else:
+        binding = crossover.from_bound
+        limit = "compute" if binding == "compute" else "bandwidth" if binding == "memory" else binding
+        value = None
+        reason = f"{phase} stays {binding}-bound and fits over {vary} in [{start:g}, {stop:g}]"
+    return FirstLimit(vary=vary, phase=phase, limit=limit, value=value, start=start, stop=stop, events=events,
+                      reason=reason)
+
+
+def geometric_values(start: int, stop: int, per_octave: int = 4) -> Sequence[int]:
+    """Integers spread evenly on a log scale, for sweep axes."""
+    values = np.unique(np.round(np.geomspace(start, stop, num=int(np.log2(stop / start) * per_octave) + 1)))
+    return [int(v) for v in values]
