@@ -1,0 +1,326 @@
+"""The `llmsim` command. Exit codes: 0 ok, 1 a failed run, 2 a usage error or bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import LlmsimError
+
+_COST_OPTIONS = {
+    "attention": ("math", "flash"),
+    "logits": ("all", "last"),
+    "mla": ("expand", "absorb"),
+    "fusion": ("none", "elementwise", "full"),
+}
+_EXEC_OPTIONS = {
+    "efficiency": ("achievable", "peak"),
+    "overhead": ("graph", "eager", "none"),
+    "overlap": ("max", "sum"),
+}
+_DTYPES = ("float32", "bfloat16", "float16", "fp8", "int8", "int4")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def _int_list(text: str) -> list[int]:
+    """'1,2,4' or '1:1024' (powers of two from 1 to 1024) or '1:1024:4' (4 points per octave)."""
+    try:
+        if ":" in text:
+            parts = [int(p) for p in text.split(":")]
+            from .regime import geometric_values
+
+            start, stop = parts[0], parts[1]
+            if start < 1 or stop < start:
+                raise ValueError
+            return list(geometric_values(start, stop, parts[2] if len(parts) > 2 else 1))
+        values = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give integers like 1,2,4 or a geometric range like 1:1024 or 1:1024:4"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: values must be integers >= 1")
+    return values
+
+
+def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -> None:
+    parser.add_argument("model", help="a shipped model name (see `llmsim models`), a config.json or its folder")
+    if hardware:
+        parser.add_argument("--hardware", "--hw", required=True,
+                            help="a shipped device (see `llmsim hardware`) or a hardware .toml file")
+    group = parser.add_argument_group("cost model options")
+    for name, choices in _COST_OPTIONS.items():
+        group.add_argument(f"--{name}", choices=choices, help=f"default: see CostOptions ({'/'.join(choices)})")
+    for name in ("weight-dtype", "activation-dtype", "kv-dtype"):
+        group.add_argument(f"--{name}", choices=_DTYPES, help="default: the config's dtype")
+    group = parser.add_argument_group("execution options")
+    for name, choices in _EXEC_OPTIONS.items():
+        group.add_argument(f"--{name}", choices=choices, help=f"default: {choices[0]}")
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype"]
+    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="llmsim",
+        description="Predict LLM inference latency, throughput and memory on a declared device, and why.",
+    )
+    parser.add_argument("--version", action="version", version=f"llmsim {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("simulate", help="TTFT, TPOT, throughput, memory and bounds of one workload")
+    _add_model_options(p)
+    p.add_argument("--batch-size", type=_positive_int, default=1)
+    p.add_argument("--prompt-len", type=_positive_int, default=512)
+    p.add_argument("--gen-len", type=_positive_int, default=128)
+    p.add_argument("--ops", action="store_true", help="also print the per-op table")
+    p.add_argument("--json", action="store_true", help="print the full result as JSON")
+
+    p = sub.add_parser("sweep", help="simulate a grid of batch sizes and lengths in one pass")
+    _add_model_options(p)
+    p.add_argument("--batch-size", type=_int_list, default=[1], help="e.g. 1,2,4 or 1:1024")
+    p.add_argument("--prompt-len", type=_int_list, default=[512])
+    p.add_argument("--gen-len", type=_int_list, default=[128])
+    p.add_argument("--csv", help="write every point to this CSV file")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+
+    p = sub.add_parser("crossover", help="where a phase flips bound as one variable grows")
+    _add_model_options(p)
+    p.add_argument("--phase", choices=("prefill", "decode"), default="decode")
+    p.add_argument("--vary", choices=("batch_size", "seq_len", "kv_len"), default="batch_size")
+    p.add_argument("--batch-size", type=_positive_int)
+    p.add_argument("--seq-len", type=_positive_int)
+    p.add_argument("--kv-len", type=_non_negative_int)
+    p.add_argument("--lo", type=float)
+    p.add_argument("--hi", type=float)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("limit", help="which limit (compute, bandwidth, capacity, slo) is met first")
+    _add_model_options(p)
+    p.add_argument("--phase", choices=("prefill", "decode"), default="decode")
+    p.add_argument("--vary", choices=("batch_size", "seq_len", "kv_len"), default="kv_len")
+    p.add_argument("--batch-size", type=_positive_int)
+    p.add_argument("--seq-len", type=_positive_int)
+    p.add_argument("--kv-len", type=_non_negative_int)
+    p.add_argument("--tpot-slo-s", type=float)
+    p.add_argument("--ttft-slo-s", type=float)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("roofline", help="the device's roofline with every op of both phases on it (PNG)")
+    _add_model_options(p)
+    p.add_argument("--batch-size", type=_positive_int, default=1)
+    p.add_argument("--prompt-len", type=_positive_int, default=512)
+    p.add_argument("--gen-len", type=_positive_int, default=128)
+    p.add_argument("--out", default="roofline.png")
+
+    p = sub.add_parser("plot", help="a sweep chart with the bound bands, crossover and memory wall (PNG)")
+    _add_model_options(p)
+    p.add_argument("--vary", choices=("batch_size", "prompt_len"), default="batch_size")
+    p.add_argument("--values", type=_int_list, default=None, help="e.g. 1:1024:4 (default: a log range)")
+    p.add_argument("--metric", choices=("tpot", "ttft", "throughput"), default="tpot")
+    p.add_argument("--batch-size", type=_positive_int, default=1)
+    p.add_argument("--prompt-len", type=_positive_int, default=1024)
+    p.add_argument("--gen-len", type=_positive_int, default=128)
+    p.add_argument("--out", default="sweep.png")
+
+    p = sub.add_parser("calibrate", help="measure this machine's ceilings into a hardware file (needs torch)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--dtypes", default="float32,bfloat16")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--out", required=True, help="hardware .toml file to write (an existing file is not overwritten)")
+
+    p = sub.add_parser("validate", help="run the real model in PyTorch and compare with the prediction")
+    _add_model_options(p)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
+    p.add_argument("--batch-sizes", type=_int_list, default=[1])
+    p.add_argument("--seq-lens", type=_int_list, default=[32])
+    p.add_argument("--kv-lens", type=_int_list, default=[32])
+    p.add_argument("--num-layers", type=_positive_int)
+    p.add_argument("--results", help="JSON-lines file: each case appended; reruns resume")
+    p.add_argument("--profile", action="store_true")
+
+    sub.add_parser("models", help="the shipped models")
+    sub.add_parser("hardware", help="the shipped devices")
+    return parser
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "model_dump"):
+        return value.model_dump()
+    return str(value)
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "(none)"
+    keys = list(rows[0])
+    cells = [[str(r[k]) for k in keys] for r in rows]
+    widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
+    lines = ["  ".join(k.ljust(w) for k, w in zip(keys, widths))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import regime
+    from .hardware import load_hardware
+    from .loading import load_model
+    from .shipped import shipped_hardware_names, shipped_model_names
+    from .simulate import simulate
+
+    if args.command == "models":
+        print(_table([load_model(name).summary_row() for name in shipped_model_names()]))
+        return 0
+    if args.command == "hardware":
+        print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))
+        return 0
+    if args.command == "calibrate":
+        from .validation import calibrate
+
+        result = calibrate(device=args.device, dtypes=tuple(args.dtypes.split(",")), out=args.out, quick=args.quick)
+        print(_table([result.summary_row()]))
+        print(f"wrote {args.out}")
+        return 0
+    options = _options(args)
+    if args.command == "simulate":
+        result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
+                          gen_len=args.gen_len, **options)
+        if args.json:
+            print(result.model_dump_json(indent=2))
+        else:
+            print(result)
+            if args.ops:
+                print()
+                print(result.ops_table())
+        return 0
+    if args.command == "sweep":
+        result = regime.sweep(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
+                              gen_len=args.gen_len, **options)
+        rows = result.to_rows()
+        if args.csv:
+            _write_csv(args.csv, rows)
+            print(f"wrote {len(rows)} rows to {args.csv}", file=sys.stderr)
+        if args.json:
+            _print_json(rows)
+        elif not args.csv or len(rows) <= 50:
+            shown = [{k: _short(v) for k, v in r.items()} for r in rows[:200]]
+            print(_table(shown))
+            if len(rows) > 200:
+                print(f"... {len(rows) - 200} more rows (use --csv)")
+        return 0
+    if args.command in ("crossover", "limit"):
+        fixed = {k: getattr(args, k) for k in ("batch_size", "seq_len", "kv_len") if getattr(args, k) is not None}
+        if args.command == "crossover":
+            result = regime.find_crossover(args.model, args.hardware, phase=args.phase, vary=args.vary, lo=args.lo,
+                                           hi=args.hi, **fixed, **options)
+        else:
+            result = regime.first_limit(args.model, args.hardware, vary=args.vary, phase=args.phase,
+                                        tpot_slo_s=args.tpot_slo_s, ttft_slo_s=args.ttft_slo_s, **fixed, **options)
+        if args.json:
+            print(result.model_dump_json(indent=2))
+        else:
+            print(result.reason)
+            for name, value in getattr(result, "per_op", {}).items():
+                print(f"  {name:<40} flips at {args.vary} = {value:.4g}")
+            for name, value in getattr(result, "events", {}).items():
+                print(f"  {name:<10} {'not met' if value is None else f'at {args.vary} = {value:.6g}'}")
+        return 0
+    if args.command == "roofline":
+        from .plot import roofline_figure
+
+        result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
+                          gen_len=args.gen_len, **options)
+        _save(roofline_figure(result, load_hardware(args.hardware)), args.out)
+        return 0
+    if args.command == "plot":
+        from .plot import sweep_figure
+
+        _save(sweep_figure(args.model, args.hardware, vary=args.vary, values=args.values, metric=args.metric,
+                           batch_size=args.batch_size, prompt_len=args.prompt_len, gen_len=args.gen_len, **options),
+              args.out)
+        return 0
+    if args.command == "validate":
+        from .validation import validate
+
+        report = validate(args.model, args.hardware, device=args.device, dtype=args.dtype,
+                          batch_sizes=args.batch_sizes, seq_lens=args.seq_lens, kv_lens=args.kv_lens,
+                          num_layers=args.num_layers, results_path=args.results, profile=args.profile,
+                          overhead=options.get("overhead", "eager"))
+        print(report.to_markdown())
+        return 0
+    raise LlmsimError(f"unknown command {args.command!r}")
+
+
+def _short(value: Any) -> Any:
+    return f"{value:.4g}" if isinstance(value, float) else value
+
+
+def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
+    import csv
+    from pathlib import Path
+
+    if Path(path).exists():
+        raise LlmsimError(f"--csv {path}: the file exists; choose another name (nothing is overwritten)")
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _save(figure: Any, path: str) -> None:
+    figure.savefig(path, dpi=130, bbox_inches="tight")
+    print(f"wrote {path}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except LlmsimError as exc:
+        print(f"llmsim: error: {exc}", file=sys.stderr)
+        return 2
+    except ImportError as exc:
+        print(f"llmsim: error: {exc} (for calibrate/validate: pip install 'llmsim[validate]')", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("llmsim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
