@@ -140,7 +140,7 @@ class HardwareSpec(BaseModel):
             "description": self.description,
             "bf16_tflops": round(bf16.value / 1e12, 1) if bf16 else None,
             "bandwidth_tb_s": round(self.memory_bandwidth_bytes_per_s / 1e12, 3),
-            "memory_gb": round(self.memory_capacity_bytes / 1e9, 1),
+            "memory_gib": round(self.memory_capacity_bytes / 1024**3, 1),
             "ridge_flops_per_byte": round(self.ridge_point_flops_per_byte("bf16"), 1)
             if "bf16" in self.matrix_flops_per_s
             else None,

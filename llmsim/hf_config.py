@@ -104,6 +104,8 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
     if missing:
         raise ConfigError(f"model config ({model_type}): missing field {missing[0]!r} (needed: {', '.join(missing)})")
     fields = {k: v for k, v in data.items() if k != "model_type"}
+    if "torch_dtype" in fields:  # the name transformers 5 renamed to dtype
+        fields.setdefault("dtype", fields.pop("torch_dtype"))
     try:
         return transformers.AutoConfig.for_model(model_type, **fields)
     except (ValueError, TypeError, KeyError) as exc:
@@ -125,7 +127,7 @@ def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:
         fields = _ADAPTERS[model_type](config)
         layers: list[LayerSpec] = fields.pop("layers")
         groups, pattern = _group_layers(layers)
-        dtype = getattr(config, "dtype", None) or getattr(config, "torch_dtype", None) or "float32"
+        dtype = getattr(config, "dtype", None) or "float32"  # transformers 5 keeps torch_dtype as dtype
         return ModelSpec(
             name=name or getattr(config, "name_or_path", "") or model_type,
             model_type=model_type,

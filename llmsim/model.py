@@ -168,9 +168,11 @@ class ModelSpec(_Frozen):
     @property
     def attention_kinds(self) -> str:
         """A short description such as 'GQA 32/8, sliding 4096' for tables."""
-        parts = []
+        counts: dict[AttentionSpec, int] = {}
         for group in self.layer_groups:
-            attn = group.layer.attention
+            counts[group.layer.attention] = counts.get(group.layer.attention, 0) + group.count
+        parts = []
+        for attn, count in counts.items():
             if attn.kind == "mla":
                 kind = f"MLA r={attn.kv_lora_rank}"
             elif attn.num_kv_heads == attn.num_heads:
@@ -181,7 +183,7 @@ class ModelSpec(_Frozen):
                 kind = f"GQA {attn.num_heads}/{attn.num_kv_heads}"
             if attn.sliding_window:
                 kind += f" window {attn.sliding_window}"
-            parts.append(f"{group.count}x {kind}" if len(self.layer_groups) > 1 else kind)
+            parts.append(f"{count}x {kind}" if len(counts) > 1 else kind)
         return "; ".join(dict.fromkeys(parts))
 
     # ---- KV cache -------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ wheel carries the same files as the package data `llmsim.model_configs` and `llm
 from __future__ import annotations
 
 import difflib
-from importlib import resources
 from pathlib import Path
 
 from .errors import LlmsimError
@@ -15,22 +14,19 @@ from .errors import LlmsimError
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _folder(package: str, checkout_folder: str) -> Path:
-    checkout = _SOURCE_ROOT / checkout_folder
-    if checkout.is_dir() and (_SOURCE_ROOT / "pyproject.toml").is_file():
-        return checkout
-    try:
-        return Path(str(resources.files(package)))
-    except ModuleNotFoundError:
-        return checkout
+def _folder(package_folder: str, checkout_folder: str) -> Path:
+    installed = Path(__file__).resolve().parent / package_folder  # a wheel's package data
+    if installed.is_dir():
+        return installed
+    return _SOURCE_ROOT / checkout_folder  # a source checkout
 
 
 def model_configs_dir() -> Path:
-    return _folder("llmsim.model_configs", "model_configs")
+    return _folder("model_configs", "model_configs")
 
 
 def hardware_dir() -> Path:
-    return _folder("llmsim.hardware_files", "hardware")
+    return _folder("hardware_files", "hardware")
 
 
 def shipped_model_names() -> list[str]:

@@ -1,0 +1,133 @@
+"""The llmsim command as a user runs it: every subcommand, JSON round trip, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from llmsim.cli import main
+from llmsim.simulate import SimulationResult
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_simulate_summary_and_ops(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch-size", "16",
+                       "--prompt-len", "2048", "--gen-len", "512", "--ops")
+    assert code == 0
+    assert "TTFT" in out and "TPOT" in out and "fits" in out and "layers.mlp.down_proj" in out
+
+
+def test_simulate_json_round_trips(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "simulate", "mixtral-8x7b", "--hardware", "h200", "--batch-size", "4", "--json")
+    assert code == 0
+    result = SimulationResult.model_validate_json(out)
+    assert result.batch_size == 4 and result.model == "mixtral-8x7b"
+    assert SimulationResult.model_validate_json(result.model_dump_json()) == result
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "llama-3.2-1b", "--hardware", "l4", "--batch-size", "1,8,64", "--prompt-len", "128,1024"],
+    ["crossover", "llama-3.1-8b", "--hardware", "h100-sxm", "--phase", "prefill", "--vary", "seq_len",
+     "--batch-size", "1"],
+    ["limit", "llama-3.1-70b", "--hardware", "h200", "--vary", "kv_len", "--batch-size", "32",
+     "--tpot-slo-s", "0.05"],
+    ["models"],
+    ["hardware"],
+])
+def test_subcommands(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert out.strip()
+
+
+def test_sweep_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "sweep", "qwen3-8b", "--hardware", "a100-80gb-sxm", "--batch-size", "1:64", "--json")
+    rows = json.loads(out)
+    assert code == 0 and [r["batch_size"] for r in rows] == [1, 2, 4, 8, 16, 32, 64]
+
+
+@pytest.mark.parametrize("command", ["roofline", "plot"])
+def test_plots_written(capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str) -> None:
+    out_file = tmp_path / f"{command}.png"
+    code, _, err = run(capsys, command, "llama-3.1-8b", "--hardware", "h100-sxm", "--out", str(out_file))
+    assert code == 0, err
+    assert out_file.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["simulate", "llama-3.1-8x", "--hardware", "h100-sxm"], "did you mean llama-3.1-8b"),
+    (["simulate", "llama-3.1-8b", "--hardware", "h100-sxn"], "did you mean h100-sxm"),
+    (["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch-size", "-4"], "--batch-size"),
+    (["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--prompt-len", "200000"], "context of 131072"),
+    (["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--attention", "fast"], "--attention"),
+])
+def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_malformed_config_and_hardware_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad_config = tmp_path / "config.json"
+    bad_config.write_text('{"model_type": "llama", "hidden_size": 64')
+    code, _, err = run(capsys, "simulate", str(bad_config), "--hardware", "h100-sxm")
+    assert code == 2 and "not valid JSON" in err and "Traceback" not in err
+    bad_config.write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
+    code, _, err = run(capsys, "simulate", str(bad_config), "--hardware", "h100-sxm")
+    assert code == 2 and "missing field 'intermediate_size'" in err
+    bad_config.write_text(json.dumps({"model_type": "bert", "hidden_size": 64}))
+    code, _, err = run(capsys, "simulate", str(bad_config), "--hardware", "h100-sxm")
+    assert code == 2 and "model_type='bert' is not supported" in err
+
+    text = (ROOT / "hardware" / "h100-sxm.toml").read_text()
+    bad_hw = tmp_path / "gpu.toml"
+    bad_hw.write_text(text.replace("value = 3.35e12", "value = 3350"))  # GB/s where byte/s belongs
+    code, _, err = run(capsys, "simulate", "gpt2", "--hardware", str(bad_hw))
+    assert code == 2 and "memory.bandwidth_bytes_per_s" in err and "plausible range" in err
+    bad_hw.write_text(text + '\n[memory_extra]\nx = { value = 1, unit = "s", source = "x" }\n')
+    code, _, err = run(capsys, "simulate", "gpt2", "--hardware", str(bad_hw))
+    assert code == 2 and "unknown key 'memory_extra'" in err
+    bad_hw.write_text("name = [")
+    code, _, err = run(capsys, "simulate", "gpt2", "--hardware", str(bad_hw))
+    assert code == 2 and "not valid TOML" in err
+
+
+def test_wheel_installs_and_runs(tmp_path: Path) -> None:
+    """Build a wheel, install it (not editable) into a fresh environment, run the command from there."""
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
+                    str(ROOT)], check=True)
+    wheel = next(dist.glob("llmsim-*.whl"))
+    env_dir = tmp_path / "venv"
+    # the fresh environment borrows this one's dependencies (no network in CI), not llmsim itself
+    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+    llmsim_bin = env_dir / "bin" / "llmsim"
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    sim = subprocess.run([str(llmsim_bin), "simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch-size",
+                          "16", "--prompt-len", "2048", "--gen-len", "512"], capture_output=True, text=True,
+                         cwd=work, check=True)
+    assert "TTFT" in sim.stdout
+    models = subprocess.run([str(llmsim_bin), "models"], capture_output=True, text=True, cwd=work, check=True)
+    assert "deepseek-v3" in models.stdout and "llama-3.1-405b" in models.stdout
+    where = subprocess.run([str(python), "-c", "import llmsim; print(llmsim.__file__)"], capture_output=True,
+                           text=True, cwd=work, check=True)
+    assert str(env_dir) in where.stdout  # the installed copy, not the checkout

@@ -1,0 +1,80 @@
+"""Regime analysis: crossovers against closed forms, sweeps against one-at-a-time simulate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import llmsim
+from llmsim.hardware import hardware_from_dict
+from llmsim.regime import find_crossover, first_limit, sweep
+
+from .conftest import TEST_GPU
+
+PEAK = {"efficiency": "peak", "overhead": "none"}
+
+
+def test_gemm_crossover_batch_equals_closed_form() -> None:
+    # Llama-3.1-8B decode, down_proj: x[B, K=14336] @ W[K, N=4096], bf16 weights and activations (w = a = 2)
+    # on the test GPU at peak: P = 1000e12 FLOP/s, BW = 2e12 byte/s.
+    # 2*B*N*K / P = (N*K*w + B*(N+K)*a) / BW  =>  B = N*K*w/BW / (2*N*K/P - (N+K)*a/BW)
+    N, K, w, a, P, BW = 4096, 14336, 2, 2, 1000e12, 2e12
+    expected = N * K * w / BW / (2 * N * K / P - (N + K) * a / BW)  # = 505.06... sequences
+    c = find_crossover("llama-3.1-8b", TEST_GPU, phase="decode", vary="batch_size", kv_len=1024, **PEAK)
+    assert c.per_op["layers.mlp.down_proj"] == pytest.approx(expected, rel=1e-9)
+    assert c.bracket == (1.0, 4096.0)
+
+
+def test_prefill_flips_to_compute_below_ridge_point() -> None:
+    hw = llmsim.load_hardware("h100-sxm")
+    c = find_crossover("llama-3.1-8b", hw, phase="prefill", vary="seq_len", batch_size=1)
+    assert (c.from_bound, c.to_bound) == ("memory", "compute")
+    ridge = hw.ridge_point_flops_per_byte("bf16")  # 989.4e12 / 3.35e12 = 295 FLOP/byte
+    assert c.value is not None and 1 < c.value < ridge
+    # just below it prefill is memory-bound, just above compute-bound
+    below = llmsim.simulate("llama-3.1-8b", hw, batch_size=1, prompt_len=int(c.value) - 2, gen_len=1)
+    above = llmsim.simulate("llama-3.1-8b", hw, batch_size=1, prompt_len=int(c.value) + 3, gen_len=1)
+    assert below.prefill.bound == "memory" and above.prefill.bound == "compute"
+
+
+def test_decode_against_context_does_not_flip() -> None:
+    c = find_crossover("llama-3.1-8b", "h100-sxm", phase="decode", vary="kv_len", batch_size=8)
+    assert c.value is None and c.to_bound is None
+    assert "stays memory-bound" in c.reason
+
+
+def test_crossover_outside_range_is_none() -> None:
+    c = find_crossover("llama-3.1-8b", TEST_GPU, phase="prefill", vary="seq_len", batch_size=1, lo=1000, hi=4000)
+    assert c.value is None and c.bracket == (1000.0, 4000.0)
+
+
+def test_sweep_equals_one_at_a_time_simulate() -> None:
+    s = sweep("qwen3-30b-a3b", TEST_GPU, batch_size=[1, 3, 64], prompt_len=[17, 900], gen_len=[1, 40])
+    assert len(s) == 12
+    for row in s.to_rows():
+        r = llmsim.simulate("qwen3-30b-a3b", TEST_GPU, batch_size=row["batch_size"], prompt_len=row["prompt_len"],
+                            gen_len=row["gen_len"])
+        assert row["ttft_s"] == pytest.approx(r.ttft_s, rel=1e-12)
+        assert row["tpot_s"] == pytest.approx(r.tpot_s, rel=1e-12)
+        assert row["total_bytes"] == pytest.approx(r.memory.total_bytes, rel=1e-12)
+        assert row["prefill_bound"] == r.prefill.bound
+        assert row["decode_bound"] == (r.decode.bound if row["gen_len"] > 1 else "none")
+
+
+def test_first_limit_capacity_then_slo() -> None:
+    lim = first_limit("llama-3.1-70b", "h200", vary="kv_len", batch_size=32, tpot_slo_s=0.05)
+    assert lim.limit == "capacity"
+    value = int(lim.value)
+    assert llmsim.simulate("llama-3.1-70b", "h200", batch_size=32, prompt_len=value - 2, gen_len=1).memory.fits
+    assert not llmsim.simulate("llama-3.1-70b", "h200", batch_size=32, prompt_len=value + 1, gen_len=1).memory.fits
+    hw = hardware_from_dict(TEST_GPU).with_overrides(memory={"capacity_bytes": 1e12})
+    lim = first_limit("llama-3.1-8b", hw, vary="kv_len", batch_size=32, tpot_slo_s=0.02)
+    assert lim.limit == "slo" and lim.value is not None
+    assert lim.events["capacity"] is None or lim.events["capacity"] > lim.value
+
+
+def test_sweep_is_vectorised_open_grid() -> None:
+    s = sweep("llama-3.1-8b", "h100-sxm", batch_size=list(range(1, 201)), prompt_len=list(range(64, 264)),
+              gen_len=[2, 128])
+    assert len(s) == 200 * 200 * 2
+    assert np.all(np.diff(s.columns["ttft_s"].reshape(200, 200, 2)[:, :, 0], axis=0) >= 0)
