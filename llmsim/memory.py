@@ -3,6 +3,7 @@ context that fits."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from .graph import build_ops_unchecked
 from .hardware import HardwareSpec
 from .model import ModelSpec
+from .ops import Op
 from .workload import CostOptions
 
 # approximation: CUDA context, cuBLAS and attention workspaces and allocator slack on a GPU.
@@ -34,6 +36,7 @@ class MemoryResult(BaseModel):
         return self.capacity_bytes - self.total_bytes
 
 
+@lru_cache(maxsize=256)
 def weights_bytes(model: ModelSpec, options: CostOptions) -> float:
     """Bytes of every parameter in storage: linear weights at weight_dtype (with int group scales),
     embeddings and norms at the model's dtype."""
@@ -41,14 +44,16 @@ def weights_bytes(model: ModelSpec, options: CostOptions) -> float:
     return float(sum(op.count * op.param_bytes for op in ops))
 
 
-def peak_activation_bytes(model: ModelSpec, options: CostOptions, batch_size: Any, seq_len: Any) -> Any:
+def peak_activation_bytes(model: ModelSpec, options: CostOptions, batch_size: Any, seq_len: Any,
+                          prefill_ops: list[Op] | None = None) -> Any:
     """Largest live activation set of a prefill of seq_len tokens.
 
     approximation: the residual stream [B, S, h] plus the largest single op's activation inputs and
     outputs (e.g. the [B, H, S, S] scores with attention="math", or [B, S, V] logits with
     logits="all"); earlier intermediates are assumed freed.
     """
-    ops = build_ops_unchecked(model, "prefill", batch_size, seq_len, 0, options)
+    ops = prefill_ops if prefill_ops is not None else build_ops_unchecked(model, "prefill", batch_size, seq_len, 0,
+                                                                          options)
     _, act_dtype_bytes = _act_bytes(model, options)
     residual = np.asarray(batch_size) * np.asarray(seq_len) * model.hidden_size * act_dtype_bytes
     largest = 0.0
@@ -69,14 +74,14 @@ def workspace_bytes(hardware: HardwareSpec) -> float:
 
 
 def footprint(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, batch_size: Any, prompt_len: Any,
-              gen_len: Any) -> dict[str, Any]:
+              gen_len: Any, prefill_ops: list[Op] | None = None) -> dict[str, Any]:
     """Weights + KV cache at the final length (prompt_len + gen_len - 1 cached tokens) + peak
     activations of the prefill (the larger phase) + workspace. Arrays broadcast."""
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
     weights = weights_bytes(model, options)
     final_tokens = np.asarray(prompt_len) + np.asarray(gen_len) - 1
     kv = model.kv_cache_bytes(batch_size=batch_size, seq_len=final_tokens, kv_dtype=kv_dtype)
-    activations = peak_activation_bytes(model, options, batch_size, prompt_len)
+    activations = peak_activation_bytes(model, options, batch_size, prompt_len, prefill_ops)
     workspace = workspace_bytes(hardware)
     total = weights + kv + activations + workspace
     return {

@@ -56,14 +56,16 @@ def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, b
 def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
                   first_kv_len: Any, steps: Any) -> PhaseTotals:
     """Sums over `steps` decode steps at kv_len = first_kv_len, first_kv_len + 1, ..."""
-    at0 = build_ops_unchecked(model, "decode", batch_size, 1, first_kv_len, options)
-    at1 = build_ops_unchecked(model, "decode", batch_size, 1, np.asarray(first_kv_len) + 1, options)
-    steps = np.asarray(steps, dtype=float)
+    # one graph evaluated at kv_len = L0 and L0 + 1 along a trailing axis: value and slope of each op
     L0 = np.asarray(first_kv_len, dtype=float)
+    pair = np.stack([L0, L0 + 1], axis=-1)
+    at01 = build_ops_unchecked(model, "decode", np.asarray(batch_size)[..., None], 1, pair, options)
+    steps = np.asarray(steps, dtype=float)
     per_op: dict[str, list[Any]] = {k: [] for k in PARTS + SUMS}
-    for op0, op1 in zip(at0, at1):
-        q0 = [np.asarray(v, dtype=float) for v in _per_run(op0)]
-        q1 = [np.asarray(v, dtype=float) for v in _per_run(op1)]
+    for op0 in at01:
+        both = [np.asarray(v, dtype=float) for v in _per_run(op0)]
+        q0 = [v[..., 0] if v.ndim else v for v in both]
+        q1 = [v[..., -1] if v.ndim else v for v in both]
         slopes = [b - a for a, b in zip(q0, q1)]
         cost0 = roofline.cost(*q0, op0.precision, op0.launches)
         cost1 = roofline.cost(*q1, op0.precision, op0.launches)
@@ -98,7 +100,7 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
             a = _lift(base) + _lift(slope) * u_lo
             b = _lift(base) + _lift(slope) * u_hi
             per_op[key].append(op0.count * np.sum(n * (a + b) / 2.0, axis=-1))
-    return PhaseTotals(ops=at0, per_op=per_op)
+    return PhaseTotals(ops=at01, per_op=per_op)
 
 
 def _lift(x: Any) -> Any:

@@ -171,7 +171,7 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
     roofline = Roofline(hardware, execution)
     prefill = prefill_totals(model, roofline, cost, batch_size, prompt_len)
     decode = decode_totals(model, roofline, cost, batch_size, prompt_len, np.asarray(gen_len) - 1)
-    memory = footprint(model, hardware, cost, batch_size, prompt_len, gen_len)
+    memory = footprint(model, hardware, cost, batch_size, prompt_len, gen_len, prefill_ops=prefill.ops)
     return prefill, decode, memory
 
 
@@ -225,7 +225,7 @@ def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
         vals = {k: float(totals.per_op[k][i]) for k in totals.per_op}
         terms = {b: vals[f"{b}_s"] for b in BOUNDS}
         flops = vals["matmul_flops"] + vals["vector_flops"]
-        ops.append(OpResult(
+        ops.append(OpResult.model_construct(  # values computed here; skip re-validation (speed)
             name=op.name, kind=op.kind, count=op.count, matmul_flops=vals["matmul_flops"],
             vector_flops=vals["vector_flops"], bytes=vals["bytes"],
             arithmetic_intensity=flops / vals["bytes"] if vals["bytes"] > 0 else 0.0,
