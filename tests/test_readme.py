@@ -1,0 +1,55 @@
+"""Every command and Python example in the README runs, so the README cannot drift from the code.
+
+The set-up commands' installs are covered by test_cli's wheel test; their `llmsim ...` part runs here.
+Commands that need a CUDA device (`--device cuda`) are checked to parse only.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from llmsim.cli import build_parser, main
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def _llmsim_commands() -> list[str]:
+    commands = []
+    for block in _blocks("bash"):
+        for line in block.splitlines():
+            if "llmsim " in line and not line.startswith("pip"):
+                commands.append(line[line.index("llmsim ") :].strip())
+    return commands
+
+
+def test_readme_has_the_two_setup_commands() -> None:
+    setup = README.split("## Set-up")[1].split("##")[0]
+    assert len(_blocks_in(setup)) == 2
+
+
+def _blocks_in(text: str) -> list[str]:
+    return re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+
+
+@pytest.mark.parametrize("command", _llmsim_commands())
+def test_readme_command_runs(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                             capsys: pytest.CaptureFixture[str]) -> None:
+    argv = shlex.split(command)[1:]
+    if "cuda" in argv:
+        build_parser().parse_args(argv)  # no GPU here: the command must at least parse
+        return
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("block", _blocks("python"))
+def test_readme_python_runs(block: str) -> None:
+    exec(compile(block, "README.md", "exec"), {})
