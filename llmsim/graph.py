@@ -28,7 +28,7 @@ _VECTOR_FLOPS_PER_ELEMENT = {"silu": 4, "swish": 4, "gelu": 8, "gelu_new": 8, "g
 
 
 def build_ops(
-    model: ModelSpec,
+    model: Any,
     phase: str,
     batch_size: Any = 1,
     seq_len: Any = None,
@@ -38,10 +38,14 @@ def build_ops(
 ) -> list[Op]:
     """The ops of one forward pass of `phase` ("prefill" or "decode").
 
+    `model`: a ModelSpec or anything `load_model` takes (a shipped name, a path, a dict, a config).
     Prefill needs `seq_len` (tokens per sequence); decode needs `kv_len` (tokens already cached).
     Options (attention, logits, mla, fusion, weight_dtype, activation_dtype, kv_dtype) are described
     in `CostOptions`; pass them as keywords or as a CostOptions.
     """
+    from .loading import load_model
+
+    model = load_model(model)
     check_choice("phase", phase, PHASES)
     if options is None:
         options = CostOptions.make(**option_values)
