@@ -8,7 +8,8 @@ from .hardware import HardwareSpec, load_hardware
 from .loading import load_model
 from .model import ModelSpec
 from .ops import Op
-from .simulate import SimulationResult, max_batch_size, max_context, simulate
+from .regime import find_crossover, first_limit, sweep
+from .simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
 from .workload import CostOptions
 
 __version__ = "0.1.0"
@@ -25,9 +26,13 @@ __all__ = [
     "SimulationResult",
     "__version__",
     "build_ops",
+    "find_crossover",
+    "first_limit",
+    "fusion_savings",
     "load_hardware",
     "load_model",
     "max_batch_size",
     "max_context",
     "simulate",
+    "sweep",
 ]

@@ -274,3 +274,38 @@ def max_context(model: Any, hardware: Any, batch_size: int, gen_len: int = 1, **
     check_workload(spec, batch_size, 1, gen_len)
     top = spec.max_position_embeddings - gen_len + 1
     return largest_fitting(lambda p: bool(footprint(spec, hw, cost, batch_size, p, gen_len)["fits"]), 1, top)
+
+
+class FusionSavings(BaseModel):
+    """What fusing elementwise work would buy on one workload, per phase, against fusion="none"."""
+
+    model_config = ConfigDict(frozen=True)
+    fusion: str
+    prefill_bytes_saved: float
+    prefill_time_saved_s: float
+    prefill_speedup: float
+    decode_bytes_saved: float
+    decode_time_saved_s: float
+    decode_speedup: float
+    e2e_speedup: float
+
+
+def fusion_savings(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 512, gen_len: int = 128,
+                   **options: Any) -> dict[str, FusionSavings]:
+    """Bytes and time that fusion="elementwise" and fusion="full" save against fusion="none"."""
+    options.pop("fusion", None)
+    base = simulate(model, hardware, batch_size, prompt_len, gen_len, fusion="none", **options)
+    out = {}
+    for policy in ("elementwise", "full"):
+        fused = simulate(model, hardware, batch_size, prompt_len, gen_len, fusion=policy, **options)
+        out[policy] = FusionSavings(
+            fusion=policy,
+            prefill_bytes_saved=base.prefill.bytes - fused.prefill.bytes,
+            prefill_time_saved_s=base.prefill.time_s - fused.prefill.time_s,
+            prefill_speedup=base.prefill.time_s / fused.prefill.time_s,
+            decode_bytes_saved=base.decode.bytes - fused.decode.bytes,
+            decode_time_saved_s=base.decode.time_s - fused.decode.time_s,
+            decode_speedup=base.decode.time_s / fused.decode.time_s if fused.decode.time_s else 1.0,
+            e2e_speedup=base.e2e_s / fused.e2e_s,
+        )
+    return out
