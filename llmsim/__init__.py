@@ -8,6 +8,7 @@ from .hardware import HardwareSpec, load_hardware
 from .loading import load_model
 from .model import ModelSpec
 from .ops import Op
+from .plan import Plan, plan
 from .regime import find_crossover, first_limit, sweep
 from .simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
 from .workload import CostOptions
@@ -23,6 +24,7 @@ __all__ = [
     "ModelSpec",
     "Op",
     "OptionError",
+    "Plan",
     "SimulationResult",
     "__version__",
     "build_ops",
@@ -33,6 +35,7 @@ __all__ = [
     "load_model",
     "max_batch_size",
     "max_context",
+    "plan",
     "simulate",
     "sweep",
 ]

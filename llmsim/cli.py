@@ -81,7 +81,8 @@ def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype"]
+    keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
+            "expert_parallel"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
@@ -100,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, default=1)
     p.add_argument("--prompt-len", type=_positive_int, default=512)
     p.add_argument("--gen-len", type=_positive_int, default=128)
+    p.add_argument("--tensor-parallel", type=_positive_int)
+    p.add_argument("--expert-parallel", type=_positive_int)
+    p.add_argument("--pipeline-parallel", type=_positive_int, default=1)
+    p.add_argument("--num-microbatches", type=_positive_int)
+    p.add_argument("--data-parallel", type=_positive_int, default=1)
     p.add_argument("--ops", action="store_true", help="also print the per-op table")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
 
@@ -167,6 +173,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", help="JSON-lines file: each case appended; reruns resume")
     p.add_argument("--profile", action="store_true")
 
+    p = sub.add_parser("plan", help="GPUs, tensor/pipeline split and batch that meet latency targets")
+    _add_model_options(p)
+    p.add_argument("--prompt-len", type=_positive_int, default=2048)
+    p.add_argument("--gen-len", type=_positive_int, default=256)
+    p.add_argument("--ttft-slo-s", type=float)
+    p.add_argument("--tpot-slo-s", type=float)
+    p.add_argument("--target-tokens-per-s", type=float)
+    p.add_argument("--max-gpus", type=_positive_int, default=64)
+    p.add_argument("--usd-per-gpu-hour", type=float)
+    p.add_argument("--out", help="also write the Pareto front plot (PNG)")
+    p.add_argument("--json", action="store_true")
+
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
     return parser
@@ -218,7 +236,8 @@ def _run(args: argparse.Namespace) -> int:
     options = _options(args)
     if args.command == "simulate":
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
-                          gen_len=args.gen_len, **options)
+                          gen_len=args.gen_len, pipeline_parallel=args.pipeline_parallel,
+                          num_microbatches=args.num_microbatches, data_parallel=args.data_parallel, **options)
         if args.json:
             print(result.model_dump_json(indent=2))
         else:
@@ -273,6 +292,19 @@ def _run(args: argparse.Namespace) -> int:
                            batch_size=args.batch_size, prompt_len=args.prompt_len, gen_len=args.gen_len, **options),
               args.out)
         return 0
+    if args.command == "plan":
+        from .plan import plan
+
+        result = plan(args.model, args.hardware, prompt_len=args.prompt_len, gen_len=args.gen_len,
+                      ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
+                      target_tokens_per_s=args.target_tokens_per_s, max_gpus=args.max_gpus,
+                      usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
+        if args.out:
+            from .plot import pareto_figure
+
+            _save(pareto_figure(result), args.out)
+        return 0
     if args.command == "validate":
         from .validation import validate
 
@@ -320,6 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("llmsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

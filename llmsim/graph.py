@@ -91,7 +91,52 @@ class _GraphBuilder:
         self.kvb = Expr.sym("kvb", dtype_bytes(kv_dtype))
         self.eb = Expr.sym("eb", dtype_bytes(canonical_dtype(model.dtype)))  # embedding/norm storage
         self.fusion = options.fusion
+        self.tp_degree, self.ep_degree = options.tensor_parallel, options.expert_parallel
+        self.tp = Expr.sym("tp", self.tp_degree)
+        self._check_split(model)
         self.ops: list[Op] = []
+
+    # ---- tensor parallelism --------------------------------------------------------------------------
+    def _check_split(self, model: ModelSpec) -> None:
+        """Refuse a tensor-parallel degree the model cannot be split by, naming the field."""
+        t = self.tp_degree
+        if t == 1:
+            return
+        checks: list[tuple[str, int]] = [("vocab_size", model.vocab_size)]
+        for group in model.layer_groups:
+            attn, mlp = group.layer.attention, group.layer.mlp
+            checks.append(("num_attention_heads", attn.num_heads))
+            if attn.kind == "standard" and attn.num_kv_heads % t and t % attn.num_kv_heads:
+                raise OptionError(
+                    f"tensor_parallel={t}: num_key_value_heads={attn.num_kv_heads} is neither a multiple nor a "
+                    f"divisor of it"
+                )
+            if isinstance(mlp, MoESpec):
+                if self.ep_degree > 1:
+                    checks.append(("number of experts", mlp.num_experts))
+                else:
+                    checks.append(("expert intermediate_size", mlp.expert.intermediate_size))
+                if mlp.shared is not None:
+                    checks.append(("shared expert intermediate_size", mlp.shared.intermediate_size))
+            else:
+                checks.append(("intermediate_size", mlp.intermediate_size))
+        for field, value in checks:
+            if value % t:
+                raise OptionError(f"tensor_parallel={t} does not divide {field}={value}")
+
+    def heads(self, attn: AttentionSpec) -> tuple[Expr, Expr]:
+        """(query heads, KV heads) on one GPU: H/tp, and kvh/tp or one replicated KV head."""
+        H, kvh = Expr.sym("H", attn.num_heads), Expr.sym("kvh", attn.num_kv_heads)
+        if self.tp_degree == 1:
+            return H, kvh
+        local_kv = kvh / self.tp if attn.num_kv_heads >= self.tp_degree else Expr.sym("kvh_replicated", 1)
+        return H / self.tp, local_kv
+
+    def all_reduce(self, name: str, count: int) -> None:
+        """Sum the [T, h] partial outputs of the tensor-parallel GPUs."""
+        if self.tp_degree > 1:
+            self.add(formula("collective")(name, count, kind="all_reduce", message_bytes=self.T * self.h * self.ab,
+                                           group=self.tp_degree))
 
     # ---- helpers ----------------------------------------------------------------------------------
     def add(self, op: Op) -> None:
@@ -119,7 +164,9 @@ class _GraphBuilder:
     # ---- the forward pass ---------------------------------------------------------------------------
     def build(self) -> list[Op]:
         model = self.model
-        self.add(formula("embedding")("embed_tokens", 1, T=self.T, h=self.h, rows=model.vocab_size, ab=self.eb))
+        self.add(formula("embedding")("embed_tokens", 1, T=self.T, h=self.h, rows=model.vocab_size // self.tp_degree,
+                                      ab=self.eb))
+        self.all_reduce("embed_tokens.all_reduce", 1)  # vocabulary-parallel embedding
         if model.position_embedding == "learned":
             self.add(formula("embedding")("embed_positions", 1, T=self.T, h=self.h,
                                           rows=model.max_position_embeddings, ab=self.eb, add=True))
@@ -137,11 +184,15 @@ class _GraphBuilder:
         model = self.model
         tokens = self.T if self.options.logits == "all" or self.phase == "decode" else self.B
         V = Expr.sym("V", model.vocab_size)
+        V_local = V / self.tp if self.tp_degree > 1 else V
         tied = model.tie_word_embeddings
         self.add(formula("linear")(
-            "lm_head", 1, T=tokens, K=self.h, N=V, wb=self.eb if tied else self.wb, ab=self.ab,
+            "lm_head", 1, T=tokens, K=self.h, N=V_local, wb=self.eb if tied else self.wb, ab=self.ab,
             owns_weight=not tied, precision=self.precision,
         ))
+        if self.tp_degree > 1:  # gather the vocabulary slices of the logits
+            self.add(formula("collective")("lm_head.all_gather", 1, kind="all_gather",
+                                           message_bytes=tokens * V * self.ab, group=self.tp_degree))
 
     def layer(self, prefix: str, group: LayerGroup) -> None:
         layer, n = group.layer, group.count
@@ -210,7 +261,7 @@ class _GraphBuilder:
             self.mla(prefix, n, attn)
             return
         h, T = self.h, self.T
-        H, kvh = Expr.sym("H", attn.num_heads), Expr.sym("kvh", attn.num_kv_heads)
+        H, kvh = self.heads(attn)
         d, dv = Expr.sym("d", attn.head_dim), Expr.sym("dv", attn.v_head_dim)
         if attn.fused_qkv:
             self.linear(f"{prefix}.qkv_proj", n, T, h, H * d + kvh * (d + dv), bias=attn.qkv_bias)
@@ -225,8 +276,9 @@ class _GraphBuilder:
         self.add(formula("kv_append")(f"{prefix}.kv_append", n, B=self.B, Snew=self.S,
                                       values=kvh * (d + dv), kvb=self.kvb, ab=self.ab))
         self.core_attention(prefix, n, attn, H=H, kvh=kvh, d=d, dv=dv, kv_values=d + dv,
-                            params=attn.num_heads if attn.sinks else 0)
+                            params=attn.num_heads // self.tp_degree if attn.sinks else 0)
         self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias)
+        self.all_reduce(f"{prefix}.all_reduce", n)
 
     def core_attention(self, prefix: str, n: int, attn: AttentionSpec, *, H: Expr, kvh: Expr, d: Expr, dv: Expr,
                        kv_values: Expr, params: int = 0) -> None:
@@ -249,7 +301,7 @@ class _GraphBuilder:
     def mla(self, prefix: str, n: int, attn: AttentionSpec) -> None:
         """Multi-head latent attention (DeepSeek V2/V3)."""
         h, T, B = self.h, self.T, self.B
-        H = Expr.sym("H", attn.num_heads)
+        H, _ = self.heads(attn)
         dn, dr = Expr.sym("dn", attn.qk_nope_head_dim), Expr.sym("dr", attn.qk_rope_head_dim)
         dv, r = Expr.sym("dv", attn.v_head_dim), Expr.sym("r", attn.kv_lora_rank)
         if attn.q_lora_rank:
@@ -280,6 +332,7 @@ class _GraphBuilder:
             self.linear(f"{prefix}.kv_b_proj", n, B * keys, r, H * (dn + dv))
             self.core_attention(prefix, n, attn, H=H, kvh=H, d=dn + dr, dv=dv, kv_values=dn + dr + dv)
         self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias)
+        self.all_reduce(f"{prefix}.all_reduce", n)
 
     def _fix_head_weights(self, H: Expr) -> None:
         """A per-head matmul [T*H rows, K] @ W[H, K, N]: H weight matrices, not one.
@@ -289,24 +342,23 @@ class _GraphBuilder:
         op = self.ops.pop()
         weight = op.formulas["weight_bytes"] * H
         act_read = op.formulas["bytes_read"] - op.formulas["weight_bytes"]
-        heads = int(H.value)
+        heads = round(float(H.value))
         self.ops.append(op.scaled(
             formulas=dict(op.formulas, weight_bytes=weight, bytes_read=weight + act_read),
             param_count=op.param_count * heads, param_bytes=op.param_bytes * heads,
         ))
 
     # ---- MLP and MoE ---------------------------------------------------------------------------------
-    def _activation_op(self, name: str, n: int, mlp: MLPSpec, tokens: Expr) -> None:
-        I = Expr.sym("I", mlp.intermediate_size)
+    def _activation_op(self, name: str, n: int, mlp: MLPSpec, tokens: Expr, I: Expr) -> None:
         per_element = _VECTOR_FLOPS_PER_ELEMENT.get(mlp.activation, 8)
         if mlp.gated:  # act(gate) * up: reads gate and up, writes one
             self.elementwise(name, n, tokens * I, 2, 1, per_element + 1)
         else:
             self.elementwise(name, n, tokens * I, 1, 1, per_element)
 
-    def mlp(self, prefix: str, n: int, mlp: MLPSpec, tokens: Expr | None = None) -> None:
+    def mlp(self, prefix: str, n: int, mlp: MLPSpec, tokens: Expr | None = None, reduce: bool = True) -> None:
         T = self.T if tokens is None else tokens
-        h, I = self.h, Expr.sym("I", mlp.intermediate_size)
+        h, I = self.h, self._split(Expr.sym("I", mlp.intermediate_size))
         if mlp.gated and mlp.fused_gate_up:
             self.linear(f"{prefix}.gate_up_proj", n, T, h, 2 * I, bias=mlp.bias)
         elif mlp.gated:
@@ -314,8 +366,14 @@ class _GraphBuilder:
             self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias)
         else:
             self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias)
-        self._activation_op(f"{prefix}.act", n, mlp, T)
+        self._activation_op(f"{prefix}.act", n, mlp, T, I)
         self.linear(f"{prefix}.down_proj", n, T, I, h, bias=mlp.bias)
+        if reduce:
+            self.all_reduce(f"{prefix}.all_reduce", n)
+
+    def _split(self, size: Expr) -> Expr:
+        """A dimension sliced over the tensor-parallel GPUs."""
+        return size / self.tp if self.tp_degree > 1 else size
 
     def moe(self, prefix: str, n: int, moe: MoESpec) -> None:
         T, h = self.T, self.h
@@ -323,19 +381,36 @@ class _GraphBuilder:
         self.linear(f"{prefix}.router", n, T, h, E, bias=moe.router_bias)
         # softmax/sigmoid over E scores and top-k selection: reads T*E scores
         self.elementwise(f"{prefix}.topk", n, T * E, 1, 0, 5, kind="routing", params=moe.router_extra_params)
-        expert, I = moe.expert, Expr.sym("I", moe.expert.intermediate_size)
-        kw = dict(T=T, k=k, E=E, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision)
+        expert = moe.expert
+        ep = self.ep_degree
+        if ep > 1:
+            # whole experts spread over ep GPUs: each runs T*k/ep token-expert pairs on E/ep experts
+            ep_sym = Expr.sym("ep", ep)
+            tokens, experts, I = T / ep_sym, E / ep_sym, Expr.sym("I", expert.intermediate_size)
+            dispatch = T * k * h * self.ab
+            self.add(formula("collective")(f"{prefix}.experts.dispatch", n, kind="all_to_all",
+                                           message_bytes=dispatch, group=ep))
+        else:
+            tokens, experts, I = T, E, self._split(Expr.sym("I", expert.intermediate_size))
+        kw = dict(T=tokens, k=k, E=experts, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision)
         if expert.fused_gate_up:
             self.add(formula("expert_linear")(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw))
         else:
             self.add(formula("expert_linear")(f"{prefix}.experts.gate_proj", n, K=h, N=I, **kw))
             self.add(formula("expert_linear")(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw))
-        self._activation_op(f"{prefix}.experts.act", n, expert, T * k)
+        self._activation_op(f"{prefix}.experts.act", n, expert, tokens * k, I)
         self.add(formula("expert_linear")(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw))
         # out[T, h] = sum over k of weight * expert_out[T, k, h]
-        self.elementwise(f"{prefix}.experts.combine", n, T * k * h, 1, 0, 2)
+        self.elementwise(f"{prefix}.experts.combine", n, tokens * k * h, 1, 0, 2)
+        if ep > 1:
+            self.add(formula("collective")(f"{prefix}.experts.combine_all_to_all", n, kind="all_to_all",
+                                           message_bytes=T * k * h * self.ab, group=ep))
         if moe.shared is not None:
-            self.mlp(f"{prefix}.shared_experts", n, moe.shared)
+            self.mlp(f"{prefix}.shared_experts", n, moe.shared, reduce=False)
+        if ep == 1:
+            self.all_reduce(f"{prefix}.all_reduce", n)
+        elif moe.shared is not None:
+            self.all_reduce(f"{prefix}.shared_experts.all_reduce", n)
 
 
 def build_ops_unchecked(model: ModelSpec, phase: str, batch_size: Any, seq_len: Any, kv_len: Any,

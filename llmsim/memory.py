@@ -80,7 +80,8 @@ def footprint(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, ba
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
     weights = weights_bytes(model, options)
     final_tokens = np.asarray(prompt_len) + np.asarray(gen_len) - 1
-    kv = model.kv_cache_bytes(batch_size=batch_size, seq_len=final_tokens, kv_dtype=kv_dtype)
+    kv = model.kv_cache_bytes(batch_size=batch_size, seq_len=final_tokens, kv_dtype=kv_dtype,
+                              tensor_parallel=options.tensor_parallel)
     activations = peak_activation_bytes(model, options, batch_size, prompt_len, prefill_ops)
     workspace = workspace_bytes(hardware)
     total = weights + kv + activations + workspace

@@ -192,21 +192,26 @@ class ModelSpec(_Frozen):
         batch_size: int | np.ndarray = 1,
         seq_len: int | np.ndarray = 1,
         kv_dtype: str | None = None,
+        tensor_parallel: int = 1,
     ) -> float | np.ndarray:
         """Bytes of the KV cache holding `seq_len` tokens of each of `batch_size` sequences.
 
         Sums over layers: B * cached_tokens(S) * values_per_token * bytes. Sliding-window layers hold
         W - 1 tokens once full (as transformers' DynamicSlidingWindowLayer does); MLA layers hold the
-        compressed latent and the rope key, not per-head K and V.
+        compressed latent and the rope key, not per-head K and V. With tensor_parallel=t, the bytes on
+        one GPU: kvh/t KV heads (one replicated head when kvh < t); MLA's latent is replicated.
         """
         kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
         total: float | np.ndarray = 0.0
         for group in self.layer_groups:
             attn = group.layer.attention
+            values = attn.kv_cache_values_per_token
+            if attn.kind == "standard" and tensor_parallel > 1:
+                values = max(attn.num_kv_heads // tensor_parallel, 1) * (attn.head_dim + attn.v_head_dim)
             # [B, tokens, values_per_token] per layer
             total = total + group.count * np.asarray(batch_size) * attn.cached_tokens(
                 np.asarray(seq_len)
-            ) * attn.kv_cache_values_per_token * kv_bytes
+            ) * values * kv_bytes
         return total if isinstance(total, np.ndarray) and total.ndim else float(total)
 
     def summary_row(self) -> dict[str, object]:

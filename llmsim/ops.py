@@ -41,6 +41,8 @@ class Op:
     precision: str = "bf16"
     launches: int = 1
     kv_window: int | None = None
+    collective: str | None = None
+    group_size: int = 1
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -63,6 +65,11 @@ class Op:
     def weight_bytes(self) -> Any:
         """The part of bytes_read that is weights (for MoE experts: the experts the batch touches)."""
         return self.formulas["weight_bytes"].value
+
+    @property
+    def comm_bytes(self) -> Any:
+        """Message bytes of a collective (0 for every other op)."""
+        return self.formulas["comm_bytes"].value
 
     @property
     def flops(self) -> Any:
@@ -121,13 +128,15 @@ def registered_formulas() -> tuple[str, ...]:
 
 
 def _op(name: str, kind: str, count: int, *, matmul_flops: Expr = _ZERO, vector_flops: Expr = _ZERO,
-        bytes_read: Expr = _ZERO, bytes_written: Expr = _ZERO, weight_bytes: Expr = _ZERO, **extra: Any) -> Op:
+        bytes_read: Expr = _ZERO, bytes_written: Expr = _ZERO, weight_bytes: Expr = _ZERO,
+        comm_bytes: Expr = _ZERO, **extra: Any) -> Op:
     formulas = {
         "matmul_flops": matmul_flops,
         "vector_flops": vector_flops,
         "bytes_read": bytes_read,
         "bytes_written": bytes_written,
         "weight_bytes": weight_bytes,
+        "comm_bytes": comm_bytes,
     }
     return Op(name=name, kind=kind, count=count, formulas=formulas, **extra)
 
@@ -285,6 +294,18 @@ def kv_append(name: str, count: int, *, B: Expr, Snew: Expr, values: Expr, kvb: 
         bytes_read=B * Snew * values * ab,
         bytes_written=B * Snew * values * kvb,
     )
+
+
+COLLECTIVES = ("all_reduce", "all_gather", "all_to_all", "p2p")
+
+
+@register("collective")
+def collective(name: str, count: int, *, kind: str, message_bytes: Expr, group: int) -> Op:
+    """A collective among `group` GPUs. message_bytes: all_reduce, the tensor each GPU holds;
+    all_gather, the gathered result; all_to_all, what each GPU sends plus keeps; p2p, the tensor sent."""
+    if kind not in COLLECTIVES:
+        raise ValueError(f"collective kind {kind!r}; choose one of {', '.join(COLLECTIVES)}")
+    return _op(name, "communication", count, comm_bytes=message_bytes, collective=kind, group_size=group)
 
 
 def value_scalar(x: Expr | float) -> float:

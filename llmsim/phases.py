@@ -20,7 +20,7 @@ from .ops import Op
 from .roofline import OpCost, Roofline
 from .workload import CostOptions
 
-PARTS = ("time_s", "compute_s", "memory_s", "overhead_s")
+PARTS = ("time_s", "compute_s", "memory_s", "overhead_s", "communication_s")
 SUMS = ("matmul_flops", "vector_flops", "bytes")
 
 
@@ -39,14 +39,22 @@ def _per_run(op: Op) -> tuple[Any, Any, Any]:
     return op.matmul_flops, op.vector_flops, op.bytes
 
 
+def _parts(t: Any) -> tuple[Any, ...]:
+    return t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s, t.communication_part_s
+
+
+def _comm_s(roofline: Roofline, op: Op) -> Any:
+    return roofline.collective_s(op.collective, op.comm_bytes, op.group_size) if op.collective else 0.0
+
+
 def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
                    seq_len: Any) -> PhaseTotals:
     ops = build_ops_unchecked(model, "prefill", batch_size, seq_len, 0, options)
     per_op: dict[str, list[Any]] = {k: [] for k in PARTS + SUMS}
     for op in ops:
         matmul, vector, moved = _per_run(op)
-        t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches))
-        for key, value in zip(PARTS, (t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s)):
+        t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches, _comm_s(roofline, op)))
+        for key, value in zip(PARTS, _parts(t)):
             per_op[key].append(op.count * value)
         for key, value in zip(SUMS, (matmul, vector, moved)):
             per_op[key].append(op.count * np.asarray(value, dtype=float))
@@ -67,14 +75,18 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         q0 = [v[..., 0] if v.ndim else v for v in both]
         q1 = [v[..., -1] if v.ndim else v for v in both]
         slopes = [b - a for a, b in zip(q0, q1)]
-        cost0 = roofline.cost(*q0, op0.precision, op0.launches)
-        cost1 = roofline.cost(*q1, op0.precision, op0.launches)
+        comm_s = _comm_s(roofline, op0)
+        if op0.collective:
+            comm_s = np.asarray(comm_s, dtype=float)
+            comm_s = comm_s[..., 0] if comm_s.ndim else comm_s  # constant over the steps
+        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s)
+        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s)
         c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
         cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
         if not (np.any(cs) or np.any(ms) or any(np.any(sl) for sl in slopes)):
             # the same every step (weights, projections): steps * one step, no segments needed
             t = roofline.time(cost0)
-            for key, value in zip(PARTS, (t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s)):
+            for key, value in zip(PARTS, _parts(t)):
                 per_op[key].append(op0.count * steps * value)
             for key, value in zip(SUMS, q0):
                 per_op[key].append(op0.count * steps * value)
@@ -88,7 +100,7 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
                launches: int = op0.launches) -> tuple[Any, ...]:
             u = np.minimum(x, clamp[..., None]) if np.ndim(clamp) else np.minimum(x, clamp)
             t = roofline.time(OpCost(_lift(c0) + _lift(cs) * u, _lift(m0) + _lift(ms) * u, launches))
-            return t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s
+            return _parts(t)
 
         lo, hi, n = segments
         f_lo, f_hi = at(lo), at(hi)
@@ -126,3 +138,31 @@ def _segments(cuts: list[Any], steps: Any) -> tuple[Any, Any, Any]:
     count = np.maximum(hi - lo + 1.0, 0.0)
     hi = np.maximum(hi, lo)  # empty segments evaluate at a harmless point; their count is 0
     return lo, hi, count
+
+
+def pipelined(totals: PhaseTotals, roofline: Roofline, stages: int, microbatches: int, p2p: Op,
+              steps: Any = 1) -> PhaseTotals:
+    """Totals of one GPU of a `stages`-deep pipeline, from the totals of the whole model run on one
+    micro-batch (batch / microbatches sequences).
+
+    Each of the m micro-batches passes p stages holding 1/p of the model each, so the phase takes
+    (m + p - 1) stage times (the pipeline bubble is the p - 1), plus the activation hand-overs between
+    stages on the critical path ((p - 1) point-to-point transfers per step); one GPU does m/p of the
+    whole model's FLOPs and bytes of one micro-batch.
+    approximation: layers, embedding and LM head spread evenly over the stages.
+    """
+    if stages == 1 and microbatches == 1:
+        return totals
+    time_scale = (microbatches + stages - 1) / stages
+    work_scale = microbatches / stages
+    per_op = {key: [v * (time_scale if key in PARTS else work_scale) for v in values]
+              for key, values in totals.per_op.items()}
+    ops = list(totals.ops)
+    if stages > 1:
+        t = roofline.time(roofline.cost(0.0, 0.0, 0.0, p2p.precision, 0, _comm_s(roofline, p2p)))
+        for key, value in zip(PARTS, _parts(t)):
+            per_op[key].append(p2p.count * np.asarray(steps, dtype=float) * value)
+        for key in SUMS:
+            per_op[key].append(0.0)
+        ops.append(p2p)
+    return PhaseTotals(ops=ops, per_op=per_op)

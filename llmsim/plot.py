@@ -146,7 +146,9 @@ def breakdown_figure(result: SimulationResult) -> Figure:
     for j, phase in enumerate(phases):
         shares = dict.fromkeys(classes, 0.0)
         for op in phase.ops:
-            shares[OP_CLASSES.get(op.kind, "elementwise")] += (op.time_s - op.overhead_s) / max(phase.time_s, 1e-30)
+            busy_s = op.time_s - op.overhead_s - op.communication_s
+            shares[OP_CLASSES.get(op.kind, "elementwise")] += busy_s / max(phase.time_s, 1e-30)
+            shares["communication"] += op.communication_s / max(phase.time_s, 1e-30)
             shares["overhead"] += op.overhead_s / max(phase.time_s, 1e-30)
         bottom = 0.0
         for name, colour in zip(classes, colours):
@@ -160,5 +162,34 @@ def breakdown_figure(result: SimulationResult) -> Figure:
     ax.set_xlabel("share of phase time")
     ax.set_title(f"{result.model} on {result.hardware}: where the time goes", fontsize=10)
     ax.legend(fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.22))
+    fig.tight_layout()
+    return fig
+
+
+def pareto_figure(plan: Any) -> Figure:
+    """Every candidate of a capacity plan: TPOT against tokens/s per GPU, the Pareto front and the best."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    markers = {1: "o", 2: "s", 4: "^", 8: "D", 16: "P"}
+    for c in plan.candidates:
+        ax.scatter(c.tokens_per_s_per_gpu, c.tpot_s * 1e3, marker=markers.get(c.tensor_parallel, "x"),
+                   color="tab:blue" if c.meets_targets else "0.75", s=18 + 4 * c.pipeline_parallel, alpha=0.8)
+    if plan.pareto:
+        ax.plot([c.tokens_per_s_per_gpu for c in plan.pareto], [c.tpot_s * 1e3 for c in plan.pareto],
+                color="tab:orange", lw=1.5, label="Pareto front")
+    if plan.best:
+        ax.scatter([plan.best.tokens_per_s_per_gpu], [plan.best.tpot_s * 1e3], s=160, facecolor="none",
+                   edgecolor="tab:red", lw=2, label=f"best: TP{plan.best.tensor_parallel} PP"
+                   f"{plan.best.pipeline_parallel} batch {plan.best.batch_size}")
+    for tp, marker in markers.items():
+        if any(c.tensor_parallel == tp for c in plan.candidates):
+            ax.scatter([], [], marker=marker, color="0.4", label=f"TP={tp}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("generated tokens/s per GPU")
+    ax.set_ylabel("TPOT (ms)")
+    ax.set_title(f"{plan.model} on {plan.hardware}: capacity plan (grey: misses a target or does not fit)",
+                 fontsize=10)
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

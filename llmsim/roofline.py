@@ -30,7 +30,7 @@ from .hardware import HardwareSpec
 EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")
 OVERLAP_POLICIES = ("max", "sum")
-BOUNDS = ("compute", "memory", "overhead")
+BOUNDS = ("compute", "memory", "overhead", "communication")
 
 
 class ExecutionOptions(BaseModel):
@@ -64,16 +64,18 @@ class OpCost:
     compute_s: Any
     memory_s: Any
     launches: int
+    comm_s: Any = 0.0
 
 
 @dataclass(frozen=True)
 class OpTime:
-    """One run's time and where it goes: compute, memory and overhead parts sum to time_s."""
+    """One run's time and where it goes: compute, memory, overhead and communication parts sum to time_s."""
 
     time_s: Any
     compute_part_s: Any
     memory_part_s: Any
     overhead_part_s: Any
+    communication_part_s: Any = 0.0
 
 
 class Roofline:
@@ -98,11 +100,41 @@ class Roofline:
     def vector_flops_per_s(self, precision: str) -> float:
         return self.hardware.vector_peak_flops_per_s(precision) * self.vector_fraction
 
-    def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int) -> OpCost:
+    def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int,
+             comm_s: Any = 0.0) -> OpCost:
         compute_s = matmul_flops / self.matmul_flops_per_s(precision) + vector_flops / self.vector_flops_per_s(
             precision
         )
-        return OpCost(compute_s=compute_s, memory_s=bytes_moved / self.bandwidth_bytes_per_s, launches=launches)
+        return OpCost(compute_s=compute_s, memory_s=bytes_moved / self.bandwidth_bytes_per_s, launches=launches,
+                      comm_s=comm_s)
+
+    def collective_s(self, kind: str | None, message_bytes: Any, group: int) -> Any:
+        """Time of a collective among `group` GPUs (ring algorithms; alpha-beta model).
+
+        With n GPUs, link bandwidth BW (one direction) and latency a, for a message of M bytes:
+            all_reduce  2*(n-1)/n * M/BW + 2*(n-1)*a   (ring: reduce-scatter then all-gather)
+            all_gather    (n-1)/n * M/BW +   (n-1)*a
+            all_to_all    (n-1)/n * M/BW +   (n-1)*a
+            p2p                     M/BW +          a
+        Sources: the bus-bandwidth factors of NCCL's tests (nccl-tests doc/PERFORMANCE.md: all-reduce
+        2(n-1)/n, all-gather and all-to-all (n-1)/n); Thakur, Rabenseifner and Gropp, "Optimization of
+        collective communication operations in MPICH" (2005) for the ring latency terms. The link is
+        NVLink (intra-node) when the group fits one node, else the inter-node network.
+        approximation: the link runs at its datasheet bandwidth (no achievable fraction).
+        """
+        if kind is None or group <= 1:
+            return 0.0
+        hw = self.hardware
+        per_node = int(hw.interconnect_value("gpus_per_node")) if "gpus_per_node" in hw.interconnect else 1
+        where = "intra_node" if group <= per_node else "inter_node"
+        bandwidth = hw.interconnect_value(f"{where}_bandwidth_bytes_per_s")
+        latency = hw.interconnect_value(f"{where}_latency_s")
+        n = group
+        if kind == "all_reduce":
+            return 2 * (n - 1) / n * message_bytes / bandwidth + 2 * (n - 1) * latency
+        if kind in ("all_gather", "all_to_all"):
+            return (n - 1) / n * message_bytes / bandwidth + (n - 1) * latency
+        return message_bytes / bandwidth + latency
 
     def time(self, cost: OpCost) -> OpTime:
         compute_s, memory_s = np.asarray(cost.compute_s, dtype=float), np.asarray(cost.memory_s, dtype=float)
@@ -115,12 +147,13 @@ class Roofline:
             compute_part, memory_part = compute_s, memory_s
         launch = cost.launches * self.launch_s
         dispatch = cost.launches * self.dispatch_s
+        busy_s = kernel_s + cost.comm_s
         if self.async_host:
-            time_s = np.maximum(kernel_s + launch, dispatch)
+            time_s = np.maximum(busy_s + launch, dispatch)
         else:
-            time_s = kernel_s + launch + dispatch
+            time_s = busy_s + launch + dispatch
         return OpTime(time_s=time_s, compute_part_s=compute_part, memory_part_s=memory_part,
-                      overhead_part_s=time_s - kernel_s)
+                      overhead_part_s=time_s - busy_s, communication_part_s=cost.comm_s + 0.0 * kernel_s)
 
     def crossings(self, c0: Any, cs: Any, m0: Any, ms: Any, launches: int) -> list[Any]:
         """Real L offsets where two of an op's affine terms (compute, memory, host dispatch) cross,

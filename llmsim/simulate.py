@@ -20,8 +20,10 @@ from .hardware import HardwareSpec, load_hardware
 from .loading import load_model
 from .memory import MemoryResult, footprint, largest_fitting
 from .model import ModelSpec
-from .phases import PhaseTotals, decode_totals, prefill_totals
+from .ops import formula
+from .phases import PhaseTotals, decode_totals, pipelined, prefill_totals
 from .roofline import BOUNDS, ExecutionOptions, Roofline
+from .symbolic import Expr
 from .workload import CostOptions, check_count
 
 
@@ -40,6 +42,7 @@ class OpResult(BaseModel):
     compute_s: float
     memory_s: float
     overhead_s: float
+    communication_s: float = 0.0
     bound: str
     share: float
 
@@ -54,6 +57,7 @@ class PhaseResult(BaseModel):
     compute_s: float
     memory_s: float
     overhead_s: float
+    communication_s: float = 0.0
     shares: dict[str, float]
     bound: str
     flops: float
@@ -76,10 +80,17 @@ class SimulationResult(BaseModel):
     gen_len: int
     options: CostOptions
     execution: ExecutionOptions
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    expert_parallel: int = 1
+    data_parallel: int = 1
+    num_microbatches: int = 1
+    gpus: int = 1
     ttft_s: float
     tpot_s: float
     e2e_s: float
     throughput_tokens_per_s: float
+    tokens_per_s_per_gpu: float = 0.0
     prefill: PhaseResult
     decode: PhaseResult
     memory: MemoryResult
@@ -107,15 +118,20 @@ class SimulationResult(BaseModel):
     def __str__(self) -> str:
         m = self.memory
         gib = 1024**3
+        split = ""
+        if self.gpus > 1:
+            split = (f" on {self.gpus} GPUs (tensor {self.tensor_parallel} x pipeline {self.pipeline_parallel}"
+                     f" x data {self.data_parallel}, expert {self.expert_parallel})")
         lines = [
-            f"{self.model} on {self.hardware}: batch {self.batch_size}, prompt {self.prompt_len}, "
+            f"{self.model} on {self.hardware}{split}: batch {self.batch_size}, prompt {self.prompt_len}, "
             f"generate {self.gen_len}",
             f"  TTFT        {_fmt_s(self.ttft_s):>10}   prefill {self.prefill.bound}-bound "
             f"({_shares(self.prefill)})",
             f"  TPOT        {_fmt_s(self.tpot_s):>10}   decode {self.decode.bound}-bound ({_shares(self.decode)})",
             f"  end to end  {_fmt_s(self.e2e_s):>10}",
-            f"  throughput  {self.throughput_tokens_per_s:>10.1f} tokens/s generated",
-            f"  memory      {m.total_bytes / gib:>8.2f} GiB of {m.capacity_bytes / gib:.2f} GiB "
+            f"  throughput  {self.throughput_tokens_per_s:>10.1f} tokens/s generated "
+            f"({self.tokens_per_s_per_gpu:.1f} per GPU)",
+            f"  memory      {m.total_bytes / gib:>8.2f} GiB per GPU of {m.capacity_bytes / gib:.2f} GiB "
             f"({'fits' if m.fits else 'DOES NOT FIT'}): weights {m.weights_bytes / gib:.2f}, "
             f"KV cache {m.kv_cache_bytes / gib:.2f}, activations {m.activation_bytes / gib:.2f}, "
             f"workspace {m.workspace_bytes / gib:.2f}",
@@ -166,23 +182,52 @@ def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: 
 
 
 def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
-             batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[PhaseTotals, PhaseTotals, dict[str, Any]]:
-    """Prefill totals, decode totals (summed over gen_len - 1 steps) and memory; arrays broadcast."""
+             batch_size: Any, prompt_len: Any, gen_len: Any, pipeline_parallel: int = 1,
+             num_microbatches: int = 1) -> tuple[PhaseTotals, PhaseTotals, dict[str, Any]]:
+    """Prefill totals, decode totals (summed over gen_len - 1 steps) and memory of one GPU; arrays
+    broadcast. With pipeline_parallel=p the batch runs as num_microbatches micro-batches through p
+    stages (see phases.pipelined)."""
     roofline = Roofline(hardware, execution)
-    prefill = prefill_totals(model, roofline, cost, batch_size, prompt_len)
-    decode = decode_totals(model, roofline, cost, batch_size, prompt_len, np.asarray(gen_len) - 1)
-    memory = footprint(model, hardware, cost, batch_size, prompt_len, gen_len, prefill_ops=prefill.ops)
+    p, m = pipeline_parallel, num_microbatches
+    micro = np.asarray(batch_size) // m if m > 1 else batch_size
+    prefill = prefill_totals(model, roofline, cost, micro, prompt_len)
+    decode = decode_totals(model, roofline, cost, micro, prompt_len, np.asarray(gen_len) - 1)
+    memory = footprint(model, hardware, cost, micro, prompt_len, gen_len, prefill_ops=prefill.ops)
+    if p > 1 or m > 1:
+        _, act_dtype, _ = cost.resolved_dtypes(model.dtype)
+        from .dtypes import dtype_bytes
+
+        ab = Expr.sym("ab", dtype_bytes(act_dtype))
+        h, b = Expr.sym("h", model.hidden_size), Expr.sym("b", micro)
+        for phase, tokens in (("prefill", Expr.sym("S", prompt_len)), ("decode", Expr.const(1))):
+            p2p = formula("collective")("pipeline.p2p", p - 1, kind="p2p", message_bytes=b * tokens * h * ab, group=2)
+            if phase == "prefill":
+                prefill = pipelined(prefill, roofline, p, m, p2p)
+            else:
+                decode = pipelined(decode, roofline, p, m, p2p, steps=np.asarray(gen_len) - 1)
+        # one GPU holds 1/p of the layers: weights and KV cache of all m micro-batches, split by p
+        kv_all = memory["kv_cache_bytes"] * m
+        memory = dict(memory, weights_bytes=memory["weights_bytes"] / p, kv_cache_bytes=kv_all / p)
+        memory["total_bytes"] = (memory["weights_bytes"] + memory["kv_cache_bytes"] + memory["activation_bytes"]
+                                 + memory["workspace_bytes"])
+        memory["fits"] = np.asarray(memory["total_bytes"]) <= hardware.memory_capacity_bytes
     return prefill, decode, memory
 
 
 def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 512, gen_len: int = 128,
+             pipeline_parallel: int = 1, num_microbatches: int | None = None, data_parallel: int = 1,
              **options: Any) -> SimulationResult:
     """Predict one generation: `batch_size` sequences of `prompt_len` prompt tokens, `gen_len` new tokens.
 
     model: a shipped name, a config.json path or folder, a dict, a PretrainedConfig or a ModelSpec.
     hardware: a shipped name, a hardware file path, or a HardwareSpec.
     options: the cost options of `build_ops` (attention, logits, mla, fusion, weight_dtype,
-    activation_dtype, kv_dtype) and the execution options (efficiency, overhead, overlap).
+    activation_dtype, kv_dtype, tensor_parallel, expert_parallel) and the execution options
+    (efficiency, overhead, overlap).
+    Multi-GPU: tensor_parallel and expert_parallel split each layer (CostOptions);
+    pipeline_parallel=p splits the layers into p stages run by num_microbatches micro-batches
+    (default: p when the batch divides, else 1); data_parallel=r runs r replicas, each with
+    `batch_size` sequences. Times are per replica; throughput counts all replicas; memory is per GPU.
     """
     spec, hw, cost, execution = resolve(model, hardware, **options)
     B, P, G = check_workload(spec, batch_size, prompt_len, gen_len)
@@ -191,12 +236,21 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
             from .errors import OptionError
 
             raise OptionError(f"{name} must be a single integer in simulate(); use llmsim.sweep for several")
-    prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G)
+    p, r = _parallel_degrees(spec, pipeline_parallel, data_parallel)
+    m = num_microbatches if num_microbatches is not None else (p if B % p == 0 else 1)
+    m = check_count("num_microbatches", m, 1)
+    if B % m:
+        from .errors import OptionError
+
+        raise OptionError(f"num_microbatches={m} must divide batch_size={B}")
+    prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G, p, m)
     prefill_result = _phase_result("prefill", prefill, 1)
     decode_result = _phase_result("decode", decode, G - 1)
     ttft = prefill_result.time_s
     tpot = decode_result.time_s / (G - 1) if G > 1 else 0.0
     e2e = ttft + (G - 1) * tpot
+    gpus = cost.tensor_parallel * p * r
+    throughput = r * B * G / e2e if e2e > 0 else 0.0
     return SimulationResult(
         model=spec.name,
         hardware=hw.name,
@@ -205,15 +259,34 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
         gen_len=G,
         options=cost,
         execution=execution,
+        tensor_parallel=cost.tensor_parallel,
+        pipeline_parallel=p,
+        expert_parallel=cost.expert_parallel,
+        data_parallel=r,
+        num_microbatches=m,
+        gpus=gpus,
         ttft_s=ttft,
         tpot_s=tpot,
         e2e_s=e2e,
-        throughput_tokens_per_s=B * G / e2e if e2e > 0 else 0.0,
+        throughput_tokens_per_s=throughput,
+        tokens_per_s_per_gpu=throughput / gpus,
         prefill=prefill_result,
         decode=decode_result,
         memory=MemoryResult(**{k: float(v) if k != "fits" else bool(v) for k, v in memory.items()}),
         assumptions=_assumptions(spec, hw, cost, execution),
     )
+
+
+def _parallel_degrees(spec: ModelSpec, pipeline_parallel: Any, data_parallel: Any) -> tuple[int, int]:
+    from .errors import OptionError
+
+    p = check_count("pipeline_parallel", pipeline_parallel, 1)
+    r = check_count("data_parallel", data_parallel, 1)
+    if np.ndim(p) or np.ndim(r):
+        raise OptionError("pipeline_parallel and data_parallel must be single integers")
+    if p > spec.num_layers:
+        raise OptionError(f"pipeline_parallel={p} exceeds the model's {spec.num_layers} layers")
+    return int(p), int(r)
 
 
 def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
@@ -230,12 +303,13 @@ def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
             vector_flops=vals["vector_flops"], bytes=vals["bytes"],
             arithmetic_intensity=flops / vals["bytes"] if vals["bytes"] > 0 else 0.0,
             time_s=vals["time_s"], compute_s=terms["compute"], memory_s=terms["memory"],
-            overhead_s=terms["overhead"], bound=max(terms, key=lambda b: terms[b]),
+            overhead_s=terms["overhead"], communication_s=terms["communication"],
+            bound=max(terms, key=lambda b: terms[b]),
             share=vals["time_s"] / time_s if time_s > 0 else 0.0,
         ))
     return PhaseResult(
         phase=phase, steps=steps, time_s=time_s, compute_s=parts["compute"], memory_s=parts["memory"],
-        overhead_s=parts["overhead"], shares=shares,
+        overhead_s=parts["overhead"], communication_s=parts["communication"], shares=shares,
         bound=max(parts, key=lambda b: parts[b]) if time_s > 0 else "none",
         flops=float(totals.total("matmul_flops") + totals.total("vector_flops")),
         bytes=float(totals.total("bytes")), ops=ops,

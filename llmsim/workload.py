@@ -31,6 +31,11 @@ class CostOptions(BaseModel):
       "none": every elementwise op is its own kernel (eager PyTorch). "full": all elementwise work is
       fused into matmul prologues and epilogues (no memory traffic, no launches of its own).
     - weight_dtype, activation_dtype, kv_dtype: default to the config's dtype.
+    - tensor_parallel=t: each GPU holds 1/t of the attention heads (KV heads replicated when there
+      are fewer than t), of the MLP columns/rows and of the vocabulary (Megatron-style), with an
+      all-reduce after attention and after the MLP of every layer. The ops are those of one GPU.
+    - expert_parallel=e (1 or equal to tensor_parallel): the experts are spread over the tensor-parallel
+      GPUs (E/e whole experts each) with an all-to-all dispatch and combine, instead of being sliced.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -42,6 +47,8 @@ class CostOptions(BaseModel):
     weight_dtype: str | None = None
     activation_dtype: str | None = None
     kv_dtype: str | None = None
+    tensor_parallel: int = 1
+    expert_parallel: int = 1
 
     @classmethod
     def make(cls, **options: Any) -> CostOptions:
@@ -60,6 +67,14 @@ class CostOptions(BaseModel):
         for key in ("weight_dtype", "activation_dtype", "kv_dtype"):
             if key in values:
                 values[key] = canonical_dtype(values[key], key)
+        for key in ("tensor_parallel", "expert_parallel"):
+            if key in values:
+                values[key] = check_count(key, values[key], 1)
+                if not isinstance(values[key], int):
+                    raise OptionError(f"{key} must be a single integer")
+        ep, tp = values.get("expert_parallel", 1), values.get("tensor_parallel", 1)
+        if ep not in (1, tp):
+            raise OptionError(f"expert_parallel={ep} must be 1 or equal to tensor_parallel={tp}")
         return cls(**values)
 
     def resolved_dtypes(self, model_dtype: str) -> tuple[str, str, str]:
