@@ -80,10 +80,7 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
             comm_s = np.asarray(comm_s, dtype=float)
             comm_s = comm_s[..., 0] if comm_s.ndim else comm_s  # constant over the steps
         cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s)
-        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s)
-        c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
-        cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
-        if not (np.any(cs) or np.any(ms) or any(np.any(sl) for sl in slopes)):
+        if not any(sl.any() for sl in slopes):
             # the same every step (weights, projections): steps * one step, no segments needed
             t = roofline.time(cost0)
             for key, value in zip(PARTS, _parts(t)):
@@ -91,15 +88,19 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
             for key, value in zip(SUMS, q0):
                 per_op[key].append(op0.count * steps * value)
             continue
+        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s)
+        c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
+        cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
         # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
         clamp = (op0.kv_window - 1) - L0 if op0.kv_window else np.full_like(L0, np.inf)
         cuts = [clamp, *roofline.crossings(c0, cs, m0, ms, op0.launches)]
         segments = _segments(cuts, steps)
 
         def at(x: Any, c0: Any = c0, cs: Any = cs, m0: Any = m0, ms: Any = ms, clamp: Any = clamp,
-               launches: int = op0.launches) -> tuple[Any, ...]:
+               launches: int = op0.launches, comm_s: Any = comm_s) -> tuple[Any, ...]:
             u = np.minimum(x, clamp[..., None]) if np.ndim(clamp) else np.minimum(x, clamp)
-            t = roofline.time(OpCost(_lift(c0) + _lift(cs) * u, _lift(m0) + _lift(ms) * u, launches))
+            cost = OpCost(_lift(c0) + _lift(cs) * u, _lift(m0) + _lift(ms) * u, launches, _lift(comm_s))
+            t = roofline.time(cost)
             return _parts(t)
 
         lo, hi, n = segments
