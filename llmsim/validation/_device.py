@@ -1,0 +1,155 @@
+"""The torch side shared by calibration and validation: import torch, check the device, time things."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..errors import LlmsimError
+
+DEVICES = ("cpu", "cuda")
+
+
+def require_torch() -> Any:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is installed wherever validation runs
+        raise LlmsimError("llmsim.validation needs PyTorch: pip install 'llmsim[validate]'") from None
+    return torch
+
+
+def check_device(device: str) -> Any:
+    """torch, after checking that `device` is "cpu" or an available "cuda"; a one-line LlmsimError else."""
+    torch = require_torch()
+    if device not in DEVICES:
+        raise LlmsimError(f"device={device!r} is not supported; choose one of {', '.join(DEVICES)}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise LlmsimError(
+            f"device='cuda' was requested but torch.cuda.is_available() is False (torch {torch.__version__}, "
+            f"no CUDA device or a CPU-only build); use device='cpu'"
+        )
+    return torch
+
+
+def torch_dtype(name: str) -> Any:
+    torch = require_torch()
+    table = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in table:
+        raise LlmsimError(f"dtype={name!r} cannot be run; choose one of {', '.join(table)}")
+    return table[name]
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's CPU thread count set to `threads` inside the block (unchanged when None), restored after."""
+    torch = require_torch()
+    if threads is None:
+        yield
+        return
+    if threads < 1:
+        raise LlmsimError(f"threads={threads} must be >= 1")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        require_torch().cuda.synchronize()
+
+
+def time_call(fn: Callable[[], Any], device: str, repeats: int, warmup: int,
+              setup: Callable[[], Any] | None = None) -> list[float]:
+    """Seconds of each of `repeats` timed calls of fn(*setup()), after `warmup` untimed calls.
+
+    `setup` (untimed) prepares the arguments of each call, e.g. a fresh copy of a KV cache.
+    On CUDA the time is taken with CUDA events around the call, after a synchronisation.
+    """
+    torch = require_torch()
+    for _ in range(warmup):
+        args = setup() if setup else ()
+        fn(*args)
+    synchronize(device)
+    times = []
+    for _ in range(repeats):
+        args = setup() if setup else ()
+        synchronize(device)
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(*args)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            fn(*args)
+            times.append(time.perf_counter() - t0)
+        del args
+    return times
+
+
+def median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def spread(values: list[float]) -> float:
+    """(p90 - p10) / median of the timings: 0 for a perfectly steady measurement."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=float)
+    mid = float(np.median(arr))
+    return float((np.percentile(arr, 90) - np.percentile(arr, 10)) / mid) if mid > 0 else 0.0
+
+
+def versions() -> dict[str, Any]:
+    torch = require_torch()
+    try:
+        import transformers
+
+        tf_version = transformers.__version__
+    except ImportError:  # pragma: no cover
+        tf_version = ""
+    return {"torch_version": torch.__version__, "transformers_version": tf_version,
+            "threads": torch.get_num_threads()}
+
+
+def load_average() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:  # pragma: no cover - not on every platform
+        return None
+
+
+def device_name(device: str) -> str:
+    """A readable name of the device: the GPU's name, or the CPU model from /proc/cpuinfo."""
+    torch = require_torch()
+    if device == "cuda":
+        return str(torch.cuda.get_device_name())
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return f"cpu: {line.split(':', 1)[1].strip()}"
+    except OSError:  # pragma: no cover
+        pass
+    import platform
+
+    return f"cpu: {platform.processor() or platform.machine()}"
+
+
+def is_oom(exc: BaseException) -> bool:
+    torch = require_torch()
+    oom_type = getattr(torch, "OutOfMemoryError", None)
+    if oom_type is not None and isinstance(exc, oom_type):
+        return True
+    return isinstance(exc, (RuntimeError, MemoryError)) and (
+        isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
+    )

@@ -1,0 +1,380 @@
+"""calibrate(): measure this device with PyTorch and return a HardwareSpec (optionally a TOML file).
+
+What is measured (every figure: warm-up, then the median of N timed repeats; the spread
+(p90 - p10) / median, the thread count and the versions go into each source string):
+
+- matrix_flops_per_s.<fp32|bf16|fp16>: square torch.matmul at a few sizes, 2*N^3 FLOPs per call; the
+  best size's median is stored as the peak and efficiency.matmul is 1.0 (the measured rate is what
+  PyTorch achieves, so no further derating).
+- memory.bandwidth_bytes_per_s: a large tensor copy (far larger than the last-level cache), bytes read
+  + bytes written per second; efficiency.memory = 1.0 for the same reason.
+- vector_flops_per_s.fp32 / fp16: the element-wise ops a transformer runs (SiLU, tanh-GELU, softmax,
+  the RMSNorm sequence), timed on tensors that stay in the last-level cache so the arithmetic rate, not
+  DRAM, is measured; FLOPs counted with llmsim's nominal per-element figures (SiLU 4, GELU 8, softmax 5,
+  RMSNorm 4), so predictions use the rate in the same units. fp16 holds the bfloat16 rate when bfloat16
+  is calibrated (llmsim reads the fp16 vector figure for both 16-bit types).
+- memory.capacity_bytes: /proc/meminfo MemTotal (CPU) or torch.cuda.mem_get_info total (CUDA).
+- overhead.eager_dispatch_s: one tiny op (1-element add) in eager PyTorch, from a loop of many.
+- overhead.kernel_launch_s: CUDA only, a tiny op plus a synchronisation minus the synchronisation
+  alone (0 on a CPU, where ops run on the host thread); graph_replay_per_kernel_s: CUDA-graph replay
+  of many tiny kernels, per kernel (0 on a CPU).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import LlmsimError
+from ..hardware import HardwareSpec, hardware_from_dict
+from ._device import (
+    check_device,
+    device_name,
+    median,
+    spread,
+    synchronize,
+    time_call,
+    torch_dtype,
+    torch_threads,
+    versions,
+)
+
+_PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+# llmsim's nominal vector FLOPs per element (graph.py / ops.py) of the ops in the vector mix
+_VECTOR_MIX = {"silu": 4, "gelu_tanh": 8, "softmax": 5, "rmsnorm": 4}
+
+
+class _Measure:
+    """One measured figure: the value, how it was taken, and the timings behind it."""
+
+    def __init__(self, value: float, how: str, times: Sequence[float], n: int | None = None) -> None:
+        self.value, self.how, self.times = value, how, list(times)
+        self.n = n if n is not None else len(self.times)
+
+
+def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32", "bfloat16"), out: str | Path | None = None,
+              quick: bool = False, name: str | None = None, dispatch: str = "op",
+              threads: int | None = None) -> HardwareSpec:
+    """Measure `device` ("cpu" or "cuda") and return its HardwareSpec; write it as TOML to `out` if given.
+
+    quick=True uses smaller sizes and fewer repeats (a few seconds on a small CPU; for tests).
+    dispatch: what overhead.eager_dispatch_s holds. "op" (default): one bare tiny op. "hf": the host time
+    per llmsim op of a tiny transformers Llama decode step (the model code's Python included), which is
+    what eager transformers really pays per op llmsim counts. Both are measured and named in the source.
+    threads: torch CPU threads during the measurement (default: torch's current setting).
+    """
+    torch = check_device(device)
+    if dispatch not in ("op", "hf"):
+        raise LlmsimError(f"calibrate: dispatch={dispatch!r}; choose 'op' (a bare tiny op) or 'hf' (per llmsim op "
+                          f"of a tiny transformers model)")
+    with torch_threads(threads):
+        return _calibrate(torch, device, tuple(dtypes), out, quick, name, dispatch)
+
+
+def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path | None, quick: bool,
+               name: str | None, dispatch: str) -> HardwareSpec:
+    for dtype in dtypes:
+        if dtype not in _PRECISION:
+            raise LlmsimError(f"calibrate: dtype={dtype!r} is not supported; choose from {', '.join(_PRECISION)}")
+    info = versions()
+    stamp = (f"measured by llmsim calibrate on {_dt.date.today().isoformat()}, torch {info['torch_version']}, "
+             f"{info['threads']} threads")
+    repeats = 5 if quick else 15
+    warmup = 1 if quick else 3
+
+    def source(m: _Measure) -> str:
+        return f"{stamp}, median of {m.n}, spread (p90-p10)/median {spread(m.times):.1%}: {m.how}"
+
+    def q(value: float, unit: str, text: str) -> dict[str, Any]:
+        return {"value": float(value), "unit": unit, "source": text}
+
+    matrix: dict[str, Any] = {}
+    for dtype in dtypes:
+        m = _matmul(torch, device, dtype, quick, repeats, warmup)
+        matrix[_PRECISION[dtype]] = q(m.value, "flop/s", source(m))
+    vector: dict[str, Any] = {}
+    vector_dtypes = [d for d in dtypes if d == "float32"] or ["float32"]
+    sixteen = [d for d in ("bfloat16", "float16") if d in dtypes]
+    for dtype in vector_dtypes + sixteen[:1]:
+        m = _vector(torch, device, dtype, quick, repeats, warmup)
+        key = "fp32" if dtype == "float32" else "fp16"
+        note = "" if key == "fp32" else f" (the {dtype} rate: llmsim reads the fp16 vector figure for bf16 and fp16)"
+        vector[key] = q(m.value, "flop/s", source(m) + note)
+    bandwidth = _bandwidth(torch, device, quick, repeats, warmup)
+    capacity, capacity_source = _capacity(torch, device)
+    op_cost = _dispatch(torch, device, quick)
+    hf_cost = _hf_dispatch(torch, device, quick)
+    if dispatch == "op":
+        text = source(op_cost) + f". For comparison, {hf_cost.value * 1e6:.1f} us per llmsim op: {hf_cost.how}"
+        overhead: dict[str, Any] = {"eager_dispatch_s": q(op_cost.value, "s", text)}
+    else:
+        text = source(hf_cost) + f". For comparison, a bare tiny op: {op_cost.value * 1e6:.2f} us ({op_cost.how})"
+        overhead = {"eager_dispatch_s": q(hf_cost.value, "s", text)}
+    if device == "cuda":
+        launch = _launch(torch, quick)
+        replay = _graph_replay(torch, quick)
+        overhead["kernel_launch_s"] = q(launch.value, "s", source(launch))
+        overhead["graph_replay_per_kernel_s"] = q(replay.value, "s", source(replay))
+    else:
+        overhead["kernel_launch_s"] = q(0.0, "s", "CPU: operators run on the host thread, there is no device "
+                                                  "kernel launch (its cost is inside eager_dispatch_s)")
+        overhead["graph_replay_per_kernel_s"] = q(0.0, "s", "CPU: no CUDA-graph equivalent; taken as 0")
+    measured_note = (f"{stamp}: the measured rate is stored as the peak above, so the achievable fraction is 1.0")
+    data: dict[str, Any] = {
+        "name": name or f"{device}-calibrated",
+        "description": f"{device_name(device)}, calibrated by llmsim ({info['threads']} threads, "
+                       f"torch {info['torch_version']})",
+        "device_type": "gpu" if device == "cuda" else "cpu",
+        "matrix_flops_per_s": matrix,
+        "vector_flops_per_s": vector,
+        "memory": {
+            "bandwidth_bytes_per_s": q(bandwidth.value, "byte/s", source(bandwidth)),
+            "capacity_bytes": q(capacity, "byte", capacity_source),
+        },
+        "overhead": overhead,
+        "efficiency": {
+            "matmul": q(1.0, "fraction", measured_note + " (matrix_flops_per_s are measured torch.matmul rates)"),
+            "memory": q(1.0, "fraction", measured_note + " (bandwidth is a measured copy rate)"),
+            "vector": q(1.0, "fraction", measured_note + " (vector_flops_per_s are measured element-wise rates)"),
+        },
+    }
+    spec = hardware_from_dict(data, origin="calibrate")
+    if out is not None:
+        path = Path(out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(hardware_toml(data))
+        spec = spec.model_copy(update={"path": str(path)})
+    return spec
+
+
+# ---- the measurements ------------------------------------------------------------------------------
+def _best_of_sizes(sizes: Sequence[int],
+                   run: Callable[[int], tuple[float, list[float]]]) -> tuple[int, float, list[float], str]:
+    results = {n: run(n) for n in sizes}
+    best = max(results, key=lambda n: results[n][0])
+    detail = ", ".join(f"N={n}: {results[n][0] / 1e9:.1f} G/s" for n in sizes)
+    return best, results[best][0], results[best][1], detail
+
+
+def _matmul(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warmup: int) -> _Measure:
+    tdtype = torch_dtype(dtype)
+    if device == "cuda":
+        sizes = (4096, 8192) if quick else (2048, 4096, 8192)
+    else:
+        sizes = (1024, 2048) if quick else (1024, 2048, 4096)
+
+    def run(n: int) -> tuple[float, list[float]]:
+        gen = torch.Generator(device=device).manual_seed(n)
+        a = torch.randn(n, n, device=device, dtype=tdtype, generator=gen)
+        b = torch.randn(n, n, device=device, dtype=tdtype, generator=gen)
+        with torch.inference_mode():
+            times = time_call(lambda: torch.matmul(a, b), device, repeats, warmup)
+        return 2 * n**3 / median(times), times
+
+    _, rate, times, detail = _best_of_sizes(sizes, run)
+    how = (f"torch.matmul {dtype} square N x N (2*N^3 FLOPs), best of sizes ({detail}); stored as the peak, "
+           f"efficiency.matmul = 1.0")
+    return _Measure(rate, how, times)
+
+
+def _bandwidth(torch: Any, device: str, quick: bool, repeats: int, warmup: int) -> _Measure:
+    mib = 256 if quick else 1024
+    n = mib * 2**20 // 4
+    src = torch.ones(n, device=device, dtype=torch.float32)
+    dst = torch.empty_like(src)
+    with torch.inference_mode():
+        times = time_call(lambda: dst.copy_(src), device, repeats, warmup)
+        read_times = time_call(lambda: src.sum(), device, repeats, warmup)
+    moved = 2 * n * 4
+    read_rate = n * 4 / median(read_times)
+    how = (f"dst.copy_(src) of a {mib} MiB float32 tensor, bytes read + written ({moved} bytes per copy); "
+           f"stored as the bandwidth, efficiency.memory = 1.0. For comparison, a read-only stream (src.sum()) "
+           f"reaches {read_rate / 1e9:.1f} GB/s")
+    return _Measure(moved / median(times), how, times)
+
+
+def _vector(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warmup: int) -> _Measure:
+    tdtype = torch_dtype(dtype)
+    # fits the last-level cache: 4 MiB of float32 on a CPU, 16 MiB on a GPU (its L2)
+    elements = 2**20 if device == "cpu" else 2**22
+    rows = elements // 1024
+    gen = torch.Generator(device=device).manual_seed(1)
+    x = torch.randn(rows, 1024, device=device, dtype=tdtype, generator=gen)
+    inner = 3 if quick else 10
+    F = torch.nn.functional
+
+    def rmsnorm(t: Any) -> Any:
+        return t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    ops = {"silu": F.silu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+           "softmax": lambda t: torch.softmax(t, dim=-1), "rmsnorm": rmsnorm}
+    # each op timed on its own (median of the repeats of `inner` back-to-back calls); the rate is the mix's
+    # total nominal FLOPs over the sum of the ops' median times
+    per_op: dict[str, float] = {}
+    all_times: list[float] = []
+    with torch.inference_mode():
+        for key, fn in ops.items():
+            def run(fn: Callable[[Any], Any] = fn) -> None:
+                for _ in range(inner):
+                    fn(x)
+
+            times = [t / inner for t in time_call(run, device, repeats, warmup)]
+            per_op[key] = median(times)
+            all_times += [t / median(times) for t in times]  # relative, for the spread
+    total_s = sum(per_op.values())
+    flops = sum(_VECTOR_MIX.values()) * elements
+    detail = ", ".join(f"{k} {_VECTOR_MIX[k] * elements / t / 1e9:.1f}" for k, t in per_op.items())
+    how = (f"element-wise ops on a [{rows}, 1024] {dtype} tensor (stays in the last-level cache): SiLU, tanh-GELU, "
+           f"softmax, RMSNorm (x*rsqrt(mean(x^2)+eps)), counted at llmsim's nominal 4, 8, 5, 4 FLOPs per element; "
+           f"the mix's nominal FLOPs / the sum of each op's median time (each op alone, GFLOP/s: {detail})")
+    return _Measure(flops / total_s, how, all_times, n=repeats)
+
+
+def _capacity(torch: Any, device: str) -> tuple[float, str]:
+    if device == "cuda":
+        _free, total = torch.cuda.mem_get_info()
+        return float(total), f"torch.cuda.mem_get_info() total on {_dt.date.today().isoformat()}: {total} bytes"
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    kib = int(line.split()[1])
+                    return float(kib * 1024), (f"/proc/meminfo MemTotal {kib} kB (x 1024) on "
+                                               f"{_dt.date.today().isoformat()}: the host RAM, shared with the OS")
+    except OSError:
+        pass
+    raise LlmsimError("calibrate: cannot read /proc/meminfo MemTotal to find the memory capacity")
+
+
+def _dispatch(torch: Any, device: str, quick: bool) -> _Measure:
+    """Seconds per tiny eager op (1-element add into a preallocated output), from loops of many."""
+    a = torch.ones(1, device=device)
+    b = torch.ones(1, device=device)
+    o = torch.empty(1, device=device)
+    loop = 200 if quick else 1000
+    times = []
+    with torch.inference_mode():
+        for _ in range(20):  # warm-up
+            torch.add(a, b, out=o)
+        synchronize(device)
+        for _ in range(5 if quick else 15):
+            t0 = time.perf_counter()
+            for _ in range(loop):
+                torch.add(a, b, out=o)
+            synchronize(device)
+            times.append((time.perf_counter() - t0) / loop)
+    how = (f"torch.add of two 1-element tensors in a Python loop of {loop}, host time per op (the bare framework "
+           f"cost of one op; transformers' eager model code adds its own Python per module on top)")
+    return _Measure(median(times), how, times)
+
+
+def _hf_dispatch(torch: Any, device: str, quick: bool) -> _Measure:
+    """Host seconds per llmsim op of a tiny transformers Llama decode step (its kernels take ~nothing)."""
+    from ..graph import build_ops
+    from ..loading import load_model
+    from .hf_model import build_model, prepare_config, time_decode
+
+    tiny = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 256}
+    data = prepare_config(tiny, "float32", None)
+    ops = build_ops(load_model(data), "decode", 1, kv_len=16, fusion="none", attention="flash", logits="all")
+    launches = sum(op.launches * op.count for op in ops)
+    model = build_model(data, "float32", device)
+    times, _ = time_decode(model, 1, 16, device, "eager", 10 if quick else 30, 3)
+    per_op = [t / launches for t in times]
+    how = (f"one decode step of a tiny transformers Llama (4 layers, hidden 64, kv 16, eager, sdpa) divided by the "
+           f"{launches} ops llmsim counts for it (fusion='none'): transformers' Python and every aten op it runs "
+           f"per op llmsim models")
+    return _Measure(median(per_op), how, per_op)
+
+
+def _launch(torch: Any, quick: bool) -> _Measure:  # pragma: no cover - needs CUDA
+    a = torch.ones(1, device="cuda")
+    o = torch.empty(1, device="cuda")
+    reps = 50 if quick else 200
+
+    def timed(with_op: bool) -> float:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            if with_op:
+                torch.add(a, a, out=o)
+            torch.cuda.synchronize()
+        return (time.perf_counter() - t0) / reps
+
+    for _ in range(3):
+        timed(True)
+        timed(False)
+    times = [max(timed(True) - timed(False), 0.0) for _ in range(5 if quick else 15)]
+    how = ("a 1-element torch.add followed by torch.cuda.synchronize(), minus the synchronize alone "
+           f"(loops of {reps}): host launch to kernel completion of a tiny kernel")
+    return _Measure(median(times), how, times)
+
+
+def _graph_replay(torch: Any, quick: bool) -> _Measure:  # pragma: no cover - needs CUDA
+    a = torch.ones(1, device="cuda")
+    o = torch.empty(1, device="cuda")
+    kernels = 200 if quick else 1000
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            torch.add(a, a, out=o)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(kernels):
+            torch.add(a, a, out=o)
+    times = [t / kernels for t in time_call(graph.replay, "cuda", 5 if quick else 15, 2)]
+    how = f"one CUDA graph of {kernels} 1-element torch.add kernels replayed, CUDA-event time per kernel"
+    return _Measure(median(times), how, times)
+
+
+# ---- TOML ----------------------------------------------------------------------------------------------
+def hardware_toml(data: dict[str, Any]) -> str:
+    """A hardware dict as TOML in the layout of hardware/*.toml (written by hand: no TOML writer needed)."""
+    lines = ["# Measured by `llmsim.validation.calibrate`: every value in base SI units with its unit and source.",
+             "# The measured rates are stored as the peaks and the achievable fractions are 1.0.", ""]
+    for key in ("name", "description", "device_type"):
+        if key in data:
+            lines.append(f"{key} = {_toml_string(str(data[key]))}")
+    for section in ("matrix_flops_per_s", "vector_flops_per_s", "memory", "interconnect", "overhead",
+                    "efficiency", "price"):
+        table = data.get(section)
+        if not table:
+            continue
+        lines += ["", f"[{section}]"]
+        width = max(len(k) for k in table)
+        for key, item in table.items():
+            lines.append(f"{key:<{width}} = {{ value = {_toml_number(item['value'])}, unit = "
+                         f"{_toml_string(item['unit'])}, source = {_toml_string(item['source'])} }}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_string(text: str) -> str:
+    # a JSON string of ASCII text is a valid TOML basic string (same escapes)
+    return json.dumps(text, ensure_ascii=True)
+
+
+def _toml_number(value: float) -> str:
+    value = float(value)
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def measure_dispatch(device: str = "cpu", kind: str = "hf", quick: bool = False,
+                     threads: int | None = None) -> tuple[float, str]:
+    """(seconds, how it was measured) of the per-op framework cost: kind="op" a bare tiny op, "hf" per
+    llmsim op of a tiny transformers model (see `calibrate(dispatch=...)`)."""
+    torch = check_device(device)
+    with torch_threads(threads):
+        m = _hf_dispatch(torch, device, quick) if kind == "hf" else _dispatch(torch, device, quick)
+        info = versions()
+    return m.value, (f"measured by llmsim calibrate on {_dt.date.today().isoformat()}, torch {info['torch_version']}, "
+                     f"{info['threads']} threads, median of {m.n}, spread (p90-p10)/median {spread(m.times):.1%}: "
+                     f"{m.how}")

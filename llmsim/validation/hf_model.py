@@ -1,0 +1,333 @@
+"""The real transformers model of a config dict, with random weights, and the timing of its phases.
+
+Nothing is downloaded and no remote code runs: the model is `AutoModelForCausalLM.from_config` on the
+config's own keys, with attn_implementation="sdpa".
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import LlmsimError
+from ._device import require_torch, synchronize, time_call, torch_dtype
+
+_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
+# Falcon's original RefinedWeb configs: names transformers 5 no longer maps (it would use its defaults)
+_LEGACY_TYPES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
+_LEGACY_KEYS = {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"}
+
+
+# ---- configs -----------------------------------------------------------------------------------------
+def config_dict(model: Any) -> tuple[dict[str, Any], str]:
+    """The raw config dict of `model` (a shipped name, a config.json path or folder, a dict or a
+    PretrainedConfig) and a name for reports."""
+    from ..hf_config import read_config_file
+    from ..shipped import find_shipped, model_configs_dir, shipped_model_names
+
+    if isinstance(model, Mapping):
+        data = dict(model)
+        return data, str(data.get("_name_or_path") or data.get("model_type") or "model")
+    if isinstance(model, (str, Path)):
+        path = Path(model).expanduser()
+        if path.exists():
+            stem = path.name if path.is_dir() else path.stem
+            if stem == "config":
+                stem = path.parent.name
+            return read_config_file(path), stem
+        if isinstance(model, str) and "/" not in model and not model.endswith(".json"):
+            file = find_shipped("model", model, shipped_model_names(), model_configs_dir(), ".json")
+            return json.loads(file.read_text()), file.stem
+        raise LlmsimError(f"model config: no file at {path}")
+    if hasattr(model, "to_dict") and hasattr(model, "model_type"):
+        data = model.to_dict()
+        return data, str(data.get("_name_or_path") or data.get("model_type"))
+    raise LlmsimError(
+        f"validate: cannot build a real model from a {type(model).__name__}; give a shipped name, a config "
+        f"path, a dict or a PretrainedConfig (a ModelSpec has no weights layout to build)"
+    )
+
+
+def prepare_config(data: dict[str, Any], dtype: str, num_layers: int | None) -> dict[str, Any]:
+    """The dict both sides use: the text part of a multimodal config, the run dtype, and `num_layers`
+    layers (layer_types truncated) when given."""
+    data = {k: v for k, v in data.items() if k not in ("auto_map", "quantization_config")}
+    if isinstance(data.get("text_config"), dict) and not any(k in data for k in _LAYER_KEYS):
+        text = dict(data["text_config"])
+        text.setdefault("model_type", f"{data['model_type']}_text")
+        data = {k: v for k, v in text.items() if k not in ("auto_map", "quantization_config")}
+    data.pop("torch_dtype", None)
+    data["dtype"] = dtype  # embeddings and norms are stored in it too, on both sides
+    if num_layers is not None:
+        if num_layers < 1:
+            raise LlmsimError(f"num_layers={num_layers} must be >= 1")
+        keys = [k for k in _LAYER_KEYS if k in data] or ["num_hidden_layers"]
+        for key in keys:
+            data[key] = int(num_layers)
+        if isinstance(data.get("layer_types"), list):
+            if len(data["layer_types"]) < num_layers:
+                have = len(data["layer_types"])
+                raise LlmsimError(f"num_layers={num_layers} exceeds the config's {have} layer_types")
+            data["layer_types"] = data["layer_types"][:num_layers]
+    return data
+
+
+def hf_config(data: dict[str, Any]) -> Any:
+    """A transformers config from a raw config dict (never remote code)."""
+    import transformers
+
+    fields = {k: v for k, v in data.items() if k not in ("model_type", "auto_map", "quantization_config")}
+    model_type = _LEGACY_TYPES.get(data["model_type"], data["model_type"])
+    if data["model_type"] in _LEGACY_TYPES:
+        for old, new in _LEGACY_KEYS.items():
+            if old in fields and new not in fields:
+                fields[new] = fields.pop(old)
+    try:
+        config = transformers.AutoConfig.for_model(model_type, **fields)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise LlmsimError(f"validate: transformers refused the config ({model_type}): {exc}") from None
+    if config.model_type == "gemma3" and hasattr(config, "text_config"):
+        config = config.text_config
+    return config
+
+
+def build_model(data: dict[str, Any], dtype: str, device: str, seed: int = 0) -> Any:
+    """The real model with random weights, in eval mode, in `dtype` on `device`.
+
+    Attention runs through SDPA; a model transformers has no SDPA path for (gpt-oss: attention sinks)
+    falls back to its eager attention, and `attention_kernel(model)` says which one runs."""
+    torch = require_torch()
+    import transformers
+
+    config = hf_config(data)
+    torch.manual_seed(seed)
+    with torch.device(device):
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa",
+                                                                  dtype=torch_dtype(dtype))
+        except ValueError as exc:
+            if "scaled_dot_product_attention" not in str(exc):
+                raise
+            torch.manual_seed(seed)
+            model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                                  dtype=torch_dtype(dtype))
+    return model.to(device=device, dtype=torch_dtype(dtype)).eval()
+
+
+def attention_kernel(model: Any) -> str:
+    """llmsim's attention option for what the model runs: "flash" for SDPA's fused kernel, "math" for
+    transformers' eager attention (full S x S scores, softmax, then the value matmul)."""
+    return "flash" if getattr(model.config, "_attn_implementation", "sdpa") == "sdpa" else "math"
+
+
+# ---- the phases ------------------------------------------------------------------------------------
+def input_ids(model: Any, batch_size: int, length: int, device: str, seed: int) -> Any:
+    torch = require_torch()
+    generator = torch.Generator().manual_seed(seed)
+    vocab = int(model.config.vocab_size)
+    return torch.randint(0, vocab, (batch_size, length), generator=generator).to(device)
+
+
+def fill_cache(model: Any, batch_size: int, kv_len: int, device: str, exact_tokens: int = 256) -> Any:
+    """A DynamicCache holding kv_len tokens per sequence (untimed; its values do not change the timing).
+
+    The model itself fills min(kv_len, exact_tokens) tokens of one sequence (in chunks, last position's
+    logits only); longer caches repeat those keys and values along the sequence up to kv_len (a sliding
+    layer keeps its last W - 1 and counts kv_len seen), then the batch repeats the sequence. Filling a
+    4096-token cache by running the model would cost more than the whole validation grid."""
+    torch = require_torch()
+    exact = min(kv_len, exact_tokens)
+    ids = input_ids(model, 1, exact, device, seed=kv_len)
+    cache = None
+    with torch.inference_mode():
+        for start in range(0, exact, 128):
+            out = model(input_ids=ids[:, start:start + 128], past_key_values=cache, use_cache=True, logits_to_keep=1)
+            cache = out.past_key_values
+            del out
+        if exact < kv_len:
+            for layer in cache.layers:
+                window = getattr(layer, "sliding_window", None)
+                stored = min(kv_len, window - 1) if window else kv_len
+                layer.keys = _tile(torch, layer.keys, stored)
+                layer.values = _tile(torch, layer.values, stored)
+                if hasattr(layer, "cumulative_length"):
+                    layer.cumulative_length = kv_len
+        if batch_size > 1:
+            cache.batch_repeat_interleave(batch_size)
+    if cache.get_seq_length() != kv_len:  # pragma: no cover - a cache layout this code does not know
+        raise LlmsimError(f"validate: could not build a cache of {kv_len} tokens ({type(cache).__name__})")
+    return cache
+
+
+def _tile(torch: Any, states: Any, length: int) -> Any:
+    """[B, heads, n, d] -> [B, heads, length, d], repeating the n cached positions."""
+    n = states.shape[-2]
+    if n >= length:
+        return states[..., n - length:, :].contiguous()
+    reps = -(-length // n)
+    return states.repeat(1, 1, reps, 1)[..., :length, :].contiguous()
+
+
+def prefill_timer(model: Any, batch_size: int, seq_len: int, device: str, overhead: str) -> Callable[..., Any]:
+    """A callable that runs one prefill of seq_len tokens per sequence (all logits, cache made)."""
+    torch = require_torch()
+    ids = input_ids(model, batch_size, seq_len, device, seed=seq_len)
+    if overhead == "graph":
+        return _graph_prefill(model, ids, device)
+
+    def run() -> None:
+        with torch.inference_mode():
+            model(input_ids=ids, use_cache=True)
+
+    return run
+
+
+def time_prefill(model: Any, batch_size: int, seq_len: int, device: str, overhead: str, repeats: int,
+                 warmup: int) -> tuple[list[float], Callable[[], Any]]:
+    run = prefill_timer(model, batch_size, seq_len, device, overhead)
+    return time_call(run, device, repeats, warmup), run
+
+
+def time_decode(model: Any, batch_size: int, kv_len: int, device: str, overhead: str, repeats: int,
+                warmup: int) -> tuple[list[float], Callable[[], Any]]:
+    """Seconds of one decode step with kv_len tokens cached. Each timed step gets a fresh copy of the
+    cache made before the clock starts (a DynamicCache grows by one token per call)."""
+    torch = require_torch()
+    next_ids = input_ids(model, batch_size, 1, device, seed=kv_len + 1)
+    if overhead == "graph":
+        run = _graph_decode(model, batch_size, kv_len, next_ids, device)
+        return time_call(run, device, repeats, warmup), run
+    cache = fill_cache(model, batch_size, kv_len, device)
+
+    def setup() -> tuple[Any]:
+        return (copy.deepcopy(cache),)
+
+    def step(step_cache: Any) -> None:
+        with torch.inference_mode():
+            model(input_ids=next_ids, past_key_values=step_cache, use_cache=True)
+
+    times = time_call(step, device, repeats, warmup, setup=setup)
+
+    def once() -> None:
+        step(*setup())
+
+    return times, once
+
+
+# ---- CUDA graphs (overhead="graph") ------------------------------------------------------------------
+def _static_cache(model: Any, batch_size: int, max_len: int, device: str) -> Any:  # pragma: no cover - CUDA
+    from transformers import StaticCache
+
+    del batch_size, device  # transformers 5: the layers allocate lazily from the first keys they get
+    return StaticCache(config=model.config, max_cache_len=max_len)
+
+
+def _capture(fn: Callable[[], Any]) -> Callable[[], Any]:  # pragma: no cover - CUDA
+    """A CUDA graph of fn (warmed up on a side stream first); returns its replay."""
+    torch = require_torch()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.inference_mode(), torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.inference_mode(), torch.cuda.graph(graph):
+        fn()
+    synchronize("cuda")
+    return graph.replay
+
+
+def _graph_prefill(model: Any, ids: Any, device: str) -> Callable[[], Any]:  # pragma: no cover - CUDA
+    """Prefill into a StaticCache, captured as one CUDA graph; each replay rewrites positions 0..S-1."""
+    if device != "cuda":
+        raise LlmsimError("overhead='graph' needs device='cuda' (CUDA graphs)")
+    torch = require_torch()
+    batch_size, seq_len = ids.shape
+    cache = _static_cache(model, batch_size, seq_len, device)
+    positions = torch.arange(seq_len, device=device)
+    return _capture(lambda: model(input_ids=ids, past_key_values=cache, cache_position=positions, use_cache=True))
+
+
+def _graph_decode(model: Any, batch_size: int, kv_len: int, next_ids: Any,
+                  device: str) -> Callable[[], Any]:  # pragma: no cover - CUDA
+    """One decode step at position kv_len over a StaticCache filled with kv_len tokens, as a CUDA graph;
+    each replay rewrites position kv_len, so every replay is the same step."""
+    if device != "cuda":
+        raise LlmsimError("overhead='graph' needs device='cuda' (CUDA graphs)")
+    torch = require_torch()
+    cache = _static_cache(model, batch_size, kv_len + 1, device)
+    ids = input_ids(model, batch_size, kv_len, device, seed=kv_len)
+    with torch.inference_mode():
+        model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(kv_len, device=device),
+              use_cache=True, logits_to_keep=1)
+    position = torch.tensor([kv_len], device=device)
+    return _capture(lambda: model(input_ids=next_ids, past_key_values=cache, cache_position=position, use_cache=True))
+
+
+# ---- profiling: measured time by op class -------------------------------------------------------------
+_MATMUL = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul", "addmv", "mv", "dot", "_grouped_mm",
+           "grouped_mm", "_weight_int8pack_mm", "einsum", "_addmm_activation"}
+_ATTENTION_PREFIXES = ("scaled_dot_product", "_scaled_dot_product", "_flash_attention", "_efficient_attention")
+_ATTENTION = {"softmax", "_softmax", "_safe_softmax", "log_softmax", "_log_softmax"}
+_ELEMENTWISE = {
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "silu", "silu_", "gelu", "gelu_", "relu",
+    "relu_", "tanh", "sigmoid", "exp", "rsqrt", "sqrt", "pow", "mean", "sum", "var", "var_mean", "layer_norm",
+    "native_layer_norm", "rms_norm", "_fused_rms_norm", "embedding", "index_select", "cat", "copy_", "_to_copy",
+    "to", "clone", "contiguous", "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "minimum",
+    "maximum", "cos", "sin", "addcmul", "lerp", "fill_", "zero_", "index_add_", "index_copy_", "scatter",
+    "scatter_", "gather", "cumsum", "topk", "sort", "argsort", "one_hot", "baddbmm_", "float", "type_as",
+    "abs", "reciprocal", "erf", "gelu_tanh", "index", "index_put_", "sigmoid_", "amax", "max", "min",
+}
+
+
+def op_class(name: str) -> str:
+    """matmul / attention / elementwise / other for an aten op name such as "aten::addmm"."""
+    base = name.split("::", 1)[-1]
+    if base in _MATMUL:
+        return "matmul"
+    if base in _ATTENTION or base.startswith(_ATTENTION_PREFIXES):
+        return "attention"
+    if base in _ELEMENTWISE:
+        return "elementwise"
+    return "other"
+
+
+def profile_split(run: Callable[[], Any], device: str, measured_s: float) -> dict[str, float]:
+    """Measured time by op class: one profiled run's self time per aten op, classified by name, scaled
+    to the measured median. Time inside no aten op (Python, module calls) counts as "other"."""
+    require_torch()
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    import time
+
+    with profile(activities=activities) as prof:
+        t0 = time.perf_counter()
+        run()
+        synchronize(device)
+        wall = time.perf_counter() - t0
+    by_class = {"matmul": 0.0, "attention": 0.0, "elementwise": 0.0, "other": 0.0}
+    for event in prof.key_averages():
+        if not event.key.startswith("aten::"):
+            continue
+        self_us = event.self_device_time_total if device == "cuda" else event.self_cpu_time_total
+        by_class[op_class(event.key)] += self_us / 1e6
+    traced = sum(by_class.values())
+    by_class["other"] += max(wall - traced, 0.0)
+    total = sum(by_class.values())
+    return {k: measured_s * v / total for k, v in by_class.items()} if total > 0 else by_class
+
+
+def aten_op_names(run: Callable[[], Any], device: str = "cpu") -> dict[str, int]:
+    """Calls per aten op name in one run (to see which kernels really run, e.g. the SDPA backend)."""
+    require_torch()
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        run()
+        synchronize(device)
+    return {e.key: e.count for e in prof.key_averages() if e.key.startswith("aten::")}

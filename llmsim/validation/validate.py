@@ -1,0 +1,244 @@
+"""validate(): run the real transformers model, time its phases, and compare with llmsim's prediction.
+
+Each case is a prefill of seq_len tokens per sequence, or one decode step with kv_len tokens cached.
+The prediction uses the cost options that match what eager transformers executes:
+attention="flash" (SDPA: on a CPU torch runs its fused flash kernel,
+aten::_scaled_dot_product_flash_attention_for_cpu, which skips fully masked causal blocks; "math" for a
+model transformers runs with its eager attention, e.g. gpt-oss, whose sinks SDPA cannot take),
+logits="all" (a plain forward computes every position's logits), mla="expand" (transformers caches
+the MLA latent and re-expands it every step), fusion="none" (every op its own kernel), and weight,
+activation and KV dtypes equal to the run dtype.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import LlmsimError
+from ..hardware import HardwareSpec
+from ..phases import decode_totals, prefill_totals
+from ..roofline import BOUNDS, Roofline
+from ..simulate import resolve
+from ._device import (
+    check_device,
+    device_name,
+    is_oom,
+    load_average,
+    median,
+    spread,
+    synchronize,
+    torch_threads,
+    versions,
+)
+from .hf_model import (
+    attention_kernel,
+    build_model,
+    config_dict,
+    prepare_config,
+    profile_split,
+    time_decode,
+    time_prefill,
+)
+from .report import OP_CLASSES, ValidationReport, ValidationRow, append_result, case_key, read_results
+
+_KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
+               "embedding": "elementwise", "routing": "elementwise", "communication": "other"}
+COST_OPTIONS = {"attention": "flash", "logits": "all", "mla": "expand", "fusion": "none"}
+
+
+def predict_case(data: dict[str, Any], hardware: HardwareSpec, phase: str, batch_size: int, length: int,
+                 dtype: str, overhead: str, name: str = "", attention: str = "flash") -> dict[str, Any]:
+    """llmsim's prediction of one case: time, FLOPs, bytes, bound and the time per op class."""
+    from ..loading import load_model
+
+    spec = load_model(data, name=name or None)
+    tokens = length if phase == "prefill" else length + 1
+    if tokens > spec.max_position_embeddings:
+        raise LlmsimError(f"{phase} of {tokens} positions exceeds the model's context of "
+                          f"{spec.max_position_embeddings} (max_position_embeddings)")
+    options = {**COST_OPTIONS, "attention": attention}
+    spec, hw, cost, execution = resolve(spec, hardware, overhead=overhead, weight_dtype=dtype,
+                                        activation_dtype=dtype, kv_dtype=dtype, **options)
+    roofline = Roofline(hw, execution)
+    if phase == "prefill":
+        totals = prefill_totals(spec, roofline, cost, batch_size, length)
+    else:
+        totals = decode_totals(spec, roofline, cost, batch_size, length, 1)
+    parts = {b: float(totals.total(f"{b}_s")) for b in BOUNDS}
+    split = dict.fromkeys(OP_CLASSES, 0.0)
+    for i, op in enumerate(totals.ops):
+        split[_KIND_CLASS.get(op.kind, "other")] += float(totals.per_op["time_s"][i])
+    return {
+        "time_s": float(totals.total("time_s")),
+        "flops": float(totals.total("matmul_flops") + totals.total("vector_flops")),
+        "bytes": float(totals.total("bytes")),
+        "bound": max(parts, key=lambda b: parts[b]),
+        "split": split,
+    }
+
+
+class _Progress:
+    """A one-line progress bar on stderr (only when stderr is a terminal, unless forced)."""
+
+    def __init__(self, total: int, enabled: bool | None) -> None:
+        self.total, self.done = total, 0
+        self.enabled = sys.stderr.isatty() if enabled is None else bool(enabled)
+
+    def update(self, label: str) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        width = 24
+        filled = int(width * self.done / max(self.total, 1))
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {label[:60]:<60}")
+        if self.done >= self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def validate(
+    model: Any,
+    hardware: Any,
+    device: str = "cpu",
+    dtype: str = "float32",
+    batch_sizes: Sequence[int] = (1,),
+    seq_lens: Sequence[int] = (32,),
+    kv_lens: Sequence[int] = (32,),
+    num_layers: int | None = None,
+    overhead: str = "eager",
+    repeats: int = 5,
+    warmup: int = 2,
+    profile: bool = False,
+    results_path: Any = None,
+    progress: bool | None = None,
+    name: str | None = None,
+    config_overrides: dict[str, Any] | None = None,
+    threads: int | None = None,
+    cases: Sequence[tuple[str, int, int]] | None = None,
+) -> ValidationReport:
+    """Time the real model on `device` and compare with llmsim's prediction on `hardware`.
+
+    model: a shipped name, a config.json path or folder, a config dict or a PretrainedConfig.
+    hardware: a shipped name, a hardware file (e.g. from `calibrate`) or a HardwareSpec.
+    Cases: a prefill for each batch size x seq_len, one decode step for each batch size x kv_len (empty
+    seq_lens or kv_lens skip that phase). num_layers shrinks the model; the prediction is for the same
+    shrunk config. overhead: "eager" (plain PyTorch), "graph" (CUDA graphs; CUDA only) or "none".
+    profile=True adds the measured time per op class (torch.profiler) beside the predicted one.
+    results_path: a JSON-lines file; each finished case is appended at once, and cases already in it
+    are not run again (resume). progress: a progress bar on stderr (default: when stderr is a terminal).
+    name: the model's name in the report (default: the shipped name or file stem).
+    config_overrides: config keys replaced before both sides read it (e.g. a smaller vocab_size).
+    threads: torch CPU threads while measuring (default: torch's current setting).
+    cases: an explicit list of (phase, batch_size, seq_len or kv_len) instead of the grid.
+    """
+    torch = check_device(device)
+    from ..dtypes import canonical_dtype
+    from ..hardware import load_hardware
+
+    dtype = canonical_dtype(dtype, "dtype")
+    if dtype not in ("float32", "bfloat16", "float16"):
+        raise LlmsimError(f"dtype={dtype!r} cannot be run by validate; choose float32, bfloat16 or float16")
+    if overhead not in ("eager", "graph", "none"):
+        raise LlmsimError(f"overhead={overhead!r}; choose eager, graph or none")
+    if overhead == "graph" and device != "cuda":
+        raise LlmsimError("overhead='graph' replays CUDA graphs and needs device='cuda'")
+    if repeats < 1 or warmup < 0:
+        raise LlmsimError(f"repeats={repeats} must be >= 1 and warmup={warmup} >= 0")
+    hw = load_hardware(hardware)
+    raw, default_name = config_dict(model)
+    name = name or default_name
+    data = prepare_config(raw, dtype, num_layers)
+    data.update(config_overrides or {})
+    if cases is None:
+        cases = [("prefill", b, s) for b in batch_sizes for s in seq_lens]
+        cases += [("decode", b, k) for b in batch_sizes for k in kv_lens]
+    for phase, _, _ in cases:
+        if phase not in ("prefill", "decode"):
+            raise LlmsimError(f"case phase={phase!r}; choose prefill or decode")
+    done = read_results(results_path) if results_path is not None else {}
+    bar = _Progress(len(cases), progress)
+    rows: list[ValidationRow] = []
+    with torch_threads(threads):
+        info = {**versions(), "device_name": device_name(device)}
+        hf_model = None
+        for phase, batch, length in cases:
+            key = case_key(name, phase, batch, length, dtype, num_layers, overhead, device)
+            previous = done.get(key)
+            if previous is not None and not previous.status.startswith("error"):
+                rows.append(previous)
+                bar.update(f"{name} {phase} b{batch} {length} (recorded)")
+                continue
+            common = dict(model=name, phase=phase, batch_size=batch, dtype=dtype, num_layers=num_layers,
+                          overhead=overhead, device=device, hardware=hw.name,
+                          recorded_at=_dt.datetime.now().isoformat(timespec="seconds"),
+                          **({"seq_len": length} if phase == "prefill" else {"kv_len": length}), **info)
+            if hf_model is None:
+                try:
+                    hf_model = build_model(data, dtype, device)
+                except Exception as exc:  # a config transformers cannot build: every case says why
+                    if isinstance(exc, LlmsimError):
+                        raise
+                    message = " ".join(str(exc).split())[:300]
+                    raise LlmsimError(f"validate: transformers could not build {name!r}: "
+                                      f"{type(exc).__name__}: {message}") from exc
+            attention = attention_kernel(hf_model)
+            common["attention"] = attention
+            try:
+                predicted = predict_case(data, hw, phase, batch, length, dtype, overhead, name=name,
+                                         attention=attention)
+            except LlmsimError as exc:
+                row = ValidationRow(status=f"error: llmsim: {exc}", **common)
+            else:
+                row = _measure(hf_model, phase, batch, length, device, overhead, repeats, warmup, profile,
+                               predicted, common)
+            rows.append(row)
+            if results_path is not None:
+                append_result(results_path, row)
+            bar.update(f"{name} {phase} b{batch} {length} {row.status}")
+        del hf_model
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return ValidationReport(rows=rows)
+
+
+def _measure(hf_model: Any, phase: str, batch: int, length: int, device: str, overhead: str, repeats: int,
+             warmup: int, profile: bool, predicted: dict[str, Any], common: dict[str, Any]) -> ValidationRow:
+    torch = check_device(device)
+    timer: Callable[..., tuple[list[float], Callable[[], Any]]] = time_prefill if phase == "prefill" else time_decode
+    load = load_average()
+    try:
+        times, run = timer(hf_model, batch, length, device, overhead, repeats, warmup)
+        measured = median(times)
+        split = profile_split(run, device, measured) if profile else None
+        del run
+    except Exception as exc:  # every failure is recorded and the run goes on
+        if not is_oom(exc):
+            message = " ".join(str(exc).split())[:300]
+            return ValidationRow(status=f"error: {type(exc).__name__}: {message}", **common)
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        return ValidationRow(status="oom", predicted_s=predicted["time_s"], predicted_flops=predicted["flops"],
+                             predicted_bytes=predicted["bytes"], predicted_bound=predicted["bound"],
+                             predicted_split_s=predicted["split"], **common)
+    finally:
+        synchronize(device)
+    return ValidationRow(
+        status="ok",
+        predicted_s=predicted["time_s"],
+        measured_s=measured,
+        spread=spread(times),
+        error_pct=100.0 * (predicted["time_s"] - measured) / measured,
+        predicted_flops=predicted["flops"],
+        predicted_bytes=predicted["bytes"],
+        achieved_flops_per_s=predicted["flops"] / measured,
+        achieved_bytes_per_s=predicted["bytes"] / measured,
+        predicted_bound=predicted["bound"],
+        predicted_split_s=predicted["split"],
+        measured_split_s=split,
+        timings_s=times,
+        load_average=load,
+        **common,
+    )

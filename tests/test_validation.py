@@ -1,0 +1,269 @@
+"""llmsim.validation: calibration, real-model timing against the prediction, reports, resume."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import tomllib
+
+torch = pytest.importorskip("torch")
+
+import llmsim  # noqa: E402
+from llmsim.errors import LlmsimError  # noqa: E402
+from llmsim.validation import ValidationReport, ValidationRow, calibrate, hardware_toml, validate  # noqa: E402
+from llmsim.validation import hf_model as hf_model_module  # noqa: E402
+from llmsim.validation.hf_model import op_class, prepare_config  # noqa: E402
+
+from .tiny_configs import TINY_CONFIGS  # noqa: E402
+
+# the example CPU file: predictions only need some hardware; timings are compared, not asserted
+HW = "cpu-generic"
+TINY = dict(batch_sizes=(1,), seq_lens=(8,), kv_lens=(8,), repeats=2, warmup=1, threads=1)
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory: pytest.TempPathFactory) -> tuple[llmsim.HardwareSpec, object]:
+    path = tmp_path_factory.mktemp("cal") / "cpu.toml"
+    spec = calibrate("cpu", quick=True, out=path, threads=1)
+    return spec, path
+
+
+# ---- calibration -------------------------------------------------------------------------------------
+def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) -> None:
+    spec, path = calibrated
+    back = llmsim.load_hardware(path)
+    assert back.name == spec.name == "cpu-calibrated"
+    assert back.device_type == "cpu"
+    assert 1e9 <= back.memory_bandwidth_bytes_per_s <= 1e13
+    for precision in ("fp32", "bf16"):
+        assert 1e9 <= back.matrix_peak_flops_per_s(precision) <= 1e15
+    assert 1e9 <= back.vector_peak_flops_per_s("fp32") <= 1e15
+    assert back.memory_capacity_bytes > 1e9
+    assert back.overhead_s("kernel_launch_s") == 0.0
+    assert 0 < back.overhead_s("eager_dispatch_s") < 1e-3
+    assert back.efficiency_of("matmul") == back.efficiency_of("memory") == 1.0
+    # provenance: every measured number says how it was taken
+    source = back.matrix_flops_per_s["fp32"].source
+    assert "measured by llmsim calibrate" in source and "1 threads" in source and "median of" in source
+    assert "spread" in back.memory["bandwidth_bytes_per_s"].source
+    assert "MemTotal" in back.memory["capacity_bytes"].source
+    # the file is the TOML schema of hardware/*.toml: {value, unit, source} per number
+    data = tomllib.loads(path.read_text())
+    assert set(data["memory"]["bandwidth_bytes_per_s"]) == {"value", "unit", "source"}
+    # and it works in a simulation
+    r = llmsim.simulate("gpt2", back, batch_size=1, prompt_len=32, gen_len=4, overhead="eager")
+    assert r.ttft_s > 0 and r.tpot_s > 0
+
+
+def test_hardware_toml_escapes_strings(test_gpu_dict: dict) -> None:
+    test_gpu_dict["description"] = 'quote " backslash \\ tab \t done'
+    test_gpu_dict["memory"]["bandwidth_bytes_per_s"]["source"] = 'a "quoted" source'
+    text = hardware_toml(test_gpu_dict)
+    back = llmsim.hardware.hardware_from_dict(tomllib.loads(text))
+    assert back.description == test_gpu_dict["description"]
+    assert back.memory["bandwidth_bytes_per_s"].source == 'a "quoted" source'
+    assert back.memory_bandwidth_bytes_per_s == 2e12
+
+
+def test_calibrate_rejects_unknown_options() -> None:
+    with pytest.raises(LlmsimError, match="dtype"):
+        calibrate("cpu", dtypes=("int8",), quick=True)
+    with pytest.raises(LlmsimError, match="dispatch"):
+        calibrate("cpu", quick=True, dispatch="fast")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_requested_without_cuda_is_a_clear_one_line_error() -> None:
+    for call in (lambda: calibrate("cuda", quick=True),
+                 lambda: validate(TINY_CONFIGS["llama-gqa"], HW, device="cuda", **TINY)):
+        with pytest.raises(LlmsimError) as info:
+            call()
+        message = str(info.value)
+        assert "cuda" in message and "\n" not in message
+
+
+# ---- validation end to end -------------------------------------------------------------------------
+def test_validate_tiny_llama_end_to_end(calibrated: tuple) -> None:
+    spec, _ = calibrated
+    report = validate(TINY_CONFIGS["llama-gqa"], spec, batch_sizes=(1, 2), seq_lens=(16,), kv_lens=(16,),
+                      repeats=3, warmup=1, name="tiny-llama", threads=1)
+    assert [(r.phase, r.batch_size, r.length) for r in report.rows] == [
+        ("prefill", 1, 16), ("prefill", 2, 16), ("decode", 1, 16), ("decode", 2, 16)]
+    for row in report.rows:
+        assert row.status == "ok", row.status
+        assert row.model == "tiny-llama" and row.device == "cpu" and row.threads == 1
+        assert len(row.timings_s) == 3 and row.measured_s == sorted(row.timings_s)[1]
+        assert row.predicted_s > 0 and row.spread >= 0
+        assert row.error_pct == pytest.approx(100 * (row.predicted_s - row.measured_s) / row.measured_s)
+        assert row.achieved_bytes_per_s == pytest.approx(row.predicted_bytes / row.measured_s)
+        assert row.predicted_bound in ("compute", "memory", "overhead")
+        assert sum(row.predicted_split_s.values()) == pytest.approx(row.predicted_s)
+        assert row.torch_version == torch.__version__
+    summary = report.summary()
+    assert set(summary) == {"prefill", "decode"} and summary["decode"]["count"] == 2
+    table = report.to_markdown()
+    assert table.count("\n") == 1 + len(report.rows) and "tiny-llama" in table
+
+
+def test_prediction_is_for_the_same_config_as_the_run() -> None:
+    """The predicted time of a case equals llmsim's own simulate() on the same (shrunk) config."""
+    from llmsim.validation import predict_case
+
+    data = prepare_config(TINY_CONFIGS["gemma3_text"], "float32", num_layers=2)
+    assert data["num_hidden_layers"] == 2 and data["layer_types"] == ["sliding_attention"] * 2
+    predicted = predict_case(data, HW, "prefill", 2, 16, "float32", "eager")
+    sim = llmsim.simulate(data, HW, batch_size=2, prompt_len=16, gen_len=1, overhead="eager",
+                          attention="flash", logits="all", mla="expand", fusion="none")
+    assert predicted["time_s"] == pytest.approx(sim.ttft_s, rel=1e-12)
+    decode = predict_case(data, HW, "decode", 2, 16, "float32", "eager")
+    sim = llmsim.simulate(data, HW, batch_size=2, prompt_len=16, gen_len=2, overhead="eager",
+                          attention="flash", logits="all", mla="expand", fusion="none")
+    assert decode["time_s"] == pytest.approx(sim.tpot_s, rel=1e-12)
+
+
+def test_validate_shipped_gpt2_shrunk_with_profile() -> None:
+    report = validate("gpt2", HW, num_layers=2, batch_sizes=(1,), seq_lens=(16,), kv_lens=(16,), repeats=2,
+                      warmup=1, profile=True, threads=1)
+    assert {r.num_layers for r in report.rows} == {2}
+    for row in report.rows:
+        assert row.status == "ok" and row.model == "gpt2"
+        assert set(row.measured_split_s) == {"matmul", "attention", "elementwise", "other"}
+        assert sum(row.measured_split_s.values()) == pytest.approx(row.measured_s, rel=1e-6)
+        assert row.measured_split_s["matmul"] > 0
+    assert "matmul pred/meas" in report.to_markdown()
+
+
+@pytest.mark.parametrize("name", ["mistral-sliding", "gpt_oss", "mixtral", "deepseek_v3", "falcon-mqa-parallel"])
+def test_validate_runs_other_architectures(name: str) -> None:
+    """Sliding windows past the window, MoE, MLA, parallel blocks: prefill and decode run and compare."""
+    report = validate(TINY_CONFIGS[name], HW, batch_sizes=(2,), seq_lens=(12,), kv_lens=(12,), repeats=1, warmup=1,
+                      threads=1, name=name)
+    assert [r.status for r in report.rows] == ["ok", "ok"]
+
+
+def test_decode_cache_is_fresh_for_every_timed_step() -> None:
+    """The DynamicCache grows on each call: every timed step must start from kv_len cached tokens."""
+    data = prepare_config(TINY_CONFIGS["llama-gqa"], "float32", None)
+    model = hf_model_module.build_model(data, "float32", "cpu")
+    seen = []
+    forward = model.forward
+
+    def spy(*args, **kwargs):
+        cache = kwargs.get("past_key_values")
+        if cache is not None and kwargs["input_ids"].shape[1] == 1:
+            seen.append(cache.get_seq_length())
+        return forward(*args, **kwargs)
+
+    model.forward = spy
+    times, _ = hf_model_module.time_decode(model, 2, 10, "cpu", "eager", repeats=3, warmup=2)
+    assert len(times) == 3
+    assert seen == [10] * 5
+
+
+# ---- resume, failures, progress -----------------------------------------------------------------------
+def test_resume_measures_only_new_cases(tmp_path) -> None:
+    results = tmp_path / "run.jsonl"
+    config = TINY_CONFIGS["qwen2"]
+    first = validate(config, HW, seq_lens=(8, 16), kv_lens=(), results_path=results, name="q", repeats=2, warmup=0)
+    lines = results.read_text().splitlines()
+    assert len(lines) == 2 and len(first.rows) == 2
+    record = json.loads(lines[0])
+    assert {"device", "torch_version", "transformers_version", "threads", "timings_s"} <= set(record)
+    second = validate(config, HW, seq_lens=(8, 16, 24), kv_lens=(), results_path=results, name="q", repeats=2,
+                      warmup=0)
+    lines = results.read_text().splitlines()
+    assert len(lines) == 3  # only the new case was measured and appended
+    assert [r.seq_len for r in second.rows] == [8, 16, 24]
+    assert second.rows[:2] == first.rows  # the recorded cases come back as they were, not re-timed
+    assert ValidationReport.from_jsonl(results).rows == second.rows
+
+
+def test_out_of_memory_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch) -> None:
+    real = hf_model_module.prefill_timer
+
+    def fake(model, batch_size, seq_len, device, overhead):
+        if seq_len == 16:
+            raise torch.OutOfMemoryError("CPU out of memory: tried to allocate 1 TiB")
+        return real(model, batch_size, seq_len, device, overhead)
+
+    monkeypatch.setattr(hf_model_module, "prefill_timer", fake)
+    results = tmp_path / "oom.jsonl"
+    report = validate(TINY_CONFIGS["llama-gqa"], HW, seq_lens=(8, 16, 24), kv_lens=(), results_path=results,
+                      repeats=1, warmup=0)
+    assert [r.status for r in report.rows] == ["ok", "oom", "ok"]
+    assert report.rows[1].measured_s is None and report.rows[1].predicted_s > 0
+    assert len(results.read_text().splitlines()) == 3
+    assert report.summary()["prefill"]["count"] == 2
+
+
+def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
+    validate(TINY_CONFIGS["llama-gqa"], HW, seq_lens=(8,), kv_lens=(), repeats=1, warmup=0, progress=True)
+    assert "1/1" in capsys.readouterr().err
+    validate(TINY_CONFIGS["llama-gqa"], HW, seq_lens=(8,), kv_lens=(), repeats=1, warmup=0)  # stderr: a pipe
+    assert capsys.readouterr().err == ""
+
+
+def test_bad_arguments_are_one_line_errors() -> None:
+    with pytest.raises(LlmsimError, match="graph"):
+        validate(TINY_CONFIGS["llama-gqa"], HW, overhead="graph", **TINY)
+    with pytest.raises(LlmsimError, match="num_layers"):
+        validate(TINY_CONFIGS["gemma3_text"], HW, num_layers=4, **TINY)
+    with pytest.raises(LlmsimError):
+        validate(llmsim.load_model("gpt2"), HW, **TINY)
+
+
+# ---- reports ---------------------------------------------------------------------------------------------
+def _row(phase: str, error: float) -> ValidationRow:
+    measured = 1.0
+    return ValidationRow(model="m", phase=phase, batch_size=1, seq_len=8 if phase == "prefill" else None,
+                         kv_len=8 if phase == "decode" else None, dtype="float32", device="cpu",
+                         predicted_s=measured * (1 + error / 100), measured_s=measured, error_pct=error)
+
+
+def test_summary_statistics() -> None:
+    rows = [_row("prefill", e) for e in (-10, 5, 20, -40)] + [_row("decode", 8)]
+    rows.append(ValidationRow(model="m", phase="decode", batch_size=2, kv_len=8, dtype="float32", device="cpu",
+                              status="oom"))
+    s = ValidationReport(rows=rows).summary()
+    assert s["prefill"]["count"] == 4
+    assert s["prefill"]["median_abs_error_pct"] == pytest.approx(15.0)  # |errors| 5 10 20 40
+    assert s["prefill"]["p90_abs_error_pct"] == pytest.approx(34.0)  # numpy linear: 20 + 0.7 * 20
+    assert s["prefill"]["mean_error_pct"] == pytest.approx(-6.25)
+    assert s["decode"] == {"count": 1, "median_abs_error_pct": 8.0, "p90_abs_error_pct": 8.0, "mean_error_pct": 8.0}
+
+
+def test_op_classes_of_aten_names() -> None:
+    assert op_class("aten::addmm") == op_class("aten::mm") == op_class("aten::linear") == "matmul"
+    assert op_class("aten::_scaled_dot_product_flash_attention_for_cpu") == "attention"
+    assert op_class("aten::_softmax") == "attention"
+    assert op_class("aten::silu") == op_class("aten::rsqrt") == op_class("aten::mul") == "elementwise"
+    assert op_class("aten::view") == op_class("aten::empty") == "other"
+
+
+@pytest.mark.parametrize("name", ["llama-gqa", "mistral-sliding", "deepseek_v3"])
+def test_long_caches_are_tiled_to_the_right_length(name: str) -> None:
+    data = prepare_config(TINY_CONFIGS[name], "float32", None)
+    model = hf_model_module.build_model(data, "float32", "cpu")
+    cache = hf_model_module.fill_cache(model, 3, 40, "cpu", exact_tokens=6)
+    assert cache.get_seq_length() == 40
+    window = TINY_CONFIGS[name].get("sliding_window")
+    for layer in cache.layers:
+        assert layer.keys.shape[0] == 3
+        assert layer.keys.shape[-2] == (window - 1 if window else 40)
+    times, _ = hf_model_module.time_decode(model, 3, 40, "cpu", "eager", repeats=1, warmup=0)
+    assert len(times) == 1
+
+
+def test_a_case_beyond_the_context_is_an_error_row_not_a_crash() -> None:
+    report = validate(TINY_CONFIGS["gpt2"], HW, seq_lens=(8, 300), kv_lens=(255, 256), repeats=1, warmup=0)
+    statuses = [r.status for r in report.rows]
+    assert statuses[0] == "ok" and statuses[2] == "ok"  # 255 cached + 1 new = 256 = n_positions
+    assert statuses[1].startswith("error: llmsim:") and "context of 256" in statuses[1]
+    assert statuses[3].startswith("error: llmsim:")
+
+
+def test_a_config_transformers_cannot_build_is_a_clear_error() -> None:
+    config = {**TINY_CONFIGS["llama-gqa"], "pad_token_id": 10_000}  # outside the 128-token vocabulary
+    with pytest.raises(LlmsimError, match="could not build"):
+        validate(config, HW, **TINY)
