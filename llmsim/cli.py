@@ -15,6 +15,7 @@ _COST_OPTIONS = {
     "logits": ("all", "last"),
     "mla": ("expand", "absorb"),
     "fusion": ("none", "elementwise", "full"),
+    "kv_cache": ("paged", "concat"),
 }
 _EXEC_OPTIONS = {
     "efficiency": ("achievable", "peak"),

@@ -243,6 +243,12 @@ class _GraphBuilder:
             keys = smin(keys, Expr.sym("W", attn.sliding_window))
         return keys
 
+    def _cached(self, attn: AttentionSpec) -> Expr | None:
+        """Tokens a concatenating cache copies each step (None when the cache is written in place)."""
+        if self.options.kv_cache != "concat" or self.phase == "prefill":
+            return None
+        return self._keys(attn) - 1  # L, or W - 1 once a window is full
+
     def _pairs(self, attn: AttentionSpec) -> Expr:
         """(query, key) pairs per head a fused kernel computes: causal triangle, clipped by the window.
 
@@ -274,7 +280,7 @@ class _GraphBuilder:
         if attn.rotary_dim:
             self.elementwise(f"{prefix}.rotary", n, T * (H + kvh) * d, 1, 1, 3)
         self.add(formula("kv_append")(f"{prefix}.kv_append", n, B=self.B, Snew=self.S,
-                                      values=kvh * (d + dv), kvb=self.kvb, ab=self.ab))
+                                      values=kvh * (d + dv), kvb=self.kvb, ab=self.ab, cached=self._cached(attn)))
         self.core_attention(prefix, n, attn, H=H, kvh=kvh, d=d, dv=dv, kv_values=d + dv,
                             params=attn.num_heads // self.tp_degree if attn.sinks else 0)
         self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias)
@@ -316,7 +322,7 @@ class _GraphBuilder:
         self.elementwise(f"{prefix}.rotary", n, T * (H + 1) * dr, 1, 1, 3)
         one = Expr.sym("kvh", 1)
         self.add(formula("kv_append")(f"{prefix}.kv_append", n, B=B, Snew=self.S, values=r + dr,
-                                      kvb=self.kvb, ab=self.ab))
+                                      kvb=self.kvb, ab=self.ab, cached=self._cached(attn)))
         if self.phase == "decode" and self.options.mla == "absorb":
             # q_nope [T, H, dn] @ W_UK [H, dn, r] -> q_latent [T, H, r]; attention over the latent cache
             self.linear(f"{prefix}.q_absorb", n, T * H, dn, r, param_bytes_per=None,

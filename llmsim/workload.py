@@ -14,6 +14,7 @@ ATTENTION_KERNELS = ("math", "flash")
 LOGITS_MODES = ("all", "last")
 MLA_MODES = ("expand", "absorb")
 FUSION_POLICIES = ("none", "elementwise", "full")
+KV_CACHE_MODES = ("paged", "concat")
 PHASES = ("prefill", "decode")
 
 
@@ -30,6 +31,9 @@ class CostOptions(BaseModel):
     - fusion="elementwise": the residual add is fused into the next norm (vLLM's fused add+RMSNorm).
       "none": every elementwise op is its own kernel (eager PyTorch). "full": all elementwise work is
       fused into matmul prologues and epilogues (no memory traffic, no launches of its own).
+    - kv_cache="paged": the new token's K and V are written in place (serving engines, static caches).
+      "concat": transformers' DynamicCache, which concatenates the whole cache with the new token
+      every step, so each step also reads and rewrites every cached token.
     - weight_dtype, activation_dtype, kv_dtype: default to the config's dtype.
     - tensor_parallel=t: each GPU holds 1/t of the attention heads (KV heads replicated when there
       are fewer than t), of the MLP columns/rows and of the vocabulary (Megatron-style), with an
@@ -44,6 +48,7 @@ class CostOptions(BaseModel):
     logits: str = "last"
     mla: str = "absorb"
     fusion: str = "elementwise"
+    kv_cache: str = "paged"
     weight_dtype: str | None = None
     activation_dtype: str | None = None
     kv_dtype: str | None = None
@@ -64,6 +69,7 @@ class CostOptions(BaseModel):
         check_choice("logits", values.get("logits", "last"), LOGITS_MODES)
         check_choice("mla", values.get("mla", "absorb"), MLA_MODES)
         check_choice("fusion", values.get("fusion", "elementwise"), FUSION_POLICIES)
+        check_choice("kv_cache", values.get("kv_cache", "paged"), KV_CACHE_MODES)
         for key in ("weight_dtype", "activation_dtype", "kv_dtype"):
             if key in values:
                 values[key] = canonical_dtype(values[key], key)

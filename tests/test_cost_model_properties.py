@@ -144,3 +144,14 @@ def test_bad_configs_name_the_field() -> None:
 def test_registry_refuses_duplicates() -> None:
     with pytest.raises(ValueError, match="already registered"):
         register("linear")(formula("linear"))
+
+
+def test_concat_cache_copies_the_whole_cache_each_step() -> None:
+    # Llama-3.1-8B decode at kv_len 1000, batch 2: DynamicCache reads the 1000 cached tokens and writes
+    # 1001; per layer 2 * 1000 * 8 KV heads * 256 values * 2 bytes more read than the in-place append
+    paged = {op.name: op for op in llmsim.build_ops("llama-3.1-8b", "decode", batch_size=2, kv_len=1000)}
+    concat = {op.name: op for op in llmsim.build_ops("llama-3.1-8b", "decode", batch_size=2, kv_len=1000,
+                                                    kv_cache="concat")}
+    extra = 2 * 1000 * 8 * 256 * 2
+    assert concat["layers.attn.kv_append"].bytes_read == paged["layers.attn.kv_append"].bytes_read + extra
+    assert concat["layers.attn.kv_append"].bytes_written == paged["layers.attn.kv_append"].bytes_written + extra

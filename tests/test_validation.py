@@ -118,7 +118,7 @@ def test_prediction_is_for_the_same_config_as_the_run() -> None:
     assert predicted["time_s"] == pytest.approx(sim.ttft_s, rel=1e-12)
     decode = predict_case(data, HW, "decode", 2, 16, "float32", "eager")
     sim = llmsim.simulate(data, HW, batch_size=2, prompt_len=16, gen_len=2, overhead="eager",
-                          attention="flash", logits="all", mla="expand", fusion="none")
+                          attention="flash", logits="all", mla="expand", fusion="none", kv_cache="concat")
     assert decode["time_s"] == pytest.approx(sim.tpot_s, rel=1e-12)
 
 
@@ -267,3 +267,12 @@ def test_a_config_transformers_cannot_build_is_a_clear_error() -> None:
     config = {**TINY_CONFIGS["llama-gqa"], "pad_token_id": 10_000}  # outside the 128-token vocabulary
     with pytest.raises(LlmsimError, match="could not build"):
         validate(config, HW, **TINY)
+
+
+def test_the_attention_kernel_is_the_one_that_runs() -> None:
+    """SDPA's fused kernel for Llama; its math fallback for MLA (q/k and v head dims differ); eager for gpt-oss."""
+    kernels = {}
+    for name in ("llama-gqa", "deepseek_v3", "gpt_oss"):
+        model = hf_model_module.build_model(prepare_config(TINY_CONFIGS[name], "float32", None), "float32", "cpu")
+        kernels[name] = hf_model_module.attention_kernel(model)
+    assert kernels == {"llama-gqa": "flash", "deepseek_v3": "math", "gpt_oss": "math"}

@@ -3,6 +3,7 @@
     python validation/run_cpu.py               # calibrate + the whole grid (resumes), then the report
     python validation/run_cpu.py --report-only # rebuild README tables and the plot from the recorded runs
     python validation/run_cpu.py --plan        # print the cases and the estimated time, run nothing
+    python validation/run_cpu.py --repredict   # re-predict the recorded cases with the current llmsim
 
 Writes, next to this file:
     cpu-calibrated.toml               the calibrated hardware file (eager_dispatch_s = one bare tiny op)
@@ -138,6 +139,34 @@ def repredict(report: ValidationReport, hardware: llmsim.HardwareSpec) -> Valida
     return ValidationReport(rows=rows)
 
 
+def repredict_file() -> None:
+    """Recompute the predicted fields of every recorded case with the current llmsim and the attention
+    kernel each model really runs (measurements untouched), and rewrite the results file."""
+    from llmsim.validation.hf_model import attention_kernel, build_model
+
+    report = ValidationReport.from_jsonl(RESULTS)
+    hardware = llmsim.load_hardware(CALIBRATED)
+    kernels: dict[tuple[str, str], str] = {}
+    lines = []
+    for r in report.rows:
+        _, source, layers, overrides = {m[0]: m for m in MODELS}[r.model]
+        if (r.model, r.dtype) not in kernels:
+            data = model_data(source, r.dtype, 1, overrides)  # one layer: the kernel choice is the same
+            kernels[(r.model, r.dtype)] = attention_kernel(build_model(data, r.dtype, "cpu"))
+        data = model_data(source, r.dtype, layers, overrides)
+        attention = kernels[(r.model, r.dtype)]
+        p = predict_case(data, hardware, r.phase, r.batch_size, r.length, r.dtype, r.overhead, attention=attention)
+        update = {"attention": attention, "predicted_s": p["time_s"], "predicted_split_s": p["split"],
+                  "predicted_bound": p["bound"], "predicted_flops": p["flops"], "predicted_bytes": p["bytes"]}
+        if r.measured_s:
+            update |= {"error_pct": 100 * (p["time_s"] - r.measured_s) / r.measured_s,
+                       "achieved_flops_per_s": p["flops"] / r.measured_s,
+                       "achieved_bytes_per_s": p["bytes"] / r.measured_s}
+        lines.append(r.model_copy(update=update).model_dump_json())
+    RESULTS.write_text("\n".join(lines) + "\n")
+    print("attention kernels:", kernels)
+
+
 def class_table(report: ValidationReport) -> str:
     """Per phase and dtype: predicted and measured seconds per op class, summed over the cases."""
     lines = ["| phase | dtype | cases | " + " | ".join(f"{c} pred / meas" for c in ("matmul", "attention",
@@ -197,9 +226,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--plan", action="store_true")
+    parser.add_argument("--repredict", action="store_true",
+                        help="recompute the predictions of the recorded cases (current llmsim), then the report")
     parser.add_argument("--recalibrate", action="store_true", help="calibrate again even if the file exists")
     args = parser.parse_args()
-    if args.report_only:
+    if args.repredict:
+        repredict_file()
+    if args.report_only or args.repredict:
         write_report()
         return
     if args.plan:

@@ -117,10 +117,26 @@ def build_model(data: dict[str, Any], dtype: str, device: str, seed: int = 0) ->
     return model.to(device=device, dtype=torch_dtype(dtype)).eval()
 
 
-def attention_kernel(model: Any) -> str:
-    """llmsim's attention option for what the model runs: "flash" for SDPA's fused kernel, "math" for
-    transformers' eager attention (full S x S scores, softmax, then the value matmul)."""
-    return "flash" if getattr(model.config, "_attn_implementation", "sdpa") == "sdpa" else "math"
+_FLASH_KERNELS = ("aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+                  "aten::_scaled_dot_product_cudnn_attention", "aten::_flash_attention_forward")
+
+
+def attention_kernel(model: Any, device: str = "cpu") -> str:
+    """llmsim's attention option for the kernel the model really runs, seen in a short profiled forward:
+    "flash" when SDPA picks a fused kernel, "math" when it falls back to its math kernel (on a CPU when
+    the query/key and value head dims differ, as in MLA) or transformers runs its eager attention
+    (full S x S scores, softmax, then the value matmul)."""
+    if getattr(model.config, "_attn_implementation", "sdpa") != "sdpa":
+        return "math"
+    torch = require_torch()
+    ids = input_ids(model, 1, 8, device, seed=8)
+
+    def run() -> None:
+        with torch.inference_mode():
+            model(input_ids=ids, use_cache=True)
+
+    names = aten_op_names(run, device)
+    return "flash" if any(n.startswith(_FLASH_KERNELS) for n in names) else "math"
 
 
 # ---- the phases ------------------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 Each case is a prefill of seq_len tokens per sequence, or one decode step with kv_len tokens cached.
 The prediction uses the cost options that match what eager transformers executes:
-attention="flash" (SDPA: on a CPU torch runs its fused flash kernel,
-aten::_scaled_dot_product_flash_attention_for_cpu, which skips fully masked causal blocks; "math" for a
-model transformers runs with its eager attention, e.g. gpt-oss, whose sinks SDPA cannot take),
+attention="flash" when SDPA runs a fused kernel (on a CPU aten::_scaled_dot_product_flash_attention_for_cpu,
+which skips fully masked causal blocks), "math" when it falls back to its math kernel (MLA: query/key
+and value head dims differ) or transformers runs its eager attention (gpt-oss: sinks); the kernel is
+seen in a short profiled forward of the built model, not assumed,
 logits="all" (a plain forward computes every position's logits), mla="expand" (transformers caches
 the MLA latent and re-expands it every step), fusion="none" (every op its own kernel), and weight,
 activation and KV dtypes equal to the run dtype.
@@ -46,7 +47,7 @@ from .report import OP_CLASSES, ValidationReport, ValidationRow, append_result, 
 
 _KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
                "embedding": "elementwise", "routing": "elementwise", "communication": "other"}
-COST_OPTIONS = {"attention": "flash", "logits": "all", "mla": "expand", "fusion": "none"}
+COST_OPTIONS = {"attention": "flash", "logits": "all", "mla": "expand", "fusion": "none", "kv_cache": "concat"}
 
 
 def predict_case(data: dict[str, Any], hardware: HardwareSpec, phase: str, batch_size: int, length: int,
@@ -178,13 +179,13 @@ def validate(
             if hf_model is None:
                 try:
                     hf_model = build_model(data, dtype, device)
-                except Exception as exc:  # a config transformers cannot build: every case says why
+                except Exception as exc:  # a config transformers cannot build: say so in one line
                     if isinstance(exc, LlmsimError):
                         raise
                     message = " ".join(str(exc).split())[:300]
                     raise LlmsimError(f"validate: transformers could not build {name!r}: "
                                       f"{type(exc).__name__}: {message}") from exc
-            attention = attention_kernel(hf_model)
+                attention = attention_kernel(hf_model, device)
             common["attention"] = attention
             try:
                 predicted = predict_case(data, hw, phase, batch, length, dtype, overhead, name=name,
