@@ -69,25 +69,18 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
     pair = np.stack([L0, L0 + 1], axis=-1)
     at01 = build_ops_unchecked(model, "decode", np.asarray(batch_size)[..., None], 1, pair, options)
     steps = np.asarray(steps, dtype=float)
-    per_op: dict[str, list[Any]] = {k: [] for k in PARTS + SUMS}
-    for op0 in at01:
+    per_op: dict[str, list[Any]] = {k: [None] * len(at01) for k in PARTS + SUMS}
+    constant: list[int] = []
+    for index, op0 in enumerate(at01):
         both = [np.asarray(v, dtype=float) for v in _per_run(op0)]
+        if not any(v.ndim and v.shape[-1] == 2 for v in both):
+            constant.append(index)  # no kv_len in its formulas: the same every step
+            continue
         q0 = [v[..., 0] if v.ndim else v for v in both]
         q1 = [v[..., -1] if v.ndim else v for v in both]
         slopes = [b - a for a, b in zip(q0, q1)]
-        comm_s = _comm_s(roofline, op0)
-        if op0.collective:
-            comm_s = np.asarray(comm_s, dtype=float)
-            comm_s = comm_s[..., 0] if comm_s.ndim else comm_s  # constant over the steps
+        comm_s = 0.0  # collectives never depend on kv_len
         cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s)
-        if not any(sl.any() for sl in slopes):
-            # the same every step (weights, projections): steps * one step, no segments needed
-            t = roofline.time(cost0)
-            for key, value in zip(PARTS, _parts(t)):
-                per_op[key].append(op0.count * steps * value)
-            for key, value in zip(SUMS, q0):
-                per_op[key].append(op0.count * steps * value)
-            continue
         cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s)
         c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
         cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
@@ -106,14 +99,39 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         lo, hi, n = segments
         f_lo, f_hi = at(lo), at(hi)
         for key, a, b in zip(PARTS, f_lo, f_hi):
-            per_op[key].append(op0.count * np.sum(n * (a + b) / 2.0, axis=-1))
+            per_op[key][index] = op0.count * np.sum(n * (a + b) / 2.0, axis=-1)
         u_lo = np.minimum(lo, _lift(clamp))
         u_hi = np.minimum(hi, _lift(clamp))
         for key, base, slope in zip(SUMS, q0, slopes):
             a = _lift(base) + _lift(slope) * u_lo
             b = _lift(base) + _lift(slope) * u_hi
-            per_op[key].append(op0.count * np.sum(n * (a + b) / 2.0, axis=-1))
+            per_op[key][index] = op0.count * np.sum(n * (a + b) / 2.0, axis=-1)
+    _constant_ops(roofline, [at01[i] for i in constant], constant, steps, per_op)
     return PhaseTotals(ops=at01, per_op=per_op)
+
+
+def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: Any,
+                  per_op: dict[str, list[Any]], pair_axis: bool = True) -> None:
+    """steps * one run of each op, all ops in one vectorised evaluation (for decode: the ops that do
+    not depend on kv_len, whose values carry a trailing pair axis of length 1)."""
+    if not ops:
+        return
+    values = [[np.asarray(v, dtype=float) for v in (*_per_run(op), _comm_s(roofline, op))] for op in ops]
+    if pair_axis:
+        values = [[v[..., 0] if v.ndim else v for v in row] for row in values]
+    shape = np.broadcast_shapes(*(v.shape for row in values for v in row))
+    stacked = [np.stack([np.broadcast_to(row[j], shape) for row in values]) for j in range(4)]
+    lift = (len(ops),) + (1,) * len(shape)
+    matmul_peak = np.array([roofline.matmul_flops_per_s(op.precision) for op in ops]).reshape(lift)
+    vector_peak = np.array([roofline.vector_flops_per_s(op.precision) for op in ops]).reshape(lift)
+    launches = np.array([op.launches for op in ops], dtype=float).reshape(lift)
+    cost = OpCost(stacked[0] / matmul_peak + stacked[1] / vector_peak, stacked[2] / roofline.bandwidth_bytes_per_s,
+                  launches, stacked[3])  # type: ignore[arg-type]
+    counts = np.array([op.count for op in ops], dtype=float).reshape(lift) * steps
+    for key, value in zip(PARTS + SUMS, (*_parts(roofline.time(cost)), *stacked[:3])):
+        scaled = counts * value
+        for row, index in enumerate(indices):
+            per_op[key][index] = scaled[row]
 
 
 def _lift(x: Any) -> Any:
