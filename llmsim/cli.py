@@ -87,6 +87,19 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
+def _regime_parser(sub: Any, name: str, help_text: str, vary: str) -> argparse.ArgumentParser:
+    """A subcommand over one phase and one varied quantity, with the others fixed."""
+    p = sub.add_parser(name, help=help_text)
+    _add_model_options(p)
+    p.add_argument("--phase", choices=("prefill", "decode"), default="decode")
+    p.add_argument("--vary", choices=("batch_size", "seq_len", "kv_len"), default=vary)
+    p.add_argument("--batch-size", type=_positive_int)
+    p.add_argument("--seq-len", type=_positive_int)
+    p.add_argument("--kv-len", type=_non_negative_int)
+    p.add_argument("--json", action="store_true")
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -118,27 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", help="write every point to this CSV file")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
 
-    p = sub.add_parser("crossover", help="where a phase flips bound as one variable grows")
-    _add_model_options(p)
-    p.add_argument("--phase", choices=("prefill", "decode"), default="decode")
-    p.add_argument("--vary", choices=("batch_size", "seq_len", "kv_len"), default="batch_size")
-    p.add_argument("--batch-size", type=_positive_int)
-    p.add_argument("--seq-len", type=_positive_int)
-    p.add_argument("--kv-len", type=_non_negative_int)
+    p = _regime_parser(sub, "crossover", "where a phase flips bound as one variable grows", vary="batch_size")
     p.add_argument("--lo", type=float)
     p.add_argument("--hi", type=float)
-    p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("limit", help="which limit (compute, bandwidth, capacity, slo) is met first")
-    _add_model_options(p)
-    p.add_argument("--phase", choices=("prefill", "decode"), default="decode")
-    p.add_argument("--vary", choices=("batch_size", "seq_len", "kv_len"), default="kv_len")
-    p.add_argument("--batch-size", type=_positive_int)
-    p.add_argument("--seq-len", type=_positive_int)
-    p.add_argument("--kv-len", type=_non_negative_int)
+    p = _regime_parser(sub, "limit", "which limit (compute, bandwidth, capacity, slo) is met first", vary="kv_len")
     p.add_argument("--tpot-slo-s", type=float)
     p.add_argument("--ttft-slo-s", type=float)
-    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("roofline", help="the device's roofline with every op of both phases on it (PNG)")
     _add_model_options(p)
