@@ -227,7 +227,12 @@ def _run(args: argparse.Namespace) -> int:
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))
         return 0
     if args.command == "calibrate":
+        from pathlib import Path
+
         from .validation import calibrate
+
+        if Path(args.out).exists():
+            raise LlmsimError(f"--out {args.out}: the file exists; choose another name (nothing is overwritten)")
 
         result = calibrate(device=args.device, dtypes=tuple(args.dtypes.split(",")), out=args.out, quick=args.quick)
         print(_table([result.summary_row()]))

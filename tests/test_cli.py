@@ -131,3 +131,11 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     where = subprocess.run([str(python), "-c", "import llmsim; print(llmsim.__file__)"], capture_output=True,
                            text=True, cwd=work, check=True)
     assert str(env_dir) in where.stdout  # the installed copy, not the checkout
+
+
+def test_calibrate_never_overwrites(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    existing = tmp_path / "mine.toml"
+    existing.write_text("# my notes\n")
+    code, _, err = run(capsys, "calibrate", "--quick", "--out", str(existing))
+    assert code == 2 and "exists" in err
+    assert existing.read_text() == "# my notes\n"
