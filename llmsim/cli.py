@@ -339,6 +339,10 @@ def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
 
 
 def _save(figure: Any, path: str) -> None:
+    from pathlib import Path
+
+    if Path(path).exists():
+        raise LlmsimError(f"--out {path}: the file exists; choose another name (nothing is overwritten)")
     figure.savefig(path, dpi=130, bbox_inches="tight")
     print(f"wrote {path}")
 
