@@ -52,6 +52,8 @@ _FIELDS: dict[str, dict[str, tuple[str, float, float]]] = {
     },
     "efficiency": {
         "matmul": ("fraction", 0.01, 1.0),
+        # optional per-precision matmul fractions; "matmul" applies where none is given
+        **{f"matmul_{p}": ("fraction", 0.01, 1.0) for p in MATRIX_PRECISIONS},
         "memory": ("fraction", 0.01, 1.0),
         "vector": ("fraction", 0.01, 1.0),
     },
@@ -110,6 +112,11 @@ class HardwareSpec(BaseModel):
     def vector_peak_flops_per_s(self, precision: str) -> float:
         key = "fp16" if precision in ("fp16", "bf16") and "fp16" in self.vector_flops_per_s else "fp32"
         return self.vector_flops_per_s[key].value
+
+    def matmul_efficiency(self, precision: str) -> float:
+        """Achievable fraction of the matrix peak at `precision` (falls back to the general one)."""
+        item = self.efficiency.get(f"matmul_{precision}") or self.efficiency["matmul"]
+        return item.value
 
     def efficiency_of(self, unit: str) -> float:
         if unit in self.efficiency:

@@ -84,7 +84,6 @@ class Roofline:
     def __init__(self, hardware: HardwareSpec, execution: ExecutionOptions) -> None:
         self.hardware, self.execution = hardware, execution
         peak = execution.efficiency == "peak"
-        self.matmul_fraction = 1.0 if peak else hardware.efficiency_of("matmul")
         self.vector_fraction = 1.0 if peak else hardware.efficiency_of("vector")
         self.memory_fraction = 1.0 if peak else hardware.efficiency_of("memory")
         self.bandwidth_bytes_per_s = hardware.memory_bandwidth_bytes_per_s * self.memory_fraction
@@ -95,7 +94,8 @@ class Roofline:
         self.async_host = hardware.device_type == "gpu"
 
     def matmul_flops_per_s(self, precision: str) -> float:
-        return self.hardware.matrix_peak_flops_per_s(precision) * self.matmul_fraction
+        fraction = 1.0 if self.execution.efficiency == "peak" else self.hardware.matmul_efficiency(precision)
+        return self.hardware.matrix_peak_flops_per_s(precision) * fraction
 
     def vector_flops_per_s(self, precision: str) -> float:
         return self.hardware.vector_peak_flops_per_s(precision) * self.vector_fraction

@@ -322,11 +322,13 @@ def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, executio
     from .dtypes import MATMUL_PRECISION
 
     precision = MATMUL_PRECISION[act]
+    matmul_flops_per_s = roofline.matmul_flops_per_s(precision)
+    fraction = matmul_flops_per_s / hw.matrix_peak_flops_per_s(precision)
     return {
         "dtypes": f"weights {weight}, activations {act}, KV {kv}",
         "kernels": f"attention={cost.attention}, logits={cost.logits}, mla={cost.mla}, fusion={cost.fusion}",
-        "matmul_peak": f"{roofline.matmul_flops_per_s(precision) / 1e12:.1f} TFLOP/s {precision} "
-        f"({execution.efficiency}, fraction {roofline.matmul_fraction:.2f})",
+        "matmul_peak": f"{matmul_flops_per_s / 1e12:.1f} TFLOP/s {precision} "
+        f"({execution.efficiency}, fraction {fraction:.2f})",
         "bandwidth": f"{roofline.bandwidth_bytes_per_s / 1e12:.3f} TB/s (fraction {roofline.memory_fraction:.2f})",
         "overhead": f"{execution.overhead}: launch {roofline.launch_s * 1e6:.1f} us, dispatch "
         f"{roofline.dispatch_s * 1e6:.1f} us per kernel",

@@ -161,3 +161,12 @@ def test_fusion_savings() -> None:
     assert saved["full"].prefill_bytes_saved >= 32 * 2 * 3 * 8 * 1024 * 4096 * 2
     assert 1.0 < saved["elementwise"].prefill_speedup < saved["full"].prefill_speedup
     assert saved["full"].e2e_speedup > 1.0
+
+
+def test_per_precision_matmul_fraction() -> None:
+    # H100 SXM: bf16 fraction 0.80 (794.5/989), fp8 0.709 (1402.6/1979), both from measured matmuls
+    hw = llmsim.load_hardware("h100-sxm")
+    roofline = Roofline(hw, ExecutionOptions.make())
+    assert roofline.matmul_flops_per_s("fp8") == pytest.approx(1978.9e12 * 0.709)
+    assert roofline.matmul_flops_per_s("bf16") == pytest.approx(989.4e12 * 0.80)
+    assert Roofline(hw, ExecutionOptions.make(efficiency="peak")).matmul_flops_per_s("fp8") == 1978.9e12
