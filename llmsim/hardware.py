@@ -55,6 +55,8 @@ _FIELDS: dict[str, dict[str, tuple[str, float, float]]] = {
         # optional per-precision matmul fractions; "matmul" applies where none is given
         **{f"matmul_{p}": ("fraction", 0.01, 1.0) for p in MATRIX_PRECISIONS},
         "memory": ("fraction", 0.01, 1.0),
+        # optional: the fraction of bandwidth memory-bound matmuls (decode GEMV-like shapes) reach
+        "matmul_memory": ("fraction", 0.01, 1.0),
         "vector": ("fraction", 0.01, 1.0),
     },
     "price": {"usd_per_hour": ("usd/hour", 0.0, 1e4)},

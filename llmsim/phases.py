@@ -53,7 +53,8 @@ def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, b
     per_op: dict[str, list[Any]] = {k: [] for k in PARTS + SUMS}
     for op in ops:
         matmul, vector, moved = _per_run(op)
-        t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches, _comm_s(roofline, op)))
+        t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches, _comm_s(roofline, op),
+                                        op.kind))
         for key, value in zip(PARTS, _parts(t)):
             per_op[key].append(op.count * value)
         for key, value in zip(SUMS, (matmul, vector, moved)):
@@ -80,8 +81,8 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         q1 = [v[..., -1] if v.ndim else v for v in both]
         slopes = [b - a for a, b in zip(q0, q1)]
         comm_s = 0.0  # collectives never depend on kv_len
-        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s)
-        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s)
+        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind)
+        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind)
         c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
         cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
         # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
@@ -125,7 +126,8 @@ def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: 
     matmul_peak = np.array([roofline.matmul_flops_per_s(op.precision) for op in ops]).reshape(lift)
     vector_peak = np.array([roofline.vector_flops_per_s(op.precision) for op in ops]).reshape(lift)
     launches = np.array([op.launches for op in ops], dtype=float).reshape(lift)
-    cost = OpCost(stacked[0] / matmul_peak + stacked[1] / vector_peak, stacked[2] / roofline.bandwidth_bytes_per_s,
+    bandwidth = np.array([roofline.bandwidth_for(op.kind) for op in ops]).reshape(lift)
+    cost = OpCost(stacked[0] / matmul_peak + stacked[1] / vector_peak, stacked[2] / bandwidth,
                   launches, stacked[3])  # type: ignore[arg-type]
     counts = np.array([op.count for op in ops], dtype=float).reshape(lift) * steps
     for key, value in zip(PARTS + SUMS, (*_parts(roofline.time(cost)), *stacked[:3])):

@@ -87,6 +87,11 @@ class Roofline:
         self.vector_fraction = 1.0 if peak else hardware.efficiency_of("vector")
         self.memory_fraction = 1.0 if peak else hardware.efficiency_of("memory")
         self.bandwidth_bytes_per_s = hardware.memory_bandwidth_bytes_per_s * self.memory_fraction
+        # memory-bound matmuls stream weights through the matrix unit; some devices reach less of the
+        # bandwidth that way than a copy does (efficiency.matmul_memory; the memory fraction otherwise)
+        matmul_memory = 1.0 if peak else hardware.efficiency_of("matmul_memory") if (
+            "matmul_memory" in hardware.efficiency) else self.memory_fraction
+        self.matmul_bandwidth_bytes_per_s = hardware.memory_bandwidth_bytes_per_s * matmul_memory
         mode = execution.overhead
         launch_key = "graph_replay_per_kernel_s" if mode == "graph" else "kernel_launch_s"
         self.launch_s = 0.0 if mode == "none" else hardware.overhead_s(launch_key)
@@ -100,12 +105,16 @@ class Roofline:
     def vector_flops_per_s(self, precision: str) -> float:
         return self.hardware.vector_peak_flops_per_s(precision) * self.vector_fraction
 
+    def bandwidth_for(self, kind: str) -> float:
+        """Achievable bandwidth of an op of this kind (matmuls may have their own fraction)."""
+        return self.matmul_bandwidth_bytes_per_s if kind == "matmul" else self.bandwidth_bytes_per_s
+
     def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int,
-             comm_s: Any = 0.0) -> OpCost:
+             comm_s: Any = 0.0, kind: str = "elementwise") -> OpCost:
         compute_s = matmul_flops / self.matmul_flops_per_s(precision) + vector_flops / self.vector_flops_per_s(
             precision
         )
-        return OpCost(compute_s=compute_s, memory_s=bytes_moved / self.bandwidth_bytes_per_s, launches=launches,
+        return OpCost(compute_s=compute_s, memory_s=bytes_moved / self.bandwidth_for(kind), launches=launches,
                       comm_s=comm_s)
 
     def collective_s(self, kind: str | None, message_bytes: Any, group: int) -> Any:

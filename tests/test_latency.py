@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -170,3 +172,13 @@ def test_per_precision_matmul_fraction() -> None:
     assert roofline.matmul_flops_per_s("fp8") == pytest.approx(1978.9e12 * 0.709)
     assert roofline.matmul_flops_per_s("bf16") == pytest.approx(989.4e12 * 0.80)
     assert Roofline(hw, ExecutionOptions.make(efficiency="peak")).matmul_flops_per_s("fp8") == 1978.9e12
+
+
+def test_matmul_memory_fraction_applies_to_matmuls_only() -> None:
+    # efficiency.matmul_memory = 0.5: a memory-bound matmul streams at 2e12 * 0.5 = 1e12 byte/s,
+    # every other op at the copy fraction 2e12 * 0.9 = 1.8e12 byte/s
+    data = copy.deepcopy(TEST_GPU)
+    data["efficiency"]["matmul_memory"] = {"value": 0.5, "unit": "fraction", "source": "test"}
+    roofline = Roofline(hardware_from_dict(data), ExecutionOptions.make(overhead="none"))
+    assert roofline.cost(0.0, 0.0, 1e9, "bf16", 1, kind="matmul").memory_s == pytest.approx(1e9 / 1e12)
+    assert roofline.cost(0.0, 0.0, 1e9, "bf16", 1, kind="norm").memory_s == pytest.approx(1e9 / 1.8e12)

@@ -105,6 +105,7 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         note = "" if key == "fp32" else f" (the {dtype} rate: llmsim reads the fp16 vector figure for bf16 and fp16)"
         vector[key] = q(m.value, "flop/s", source(m) + note)
     bandwidth = _bandwidth(torch, device, quick, repeats, warmup)
+    thin = _thin_matmul(torch, device, dtypes[0], quick, repeats, warmup)
     capacity, capacity_source = _capacity(torch, device)
     op_cost = _dispatch(torch, device, quick)
     hf_cost = _hf_dispatch(torch, device, quick)
@@ -132,7 +133,10 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         "matrix_flops_per_s": matrix,
         "vector_flops_per_s": vector,
         "memory": {
-            "bandwidth_bytes_per_s": q(bandwidth.value, "byte/s", source(bandwidth)),
+            # the thin-matmul rate is recorded for comparison, not applied as efficiency.matmul_memory: on
+            # the CPU validation grid it made decode predictions too slow (median error 38% -> 49%)
+            "bandwidth_bytes_per_s": q(bandwidth.value, "byte/s", source(bandwidth) + (
+                f". For comparison, a memory-bound matmul streams {thin.value / 1e9:.2f} GB/s: {thin.how}")),
             "capacity_bytes": q(capacity, "byte", capacity_source),
         },
         "overhead": overhead,
@@ -194,6 +198,21 @@ def _bandwidth(torch: Any, device: str, quick: bool, repeats: int, warmup: int) 
     how = (f"dst.copy_(src) of a {mib} MiB float32 tensor, bytes read + written ({moved} bytes per copy); "
            f"stored as the bandwidth, efficiency.memory = 1.0. For comparison, a read-only stream (src.sum()) "
            f"reaches {read_rate / 1e9:.1f} GB/s")
+    return _Measure(moved / median(times), how, times)
+
+
+def _thin_matmul(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warmup: int) -> _Measure:
+    """Bytes per second a memory-bound matmul (8 rows against a large weight, as in decode) streams."""
+    tdtype = torch_dtype(dtype)
+    k = n = 4096 if quick else 8192  # weights of 32 MiB (quick, float16) up to 256 MiB: beyond the caches
+    rows = 8
+    weight = torch.randn(k, n, device=device, dtype=tdtype)
+    x = torch.randn(rows, k, device=device, dtype=tdtype)
+    with torch.inference_mode():
+        times = time_call(lambda: x @ weight, device, repeats, warmup)
+    size = weight.element_size()
+    moved = (k * n + rows * k + rows * n) * size
+    how = f"x[{rows}, {k}] @ W[{k}, {n}] in {dtype}, bytes of W, x and the output ({moved} bytes)"
     return _Measure(moved / median(times), how, times)
 
 
