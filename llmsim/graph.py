@@ -140,7 +140,7 @@ class _GraphBuilder:
 
     # ---- helpers ----------------------------------------------------------------------------------
     def add(self, op: Op) -> None:
-        if self.fusion == "full" and op.kind in ("norm", "elementwise") and not op.name.endswith("kv_append"):
+        if self.fusion == "full" and op.kind in ("norm", "elementwise"):
             # fused into a neighbouring matmul's prologue/epilogue: no traffic, no launch of its own
             zero = Expr.const(0)
             formulas = dict(op.formulas, bytes_read=zero, bytes_written=zero)

@@ -14,15 +14,17 @@ GELU 8, multiply/add 1, rotary 3 per rotated element.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from .symbolic import Expr, scall
 
-OpKind = Literal["matmul", "attention", "norm", "elementwise", "embedding", "routing", "communication"]
-OP_KINDS: tuple[str, ...] = ("matmul", "attention", "norm", "elementwise", "embedding", "routing", "communication")
+OpKind = Literal["matmul", "attention", "norm", "elementwise", "embedding", "routing", "cache", "communication"]
+OP_KINDS: tuple[str, ...] = (
+    "matmul", "attention", "norm", "elementwise", "embedding", "routing", "cache", "communication",
+)
 QUANTITIES = ("matmul_flops", "vector_flops", "bytes_read", "bytes_written")
 
 _ZERO = Expr.const(0)
@@ -43,7 +45,6 @@ class Op:
     kv_window: int | None = None
     collective: str | None = None
     group_size: int = 1
-    notes: tuple[str, ...] = field(default=())
 
     @property
     def matmul_flops(self) -> Any:
@@ -299,7 +300,7 @@ def kv_append(name: str, count: int, *, B: Expr, Snew: Expr, values: Expr, kvb: 
     if cached is not None:
         read = read + B * cached * values * kvb
         written = written + B * cached * values * kvb
-    return _op(name, "elementwise", count, bytes_read=read, bytes_written=written)
+    return _op(name, "cache", count, bytes_read=read, bytes_written=written)
 
 
 COLLECTIVES = ("all_reduce", "all_gather", "all_to_all", "p2p")

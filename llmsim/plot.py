@@ -18,7 +18,8 @@ from .simulate import SimulationResult
 PHASE_COLOURS = {"prefill": "tab:blue", "decode": "tab:orange"}
 BOUND_COLOURS = {"compute": "#d8e8f8", "memory": "#fde2c8", "overhead": "#e6e6e6", "none": "white"}
 OP_CLASSES = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
-              "embedding": "elementwise", "routing": "elementwise", "communication": "communication"}
+              "embedding": "elementwise", "routing": "elementwise", "cache": "elementwise",
+              "communication": "communication"}
 
 
 def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4) -> Figure:

@@ -198,10 +198,6 @@ def _op_crossovers(totals: Callable[[Any], Any], lo: float, hi: float) -> dict[s
     return out
 
 
-def _op_terms(op_totals: Any, i: int) -> tuple[float, float]:
-    return float(op_totals.per_op["compute_s"][i]), float(op_totals.per_op["memory_s"][i])
-
-
 # ---- first limit ----------------------------------------------------------------------------------
 class FirstLimit(BaseModel):
     """The first limit met as one variable grows: compute, bandwidth, capacity or slo."""

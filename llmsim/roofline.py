@@ -162,7 +162,8 @@ class Roofline:
         else:
             time_s = busy_s + launch + dispatch
         return OpTime(time_s=time_s, compute_part_s=compute_part, memory_part_s=memory_part,
-                      overhead_part_s=time_s - busy_s, communication_part_s=cost.comm_s + 0.0 * kernel_s)
+                      overhead_part_s=time_s - busy_s,
+                      communication_part_s=np.broadcast_to(cost.comm_s, np.shape(time_s)))
 
     def crossings(self, c0: Any, cs: Any, m0: Any, ms: Any, launches: int) -> list[Any]:
         """Real L offsets where two of an op's affine terms (compute, memory, host dispatch) cross,

@@ -46,7 +46,7 @@ from .hf_model import (
 from .report import OP_CLASSES, ValidationReport, ValidationRow, append_result, case_key, read_results
 
 _KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
-               "embedding": "elementwise", "routing": "elementwise", "communication": "other"}
+               "cache": "elementwise", "embedding": "elementwise", "routing": "elementwise", "communication": "other"}
 COST_OPTIONS = {"attention": "flash", "logits": "all", "mla": "expand", "fusion": "none", "kv_cache": "concat"}
 
 
