@@ -343,14 +343,16 @@ class _GraphBuilder:
     def _fix_head_weights(self, H: Expr) -> None:
         """A per-head matmul [T*H rows, K] @ W[H, K, N]: H weight matrices, not one.
 
-        Rebuilds the last linear op with weights and parameters H times its single-head values.
+        Rebuilds the last linear op with weights and parameters H times its single-head values; each of
+        the H matrices sees T of the rows.
         """
         op = self.ops.pop()
         weight = op.formulas["weight_bytes"] * H
         act_read = op.formulas["bytes_read"] - op.formulas["weight_bytes"]
         heads = round(float(H.value))
         self.ops.append(op.scaled(
-            formulas=dict(op.formulas, weight_bytes=weight, bytes_read=weight + act_read),
+            formulas=dict(op.formulas, weight_bytes=weight, bytes_read=weight + act_read,
+                          matmul_rows=op.formulas["matmul_rows"] / H),  # each head's matrix sees T rows
             param_count=op.param_count * heads, param_bytes=op.param_bytes * heads,
         ))
 

@@ -1,15 +1,20 @@
 """HardwareSpec: a device's ceilings and overheads, every number with its unit and source.
 
 Hardware files (`hardware/*.toml`) hold each number as `{ value = ..., unit = "...", source = "..." }`
-in base SI units (FLOP/s, byte/s, byte, s). Loading refuses unknown keys, missing fields, a wrong unit
+in base SI units (FLOP/s, byte/s, byte, s). An optional `[matmul_rows.<precision>]` table holds how much
+of the roofline a matmul x[M, K] @ W[K, N] reaches by its row count M (`rows`, `fraction`, `source`;
+measured by calibrate: thin decode shapes fall short of what a large square matmul or a copy reaches).
+Loading refuses unknown keys, missing fields, a wrong unit
 and values outside a plausibility range (a bandwidth written in GB/s instead of byte/s is caught).
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +33,24 @@ class Quantity(BaseModel):
     unit: str
     source: str = Field(min_length=1)
 
+
+class RowCurve(BaseModel):
+    """Fraction of the roofline (max of compute time at the matrix rate and memory time at the
+    bandwidth, both as the file derates them) a matmul with M rows reaches, at increasing M."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    rows: tuple[float, ...]
+    fraction: tuple[float, ...]
+    source: str = Field(min_length=1)
+
+    def at(self, rows: Any) -> Any:
+        """The fraction at `rows` (arrays broadcast): linear in log2(M) between the measured row counts,
+        the end values beyond them."""
+        log_rows = np.log2(np.maximum(np.asarray(rows, dtype=float), 1.0))
+        return np.interp(log_rows, np.log2(self.rows), self.fraction)
+
+
+_ROW_FRACTION_RANGE = (0.01, 4.0)  # above 1: a shape that beats the calibrated roofline (e.g. a cached GEMV)
 
 # field -> (unit, plausible low, plausible high)
 _FIELDS: dict[str, dict[str, tuple[str, float, float]]] = {
@@ -86,6 +109,7 @@ class HardwareSpec(BaseModel):
     overhead: dict[str, Quantity]
     efficiency: dict[str, Quantity]
     price: dict[str, Quantity] = Field(default_factory=dict)
+    matmul_rows: dict[str, RowCurve] = Field(default_factory=dict)
     path: str | None = None
 
     # ---- accessors ---------------------------------------------------------------------------------
@@ -119,6 +143,11 @@ class HardwareSpec(BaseModel):
         """Achievable fraction of the matrix peak at `precision` (falls back to the general one)."""
         item = self.efficiency.get(f"matmul_{precision}") or self.efficiency["matmul"]
         return item.value
+
+    def matmul_row_fraction(self, precision: str, rows: Any) -> Any | None:
+        """Fraction of the roofline a matmul of `rows` rows reaches at `precision` (None: no curve)."""
+        curve = self.matmul_rows.get(precision)
+        return None if curve is None or rows is None else curve.at(rows)
 
     def efficiency_of(self, unit: str) -> float:
         if unit in self.efficiency:
@@ -159,6 +188,8 @@ class HardwareSpec(BaseModel):
         """A copy with some values replaced, e.g. with_overrides(memory={"bandwidth_bytes_per_s": 2e12})."""
         data = self.model_dump()
         for section, values in section_values.items():
+            if section not in _FIELDS:
+                raise HardwareError(f"with_overrides: unknown section {section!r}; allowed: {', '.join(_FIELDS)}")
             for key, value in values.items():
                 old = data[section].get(key, {"unit": _FIELDS[section][key][0], "source": "override"})
                 data[section][key] = {**old, "value": value, "source": "override"}
@@ -194,7 +225,7 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
     """Validate a hardware dict: sections, keys, units, plausibility. Errors name the field."""
     data = dict(data)
     data.pop("path", None)
-    allowed_top = {"name", "description", "device_type", *_FIELDS}
+    allowed_top = {"name", "description", "device_type", "matmul_rows", *_FIELDS}
     for key in data:
         if key not in allowed_top:
             raise HardwareError(f"{origin}: unknown key {key!r}; allowed: {', '.join(sorted(allowed_top))}")
@@ -217,12 +248,52 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
                 raise HardwareError(f"{origin}: missing field {section}.{key}")
     if not sections["matrix_flops_per_s"] and "fp32" not in sections["vector_flops_per_s"]:
         raise HardwareError(f"{origin}: [matrix_flops_per_s] needs at least one precision")
+    curves = _row_curves(origin, data.get("matmul_rows", {}))
     return HardwareSpec(
         name=str(data["name"]),
         description=str(data.get("description", "")),
         device_type=data.get("device_type", "gpu"),
+        matmul_rows=curves,
         **sections,
     )
+
+
+def _row_curves(origin: str, raw: Any) -> dict[str, RowCurve]:
+    """[matmul_rows.<precision>] tables: rows strictly increasing (>= 1), a fraction per row count."""
+    if not isinstance(raw, dict):
+        raise HardwareError(f"{origin}: [matmul_rows] must be a table of precisions")
+    curves: dict[str, RowCurve] = {}
+    low, high = _ROW_FRACTION_RANGE
+    for precision, table in raw.items():
+        where = f"{origin}: matmul_rows.{precision}"
+        if precision not in MATRIX_PRECISIONS:
+            raise HardwareError(f"{where}: unknown precision; allowed: {', '.join(MATRIX_PRECISIONS)}")
+        if not isinstance(table, dict):
+            raise HardwareError(f"{where} must be a table {{ rows = [...], fraction = [...], source = ... }}")
+        extra = set(table) - {"rows", "fraction", "source"}
+        if extra:
+            raise HardwareError(f"{where}: unknown key {sorted(extra)[0]!r}; allowed: rows, fraction, source")
+        for part in ("rows", "fraction", "source"):
+            if part not in table:
+                raise HardwareError(f"{where}: missing {part!r}")
+        rows, fraction = table["rows"], table["fraction"]
+        lists = isinstance(rows, (list, tuple)) and isinstance(fraction, (list, tuple))
+        numbers = [*rows, *fraction] if lists else None
+        if numbers is None or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v != v for v in numbers):
+            raise HardwareError(f"{where}: rows and fraction must be lists of numbers")
+        if len(rows) < 2 or len(rows) != len(fraction):
+            raise HardwareError(f"{where}: rows and fraction need the same length, at least 2 "
+                                f"(got {len(rows)} and {len(fraction)})")
+        if rows[0] < 1 or any(b <= a for a, b in pairwise(rows)):
+            raise HardwareError(f"{where}: rows must be strictly increasing row counts >= 1 (got {list(rows)})")
+        bad = [f for f in fraction if not low <= f <= high]
+        if bad:
+            raise HardwareError(f"{where}: fraction {bad[0]:g} is outside the plausible range [{low:g}, {high:g}]")
+        if not str(table["source"]).strip():
+            raise HardwareError(f"{where}: empty source; every number needs one")
+        curves[precision] = RowCurve(rows=tuple(float(r) for r in rows), fraction=tuple(float(f) for f in fraction),
+                                     source=str(table["source"]))
+    return curves
 
 
 def _quantity(origin: str, section: str, key: str, raw: Any, fields: dict[str, tuple[str, float, float]]) -> Quantity:

@@ -68,6 +68,13 @@ class Op:
         return self.formulas["weight_bytes"].value
 
     @property
+    def matmul_rows(self) -> Any:
+        """Rows M of the matrix product x[M, K] @ W[K, N] one weight matrix sees (None for non-matmuls):
+        decode's thin shapes (small M) reach less of the roofline on some devices (hardware matmul_rows)."""
+        expr = self.formulas.get("matmul_rows")
+        return None if expr is None else expr.value
+
+    @property
     def comm_bytes(self) -> Any:
         """Message bytes of a collective (0 for every other op)."""
         return self.formulas["comm_bytes"].value
@@ -130,7 +137,7 @@ def registered_formulas() -> tuple[str, ...]:
 
 def _op(name: str, kind: str, count: int, *, matmul_flops: Expr = _ZERO, vector_flops: Expr = _ZERO,
         bytes_read: Expr = _ZERO, bytes_written: Expr = _ZERO, weight_bytes: Expr = _ZERO,
-        comm_bytes: Expr = _ZERO, **extra: Any) -> Op:
+        comm_bytes: Expr = _ZERO, matmul_rows: Expr | None = None, **extra: Any) -> Op:
     formulas = {
         "matmul_flops": matmul_flops,
         "vector_flops": vector_flops,
@@ -139,6 +146,8 @@ def _op(name: str, kind: str, count: int, *, matmul_flops: Expr = _ZERO, vector_
         "weight_bytes": weight_bytes,
         "comm_bytes": comm_bytes,
     }
+    if matmul_rows is not None:
+        formulas["matmul_rows"] = matmul_rows
     return Op(name=name, kind=kind, count=count, formulas=formulas, **extra)
 
 
@@ -157,6 +166,7 @@ def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Ex
         bytes_read=weight + T * K * ab,
         bytes_written=T * N * ab,
         weight_bytes=weight,
+        matmul_rows=T,
         param_count=params,
         param_bytes=params * per,
         precision=precision,
@@ -182,6 +192,7 @@ def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, 
         bytes_read=weight + T * k * K * ab,
         bytes_written=T * k * N * ab,
         weight_bytes=weight,
+        matmul_rows=T * k / touched,  # rows per expert matrix: the T*k routed rows over the experts touched
         param_count=params,
         param_bytes=params * float(value_scalar(wb)),
         precision=precision,

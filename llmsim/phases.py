@@ -54,7 +54,7 @@ def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, b
     for op in ops:
         matmul, vector, moved = _per_run(op)
         t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches, _comm_s(roofline, op),
-                                        op.kind))
+                                        op.kind, op.matmul_rows))
         for key, value in zip(PARTS, _parts(t)):
             per_op[key].append(op.count * value)
         for key, value in zip(SUMS, (matmul, vector, moved)):
@@ -81,8 +81,9 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         q1 = [v[..., -1] if v.ndim else v for v in both]
         slopes = [b - a for a, b in zip(q0, q1)]
         comm_s = 0.0  # collectives never depend on kv_len
-        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind)
-        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind)
+        rows = _first(op0.matmul_rows)  # rows never depend on kv_len (decode: the batch)
+        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind, rows)
+        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind, rows)
         c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
         cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
         # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
@@ -127,13 +128,24 @@ def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: 
     vector_peak = np.array([roofline.vector_flops_per_s(op.precision) for op in ops]).reshape(lift)
     launches = np.array([op.launches for op in ops], dtype=float).reshape(lift)
     bandwidth = np.array([roofline.bandwidth_for(op.kind) for op in ops]).reshape(lift)
-    cost = OpCost(stacked[0] / matmul_peak + stacked[1] / vector_peak, stacked[2] / bandwidth,
+    scales = [roofline.row_scale(op.kind, op.precision, _first(op.matmul_rows) if pair_axis else op.matmul_rows)
+              for op in ops]
+    scale = np.stack([np.broadcast_to(np.asarray(v, dtype=float), shape) for v in scales])
+    cost = OpCost((stacked[0] / matmul_peak + stacked[1] / vector_peak) * scale, stacked[2] / bandwidth * scale,
                   launches, stacked[3])  # type: ignore[arg-type]
     counts = np.array([op.count for op in ops], dtype=float).reshape(lift) * steps
     for key, value in zip(PARTS + SUMS, (*_parts(roofline.time(cost)), *stacked[:3])):
         scaled = counts * value
         for row, index in enumerate(indices):
             per_op[key][index] = scaled[row]
+
+
+def _first(x: Any) -> Any:
+    """A decode value without its trailing pair axis (None stays None)."""
+    if x is None:
+        return None
+    x = np.asarray(x, dtype=float)
+    return x[..., 0] if x.ndim else x
 
 
 def _lift(x: Any) -> Any:

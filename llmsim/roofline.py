@@ -4,6 +4,7 @@ Per run of an op:
     compute_s = matmul_flops / (matrix peak of its precision * matmul fraction)
               + vector_flops / (vector peak * vector fraction)
     memory_s  = (bytes_read + bytes_written) / (bandwidth * memory fraction)
+    (a matmul of M rows: both divided by the file's matmul_rows fraction at M, where it has one)
     kernel_s  = max(compute_s, memory_s)   (overlap="max", the roofline)
               | compute_s + memory_s       (overlap="sum", pessimistic)
     time_s    = kernel_s + launches * per-kernel cost      (overhead="graph")
@@ -109,13 +110,24 @@ class Roofline:
         """Achievable bandwidth of an op of this kind (matmuls may have their own fraction)."""
         return self.matmul_bandwidth_bytes_per_s if kind == "matmul" else self.bandwidth_bytes_per_s
 
+    def row_scale(self, kind: str, precision: str, rows: Any) -> Any:
+        """1 / the fraction of the roofline a matmul with `rows` rows reaches (the hardware file's
+        matmul_rows curve for the precision; 1.0 for other ops, without a curve, or at peak)."""
+        if kind != "matmul" or rows is None or self.execution.efficiency == "peak":
+            return 1.0
+        fraction = self.hardware.matmul_row_fraction(precision, rows)
+        return 1.0 if fraction is None else 1.0 / fraction
+
     def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int,
-             comm_s: Any = 0.0, kind: str = "elementwise") -> OpCost:
+             comm_s: Any = 0.0, kind: str = "elementwise", rows: Any = None) -> OpCost:
+        """Compute and memory seconds; a matmul's both terms stretch by its row-count scale
+        (approximation: thin shapes slow the kernel, whichever term bounds it)."""
+        scale = self.row_scale(kind, precision, rows)
         compute_s = matmul_flops / self.matmul_flops_per_s(precision) + vector_flops / self.vector_flops_per_s(
             precision
         )
-        return OpCost(compute_s=compute_s, memory_s=bytes_moved / self.bandwidth_for(kind), launches=launches,
-                      comm_s=comm_s)
+        return OpCost(compute_s=compute_s * scale, memory_s=bytes_moved / self.bandwidth_for(kind) * scale,
+                      launches=launches, comm_s=comm_s)
 
     def collective_s(self, kind: str | None, message_bytes: Any, group: int) -> Any:
         """Time of a collective among `group` GPUs (ring algorithms; alpha-beta model).

@@ -182,3 +182,73 @@ def test_matmul_memory_fraction_applies_to_matmuls_only() -> None:
     roofline = Roofline(hardware_from_dict(data), ExecutionOptions.make(overhead="none"))
     assert roofline.cost(0.0, 0.0, 1e9, "bf16", 1, kind="matmul").memory_s == pytest.approx(1e9 / 1e12)
     assert roofline.cost(0.0, 0.0, 1e9, "bf16", 1, kind="norm").memory_s == pytest.approx(1e9 / 1.8e12)
+
+
+# ---- matmul efficiency by row count (hardware matmul_rows) -------------------------------------------
+def _with_row_curve(rows: list, fraction: list) -> dict:
+    data = copy.deepcopy(TEST_GPU)
+    data["matmul_rows"] = {"bf16": {"rows": rows, "fraction": fraction, "source": "test"}}
+    return data
+
+
+def test_row_curve_stretches_a_matmul_by_its_row_count() -> None:
+    hw = hardware_from_dict(_with_row_curve([1, 16, 256], [0.5, 0.25, 1.0]))
+    roofline = Roofline(hw, ExecutionOptions.make(overhead="none"))
+    plain = Roofline(hardware_from_dict(TEST_GPU), ExecutionOptions.make(overhead="none"))
+    args = (2e9, 0.0, 1e9, "bf16", 1)
+    base = plain.cost(*args, kind="matmul", rows=1)
+    # at M = 1 the fraction is 0.5: both terms twice as long
+    at1 = roofline.cost(*args, kind="matmul", rows=1)
+    assert at1.compute_s == pytest.approx(2 * base.compute_s) and at1.memory_s == pytest.approx(2 * base.memory_s)
+    # M = 4 lies half way between 1 and 16 in log2: fraction (0.5 + 0.25) / 2 = 0.375
+    assert roofline.cost(*args, kind="matmul", rows=4).memory_s == pytest.approx(base.memory_s / 0.375)
+    # beyond the ends the end values hold; arrays broadcast
+    both = roofline.cost(*args, kind="matmul", rows=np.array([0.5, 4096.0]))
+    assert both.memory_s == pytest.approx(base.memory_s / np.array([0.5, 1.0]))
+    # other ops, other precisions, and peak efficiency ignore the curve
+    assert roofline.cost(*args, kind="norm", rows=1).memory_s == pytest.approx(plain.cost(*args).memory_s)
+    assert roofline.cost(2e9, 0.0, 1e9, "fp8", 1, kind="matmul", rows=1).memory_s == pytest.approx(base.memory_s)
+    peak = Roofline(hw, ExecutionOptions.make(efficiency="peak", overhead="none"))
+    assert peak.row_scale("matmul", "bf16", 1) == 1.0
+
+
+def test_row_curve_in_simulate_decode_and_prefill() -> None:
+    # fraction 0.5 at every row count: every matmul takes twice as long, nothing else moves
+    hw = hardware_from_dict(_with_row_curve([1, 65536], [0.5, 0.5]))
+    plain = hardware_from_dict(TEST_GPU)
+    kwargs = dict(batch_size=4, prompt_len=512, gen_len=8, overhead="none")
+    slow, fast = llmsim.simulate("llama-3.1-8b", hw, **kwargs), llmsim.simulate("llama-3.1-8b", plain, **kwargs)
+    for phase in ("prefill", "decode"):
+        a, b = getattr(slow, phase), getattr(fast, phase)
+        for op_a, op_b in zip(a.ops, b.ops):
+            expected = 2 * op_b.time_s if op_a.kind == "matmul" else op_b.time_s
+            assert op_a.time_s == pytest.approx(expected, rel=1e-9), (phase, op_a.name)
+
+
+def test_decode_closed_form_with_a_row_curve() -> None:
+    hw = hardware_from_dict(_with_row_curve([1, 4, 64], [0.3, 0.6, 0.9]))
+    roofline = Roofline(hw, ExecutionOptions.make(overhead="eager"))
+    spec, cost = llmsim.load_model("mixtral-8x7b"), CostOptions.make()
+    batch = np.array([1, 4, 16])  # a vector of batches: each keeps its own row scale
+    total = decode_totals(spec, roofline, cost, batch, 1000, 6)
+    by_step = [decode_totals(spec, roofline, cost, batch, 1000 + i, 1) for i in range(6)]
+    expected = sum(t.total("time_s") for t in by_step)
+    assert np.allclose(total.total("time_s"), expected, rtol=1e-9)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"rows": [1, 1], "fraction": [0.5, 0.5]}, "strictly increasing"),
+    ({"rows": [1, 2], "fraction": [0.5]}, "same length"),
+    ({"rows": [1, 2], "fraction": [0.5, 40.0]}, "plausible range"),
+    ({"rows": [1, 2], "fraction": ["a", 1.0]}, "lists of numbers"),
+    ({"rows": [1, 2], "fraction": [0.5, 1.0], "source": " "}, "empty source"),
+    ({"rows": [1, 2], "fraction": [0.5, 1.0], "unit": "x"}, "unknown key 'unit'"),
+])
+def test_row_curve_refusals_name_the_field(change: dict, message: str) -> None:
+    data = copy.deepcopy(TEST_GPU)
+    data["matmul_rows"] = {"bf16": {"source": "test", **change}}
+    with pytest.raises(llmsim.HardwareError, match=f"matmul_rows.bf16.*{message}"):
+        hardware_from_dict(data)
+    data["matmul_rows"] = {"fp64": {"rows": [1, 2], "fraction": [1, 1], "source": "test"}}
+    with pytest.raises(llmsim.HardwareError, match="matmul_rows.fp64: unknown precision; allowed: tf32"):
+        hardware_from_dict(data)

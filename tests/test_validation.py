@@ -51,6 +51,11 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
     # the file is the TOML schema of hardware/*.toml: {value, unit, source} per number
     data = tomllib.loads(path.read_text())
     assert set(data["memory"]["bandwidth_bytes_per_s"]) == {"value", "unit", "source"}
+    # thin-shape matmul efficiency per calibrated dtype, read back from the file as written
+    for precision in ("fp32", "bf16"):
+        curve = back.matmul_rows[precision]
+        assert curve == spec.matmul_rows[precision] and len(curve.rows) >= 4
+        assert all(0.01 <= f <= 4.0 for f in curve.fraction) and "F.linear" in curve.source
     # and it works in a simulation
     r = llmsim.simulate("gpt2", back, batch_size=1, prompt_len=32, gen_len=4, overhead="eager")
     assert r.ttft_s > 0 and r.tpot_s > 0

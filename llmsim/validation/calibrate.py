@@ -13,6 +13,12 @@ What is measured (every figure: warm-up, then the median of N timed repeats; the
   DRAM, is measured; FLOPs counted with llmsim's nominal per-element figures (SiLU 4, GELU 8, softmax 5,
   RMSNorm 4), so predictions use the rate in the same units. fp16 holds the bfloat16 rate when bfloat16
   is calibrated (llmsim reads the fp16 vector figure for both 16-bit types).
+- matmul_rows.<precision>: y = x[M, K] @ W^T with W[N, K] stored as nn.Linear stores it (the layout
+  changes which kernel runs: bfloat16 GEMV on a CPU is 2x slower with W[K, N]) for M = 1, 2, 4, ...
+  (K, N large, several copies of W cycled so that W comes from memory, not a cache, as the weights of
+  a decode step do): the fraction of
+  the roofline (max of 2MKN FLOPs at the measured matrix rate and the bytes of W, x and y at the measured
+  copy bandwidth) each row count reaches. Thin shapes (decode) fall well short of a square matmul.
 - memory.capacity_bytes: /proc/meminfo MemTotal (CPU) or torch.cuda.mem_get_info total (CUDA).
 - overhead.eager_dispatch_s: one tiny op (1-element add) in eager PyTorch, from a loop of many.
 - overhead.kernel_launch_s: CUDA only, a tiny op plus a synchronisation minus the synchronisation
@@ -105,7 +111,11 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         note = "" if key == "fp32" else f" (the {dtype} rate: llmsim reads the fp16 vector figure for bf16 and fp16)"
         vector[key] = q(m.value, "flop/s", source(m) + note)
     bandwidth = _bandwidth(torch, device, quick, repeats, warmup)
-    thin = _thin_matmul(torch, device, dtypes[0], quick, repeats, warmup)
+    row_curves = {
+        _PRECISION[dtype]: _matmul_rows(torch, device, dtype, matrix[_PRECISION[dtype]]["value"], bandwidth.value,
+                                        quick, repeats, warmup, stamp)
+        for dtype in dtypes
+    }
     capacity, capacity_source = _capacity(torch, device)
     op_cost = _dispatch(torch, device, quick)
     hf_cost = _hf_dispatch(torch, device, quick)
@@ -133,10 +143,7 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         "matrix_flops_per_s": matrix,
         "vector_flops_per_s": vector,
         "memory": {
-            # the thin-matmul rate is recorded for comparison, not applied as efficiency.matmul_memory: on
-            # the CPU validation grid it made decode predictions too slow (median error 38% -> 49%)
-            "bandwidth_bytes_per_s": q(bandwidth.value, "byte/s", source(bandwidth) + (
-                f". For comparison, a memory-bound matmul streams {thin.value / 1e9:.2f} GB/s: {thin.how}")),
+            "bandwidth_bytes_per_s": q(bandwidth.value, "byte/s", source(bandwidth)),
             "capacity_bytes": q(capacity, "byte", capacity_source),
         },
         "overhead": overhead,
@@ -145,6 +152,7 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
             "memory": q(1.0, "fraction", measured_note + " (bandwidth is a measured copy rate)"),
             "vector": q(1.0, "fraction", measured_note + " (vector_flops_per_s are measured element-wise rates)"),
         },
+        "matmul_rows": row_curves,
     }
     spec = hardware_from_dict(data, origin="calibrate")
     if out is not None:
@@ -201,19 +209,52 @@ def _bandwidth(torch: Any, device: str, quick: bool, repeats: int, warmup: int) 
     return _Measure(moved / median(times), how, times)
 
 
-def _thin_matmul(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warmup: int) -> _Measure:
-    """Bytes per second a memory-bound matmul (8 rows against a large weight, as in decode) streams."""
+def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, bandwidth_bytes_per_s: float,
+                 quick: bool, repeats: int, warmup: int, stamp: str) -> dict[str, Any]:
+    """The fraction of the roofline F.linear(x[M, K], W[N, K]) reaches at each row count M (a matmul_rows table).
+
+    roofline(M) = max(2*M*K*N / matrix rate, (K*N + M*K + M*N) * element bytes / copy bandwidth), with the
+    rates just measured; fraction(M) = roofline(M) / measured median time. Several copies of W are cycled
+    (chosen untimed before each call) so that W streams from memory as a decode step's weights do.
+    """
     tdtype = torch_dtype(dtype)
-    k = n = 4096 if quick else 8192  # weights of 32 MiB (quick, float16) up to 256 MiB: beyond the caches
-    rows = 8
-    weight = torch.randn(k, n, device=device, dtype=tdtype)
-    x = torch.randn(rows, k, device=device, dtype=tdtype)
+    if device == "cuda":
+        k, n, rows_list, pool_bytes = 8192, 8192, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), 2**30
+    elif quick:
+        k, n, rows_list, pool_bytes = 1024, 1024, (1, 4, 16, 64, 256), 2**25
+    else:  # a CPU: 4096 x 8192 (128 MiB in float32) and a 1 GiB pool, beyond large last-level caches
+        k, n, rows_list, pool_bytes = 4096, 8192, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), 2**30
+    gen = torch.Generator(device=device).manual_seed(7)
+    first = torch.randn(n, k, device=device, dtype=tdtype, generator=gen)  # nn.Linear's [out, in]
+    linear = torch.nn.functional.linear
+    size = first.element_size()
+    copies = max(2, -(-pool_bytes // (k * n * size)))
+    weights = [first] + [first.clone() for _ in range(copies - 1)]
+    turn = [0]
+
+    def next_weight() -> tuple[Any]:
+        turn[0] = (turn[0] + 1) % copies
+        return (weights[turn[0]],)
+
+    fractions, details, spreads = [], [], []
     with torch.inference_mode():
-        times = time_call(lambda: x @ weight, device, repeats, warmup)
-    size = weight.element_size()
-    moved = (k * n + rows * k + rows * n) * size
-    how = f"x[{rows}, {k}] @ W[{k}, {n}] in {dtype}, bytes of W, x and the output ({moved} bytes)"
-    return _Measure(moved / median(times), how, times)
+        for rows in rows_list:
+            x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
+            heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
+            times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 5) if heavy else repeats,
+                              1 if heavy else warmup, setup=next_weight)
+            roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
+                             bandwidth_bytes_per_s)
+            fractions.append(round(roofline_s / median(times), 4))
+            spreads.append(spread(times))
+            details.append(f"M={rows}: {median(times) * 1e3:.3g} ms")
+    weights.clear()  # free the pool before the next measurement
+    how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: F.linear(x[M, {k}], W[{n}, {k}]) "
+           f"in {dtype}, "
+           f"{copies} copies of W cycled ({copies * k * n * size / 2**20:.0f} MiB), fraction = max(2MKN / "
+           f"{peak_flops_per_s / 1e9:.1f} GFLOP/s, bytes of W, x and y / {bandwidth_bytes_per_s / 1e9:.2f} GB/s) / "
+           f"measured time ({', '.join(details)})")
+    return {"rows": list(rows_list), "fraction": fractions, "source": how}
 
 
 def _vector(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warmup: int) -> _Measure:
@@ -371,6 +412,11 @@ def hardware_toml(data: dict[str, Any]) -> str:
         for key, item in table.items():
             lines.append(f"{key:<{width}} = {{ value = {_toml_number(item['value'])}, unit = "
                          f"{_toml_string(item['unit'])}, source = {_toml_string(item['source'])} }}")
+    for precision, curve in data.get("matmul_rows", {}).items():
+        lines += ["", f"[matmul_rows.{precision}]",
+                  f"rows     = [{', '.join(_toml_number(r) for r in curve['rows'])}]",
+                  f"fraction = [{', '.join(_toml_number(f) for f in curve['fraction'])}]",
+                  f"source   = {_toml_string(curve['source'])}"]
     return "\n".join(lines) + "\n"
 
 
