@@ -250,5 +250,5 @@ def test_row_curve_refusals_name_the_field(change: dict, message: str) -> None:
     with pytest.raises(llmsim.HardwareError, match=f"matmul_rows.bf16.*{message}"):
         hardware_from_dict(data)
     data["matmul_rows"] = {"fp64": {"rows": [1, 2], "fraction": [1, 1], "source": "test"}}
-    with pytest.raises(llmsim.HardwareError, match="matmul_rows.fp64: unknown precision; allowed: tf32"):
+    with pytest.raises(llmsim.HardwareError, match=r"matmul_rows\.fp64: unknown precision; allowed: tf32"):
         hardware_from_dict(data)
