@@ -46,11 +46,35 @@ class RowCurve(BaseModel):
     def at(self, rows: Any) -> Any:
         """The fraction at `rows` (arrays broadcast): linear in log2(M) between the measured row counts,
         the end values beyond them."""
-        log_rows = np.log2(np.maximum(np.asarray(rows, dtype=float), 1.0))
-        return np.interp(log_rows, np.log2(self.rows), self.fraction)
+        return _log_interp(rows, self.rows, self.fraction)
 
 
-_ROW_FRACTION_RANGE = (0.01, 4.0)  # above 1: a shape that beats the calibrated roofline (e.g. a cached GEMV)
+class SizeCurve(BaseModel):
+    """Fraction of the (derated) bandwidth an element-wise kernel moving `bytes` bytes per run reaches:
+    above 1 where its tensors stay in a cache, below where fresh output pages cost extra (eager PyTorch
+    on a CPU allocates every output)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    bytes: tuple[float, ...]
+    fraction: tuple[float, ...]
+    source: str = Field(min_length=1)
+
+    def at(self, size_bytes: Any) -> Any:
+        return _log_interp(size_bytes, self.bytes, self.fraction)
+
+
+def _log_interp(x: Any, xs: tuple[float, ...], fs: tuple[float, ...]) -> Any:
+    """Linear in log2(x) between the points, the end values beyond them (x below 1 counts as 1)."""
+    log_x = np.log2(np.maximum(np.asarray(x, dtype=float), 1.0))
+    return np.interp(log_x, np.log2(xs), fs)
+
+
+_CURVE_FRACTION_RANGE = (0.01, 8.0)  # above 1: beats the calibrated roofline (e.g. data held in a cache)
+# curve sections: name -> (the key of its x values, its model, the precisions it may name)
+_CURVES: dict[str, tuple[str, type, tuple[str, ...]]] = {
+    "matmul_rows": ("rows", RowCurve, MATRIX_PRECISIONS),
+    "elementwise_bytes": ("bytes", SizeCurve, VECTOR_PRECISIONS),
+}
 
 # field -> (unit, plausible low, plausible high)
 _FIELDS: dict[str, dict[str, tuple[str, float, float]]] = {
@@ -110,6 +134,7 @@ class HardwareSpec(BaseModel):
     efficiency: dict[str, Quantity]
     price: dict[str, Quantity] = Field(default_factory=dict)
     matmul_rows: dict[str, RowCurve] = Field(default_factory=dict)
+    elementwise_bytes: dict[str, SizeCurve] = Field(default_factory=dict)
     path: str | None = None
 
     # ---- accessors ---------------------------------------------------------------------------------
@@ -148,6 +173,13 @@ class HardwareSpec(BaseModel):
         """Fraction of the roofline a matmul of `rows` rows reaches at `precision` (None: no curve)."""
         curve = self.matmul_rows.get(precision)
         return None if curve is None or rows is None else curve.at(rows)
+
+    def elementwise_bandwidth_fraction(self, precision: str, size_bytes: Any) -> Any | None:
+        """Fraction of the bandwidth an element-wise kernel moving size_bytes reaches (None: no curve);
+        16-bit types read the fp16 curve, as they read the fp16 vector rate."""
+        key = "fp16" if precision in ("fp16", "bf16") else "fp32"
+        curve = self.elementwise_bytes.get(key)
+        return None if curve is None or size_bytes is None else curve.at(size_bytes)
 
     def efficiency_of(self, unit: str) -> float:
         if unit in self.efficiency:
@@ -225,7 +257,7 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
     """Validate a hardware dict: sections, keys, units, plausibility. Errors name the field."""
     data = dict(data)
     data.pop("path", None)
-    allowed_top = {"name", "description", "device_type", "matmul_rows", *_FIELDS}
+    allowed_top = {"name", "description", "device_type", *_CURVES, *_FIELDS}
     for key in data:
         if key not in allowed_top:
             raise HardwareError(f"{origin}: unknown key {key!r}; allowed: {', '.join(sorted(allowed_top))}")
@@ -248,51 +280,52 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
                 raise HardwareError(f"{origin}: missing field {section}.{key}")
     if not sections["matrix_flops_per_s"] and "fp32" not in sections["vector_flops_per_s"]:
         raise HardwareError(f"{origin}: [matrix_flops_per_s] needs at least one precision")
-    curves = _row_curves(origin, data.get("matmul_rows", {}))
+    curves = {section: _curves(origin, section, data.get(section, {})) for section in _CURVES}
     return HardwareSpec(
         name=str(data["name"]),
         description=str(data.get("description", "")),
         device_type=data.get("device_type", "gpu"),
-        matmul_rows=curves,
+        **curves,
         **sections,
     )
 
 
-def _row_curves(origin: str, raw: Any) -> dict[str, RowCurve]:
-    """[matmul_rows.<precision>] tables: rows strictly increasing (>= 1), a fraction per row count."""
+def _curves(origin: str, section: str, raw: Any) -> dict[str, Any]:
+    """[<section>.<precision>] tables: x values strictly increasing (>= 1) and a fraction for each."""
+    x_key, model, precisions = _CURVES[section]
     if not isinstance(raw, dict):
-        raise HardwareError(f"{origin}: [matmul_rows] must be a table of precisions")
-    curves: dict[str, RowCurve] = {}
-    low, high = _ROW_FRACTION_RANGE
+        raise HardwareError(f"{origin}: [{section}] must be a table of precisions")
+    curves: dict[str, Any] = {}
+    low, high = _CURVE_FRACTION_RANGE
     for precision, table in raw.items():
-        where = f"{origin}: matmul_rows.{precision}"
-        if precision not in MATRIX_PRECISIONS:
-            raise HardwareError(f"{where}: unknown precision; allowed: {', '.join(MATRIX_PRECISIONS)}")
+        where = f"{origin}: {section}.{precision}"
+        if precision not in precisions:
+            raise HardwareError(f"{where}: unknown precision; allowed: {', '.join(precisions)}")
         if not isinstance(table, dict):
-            raise HardwareError(f"{where} must be a table {{ rows = [...], fraction = [...], source = ... }}")
-        extra = set(table) - {"rows", "fraction", "source"}
+            raise HardwareError(f"{where} must be a table {{ {x_key} = [...], fraction = [...], source = ... }}")
+        extra = set(table) - {x_key, "fraction", "source"}
         if extra:
-            raise HardwareError(f"{where}: unknown key {sorted(extra)[0]!r}; allowed: rows, fraction, source")
-        for part in ("rows", "fraction", "source"):
+            raise HardwareError(f"{where}: unknown key {sorted(extra)[0]!r}; allowed: {x_key}, fraction, source")
+        for part in (x_key, "fraction", "source"):
             if part not in table:
                 raise HardwareError(f"{where}: missing {part!r}")
-        rows, fraction = table["rows"], table["fraction"]
-        lists = isinstance(rows, (list, tuple)) and isinstance(fraction, (list, tuple))
-        numbers = [*rows, *fraction] if lists else None
+        xs, fraction = table[x_key], table["fraction"]
+        lists = isinstance(xs, (list, tuple)) and isinstance(fraction, (list, tuple))
+        numbers = [*xs, *fraction] if lists else None
         if numbers is None or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v != v for v in numbers):
-            raise HardwareError(f"{where}: rows and fraction must be lists of numbers")
-        if len(rows) < 2 or len(rows) != len(fraction):
-            raise HardwareError(f"{where}: rows and fraction need the same length, at least 2 "
-                                f"(got {len(rows)} and {len(fraction)})")
-        if rows[0] < 1 or any(b <= a for a, b in pairwise(rows)):
-            raise HardwareError(f"{where}: rows must be strictly increasing row counts >= 1 (got {list(rows)})")
+            raise HardwareError(f"{where}: {x_key} and fraction must be lists of numbers")
+        if len(xs) < 2 or len(xs) != len(fraction):
+            raise HardwareError(f"{where}: {x_key} and fraction need the same length, at least 2 "
+                                f"(got {len(xs)} and {len(fraction)})")
+        if xs[0] < 1 or any(b <= a for a, b in pairwise(xs)):
+            raise HardwareError(f"{where}: {x_key} must be strictly increasing, >= 1 (got {list(xs)})")
         bad = [f for f in fraction if not low <= f <= high]
         if bad:
             raise HardwareError(f"{where}: fraction {bad[0]:g} is outside the plausible range [{low:g}, {high:g}]")
         if not str(table["source"]).strip():
             raise HardwareError(f"{where}: empty source; every number needs one")
-        curves[precision] = RowCurve(rows=tuple(float(r) for r in rows), fraction=tuple(float(f) for f in fraction),
-                                     source=str(table["source"]))
+        curves[precision] = model(**{x_key: tuple(float(x) for x in xs)},
+                                  fraction=tuple(float(f) for f in fraction), source=str(table["source"]))
     return curves
 
 

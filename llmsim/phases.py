@@ -82,8 +82,11 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         slopes = [b - a for a, b in zip(q0, q1)]
         comm_s = 0.0  # collectives never depend on kv_len
         rows = _first(op0.matmul_rows)  # rows never depend on kv_len (decode: the batch)
-        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind, rows)
-        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind, rows)
+        # approximation: an element-wise op whose size grows with kv_len (a concatenated cache) keeps the
+        # bandwidth fraction of its first step's size, so that its time stays affine and sums exactly
+        size = q0[2]
+        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind, rows, size)
+        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind, rows, size)
         c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
         cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
         # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
@@ -131,8 +134,10 @@ def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: 
     scales = [roofline.row_scale(op.kind, op.precision, _first(op.matmul_rows) if pair_axis else op.matmul_rows)
               for op in ops]
     scale = np.stack([np.broadcast_to(np.asarray(v, dtype=float), shape) for v in scales])
-    cost = OpCost((stacked[0] / matmul_peak + stacked[1] / vector_peak) * scale, stacked[2] / bandwidth * scale,
-                  launches, stacked[3])  # type: ignore[arg-type]
+    sizes = [roofline.size_scale(op.kind, op.precision, stacked[2][row]) for row, op in enumerate(ops)]
+    size_scale = np.stack([np.broadcast_to(np.asarray(v, dtype=float), shape) for v in sizes])
+    cost = OpCost((stacked[0] / matmul_peak + stacked[1] / vector_peak) * scale,
+                  stacked[2] / bandwidth * scale * size_scale, launches, stacked[3])  # type: ignore[arg-type]
     counts = np.array([op.count for op in ops], dtype=float).reshape(lift) * steps
     for key, value in zip(PARTS + SUMS, (*_parts(roofline.time(cost)), *stacked[:3])):
         scaled = counts * value

@@ -4,7 +4,8 @@ Per run of an op:
     compute_s = matmul_flops / (matrix peak of its precision * matmul fraction)
               + vector_flops / (vector peak * vector fraction)
     memory_s  = (bytes_read + bytes_written) / (bandwidth * memory fraction)
-    (a matmul of M rows: both divided by the file's matmul_rows fraction at M, where it has one)
+    (a matmul of M rows: both divided by the file's matmul_rows fraction at M, where it has one; an
+    element-wise op's memory_s by the file's elementwise_bytes fraction at its bytes per run)
     kernel_s  = max(compute_s, memory_s)   (overlap="max", the roofline)
               | compute_s + memory_s       (overlap="sum", pessimistic)
     time_s    = kernel_s + launches * per-kernel cost      (overhead="graph")
@@ -32,6 +33,8 @@ EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")
 OVERLAP_POLICIES = ("max", "sum")
 BOUNDS = ("compute", "memory", "overhead", "communication")
+# op kinds whose memory traffic follows the hardware file's elementwise_bytes curve, where it has one
+ELEMENTWISE_KINDS = ("norm", "elementwise", "embedding", "routing", "cache")
 
 
 class ExecutionOptions(BaseModel):
@@ -118,15 +121,25 @@ class Roofline:
         fraction = self.hardware.matmul_row_fraction(precision, rows)
         return 1.0 if fraction is None else 1.0 / fraction
 
+    def size_scale(self, kind: str, precision: str, size_bytes: Any) -> Any:
+        """1 / the fraction of the bandwidth an element-wise kernel moving size_bytes per run reaches (the
+        hardware file's elementwise_bytes curve; 1.0 for matmuls and attention, without a curve, or at peak)."""
+        if kind not in ELEMENTWISE_KINDS or size_bytes is None or self.execution.efficiency == "peak":
+            return 1.0
+        fraction = self.hardware.elementwise_bandwidth_fraction(precision, size_bytes)
+        return 1.0 if fraction is None else 1.0 / fraction
+
     def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int,
-             comm_s: Any = 0.0, kind: str = "elementwise", rows: Any = None) -> OpCost:
-        """Compute and memory seconds; a matmul's both terms stretch by its row-count scale
-        (approximation: thin shapes slow the kernel, whichever term bounds it)."""
+             comm_s: Any = 0.0, kind: str = "elementwise", rows: Any = None, size_bytes: Any = None) -> OpCost:
+        """Compute and memory seconds. A matmul's both terms stretch by its row-count scale
+        (approximation: thin shapes slow the kernel, whichever term bounds it); an element-wise op's
+        memory term by the bandwidth fraction at its size (size_bytes, default bytes_moved)."""
         scale = self.row_scale(kind, precision, rows)
+        memory_scale = scale * self.size_scale(kind, precision, bytes_moved if size_bytes is None else size_bytes)
         compute_s = matmul_flops / self.matmul_flops_per_s(precision) + vector_flops / self.vector_flops_per_s(
             precision
         )
-        return OpCost(compute_s=compute_s * scale, memory_s=bytes_moved / self.bandwidth_for(kind) * scale,
+        return OpCost(compute_s=compute_s * scale, memory_s=bytes_moved / self.bandwidth_for(kind) * memory_scale,
                       launches=launches, comm_s=comm_s)
 
     def collective_s(self, kind: str | None, message_bytes: Any, group: int) -> Any:

@@ -252,3 +252,21 @@ def test_row_curve_refusals_name_the_field(change: dict, message: str) -> None:
     data["matmul_rows"] = {"fp64": {"rows": [1, 2], "fraction": [1, 1], "source": "test"}}
     with pytest.raises(llmsim.HardwareError, match=r"matmul_rows\.fp64: unknown precision; allowed: tf32"):
         hardware_from_dict(data)
+
+
+def test_size_curve_scales_elementwise_memory_by_bytes_moved() -> None:
+    data = copy.deepcopy(TEST_GPU)
+    # 2x the bandwidth below 1 MiB moved (a cache), half of it from 64 MiB on (fresh pages)
+    data["elementwise_bytes"] = {"fp16": {"bytes": [2**20, 2**26], "fraction": [2.0, 0.5], "source": "test"}}
+    roofline = Roofline(hardware_from_dict(data), ExecutionOptions.make(overhead="none"))
+    plain = Roofline(hardware_from_dict(TEST_GPU), ExecutionOptions.make(overhead="none"))
+    for size, fraction in ((2**10, 2.0), (2**23, 1.25), (2**30, 0.5)):  # 8 MiB: half way in log2 -> 1.25
+        scaled = roofline.cost(1e6, 0.0, size, "bf16", 1, kind="norm")
+        assert scaled.memory_s == pytest.approx(plain.cost(1e6, 0.0, size, "bf16", 1).memory_s / fraction)
+        assert scaled.compute_s == plain.cost(1e6, 0.0, size, "bf16", 1).compute_s  # compute untouched
+    # matmuls, attention and float32 (no fp32 curve here) keep the plain bandwidth
+    for kind, precision in (("matmul", "bf16"), ("attention", "bf16"), ("norm", "fp32")):
+        assert roofline.cost(0.0, 0.0, 2**30, precision, 1, kind=kind).memory_s == pytest.approx(
+            plain.cost(0.0, 0.0, 2**30, precision, 1, kind=kind).memory_s)
+    with pytest.raises(llmsim.HardwareError, match=r"elementwise_bytes\.bf16: unknown precision; allowed: fp32, fp16"):
+        hardware_from_dict({**data, "elementwise_bytes": {"bf16": data["elementwise_bytes"]["fp16"]}})

@@ -56,6 +56,9 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
         curve = back.matmul_rows[precision]
         assert curve == spec.matmul_rows[precision] and len(curve.rows) >= 4
         assert all(0.01 <= f <= 4.0 for f in curve.fraction) and "F.linear" in curve.source
+    # element-wise bandwidth by size: fp32 and the 16-bit rate (stored as fp16)
+    assert set(back.elementwise_bytes) == {"fp32", "fp16"} == set(spec.elementwise_bytes)
+    assert "fresh output" in back.elementwise_bytes["fp16"].source
     # and it works in a simulation
     r = llmsim.simulate("gpt2", back, batch_size=1, prompt_len=32, gen_len=4, overhead="eager")
     assert r.ttft_s > 0 and r.tpot_s > 0

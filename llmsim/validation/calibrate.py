@@ -19,6 +19,10 @@ What is measured (every figure: warm-up, then the median of N timed repeats; the
   a decode step do): the fraction of
   the roofline (max of 2MKN FLOPs at the measured matrix rate and the bytes of W, x and y at the measured
   copy bandwidth) each row count reaches. Thin shapes (decode) fall well short of a square matmul.
+- elementwise_bytes.<fp32|fp16>: torch.mul(a, b) into a fresh output, as eager PyTorch runs every
+  element-wise op, at tensor sizes from cache-resident to far beyond the caches: the fraction of the copy
+  bandwidth reached at each size (bytes moved per run = 2 reads + 1 write). On a CPU, small tensors
+  stay in the caches (fraction above 1) and large fresh outputs page-fault (well below 1).
 - memory.capacity_bytes: /proc/meminfo MemTotal (CPU) or torch.cuda.mem_get_info total (CUDA).
 - overhead.eager_dispatch_s: one tiny op (1-element add) in eager PyTorch, from a loop of many.
 - overhead.kernel_launch_s: CUDA only, a tiny op plus a synchronisation minus the synchronisation
@@ -116,6 +120,11 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
                                         quick, repeats, warmup, stamp)
         for dtype in dtypes
     }
+    size_curves = {
+        ("fp32" if dtype == "float32" else "fp16"): _elementwise_bytes(torch, device, dtype, bandwidth.value, quick,
+                                                                     repeats, warmup, stamp)
+        for dtype in vector_dtypes + sixteen[:1]
+    }
     capacity, capacity_source = _capacity(torch, device)
     op_cost = _dispatch(torch, device, quick)
     hf_cost = _hf_dispatch(torch, device, quick)
@@ -153,6 +162,7 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
             "vector": q(1.0, "fraction", measured_note + " (vector_flops_per_s are measured element-wise rates)"),
         },
         "matmul_rows": row_curves,
+        "elementwise_bytes": size_curves,
     }
     spec = hardware_from_dict(data, origin="calibrate")
     if out is not None:
@@ -255,6 +265,35 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
            f"{peak_flops_per_s / 1e9:.1f} GFLOP/s, bytes of W, x and y / {bandwidth_bytes_per_s / 1e9:.2f} GB/s) / "
            f"measured time ({', '.join(details)})")
     return {"rows": list(rows_list), "fraction": fractions, "source": how}
+
+
+def _elementwise_bytes(torch: Any, device: str, dtype: str, bandwidth_bytes_per_s: float, quick: bool,
+                       repeats: int, warmup: int, stamp: str) -> dict[str, Any]:
+    """Fraction of the copy bandwidth torch.mul(a, b) (a fresh output each call) reaches, by bytes moved."""
+    tdtype = torch_dtype(dtype)
+    if device == "cuda":
+        sizes_mib = (1, 4, 16, 64, 256, 1024)
+    else:
+        sizes_mib = (1, 16) if quick else (0.25, 1, 4, 16, 64, 256)
+    size = torch.empty((), dtype=tdtype).element_size()
+    moved, fractions, details, spreads = [], [], [], []
+    with torch.inference_mode():
+        for mib in sizes_mib:
+            n = int(mib * 2**20) // size
+            a = torch.ones(n, device=device, dtype=tdtype)
+            b = torch.ones(n, device=device, dtype=tdtype)
+            times = time_call(lambda a=a, b=b: torch.mul(a, b), device, repeats, warmup)
+            bytes_moved = 3 * n * size
+            rate = bytes_moved / median(times)
+            moved.append(bytes_moved)
+            fractions.append(round(rate / bandwidth_bytes_per_s, 4))
+            spreads.append(spread(times))
+            details.append(f"{mib:g} MiB: {rate / 1e9:.2f} GB/s")
+            del a, b
+    how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: torch.mul(a, b) of two {dtype} "
+           f"tensors into a fresh output, bytes moved per run (2 reads + 1 write) / median time / the copy bandwidth "
+           f"{bandwidth_bytes_per_s / 1e9:.2f} GB/s, at tensor sizes {', '.join(details)}")
+    return {"bytes": moved, "fraction": fractions, "source": how}
 
 
 def _vector(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warmup: int) -> _Measure:
@@ -412,11 +451,12 @@ def hardware_toml(data: dict[str, Any]) -> str:
         for key, item in table.items():
             lines.append(f"{key:<{width}} = {{ value = {_toml_number(item['value'])}, unit = "
                          f"{_toml_string(item['unit'])}, source = {_toml_string(item['source'])} }}")
-    for precision, curve in data.get("matmul_rows", {}).items():
-        lines += ["", f"[matmul_rows.{precision}]",
-                  f"rows     = [{', '.join(_toml_number(r) for r in curve['rows'])}]",
-                  f"fraction = [{', '.join(_toml_number(f) for f in curve['fraction'])}]",
-                  f"source   = {_toml_string(curve['source'])}"]
+    for section, x_key in (("matmul_rows", "rows"), ("elementwise_bytes", "bytes")):
+        for precision, curve in data.get(section, {}).items():
+            lines += ["", f"[{section}.{precision}]",
+                      f"{x_key:<8} = [{', '.join(_toml_number(r) for r in curve[x_key])}]",
+                      f"fraction = [{', '.join(_toml_number(f) for f in curve['fraction'])}]",
+                      f"source   = {_toml_string(curve['source'])}"]
     return "\n".join(lines) + "\n"
 
 
