@@ -14,7 +14,7 @@ _COST_OPTIONS = {
     "attention": ("math", "flash"),
     "logits": ("all", "last"),
     "mla": ("expand", "absorb"),
-    "fusion": ("none", "elementwise", "full"),
+    "fusion": ("none", "elementwise", "full", "eager"),
     "kv_cache": ("paged", "concat"),
 }
 _EXEC_OPTIONS = {

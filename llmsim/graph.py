@@ -23,6 +23,7 @@ from .ops import Op, formula
 from .symbolic import Expr, smin
 from .workload import PHASES, CostOptions, check_count
 
+_UNFUSED = ("none", "eager")  # fusion policies without the fused residual add + norm
 _VECTOR_FLOPS_PER_ELEMENT = {"silu": 4, "swish": 4, "gelu": 8, "gelu_new": 8, "gelu_pytorch_tanh": 8,
                              "gelu_fast": 8, "relu": 1, "swiglu_clamped": 6}
 
@@ -153,10 +154,14 @@ class _GraphBuilder:
 
     def norm(self, name: str, count: int, n: Expr, norms: int = 1, params_per_norm: int | None = None) -> None:
         params = params_per_norm if params_per_norm is not None else self.model.norm_params
+        if self.fusion == "eager" and self.model.norm != "layernorm":  # LayerNorm is one aten kernel
+            self.add(formula("eager_rmsnorm")(name, count, T=self.T, n=n, ab=self.ab, params_per_norm=params,
+                                              norms=norms))
+            return
         self.add(formula("norm")(name, count, T=self.T, n=n, ab=self.ab, kind=self.model.norm,
                                  params_per_norm=params, norms=norms))
 
-    def elementwise(self, name: str, count: int, elements: Expr, inputs: int, outputs: int, flops: int,
+    def elementwise(self, name: str, count: int, elements: Expr, inputs: float, outputs: float, flops: int,
                     **kw: Any) -> None:
         self.add(formula("elementwise")(name, count, elements=elements, inputs=inputs, outputs=outputs,
                                         flops_per_element=flops, ab=self.ab, **kw))
@@ -173,7 +178,7 @@ class _GraphBuilder:
         for group in model.layer_groups:
             prefix = f"layers.{group.tag}" if group.tag and len(model.layer_groups) > 1 else "layers"
             self.layer(prefix, group)
-        if self.fusion != "none" and not any(g.layer.parallel for g in model.layer_groups):
+        if self.fusion not in _UNFUSED and not any(g.layer.parallel for g in model.layer_groups):
             self._add_norm("final_add_norm", 1)  # the last layer's residual add, fused
         else:
             self.norm("final_norm", 1, self.h)
@@ -199,7 +204,7 @@ class _GraphBuilder:
         T, h = self.T, self.h
         # With fusion, each residual add runs inside the next norm's kernel (fused add + norm), as
         # serving engines do; parallel blocks (attention and MLP both read x) keep their adds.
-        fuse_add = self.fusion != "none" and not layer.parallel
+        fuse_add = self.fusion not in _UNFUSED and not layer.parallel
         if fuse_add:
             self._add_norm(f"{prefix}.input_add_norm", n)  # x += previous mlp out; norm(x)
         else:
@@ -277,7 +282,11 @@ class _GraphBuilder:
             self.linear(f"{prefix}.v_proj", n, T, h, kvh * dv, bias=attn.qkv_bias)
         if attn.qk_norm:
             self.norm(f"{prefix}.qk_norm", n, (H + kvh) * d, params_per_norm=2 * attn.head_dim)
-        if attn.rotary_dim:
+        if attn.rotary_dim and self.fusion == "eager":
+            # x * cos + rotate_half(x) * sin per PyTorch op, for q and for k: neg (of half) a/2 read, a/2
+            # written; cat a, a; x * cos a, a; * sin a, a; add 2a, a: 5.5a read, 4.5a written, 5 kernels each
+            self.elementwise(f"{prefix}.rotary", n, T * (H + kvh) * d, 5.5, 4.5, 3, launches=10)
+        elif attn.rotary_dim:
             self.elementwise(f"{prefix}.rotary", n, T * (H + kvh) * d, 1, 1, 3)
         self.add(formula("kv_append")(f"{prefix}.kv_append", n, B=self.B, Snew=self.S,
                                       values=kvh * (d + dv), kvb=self.kvb, ab=self.ab, cached=self._cached(attn)))
@@ -298,9 +307,14 @@ class _GraphBuilder:
                 kvb=self.kvb, kv_values=kv_values, params=params, precision=self.precision, kv_window=window,
             ))
             return
+        eager = self.fusion == "eager"
+        if eager and kvh.value < H.value:  # transformers' repeat_kv: K and V copied out to every head
+            self.add(formula("repeat_kv")(f"{prefix}.repeat_kv", n, B=self.B, H=H, kvh=kvh, Skv=keys,
+                                          kv_values=kv_values, kvb=self.kvb, kv_window=window))
         self.add(formula("attention_scores")(f"{prefix}.scores", n, **common, d=d, kvh=kvh, ab=self.ab,
                                              kvb=self.kvb, precision=self.precision, kv_window=window))
-        self.add(formula("softmax")(f"{prefix}.softmax", n, **common, ab=self.ab, params=params, kv_window=window))
+        self.add(formula("softmax")(f"{prefix}.softmax", n, **common, ab=self.ab, params=params, kv_window=window,
+                                    eager=eager))
         self.add(formula("attention_context")(f"{prefix}.context", n, **common, dv=dv, kvh=kvh, ab=self.ab,
                                               kvb=self.kvb, precision=self.precision, kv_window=window))
 
@@ -359,7 +373,9 @@ class _GraphBuilder:
     # ---- MLP and MoE ---------------------------------------------------------------------------------
     def _activation_op(self, name: str, n: int, mlp: MLPSpec, tokens: Expr, I: Expr) -> None:
         per_element = _VECTOR_FLOPS_PER_ELEMENT.get(mlp.activation, 8)
-        if mlp.gated:  # act(gate) * up: reads gate and up, writes one
+        if mlp.gated and self.fusion == "eager":  # act(gate): a read, a written; * up: 2a read, a written
+            self.elementwise(name, n, tokens * I, 3, 2, per_element + 1, launches=2)
+        elif mlp.gated:  # act(gate) * up: reads gate and up, writes one
             self.elementwise(name, n, tokens * I, 2, 1, per_element + 1)
         else:
             self.elementwise(name, n, tokens * I, 1, 1, per_element)

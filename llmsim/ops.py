@@ -215,14 +215,39 @@ def attention_scores(name: str, count: int, *, B: Expr, H: Expr, Sq: Expr, Skv: 
 
 @register("softmax")
 def softmax(name: str, count: int, *, B: Expr, H: Expr, Sq: Expr, Skv: Expr, ab: Expr, params: int = 0,
-            kv_window: int | None = None) -> Op:
-    """probs[B, H, Sq, Skv] = softmax(scores) over the last axis (reads and writes the scores)."""
+            kv_window: int | None = None, eager: bool = False) -> Op:
+    """probs[B, H, Sq, Skv] = softmax(scores) over the last axis (reads and writes the scores).
+
+    eager=True: as transformers' eager attention runs it, one kernel per PyTorch op on the scores:
+    scale (a read, a written), + mask (a, a), softmax into float32 (a, 4), .to(dtype) (4, a; none when
+    a = 4), with a the activation bytes per element.
+    """
+    scores = B * H * Sq * Skv
+    read, written, launches = scores * ab, scores * ab, 1
+    if eager:
+        cast = float(value_scalar(ab)) != 4.0
+        read = scores * (3 * ab + (4 if cast else 0))
+        written = scores * (2 * ab + 4 + (ab if cast else 0))
+        launches = 4 if cast else 3
     return _op(
         name, "attention", count,
-        vector_flops=5 * B * H * Sq * Skv,
-        bytes_read=B * H * Sq * Skv * ab,
-        bytes_written=B * H * Sq * Skv * ab,
-        param_count=params, param_bytes=params * float(value_scalar(ab)), kv_window=kv_window,
+        vector_flops=5 * scores,
+        bytes_read=read,
+        bytes_written=written,
+        param_count=params, param_bytes=params * float(value_scalar(ab)), kv_window=kv_window, launches=launches,
+    )
+
+
+@register("repeat_kv")
+def repeat_kv(name: str, count: int, *, B: Expr, H: Expr, kvh: Expr, Skv: Expr, kv_values: Expr, kvb: Expr,
+              kv_window: int | None = None) -> Op:
+    """K, V [B, kvh, Skv, d] -> [B, H, Skv, d] copies (transformers' eager attention with GQA/MQA):
+    two kernels reading the cached K and V and writing them once per query head."""
+    return _op(
+        name, "cache", count,
+        bytes_read=B * kvh * Skv * kv_values * kvb,
+        bytes_written=B * H * Skv * kv_values * kvb,
+        kv_window=kv_window, launches=2,
     )
 
 
@@ -273,15 +298,38 @@ def norm(name: str, count: int, *, T: Expr, n: Expr, ab: Expr, kind: str, params
 
 
 @register("elementwise")
-def elementwise(name: str, count: int, *, elements: Expr, inputs: int, outputs: int, flops_per_element: int,
-                ab: Expr, kind: str = "elementwise", params: int = 0, kv_window: int | None = None) -> Op:
-    """out[elements] = f(in_1[elements], ..., in_inputs[elements]); `outputs` tensors written."""
+def elementwise(name: str, count: int, *, elements: Expr, inputs: float, outputs: float, flops_per_element: int,
+                ab: Expr, kind: str = "elementwise", params: int = 0, kv_window: int | None = None,
+                launches: int = 1) -> Op:
+    """out[elements] = f(in_1[elements], ..., in_inputs[elements]); `outputs` tensors written (over all
+    `launches` kernels when one op stands for a sequence of them)."""
     return _op(
         name, kind, count,
         vector_flops=flops_per_element * elements,
         bytes_read=inputs * elements * ab,
         bytes_written=outputs * elements * ab,
-        param_count=params, param_bytes=params * float(value_scalar(ab)), kv_window=kv_window,
+        param_count=params, param_bytes=params * float(value_scalar(ab)), kv_window=kv_window, launches=launches,
+    )
+
+
+@register("eager_rmsnorm")
+def eager_rmsnorm(name: str, count: int, *, T: Expr, n: Expr, ab: Expr, params_per_norm: int, norms: int = 1) -> Op:
+    """y[T, n] = w * (x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).to(dtype), as transformers'
+    eager RMSNorm runs it: one kernel per PyTorch op, float32 intermediates. Bytes read / written per
+    element, with a the activation bytes (the two casts only when a != 4):
+        to(float32) a / 4 | pow 4 / 4 | mean 4 / - | x * rsqrt 4 / 4 | to(dtype) 4 / a | w * x a / a
+    (the eps add and rsqrt run on [T, 1]: launches only).
+    approximation: Gemma's (1 + w) variant, which multiplies in float32 before one cast, counts the same.
+    """
+    cast = float(value_scalar(ab)) != 4.0
+    elements = T * n
+    return _op(
+        name, "norm", count,
+        vector_flops=4 * elements,
+        bytes_read=elements * (12 + ab + (ab + 4 if cast else 0)),
+        bytes_written=elements * (8 + ab + (4 + ab if cast else 0)),
+        param_count=params_per_norm * norms, param_bytes=params_per_norm * norms * float(value_scalar(ab)),
+        launches=8 if cast else 6,
     )
 
 

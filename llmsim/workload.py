@@ -13,7 +13,7 @@ from .errors import OptionError, check_choice
 ATTENTION_KERNELS = ("math", "flash")
 LOGITS_MODES = ("all", "last")
 MLA_MODES = ("expand", "absorb")
-FUSION_POLICIES = ("none", "elementwise", "full")
+FUSION_POLICIES = ("none", "elementwise", "full", "eager")
 KV_CACHE_MODES = ("paged", "concat")
 PHASES = ("prefill", "decode")
 
@@ -30,7 +30,10 @@ class CostOptions(BaseModel):
       runs it. Prefill is the same in both (expanded).
     - fusion="elementwise": the residual add is fused into the next norm (vLLM's fused add+RMSNorm).
       "none": every elementwise op is its own kernel (eager PyTorch). "full": all elementwise work is
-      fused into matmul prologues and epilogues (no memory traffic, no launches of its own).
+      fused into matmul prologues and epilogues (no memory traffic, no launches of its own). "eager":
+      as transformers' eager model code runs on plain PyTorch, one kernel per PyTorch op: RMSNorm as
+      its float32 op sequence, the gated activation as act then multiply, rotary as its five ops,
+      and with attention="math" the scale/mask/float32-softmax/cast sequence and repeat_kv's copies.
     - kv_cache="paged": the new token's K and V are written in place (serving engines, static caches).
       "concat": transformers' DynamicCache, which concatenates the whole cache with the new token
       every step, so each step also reads and rewrites every cached token.

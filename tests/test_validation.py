@@ -122,11 +122,11 @@ def test_prediction_is_for_the_same_config_as_the_run() -> None:
     assert data["num_hidden_layers"] == 2 and data["layer_types"] == ["sliding_attention"] * 2
     predicted = predict_case(data, HW, "prefill", 2, 16, "float32", "eager")
     sim = llmsim.simulate(data, HW, batch_size=2, prompt_len=16, gen_len=1, overhead="eager",
-                          attention="flash", logits="all", mla="expand", fusion="none")
+                          attention="flash", logits="all", mla="expand", fusion="eager", kv_cache="concat")
     assert predicted["time_s"] == pytest.approx(sim.ttft_s, rel=1e-12)
     decode = predict_case(data, HW, "decode", 2, 16, "float32", "eager")
     sim = llmsim.simulate(data, HW, batch_size=2, prompt_len=16, gen_len=2, overhead="eager",
-                          attention="flash", logits="all", mla="expand", fusion="none", kv_cache="concat")
+                          attention="flash", logits="all", mla="expand", fusion="eager", kv_cache="concat")
     assert decode["time_s"] == pytest.approx(sim.tpot_s, rel=1e-12)
 
 

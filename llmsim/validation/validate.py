@@ -7,8 +7,8 @@ which skips fully masked causal blocks), "math" when it falls back to its math k
 and value head dims differ) or transformers runs its eager attention (gpt-oss: sinks); the kernel is
 seen in a short profiled forward of the built model, not assumed,
 logits="all" (a plain forward computes every position's logits), mla="expand" (transformers caches
-the MLA latent and re-expands it every step), fusion="none" (every op its own kernel), and weight,
-activation and KV dtypes equal to the run dtype.
+the MLA latent and re-expands it every step), fusion="eager" (every PyTorch op its own kernel, as
+transformers runs them), kv_cache="concat", and weight, activation and KV dtypes equal to the run dtype.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from .report import OP_CLASSES, ValidationReport, ValidationRow, append_result, 
 
 _KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
                "cache": "elementwise", "embedding": "elementwise", "routing": "elementwise", "communication": "other"}
-COST_OPTIONS = {"attention": "flash", "logits": "all", "mla": "expand", "fusion": "none", "kv_cache": "concat"}
+COST_OPTIONS = {"attention": "flash", "logits": "all", "mla": "expand", "fusion": "eager", "kv_cache": "concat"}
 
 
 def predict_case(data: dict[str, Any], hardware: HardwareSpec, phase: str, batch_size: int, length: int,
