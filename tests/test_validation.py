@@ -284,3 +284,24 @@ def test_the_attention_kernel_is_the_one_that_runs() -> None:
         model = hf_model_module.build_model(prepare_config(TINY_CONFIGS[name], "float32", None), "float32", "cpu")
         kernels[name] = hf_model_module.attention_kernel(model)
     assert kernels == {"llama-gqa": "flash", "deepseek_v3": "math", "gpt_oss": "math"}
+
+
+def test_eager_fusion_counts_the_kernels_transformers_runs() -> None:
+    """fusion='eager' stands for transformers' eager op sequences: rotary's kernels are those the
+    profiler sees in apply_rotary_pos_emb; RMSNorm's bytes are its float32 op sequence."""
+    import torch
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    from llmsim.validation.hf_model import aten_op_names
+
+    q, k = torch.randn(1, 4, 8, 16), torch.randn(1, 2, 8, 16)
+    cos, sin = torch.randn(1, 8, 16), torch.randn(1, 8, 16)
+    names = aten_op_names(lambda: apply_rotary_pos_emb(q, k, cos, sin))
+    kernels = sum(names.get(f"aten::{op}", 0) for op in ("mul", "neg", "cat", "add"))  # views launch nothing
+    ops = llmsim.build_ops("llama-3.2-1b", "prefill", 1, seq_len=8, fusion="eager")
+    rotary = next(op for op in ops if op.name.endswith("rotary"))
+    assert rotary.launches == kernels == 10
+    norm = next(op for op in ops if op.name.endswith("input_norm"))
+    # bfloat16 (a = 2): read to-float32 2 + pow 4 + mean 4 + mul 4 + to-bf16 4 + weight-mul 2 = 20 bytes,
+    # written 4 + 4 + 4 + 2 + 2 = 16 bytes per element of x[8, 2048]
+    assert norm.bytes_read == 8 * 2048 * 20 and norm.bytes_written == 8 * 2048 * 16
