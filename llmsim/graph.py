@@ -12,6 +12,8 @@ wb, ab, kvb bytes per weight, activation and cache element.
 
 from __future__ import annotations
 
+from dataclasses import fields
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,7 @@ from .dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes
 from .errors import OptionError, check_choice
 from .model import AttentionSpec, LayerGroup, MLPSpec, ModelSpec, MoESpec
 from .ops import Op, formula
-from .symbolic import Expr, smin
+from .symbolic import Expr, FormulaProgram, NotReplayableError, smin
 from .workload import PHASES, CostOptions, check_count
 
 _VECTOR_FLOPS_PER_ELEMENT = {"silu": 4, "swish": 4, "gelu": 8, "gelu_new": 8, "gelu_pytorch_tanh": 8,
@@ -62,7 +64,7 @@ def build_ops(
             raise OptionError("phase='decode' needs kv_len (tokens already in the cache)")
         S, L = 1, check_count("kv_len", kv_len, 0)
         _check_context(model, "kv_len + 1", np.asarray(L) + 1)
-    return _GraphBuilder(model, phase, B, S, L, options).build()
+    return build_ops_unchecked(model, phase, B, S, L, options)
 
 
 def _check_context(model: ModelSpec, field: str, tokens: Any) -> None:
@@ -422,4 +424,85 @@ class _GraphBuilder:
 def build_ops_unchecked(model: ModelSpec, phase: str, batch_size: Any, seq_len: Any, kv_len: Any,
                         options: CostOptions) -> list[Op]:
     """build_ops for callers that validated the workload already (simulate, sweeps)."""
-    return _GraphBuilder(model, phase, batch_size, seq_len if phase == "prefill" else 1, kv_len, options).build()
+    S = seq_len if phase == "prefill" else 1
+    template = _template(model, phase, options)
+    if template is None:
+        return _GraphBuilder(model, phase, batch_size, S, kv_len, options).build()
+    return template.ops_at(batch_size, S, kv_len)
+
+
+# ---- graph templates: the graph of a model, phase and options, rebuilt for any workload ----------------
+class _GraphTemplate:
+    """The ops of one (model, phase, options), built once with their formulas recorded, so the ops of
+    any workload come from replaying the formulas with its B, S and L (see FormulaProgram) instead of
+    running the builder again. Which ops exist, their names, counts and parameters depend only on the
+    model, phase and options; only the formula values depend on the workload."""
+
+    def __init__(self, model: ModelSpec, phase: str, options: CostOptions) -> None:
+        builder = _GraphBuilder(model, phase, 1, 1, 0, options)
+        ops = builder.build()
+        # per op: its Op fields before and after `formulas` (positional: faster than keywords), and the
+        # names of its formulas
+        names = [f.name for f in fields(Op)]
+        at = names.index("formulas")
+        self._ops = [(tuple(getattr(op, n) for n in names[:at]), tuple(getattr(op, n) for n in names[at + 1:]),
+                      tuple(op.formulas)) for op in ops]
+        exprs = [expr for op in ops for expr in op.formulas.values()]
+        self._program = FormulaProgram(exprs, [builder.B, builder.S, builder.L])
+
+    def ops_at(self, B: Any, S: Any, L: Any) -> list[Op]:
+        exprs = iter(self._program.replay((B, S, L)))
+        # zip stops at the end of `quantities` without taking more from `exprs`: each op takes its own
+        return [Op(*before, dict(zip(quantities, exprs)), *after) for before, after, quantities in self._ops]
+
+
+# workloads at which a new template must reproduce a fresh build exactly before it is used: scalars
+# (values and formula texts compared) and broadcasting arrays of both dtypes (values compared)
+_CHECK_WORKLOADS = (
+    (3, 5, 7),
+    (np.array([[2], [9]]), np.array([1, 4, 33]), np.array([6.0, 100.0, 4096.0])),
+)
+
+
+@lru_cache(maxsize=256)
+def _template(model: ModelSpec, phase: str, options: CostOptions) -> _GraphTemplate | None:
+    """The graph template of (model, phase, options), or None where the builder must run each time.
+
+    Cached: a template depends only on these three, all frozen (hashable) pydantic models or strings.
+    None when a formula holds a value its tree cannot recompute (MoE experts touched, an scall), or
+    when replaying does not reproduce a fresh build (every Op field; values with their types, dtypes
+    and shapes; formula texts) at the check workloads, e.g. if a formula computed something outside
+    its Exprs.
+    """
+    with np.errstate(all="ignore"):  # internal builds at made-up workloads: no warnings of their own
+        try:
+            template = _GraphTemplate(model, phase, options)
+        except NotReplayableError:
+            return None
+        for i, (B, S, L) in enumerate(_CHECK_WORKLOADS):
+            built = _GraphBuilder(model, phase, B, S, L, options).build()
+            if not _same_ops(template.ops_at(B, S, L), built, texts=i == 0):
+                return None
+    return template
+
+
+def _same_ops(replayed: list[Op], built: list[Op], texts: bool) -> bool:
+    if len(replayed) != len(built):
+        return False
+    for a, b in zip(replayed, built):
+        if any(getattr(a, f.name) != getattr(b, f.name) for f in fields(a) if f.name != "formulas"):
+            return False
+        if list(a.formulas) != list(b.formulas):
+            return False
+        for x, y in zip(a.formulas.values(), b.formulas.values()):
+            if not _same_value(x.value, y.value):
+                return False
+            if texts and (x.symbolic() != y.symbolic() or x.substituted() != y.substituted()):
+                return False
+    return True
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    if type(x) is not type(y) or np.shape(x) != np.shape(y) or np.asarray(x).dtype != np.asarray(y).dtype:
+        return False
+    return bool(np.array_equal(x, y, equal_nan=True))
