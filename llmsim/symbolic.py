@@ -105,7 +105,7 @@ def value_of(x: Any) -> Any:
 
 
 class NotReplayableError(Exception):
-    """A formula holds a value its tree cannot recompute (an `scall`), so it cannot be replayed."""
+    """A formula holds a value its tree cannot recompute, so it cannot be replayed."""
 
 
 class FormulaProgram:
@@ -118,7 +118,8 @@ class FormulaProgram:
     formula still renders (`symbolic`, `substituted`) as before, with the new values substituted.
     Replaying is cheaper than rebuilding: the formulas become one list of steps, a subformula that
     several formulas share is computed once, and steps that involve no variable are computed here,
-    once. Raises NotReplayableError when a formula holds an `scall` value.
+    once. Raises NotReplayableError when a formula holds a value its tree cannot recompute (an
+    `scall`, or an already replayed formula).
     """
 
     def __init__(self, exprs: list[Expr], variables: list[Expr]) -> None:
@@ -129,8 +130,9 @@ class FormulaProgram:
         self._done: dict[int, tuple[int, tuple]] = {}  # id(node) -> (register, template node)
         self._same_step: dict[tuple[Any, int, int], int] = {}  # (fn, a, b) -> its register
         self._same_number: dict[tuple[type, str], int] = {}  # (type, repr) of an int or float -> its register
-        self._nodes: list[tuple] = []  # keeps the compiled nodes alive, so their ids stay unique
-        self._outputs: list[tuple[Expr, int, tuple]] = []  # per Expr: (itself, register, template node)
+        # per Expr: (itself, register, template node); holding the Exprs keeps every node compiled alive,
+        # so the node ids in _done stay unique
+        self._outputs: list[tuple[Expr, int, tuple]] = []
         for expr in exprs:
             register, template = self._compile(expr._node)
             self._outputs.append((expr, register, template))
@@ -164,7 +166,6 @@ class FormulaProgram:
             done = self._step(fn, a, b), template
         else:
             raise NotReplayableError(f"{kind} node {node[1]!r} cannot be recomputed from its arguments")
-        self._nodes.append(node)
         self._done[id(node)] = done
         return done
 
