@@ -172,7 +172,10 @@ def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: 
     B = check_count("batch_size", batch_size, 1)
     P = check_count("prompt_len", prompt_len, 1)
     G = check_count("gen_len", gen_len, 1)
-    longest = int(np.max(np.asarray(P) + np.asarray(G) - 1))
+    if isinstance(P, int) and isinstance(G, int):  # one workload: plain ints, no numpy needed
+        longest = P + G - 1
+    else:
+        longest = int(np.max(np.asarray(P) + np.asarray(G) - 1))
     if longest > model.max_position_embeddings:
         raise OptionError(
             f"prompt_len + gen_len - 1 = {longest} exceeds the model's context of "
