@@ -12,6 +12,7 @@ wb, ab, kvb bytes per weight, activation and cache element.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import fields
 from functools import lru_cache
 from typing import Any
@@ -97,6 +98,9 @@ class _GraphBuilder:
         self.tp = Expr.sym("tp", self.tp_degree)
         self._check_split(model)
         self.ops: list[Op] = []
+        # ops whose formula computes a value outside its Exprs (experts touched): index in self.ops ->
+        # (formula name, op name, count, keyword arguments), so a graph template can call it again
+        self.calls: dict[int, tuple[str, str, int, dict[str, Any]]] = {}
 
     # ---- tensor parallelism --------------------------------------------------------------------------
     def _check_split(self, model: ModelSpec) -> None:
@@ -157,6 +161,11 @@ class _GraphBuilder:
         params = params_per_norm if params_per_norm is not None else self.model.norm_params
         self.add(formula("norm")(name, count, T=self.T, n=n, ab=self.ab, kind=self.model.norm,
                                  params_per_norm=params, norms=norms))
+
+    def expert_linear(self, name: str, count: int, **kw: Any) -> None:
+        """An experts' matmul (formula "expert_linear"), its call recorded in self.calls."""
+        self.calls[len(self.ops)] = ("expert_linear", name, count, kw)
+        self.add(formula("expert_linear")(name, count, **kw))
 
     def elementwise(self, name: str, count: int, elements: Expr, inputs: int, outputs: int, flops: int,
                     **kw: Any) -> None:
@@ -402,12 +411,12 @@ class _GraphBuilder:
             tokens, experts, I = T, E, self._split(Expr.sym("I", expert.intermediate_size))
         kw = dict(T=tokens, k=k, E=experts, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision)
         if expert.fused_gate_up:
-            self.add(formula("expert_linear")(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw))
+            self.expert_linear(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw)
         else:
-            self.add(formula("expert_linear")(f"{prefix}.experts.gate_proj", n, K=h, N=I, **kw))
-            self.add(formula("expert_linear")(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw))
+            self.expert_linear(f"{prefix}.experts.gate_proj", n, K=h, N=I, **kw)
+            self.expert_linear(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw)
         self._activation_op(f"{prefix}.experts.act", n, expert, tokens * k, I)
-        self.add(formula("expert_linear")(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw))
+        self.expert_linear(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw)
         # out[T, h] = sum over k of weight * expert_out[T, k, h]
         self.elementwise(f"{prefix}.experts.combine", n, tokens * k * h, 1, 0, 2)
         if ep > 1:
@@ -436,24 +445,55 @@ class _GraphTemplate:
     """The ops of one (model, phase, options), built once with their formulas recorded, so the ops of
     any workload come from replaying the formulas with its B, S and L (see FormulaProgram) instead of
     running the builder again. Which ops exist, their names, counts and parameters depend only on the
-    model, phase and options; only the formula values depend on the workload."""
+    model, phase and options; only the formula values depend on the workload. An op whose formula
+    computes a value outside its Exprs (the builder's recorded calls) is made by calling its formula
+    again, with its Expr arguments replayed."""
 
     def __init__(self, model: ModelSpec, phase: str, options: CostOptions) -> None:
         builder = _GraphBuilder(model, phase, 1, 1, 0, options)
         ops = builder.build()
-        # per op: its Op fields before and after `formulas` (positional: faster than keywords), and the
-        # names of its formulas
         names = [f.name for f in fields(Op)]
         at = names.index("formulas")
-        self._ops = [(tuple(getattr(op, n) for n in names[:at]), tuple(getattr(op, n) for n in names[at + 1:]),
-                      tuple(op.formulas)) for op in ops]
-        exprs = [expr for op in ops for expr in op.formulas.values()]
+        self._recipes: list[_Replayed | _Called] = []
+        exprs: list[Expr] = []  # what the program replays: each recipe's Exprs, in order
+        for index, op in enumerate(ops):
+            if index in builder.calls:
+                kind, name, count, kwargs = builder.calls[index]
+                args = tuple(key for key, value in kwargs.items() if isinstance(value, Expr))
+                fixed = {key: value for key, value in kwargs.items() if key not in args}
+                self._recipes.append(_Called(formula(kind), name, count, args, fixed))
+                exprs.extend(kwargs[key] for key in args)
+            else:  # Op fields before and after `formulas` (positional: faster than keywords)
+                before, after = (tuple(getattr(op, n) for n in part) for part in (names[:at], names[at + 1:]))
+                self._recipes.append(_Replayed(before, after, tuple(op.formulas)))
+                exprs.extend(op.formulas.values())
         self._program = FormulaProgram(exprs, [builder.B, builder.S, builder.L])
 
     def ops_at(self, B: Any, S: Any, L: Any) -> list[Op]:
         exprs = iter(self._program.replay((B, S, L)))
-        # zip stops at the end of `quantities` without taking more from `exprs`: each op takes its own
-        return [Op(*before, dict(zip(quantities, exprs)), *after) for before, after, quantities in self._ops]
+        return [recipe.op(exprs) for recipe in self._recipes]
+
+
+class _Replayed:
+    """An op whose formulas are replayed: the Op with new formula values, all else as built."""
+
+    def __init__(self, before: tuple, after: tuple, quantities: tuple[str, ...]) -> None:
+        self.before, self.after, self.quantities = before, after, quantities
+
+    def op(self, exprs: Iterator[Expr]) -> Op:
+        # zip stops at the end of `quantities` without taking more from `exprs`: the op takes its own
+        return Op(*self.before, dict(zip(self.quantities, exprs)), *self.after)
+
+
+class _Called:
+    """An op made by calling its formula again, with its Expr arguments replayed."""
+
+    def __init__(self, make: Callable[..., Op], name: str, count: int, args: tuple[str, ...],
+                 fixed: dict[str, Any]) -> None:
+        self.make, self.name, self.count, self.args, self.fixed = make, name, count, args, fixed
+
+    def op(self, exprs: Iterator[Expr]) -> Op:
+        return self.make(self.name, self.count, **dict(zip(self.args, exprs)), **self.fixed)
 
 
 # workloads at which a new template must reproduce a fresh build exactly before it is used: scalars
@@ -469,8 +509,8 @@ def _template(model: ModelSpec, phase: str, options: CostOptions) -> _GraphTempl
     """The graph template of (model, phase, options), or None where the builder must run each time.
 
     Cached: a template depends only on these three, all frozen (hashable) pydantic models or strings.
-    None when a formula holds a value its tree cannot recompute (MoE experts touched, an scall), or
-    when replaying does not reproduce a fresh build (every Op field; values with their types, dtypes
+    None when a formula holds a value its tree cannot recompute (an scall) outside the builder's
+    recorded calls, or when replaying does not reproduce a fresh build (every Op field; values with their types, dtypes
     and shapes; formula texts) at the check workloads, e.g. if a formula computed something outside
     its Exprs.
     """
