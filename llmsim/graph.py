@@ -510,9 +510,9 @@ def _template(model: ModelSpec, phase: str, options: CostOptions) -> _GraphTempl
 
     Cached: a template depends only on these three, all frozen (hashable) pydantic models or strings.
     None when a formula holds a value its tree cannot recompute (an scall) outside the builder's
-    recorded calls, or when replaying does not reproduce a fresh build (every Op field; values with their types, dtypes
-    and shapes; formula texts) at the check workloads, e.g. if a formula computed something outside
-    its Exprs.
+    recorded calls, or when replaying does not reproduce a fresh build (every Op field; values with
+    their types, dtypes and shapes; formula texts) at the check workloads, e.g. if a formula computed
+    something outside its Exprs.
     """
     with np.errstate(all="ignore"):  # internal builds at made-up workloads: no warnings of their own
         try:
