@@ -1,5 +1,6 @@
-"""Speed of the simulator itself (not a timed test): one simulate() of a full generation, and a
-million-point sweep. Run: python benchmarks/bench_simulate.py"""
+"""Speed of the simulator itself (not a timed test): one simulate() of a full generation (the same
+workload repeated, then different workloads, then an MoE model), and a million-point sweep.
+Run: python benchmarks/bench_simulate.py"""
 
 from __future__ import annotations
 
@@ -28,6 +29,16 @@ def main() -> None:
     print(f"{platform.processor() or platform.machine()}, python {platform.python_version()}")
     print(f"simulate(llama-3.1-70b, h100-sxm, B=16, prompt 2048, 1024 generated): median {one * 1e3:.3f} ms"
           f" (target < 1 ms)")
+    # different workloads call after call (nothing reused but what depends on model and options only)
+    workloads = [(b, p) for b in (1, 3, 8, 16, 24, 64, 100, 256) for p in (17, 128, 512, 2048, 4000)]
+    varied = median_s(lambda: [llmsim.simulate(model, hw, batch_size=b, prompt_len=p, gen_len=1024)
+                               for b, p in workloads], 20) / len(workloads)
+    print(f"simulate(llama-3.1-70b, h100-sxm, 40 different batch sizes x prompt lengths, 1024 generated):"
+          f" {varied * 1e3:.3f} ms per call")
+    moe = llmsim.load_model("deepseek-v3")
+    llmsim.simulate(moe, hw, batch_size=16, prompt_len=2048, gen_len=1024)  # warm-up
+    deepseek = median_s(lambda: llmsim.simulate(moe, hw, batch_size=16, prompt_len=2048, gen_len=1024), 100)
+    print(f"simulate(deepseek-v3, h100-sxm, B=16, prompt 2048, 1024 generated): median {deepseek * 1e3:.3f} ms")
     grid = {"batch_size": list(range(1, 1001)), "prompt_len": list(range(64, 1064)), "gen_len": 256}
     sweep(model, hw, **grid)  # warm-up
     big = median_s(lambda: sweep(model, hw, **grid), 5)

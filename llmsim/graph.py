@@ -12,6 +12,9 @@ wb, ab, kvb bytes per weight, activation and cache element.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import fields
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -20,7 +23,7 @@ from .dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes
 from .errors import OptionError, check_choice
 from .model import AttentionSpec, LayerGroup, MLPSpec, ModelSpec, MoESpec
 from .ops import Op, formula
-from .symbolic import Expr, smin
+from .symbolic import Expr, FormulaProgram, NotReplayableError, smin
 from .workload import PHASES, CostOptions, check_count
 
 _UNFUSED = ("none", "eager")  # fusion policies without the fused residual add + norm
@@ -63,7 +66,7 @@ def build_ops(
             raise OptionError("phase='decode' needs kv_len (tokens already in the cache)")
         S, L = 1, check_count("kv_len", kv_len, 0)
         _check_context(model, "kv_len + 1", np.asarray(L) + 1)
-    return _GraphBuilder(model, phase, B, S, L, options).build()
+    return build_ops_unchecked(model, phase, B, S, L, options)
 
 
 def _check_context(model: ModelSpec, field: str, tokens: Any) -> None:
@@ -96,6 +99,9 @@ class _GraphBuilder:
         self.tp = Expr.sym("tp", self.tp_degree)
         self._check_split(model)
         self.ops: list[Op] = []
+        # ops whose formula computes a value outside its Exprs (experts touched): index in self.ops ->
+        # (formula name, op name, count, keyword arguments), so a graph template can call it again
+        self.calls: dict[int, tuple[str, str, int, dict[str, Any]]] = {}
 
     # ---- tensor parallelism --------------------------------------------------------------------------
     def _check_split(self, model: ModelSpec) -> None:
@@ -160,6 +166,11 @@ class _GraphBuilder:
             return
         self.add(formula("norm")(name, count, T=self.T, n=n, ab=self.ab, kind=self.model.norm,
                                  params_per_norm=params, norms=norms))
+
+    def expert_linear(self, name: str, count: int, **kw: Any) -> None:
+        """An experts' matmul (formula "expert_linear"), its call recorded in self.calls."""
+        self.calls[len(self.ops)] = ("expert_linear", name, count, kw)
+        self.add(formula("expert_linear")(name, count, **kw))
 
     def elementwise(self, name: str, count: int, elements: Expr, inputs: float, outputs: float, flops: int,
                     **kw: Any) -> None:
@@ -418,12 +429,12 @@ class _GraphBuilder:
             tokens, experts, I = T, E, self._split(Expr.sym("I", expert.intermediate_size))
         kw = dict(T=tokens, k=k, E=experts, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision)
         if expert.fused_gate_up:
-            self.add(formula("expert_linear")(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw))
+            self.expert_linear(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw)
         else:
-            self.add(formula("expert_linear")(f"{prefix}.experts.gate_proj", n, K=h, N=I, **kw))
-            self.add(formula("expert_linear")(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw))
+            self.expert_linear(f"{prefix}.experts.gate_proj", n, K=h, N=I, **kw)
+            self.expert_linear(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw)
         self._activation_op(f"{prefix}.experts.act", n, expert, tokens * k, I)
-        self.add(formula("expert_linear")(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw))
+        self.expert_linear(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw)
         # out[T, h] = sum over k of weight * expert_out[T, k, h]
         self.elementwise(f"{prefix}.experts.combine", n, tokens * k * h, 1, 0, 2)
         if ep > 1:
@@ -440,4 +451,116 @@ class _GraphBuilder:
 def build_ops_unchecked(model: ModelSpec, phase: str, batch_size: Any, seq_len: Any, kv_len: Any,
                         options: CostOptions) -> list[Op]:
     """build_ops for callers that validated the workload already (simulate, sweeps)."""
-    return _GraphBuilder(model, phase, batch_size, seq_len if phase == "prefill" else 1, kv_len, options).build()
+    S = seq_len if phase == "prefill" else 1
+    template = _template(model, phase, options)
+    if template is None:
+        return _GraphBuilder(model, phase, batch_size, S, kv_len, options).build()
+    return template.ops_at(batch_size, S, kv_len)
+
+
+# ---- graph templates: the graph of a model, phase and options, rebuilt for any workload ----------------
+class _GraphTemplate:
+    """The ops of one (model, phase, options), built once with their formulas recorded, so the ops of
+    any workload come from replaying the formulas with its B, S and L (see FormulaProgram) instead of
+    running the builder again. Which ops exist, their names, counts and parameters depend only on the
+    model, phase and options; only the formula values depend on the workload. An op whose formula
+    computes a value outside its Exprs (the builder's recorded calls) is made by calling its formula
+    again, with its Expr arguments replayed."""
+
+    def __init__(self, model: ModelSpec, phase: str, options: CostOptions) -> None:
+        builder = _GraphBuilder(model, phase, 1, 1, 0, options)
+        ops = builder.build()
+        names = [f.name for f in fields(Op)]
+        at = names.index("formulas")
+        self._recipes: list[_Replayed | _Called] = []
+        exprs: list[Expr] = []  # what the program replays: each recipe's Exprs, in order
+        for index, op in enumerate(ops):
+            if index in builder.calls:
+                kind, name, count, kwargs = builder.calls[index]
+                args = tuple(key for key, value in kwargs.items() if isinstance(value, Expr))
+                fixed = {key: value for key, value in kwargs.items() if key not in args}
+                self._recipes.append(_Called(formula(kind), name, count, args, fixed))
+                exprs.extend(kwargs[key] for key in args)
+            else:  # Op fields before and after `formulas` (positional: faster than keywords)
+                before, after = (tuple(getattr(op, n) for n in part) for part in (names[:at], names[at + 1:]))
+                self._recipes.append(_Replayed(before, after, tuple(op.formulas)))
+                exprs.extend(op.formulas.values())
+        self._program = FormulaProgram(exprs, [builder.B, builder.S, builder.L])
+
+    def ops_at(self, B: Any, S: Any, L: Any) -> list[Op]:
+        exprs = iter(self._program.replay((B, S, L)))
+        return [recipe.op(exprs) for recipe in self._recipes]
+
+
+class _Replayed:
+    """An op whose formulas are replayed: the Op with new formula values, all else as built."""
+
+    def __init__(self, before: tuple, after: tuple, quantities: tuple[str, ...]) -> None:
+        self.before, self.after, self.quantities = before, after, quantities
+
+    def op(self, exprs: Iterator[Expr]) -> Op:
+        # zip stops at the end of `quantities` without taking more from `exprs`: the op takes its own
+        return Op(*self.before, dict(zip(self.quantities, exprs)), *self.after)
+
+
+class _Called:
+    """An op made by calling its formula again, with its Expr arguments replayed."""
+
+    def __init__(self, make: Callable[..., Op], name: str, count: int, args: tuple[str, ...],
+                 fixed: dict[str, Any]) -> None:
+        self.make, self.name, self.count, self.args, self.fixed = make, name, count, args, fixed
+
+    def op(self, exprs: Iterator[Expr]) -> Op:
+        return self.make(self.name, self.count, **dict(zip(self.args, exprs)), **self.fixed)
+
+
+# workloads at which a new template must reproduce a fresh build exactly before it is used: scalars
+# (values and formula texts compared) and broadcasting arrays of both dtypes (values compared)
+_CHECK_WORKLOADS = (
+    (3, 5, 7),
+    (np.array([[2], [9]]), np.array([1, 4, 33]), np.array([6.0, 100.0, 4096.0])),
+)
+
+
+@lru_cache(maxsize=256)
+def _template(model: ModelSpec, phase: str, options: CostOptions) -> _GraphTemplate | None:
+    """The graph template of (model, phase, options), or None where the builder must run each time.
+
+    Cached: a template depends only on these three, all frozen (hashable) pydantic models or strings.
+    None when a formula holds a value its tree cannot recompute (an scall) outside the builder's
+    recorded calls, or when replaying does not reproduce a fresh build (every Op field; values with
+    their types, dtypes and shapes; formula texts) at the check workloads, e.g. if a formula computed
+    something outside its Exprs.
+    """
+    with np.errstate(all="ignore"):  # internal builds at made-up workloads: no warnings of their own
+        try:
+            template = _GraphTemplate(model, phase, options)
+        except NotReplayableError:
+            return None
+        for i, (B, S, L) in enumerate(_CHECK_WORKLOADS):
+            built = _GraphBuilder(model, phase, B, S, L, options).build()
+            if not _same_ops(template.ops_at(B, S, L), built, texts=i == 0):
+                return None
+    return template
+
+
+def _same_ops(replayed: list[Op], built: list[Op], texts: bool) -> bool:
+    if len(replayed) != len(built):
+        return False
+    for a, b in zip(replayed, built):
+        if any(getattr(a, f.name) != getattr(b, f.name) for f in fields(a) if f.name != "formulas"):
+            return False
+        if list(a.formulas) != list(b.formulas):
+            return False
+        for x, y in zip(a.formulas.values(), b.formulas.values()):
+            if not _same_value(x.value, y.value):
+                return False
+            if texts and (x.symbolic() != y.symbolic() or x.substituted() != y.substituted()):
+                return False
+    return True
+
+
+def _same_value(x: Any, y: Any) -> bool:
+    if type(x) is not type(y) or np.shape(x) != np.shape(y) or np.asarray(x).dtype != np.asarray(y).dtype:
+        return False
+    return bool(np.array_equal(x, y, equal_nan=True))

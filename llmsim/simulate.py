@@ -20,7 +20,7 @@ from .hardware import HardwareSpec, load_hardware
 from .loading import load_model
 from .memory import MemoryResult, footprint, largest_fitting
 from .model import ModelSpec
-from .ops import formula
+from .ops import Op, formula
 from .phases import PhaseTotals, decode_totals, pipelined, prefill_totals
 from .roofline import BOUNDS, ExecutionOptions, Roofline
 from .symbolic import Expr
@@ -172,7 +172,10 @@ def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: 
     B = check_count("batch_size", batch_size, 1)
     P = check_count("prompt_len", prompt_len, 1)
     G = check_count("gen_len", gen_len, 1)
-    longest = int(np.max(np.asarray(P) + np.asarray(G) - 1))
+    if isinstance(P, int) and isinstance(G, int):  # one workload: plain ints, no numpy needed
+        longest = P + G - 1
+    else:
+        longest = int(np.max(np.asarray(P) + np.asarray(G) - 1))
     if longest > model.max_position_embeddings:
         raise OptionError(
             f"prompt_len + gen_len - 1 = {longest} exceeds the model's context of "
@@ -290,30 +293,45 @@ def _parallel_degrees(spec: ModelSpec, pipeline_parallel: Any, data_parallel: An
 
 
 def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
-    time_s = float(totals.total("time_s"))
-    parts = {b: float(totals.total(f"{b}_s")) for b in BOUNDS}
+    # every per-op total as a Python float, once; Python's float sums below round exactly as numpy's
+    # sums of these float64 scalars would (same IEEE double additions, same order)
+    columns = {key: [float(v) for v in values] for key, values in totals.per_op.items()}
+    time_s = _total(columns, "time_s")
+    parts = {b: _total(columns, f"{b}_s") for b in BOUNDS}
     shares = {b: (v / time_s if time_s > 0 else 0.0) for b, v in parts.items()}
-    ops = []
-    for i, op in enumerate(totals.ops):
-        vals = {k: float(totals.per_op[k][i]) for k in totals.per_op}
-        terms = {b: vals[f"{b}_s"] for b in BOUNDS}
-        flops = vals["matmul_flops"] + vals["vector_flops"]
-        ops.append(OpResult.model_construct(  # values computed here; skip re-validation (speed)
-            name=op.name, kind=op.kind, count=op.count, matmul_flops=vals["matmul_flops"],
-            vector_flops=vals["vector_flops"], bytes=vals["bytes"],
-            arithmetic_intensity=flops / vals["bytes"] if vals["bytes"] > 0 else 0.0,
-            time_s=vals["time_s"], compute_s=terms["compute"], memory_s=terms["memory"],
-            overhead_s=terms["overhead"], communication_s=terms["communication"],
-            bound=max(terms, key=lambda b: terms[b]),
-            share=vals["time_s"] / time_s if time_s > 0 else 0.0,
-        ))
+    rows = zip(totals.ops, *(columns[key] for key in _OP_COLUMNS))
     return PhaseResult(
         phase=phase, steps=steps, time_s=time_s, compute_s=parts["compute"], memory_s=parts["memory"],
         overhead_s=parts["overhead"], communication_s=parts["communication"], shares=shares,
         bound=max(parts, key=lambda b: parts[b]) if time_s > 0 else "none",
-        flops=float(totals.total("matmul_flops") + totals.total("vector_flops")),
-        bytes=float(totals.total("bytes")), ops=ops,
+        flops=_total(columns, "matmul_flops") + _total(columns, "vector_flops"),
+        bytes=_total(columns, "bytes"),
+        # one dict of OpResult fields per op: pydantic validates them all into OpResults in one call,
+        # faster than constructing each OpResult (even with model_construct)
+        ops=[_op_fields(op, values, time_s) for op, *values in rows],
     )
+
+
+# per-op totals that are OpResult fields of the same name
+_OP_COLUMNS = ("matmul_flops", "vector_flops", "bytes", "time_s", *(f"{b}_s" for b in BOUNDS))
+
+
+def _total(columns: dict[str, list[float]], key: str) -> float:
+    return float(sum(columns[key]))
+
+
+def _op_fields(op: Op, values: list[float], phase_time_s: float) -> dict[str, Any]:
+    """One op's OpResult fields from its totals over the phase (`values`, in _OP_COLUMNS order)."""
+    row: dict[str, Any] = dict(zip(_OP_COLUMNS, values))
+    terms = {b: row[f"{b}_s"] for b in BOUNDS}
+    flops = row["matmul_flops"] + row["vector_flops"]
+    row.update(
+        name=op.name, kind=op.kind, count=op.count,
+        arithmetic_intensity=flops / row["bytes"] if row["bytes"] > 0 else 0.0,
+        bound=max(terms, key=terms.__getitem__),  # the first largest, in BOUNDS order
+        share=row["time_s"] / phase_time_s if phase_time_s > 0 else 0.0,
+    )
+    return row
 
 
 def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions) -> dict[str, str]:

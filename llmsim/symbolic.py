@@ -7,11 +7,17 @@ without a second copy of the formula that could drift from the one that computed
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+# what each operator symbol computes: Expr arithmetic and FormulaProgram replays both use this table
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+}
 
 
 class Expr:
@@ -35,17 +41,9 @@ class Expr:
 
     # ---- arithmetic -----------------------------------------------------------------------------
     def _bin(self, op: str, other: Any, reverse: bool = False) -> Expr:
-        other_expr = other if isinstance(other, Expr) else Expr.const(other)
+        other_expr = other if isinstance(other, Expr) else Expr(other, ("num", other))
         left, right = (other_expr, self) if reverse else (self, other_expr)
-        if op == "+":
-            value = left.value + right.value
-        elif op == "-":
-            value = left.value - right.value
-        elif op == "*":
-            value = left.value * right.value
-        else:
-            value = left.value / right.value
-        return Expr(value, ("bin", op, left._node, right._node))
+        return Expr(_OPERATORS[op](left.value, right.value), ("bin", op, left._node, right._node))
 
     def __add__(self, other: Any) -> Expr:
         return self._bin("+", other)
@@ -84,11 +82,16 @@ class Expr:
         return f"Expr({self.symbolic()} = {self.value!r})"
 
 
+# named functions whose value follows from their arguments alone, so a FormulaProgram can replay them
+# (scall's functions are computed by their callers and cannot be replayed)
+_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {"min": np.minimum}
+
+
 def smin(a: Any, b: Any) -> Expr:
     """min(a, b), elementwise, keeping the formula."""
     ea = a if isinstance(a, Expr) else Expr.const(a)
     eb = b if isinstance(b, Expr) else Expr.const(b)
-    return Expr(np.minimum(ea.value, eb.value), ("call", "min", ea._node, eb._node))
+    return Expr(_FUNCTIONS["min"](ea.value, eb.value), ("call", "min", ea._node, eb._node))
 
 
 def scall(name: str, value: Any, *args: Any) -> Expr:
@@ -99,6 +102,99 @@ def scall(name: str, value: Any, *args: Any) -> Expr:
 
 def value_of(x: Any) -> Any:
     return x.value if isinstance(x, Expr) else x
+
+
+class NotReplayableError(Exception):
+    """A formula holds a value its tree cannot recompute, so it cannot be replayed."""
+
+
+class FormulaProgram:
+    """The arithmetic of some Exprs, recorded once and replayed for new values of chosen symbols.
+
+    `variables` are symbols (Expr.sym) the formulas were built from, e.g. the workload sizes B, S, L;
+    everything else in the formulas (numbers, model sizes) is fixed. `replay(values)` returns the
+    same formulas as if they had been built from symbols with those values: each value is computed
+    by the same operations on the same operands, in the same order, so it is identical, and each
+    formula still renders (`symbolic`, `substituted`) as before, with the new values substituted.
+    Replaying is cheaper than rebuilding: the formulas become one list of steps, a subformula that
+    several formulas share is computed once, and steps that involve no variable are computed here,
+    once. Raises NotReplayableError when a formula holds a value its tree cannot recompute (an
+    `scall`, or an already replayed formula).
+    """
+
+    def __init__(self, exprs: list[Expr], variables: list[Expr]) -> None:
+        self._slots = {id(v._node): i for i, v in enumerate(variables)}  # variable node -> register
+        self._registers: list[Any] = [None] * len(variables)  # variables first, then the rest
+        self._varies: list[bool] = [True] * len(variables)  # does the register depend on a variable
+        self._steps: list[tuple[int, Callable[[Any, Any], Any], int, int]] = []  # (out, fn, a, b)
+        self._done: dict[int, tuple[int, tuple]] = {}  # id(node) -> (register, template node)
+        self._same_step: dict[tuple[Any, int, int], int] = {}  # (fn, a, b) -> its register
+        self._same_number: dict[tuple[type, str], int] = {}  # (type, repr) of an int or float -> its register
+        # per Expr: (itself, register, template node); holding the Exprs keeps every node compiled alive,
+        # so the node ids in _done stay unique
+        self._outputs: list[tuple[Expr, int, tuple]] = []
+        for expr in exprs:
+            register, template = self._compile(expr._node)
+            self._outputs.append((expr, register, template))
+
+    def replay(self, values: tuple[Any, ...]) -> list[Expr]:
+        """The formulas (in the order given) with the variables set to `values`."""
+        registers = self._registers.copy()
+        registers[: len(values)] = values
+        for out, fn, a, b in self._steps:
+            registers[out] = fn(registers[a], registers[b])
+        varies = self._varies
+        return [Expr(registers[r], ("bound", template, values)) if varies[r] else expr
+                for expr, r, template in self._outputs]
+
+    # ---- compiling -------------------------------------------------------------------------------
+    def _compile(self, node: tuple) -> tuple[int, tuple]:
+        """The register holding `node`'s value, and its template node (variables as ("var", name, i))."""
+        done = self._done.get(id(node))
+        if done is not None:
+            return done
+        kind = node[0]
+        if id(node) in self._slots:
+            slot = self._slots[id(node)]
+            done = slot, ("var", node[1], slot)
+        elif kind in ("sym", "num"):
+            done = self._fixed_register(node[-1]), node
+        elif kind == "bin" or (kind == "call" and node[1] in _FUNCTIONS and len(node) == 4):
+            fn = _OPERATORS[node[1]] if kind == "bin" else _FUNCTIONS[node[1]]
+            (a, left), (b, right) = self._compile(node[2]), self._compile(node[3])
+            template = node if (left is node[2] and right is node[3]) else (kind, node[1], left, right)
+            done = self._step(fn, a, b), template
+        else:
+            raise NotReplayableError(f"{kind} node {node[1]!r} cannot be recomputed from its arguments")
+        self._done[id(node)] = done
+        return done
+
+    def _new_register(self, value: Any, varies: bool) -> int:
+        self._registers.append(value)
+        self._varies.append(varies)
+        return len(self._registers) - 1
+
+    def _fixed_register(self, value: Any) -> int:
+        """A register holding a fixed value; equal Python numbers share one (repr tells 0.0 from -0.0)."""
+        if type(value) not in (int, float):
+            return self._new_register(value, varies=False)
+        key = (type(value), repr(value))
+        if key not in self._same_number:
+            self._same_number[key] = self._new_register(value, varies=False)
+        return self._same_number[key]
+
+    def _step(self, fn: Callable[[Any, Any], Any], a: int, b: int) -> int:
+        """The register of fn(a, b): an earlier identical step's, a fixed value computed now when
+        neither operand varies, or a new step."""
+        key = (fn, a, b)
+        if key not in self._same_step:
+            if self._varies[a] or self._varies[b]:
+                out = self._new_register(None, varies=True)
+                self._steps.append((out, fn, a, b))
+            else:
+                out = self._fixed_register(fn(self._registers[a], self._registers[b]))
+            self._same_step[key] = out
+        return self._same_step[key]
 
 
 def _format_number(value: Any) -> str:
@@ -114,17 +210,23 @@ def _format_number(value: Any) -> str:
     return str(value)
 
 
-def _render(node: tuple, substitute: bool, parent_op: str = "", right_side: bool = False) -> str:
+def _render(node: tuple, substitute: bool, parent_op: str = "", right_side: bool = False,
+            bound: tuple = ()) -> str:
+    """The text of `node`; `bound` holds the values of the ("var", name, i) nodes of a replayed formula."""
     kind = node[0]
     if kind == "sym":
         return _format_number(node[2]) if substitute else node[1]
     if kind == "num":
         return _format_number(node[1])
+    if kind == "var":
+        return _format_number(bound[node[2]]) if substitute else node[1]
+    if kind == "bound":  # ("bound", template node, variable values): a FormulaProgram replay
+        return _render(node[1], substitute, parent_op, right_side, node[2])
     if kind == "call":
-        inner = ", ".join(_render(arg, substitute) for arg in node[2:])
+        inner = ", ".join(_render(arg, substitute, bound=bound) for arg in node[2:])
         return f"{node[1]}({inner})"
     op, left, right = node[1], node[2], node[3]
-    text = f"{_render(left, substitute, op)}{op}{_render(right, substitute, op, right_side=True)}"
+    text = f"{_render(left, substitute, op, bound=bound)}{op}{_render(right, substitute, op, True, bound)}"
     prec, parent_prec = _PRECEDENCE[op], _PRECEDENCE.get(parent_op, 0)
     needs_paren = prec < parent_prec or (right_side and prec == parent_prec and parent_op in "-/")
     return f"({text})" if needs_paren else text

@@ -94,6 +94,8 @@ class CostOptions(BaseModel):
 
 def check_count(field: str, value: Any, minimum: int) -> np.ndarray | int:
     """An integer count (or array of counts) >= minimum; an OptionError naming the field otherwise."""
+    if type(value) is int and minimum <= value < 2**63:  # the common case, without numpy (same result)
+        return value
     array = np.asarray(value)
     if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
         raise OptionError(f"{field}={value!r} must be an integer >= {minimum}")
