@@ -125,7 +125,10 @@ def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: 
     if pair_axis:
         values = [[v[..., 0] if v.ndim else v for v in row] for row in values]
     shape = np.broadcast_shapes(*(v.shape for row in values for v in row))
-    stacked = [np.stack([np.broadcast_to(row[j], shape) for row in values]) for j in range(4)]
+    if shape == ():  # scalars (one simulate()): one array per quantity, no broadcasting needed
+        stacked = [np.array([row[j] for row in values]) for j in range(4)]
+    else:
+        stacked = [np.stack([np.broadcast_to(row[j], shape) for row in values]) for j in range(4)]
     lift = (len(ops),) + (1,) * len(shape)
     matmul_peak = np.array([roofline.matmul_flops_per_s(op.precision) for op in ops]).reshape(lift)
     vector_peak = np.array([roofline.vector_flops_per_s(op.precision) for op in ops]).reshape(lift)
