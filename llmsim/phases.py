@@ -77,7 +77,7 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         if not any(v.ndim and v.shape[-1] == 2 for v in both):
             constant.append(index)  # no kv_len in its formulas: the same every step
             continue
-        q0 = [v[..., 0] if v.ndim else v for v in both]
+        q0 = [_first(v) for v in both]
         q1 = [v[..., -1] if v.ndim else v for v in both]
         slopes = [b - a for a, b in zip(q0, q1)]
         comm_s = 0.0  # collectives never depend on kv_len
@@ -123,7 +123,7 @@ def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: 
         return
     values = [[np.asarray(v, dtype=float) for v in (*_per_run(op), _comm_s(roofline, op))] for op in ops]
     if pair_axis:
-        values = [[v[..., 0] if v.ndim else v for v in row] for row in values]
+        values = [[_first(v) for v in row] for row in values]
     shape = np.broadcast_shapes(*(v.shape for row in values for v in row))
     if shape == ():  # scalars (one simulate()): one array per quantity, no broadcasting needed
         stacked = [np.array([row[j] for row in values]) for j in range(4)]

@@ -171,46 +171,32 @@ class Roofline:
         return message_bytes / bandwidth + latency
 
     def time(self, cost: OpCost) -> OpTime:
-        if all(isinstance(x, (int, float)) for x in (cost.compute_s, cost.memory_s, cost.comm_s)):
-            return self._scalar_time(cost)
-        return self._array_time(cost)
-
-    def _scalar_time(self, cost: OpCost) -> OpTime:
-        """time() of one scalar cost in Python floats (numpy's per-call overhead dominates scalars)."""
-        compute_s, memory_s = float(cost.compute_s), float(cost.memory_s)
+        # scalar costs (one simulate()) stay Python floats: numpy's per-call overhead dominates scalars
+        scalar = all(isinstance(x, (int, float)) for x in (cost.compute_s, cost.memory_s, cost.comm_s))
+        if scalar:
+            compute_s, memory_s, comm_s = float(cost.compute_s), float(cost.memory_s), float(cost.comm_s)
+        else:
+            compute_s, memory_s = np.asarray(cost.compute_s, dtype=float), np.asarray(cost.memory_s, dtype=float)
+            comm_s = cost.comm_s
+        maximum = max if scalar else np.maximum
         if self.execution.overlap == "max":
-            kernel_s = max(compute_s, memory_s)
-            compute_part = kernel_s if compute_s >= memory_s else 0.0
+            kernel_s = maximum(compute_s, memory_s)
+            if scalar:
+                compute_part = kernel_s if compute_s >= memory_s else 0.0
+            else:
+                compute_part = np.where(compute_s >= memory_s, kernel_s, 0.0)
             memory_part = kernel_s - compute_part
         else:
             kernel_s = compute_s + memory_s
             compute_part, memory_part = compute_s, memory_s
         launch = cost.launches * self.launch_s
         dispatch = cost.launches * self.dispatch_s
-        busy_s = kernel_s + cost.comm_s
-        time_s = max(busy_s + launch, dispatch) if self.async_host else busy_s + launch + dispatch
+        busy_s = kernel_s + comm_s
+        time_s = maximum(busy_s + launch, dispatch) if self.async_host else busy_s + launch + dispatch
+        if not scalar:
+            comm_s = np.broadcast_to(comm_s, np.shape(time_s))
         return OpTime(time_s=time_s, compute_part_s=compute_part, memory_part_s=memory_part,
-                      overhead_part_s=time_s - busy_s, communication_part_s=float(cost.comm_s))
-
-    def _array_time(self, cost: OpCost) -> OpTime:
-        compute_s, memory_s = np.asarray(cost.compute_s, dtype=float), np.asarray(cost.memory_s, dtype=float)
-        if self.execution.overlap == "max":
-            kernel_s = np.maximum(compute_s, memory_s)
-            compute_part = np.where(compute_s >= memory_s, kernel_s, 0.0)
-            memory_part = kernel_s - compute_part
-        else:
-            kernel_s = compute_s + memory_s
-            compute_part, memory_part = compute_s, memory_s
-        launch = cost.launches * self.launch_s
-        dispatch = cost.launches * self.dispatch_s
-        busy_s = kernel_s + cost.comm_s
-        if self.async_host:
-            time_s = np.maximum(busy_s + launch, dispatch)
-        else:
-            time_s = busy_s + launch + dispatch
-        return OpTime(time_s=time_s, compute_part_s=compute_part, memory_part_s=memory_part,
-                      overhead_part_s=time_s - busy_s,
-                      communication_part_s=np.broadcast_to(cost.comm_s, np.shape(time_s)))
+                      overhead_part_s=time_s - busy_s, communication_part_s=comm_s)
 
     def crossings(self, c0: Any, cs: Any, m0: Any, ms: Any, launches: int) -> list[Any]:
         """Real L offsets where two of an op's affine terms (compute, memory, host dispatch) cross,
