@@ -3,7 +3,9 @@
 Hardware files (`hardware/*.toml`) hold each number as `{ value = ..., unit = "...", source = "..." }`
 in base SI units (FLOP/s, byte/s, byte, s). An optional `[matmul_rows.<precision>]` table holds how much
 of the roofline a matmul x[M, K] @ W[K, N] reaches by its row count M (`rows`, `fraction`, `source`;
-measured by calibrate: thin decode shapes fall short of what a large square matmul or a copy reaches).
+measured by calibrate: thin decode shapes fall short of what a large square matmul or a copy reaches),
+optionally also by its output width N (`cols`, with `fraction` then one list over `rows` per N: wide
+outputs such as an LM head reach less than a square matmul on some devices).
 Loading refuses unknown keys, missing fields, a wrong unit
 and values outside a plausibility range (a bandwidth written in GB/s instead of byte/s is caught).
 """
@@ -36,17 +38,31 @@ class Quantity(BaseModel):
 
 class RowCurve(BaseModel):
     """Fraction of the roofline (max of compute time at the matrix rate and memory time at the
-    bandwidth, both as the file derates them) a matmul with M rows reaches, at increasing M."""
+    bandwidth, both as the file derates them) a matmul with M rows reaches, at increasing M; with
+    `cols`, a table: fraction[j][i] at N = cols[j] output columns and M = rows[i]."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     rows: tuple[float, ...]
-    fraction: tuple[float, ...]
+    cols: tuple[float, ...] | None = None
+    fraction: tuple[float, ...] | tuple[tuple[float, ...], ...]
     source: str = Field(min_length=1)
 
-    def at(self, rows: Any) -> Any:
-        """The fraction at `rows` (arrays broadcast): linear in log2(M) between the measured row counts,
-        the end values beyond them."""
-        return _log_interp(rows, self.rows, self.fraction)
+    def at(self, rows: Any, cols: Any = None) -> Any:
+        """The fraction at `rows` (and `cols`; arrays broadcast): linear in log2(M) between the measured
+        row counts and in log2(N) between the measured widths, the end values beyond them. A table read
+        without `cols` uses its first width (approximation; every llmsim matmul states its N)."""
+        if self.cols is None:
+            return _log_interp(rows, self.rows, self.fraction)  # type: ignore[arg-type]
+        table: tuple[tuple[float, ...], ...] = self.fraction  # type: ignore[assignment]
+        if cols is None:
+            return _log_interp(rows, self.rows, table[0])
+        # bilinear in (log2 M, log2 N): the row curve of each measured width, weighted by a hat function
+        # of log2(N) around that width (weights sum to 1; widths beyond the ends take the end curve)
+        total: Any = 0.0
+        for j, line in enumerate(table):
+            hat = tuple(1.0 if i == j else 0.0 for i in range(len(table)))
+            total = total + _log_interp(cols, self.cols, hat) * _log_interp(rows, self.rows, line)
+        return total
 
 
 class SizeCurve(BaseModel):
@@ -169,10 +185,11 @@ class HardwareSpec(BaseModel):
         item = self.efficiency.get(f"matmul_{precision}") or self.efficiency["matmul"]
         return item.value
 
-    def matmul_row_fraction(self, precision: str, rows: Any) -> Any | None:
-        """Fraction of the roofline a matmul of `rows` rows reaches at `precision` (None: no curve)."""
+    def matmul_row_fraction(self, precision: str, rows: Any, cols: Any = None) -> Any | None:
+        """Fraction of the roofline a matmul of `rows` rows (and `cols` output columns, where the table
+        has widths) reaches at `precision` (None: no curve)."""
         curve = self.matmul_rows.get(precision)
-        return None if curve is None or rows is None else curve.at(rows)
+        return None if curve is None or rows is None else curve.at(rows, cols)
 
     def elementwise_bandwidth_fraction(self, precision: str, size_bytes: Any) -> Any | None:
         """Fraction of the bandwidth an element-wise kernel moving size_bytes reaches (None: no curve);
@@ -291,42 +308,70 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
 
 
 def _curves(origin: str, section: str, raw: Any) -> dict[str, Any]:
-    """[<section>.<precision>] tables: x values strictly increasing (>= 1) and a fraction for each."""
+    """[<section>.<precision>] tables: x values strictly increasing (>= 1) and a fraction for each; a
+    matmul_rows table may add `cols` (output widths N), its fraction then one list over rows per width."""
     x_key, model, precisions = _CURVES[section]
     if not isinstance(raw, dict):
         raise HardwareError(f"{origin}: [{section}] must be a table of precisions")
     curves: dict[str, Any] = {}
-    low, high = _CURVE_FRACTION_RANGE
     for precision, table in raw.items():
         where = f"{origin}: {section}.{precision}"
         if precision not in precisions:
             raise HardwareError(f"{where}: unknown precision; allowed: {', '.join(precisions)}")
         if not isinstance(table, dict):
             raise HardwareError(f"{where} must be a table {{ {x_key} = [...], fraction = [...], source = ... }}")
-        extra = set(table) - {x_key, "fraction", "source"}
+        allowed = (x_key, "cols", "fraction", "source") if section == "matmul_rows" else (x_key, "fraction", "source")
+        extra = set(table) - set(allowed)
         if extra:
-            raise HardwareError(f"{where}: unknown key {sorted(extra)[0]!r}; allowed: {x_key}, fraction, source")
+            raise HardwareError(f"{where}: unknown key {sorted(extra)[0]!r}; allowed: {', '.join(allowed)}")
         for part in (x_key, "fraction", "source"):
             if part not in table:
                 raise HardwareError(f"{where}: missing {part!r}")
-        xs, fraction = table[x_key], table["fraction"]
-        lists = isinstance(xs, (list, tuple)) and isinstance(fraction, (list, tuple))
-        numbers = [*xs, *fraction] if lists else None
-        if numbers is None or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v != v for v in numbers):
-            raise HardwareError(f"{where}: {x_key} and fraction must be lists of numbers")
-        if len(xs) < 2 or len(xs) != len(fraction):
-            raise HardwareError(f"{where}: {x_key} and fraction need the same length, at least 2 "
-                                f"(got {len(xs)} and {len(fraction)})")
-        if xs[0] < 1 or any(b <= a for a, b in pairwise(xs)):
-            raise HardwareError(f"{where}: {x_key} must be strictly increasing, >= 1 (got {list(xs)})")
-        bad = [f for f in fraction if not low <= f <= high]
-        if bad:
-            raise HardwareError(f"{where}: fraction {bad[0]:g} is outside the plausible range [{low:g}, {high:g}]")
         if not str(table["source"]).strip():
             raise HardwareError(f"{where}: empty source; every number needs one")
-        curves[precision] = model(**{x_key: tuple(float(x) for x in xs)},
-                                  fraction=tuple(float(f) for f in fraction), source=str(table["source"]))
+        xs = _axis(where, x_key, table[x_key])
+        fields: dict[str, Any] = {x_key: xs}
+        if "cols" in table:
+            cols = _axis(where, "cols", table["cols"])
+            lines = table["fraction"]
+            if not isinstance(lines, (list, tuple)) or len(lines) != len(cols) or not all(
+                    isinstance(line, (list, tuple)) for line in lines):
+                raise HardwareError(f"{where}: with cols, fraction must be {len(cols)} lists (one per cols value) "
+                                    f"of {len(xs)} numbers (one per {x_key} value)")
+            fields |= {"cols": cols, "fraction": tuple(_fractions(where, x_key, xs, line) for line in lines)}
+        else:
+            fields["fraction"] = _fractions(where, x_key, xs, table["fraction"])
+        curves[precision] = model(**fields, source=str(table["source"]))
     return curves
+
+
+def _axis(where: str, key: str, xs: Any) -> tuple[float, ...]:
+    """A curve's x values: at least 2 numbers, strictly increasing, >= 1."""
+    if not isinstance(xs, (list, tuple)) or any(_not_number(v) for v in xs):
+        raise HardwareError(f"{where}: {key} must be a list of numbers")
+    if len(xs) < 2:
+        raise HardwareError(f"{where}: {key} needs at least 2 values (got {len(xs)})")
+    if xs[0] < 1 or any(b <= a for a, b in pairwise(xs)):
+        raise HardwareError(f"{where}: {key} must be strictly increasing, >= 1 (got {list(xs)})")
+    return tuple(float(x) for x in xs)
+
+
+def _fractions(where: str, x_key: str, xs: tuple[float, ...], fraction: Any) -> tuple[float, ...]:
+    """One fraction per x value, each in the plausible range."""
+    if not isinstance(fraction, (list, tuple)) or any(_not_number(v) for v in fraction):
+        raise HardwareError(f"{where}: {x_key} and fraction must be lists of numbers")
+    if len(fraction) != len(xs):
+        raise HardwareError(f"{where}: {x_key} and fraction need the same length, at least 2 "
+                            f"(got {len(xs)} and {len(fraction)})")
+    low, high = _CURVE_FRACTION_RANGE
+    bad = [f for f in fraction if not low <= f <= high]
+    if bad:
+        raise HardwareError(f"{where}: fraction {bad[0]:g} is outside the plausible range [{low:g}, {high:g}]")
+    return tuple(float(f) for f in fraction)
+
+
+def _not_number(value: Any) -> bool:
+    return isinstance(value, bool) or not isinstance(value, (int, float)) or value != value
 
 
 def _quantity(origin: str, section: str, key: str, raw: Any, fields: dict[str, tuple[str, float, float]]) -> Quantity:

@@ -75,6 +75,13 @@ class Op:
         return None if expr is None else expr.value
 
     @property
+    def matmul_cols(self) -> Any:
+        """Output columns N of that product (None for non-matmuls): wide outputs (an LM head) reach less
+        of the roofline than square ones on some devices (hardware matmul_rows tables with cols)."""
+        expr = self.formulas.get("matmul_cols")
+        return None if expr is None else expr.value
+
+    @property
     def comm_bytes(self) -> Any:
         """Message bytes of a collective (0 for every other op)."""
         return self.formulas["comm_bytes"].value
@@ -137,7 +144,8 @@ def registered_formulas() -> tuple[str, ...]:
 
 def _op(name: str, kind: str, count: int, *, matmul_flops: Expr = _ZERO, vector_flops: Expr = _ZERO,
         bytes_read: Expr = _ZERO, bytes_written: Expr = _ZERO, weight_bytes: Expr = _ZERO,
-        comm_bytes: Expr = _ZERO, matmul_rows: Expr | None = None, **extra: Any) -> Op:
+        comm_bytes: Expr = _ZERO, matmul_rows: Expr | None = None, matmul_cols: Expr | None = None,
+        **extra: Any) -> Op:
     formulas = {
         "matmul_flops": matmul_flops,
         "vector_flops": vector_flops,
@@ -148,6 +156,8 @@ def _op(name: str, kind: str, count: int, *, matmul_flops: Expr = _ZERO, vector_
     }
     if matmul_rows is not None:
         formulas["matmul_rows"] = matmul_rows
+    if matmul_cols is not None:
+        formulas["matmul_cols"] = matmul_cols
     return Op(name=name, kind=kind, count=count, formulas=formulas, **extra)
 
 
@@ -167,6 +177,7 @@ def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Ex
         bytes_written=T * N * ab,
         weight_bytes=weight,
         matmul_rows=T,
+        matmul_cols=N,
         param_count=params,
         param_bytes=params * per,
         precision=precision,
@@ -193,6 +204,7 @@ def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, 
         bytes_written=T * k * N * ab,
         weight_bytes=weight,
         matmul_rows=T * k / touched,  # rows per expert matrix: the T*k routed rows over the experts touched
+        matmul_cols=N,
         param_count=params,
         param_bytes=params * float(value_scalar(wb)),
         precision=precision,

@@ -54,7 +54,7 @@ def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, b
     for op in ops:
         matmul, vector, moved = _per_run(op)
         t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches, _comm_s(roofline, op),
-                                        op.kind, op.matmul_rows))
+                                        op.kind, op.matmul_rows, cols=op.matmul_cols))
         for key, value in zip(PARTS, _parts(t)):
             per_op[key].append(op.count * value)
         for key, value in zip(SUMS, (matmul, vector, moved)):
@@ -82,11 +82,12 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         slopes = [b - a for a, b in zip(q0, q1)]
         comm_s = 0.0  # collectives never depend on kv_len
         rows = _first(op0.matmul_rows)  # rows never depend on kv_len (decode: the batch)
+        cols = _first(op0.matmul_cols)  # nor do a matmul's output columns (attention is not a matmul op)
         # approximation: an element-wise op whose size grows with kv_len (a concatenated cache) keeps the
         # bandwidth fraction of its first step's size, so that its time stays affine and sums exactly
         size = q0[2]
-        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind, rows, size)
-        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind, rows, size)
+        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind, rows, size, cols)
+        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind, rows, size, cols)
         c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
         cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
         # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
@@ -134,7 +135,8 @@ def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: 
     vector_peak = np.array([roofline.vector_flops_per_s(op.precision) for op in ops]).reshape(lift)
     launches = np.array([op.launches for op in ops], dtype=float).reshape(lift)
     bandwidth = np.array([roofline.bandwidth_for(op.kind) for op in ops]).reshape(lift)
-    scales = [roofline.row_scale(op.kind, op.precision, _first(op.matmul_rows) if pair_axis else op.matmul_rows)
+    scales = [roofline.row_scale(op.kind, op.precision, *((_first(op.matmul_rows), _first(op.matmul_cols))
+                                                          if pair_axis else (op.matmul_rows, op.matmul_cols)))
               for op in ops]
     scale = np.stack([np.broadcast_to(np.asarray(v, dtype=float), shape) for v in scales])
     sizes = [roofline.size_scale(op.kind, op.precision, stacked[2][row]) for row, op in enumerate(ops)]

@@ -113,12 +113,13 @@ class Roofline:
         """Achievable bandwidth of an op of this kind (matmuls may have their own fraction)."""
         return self.matmul_bandwidth_bytes_per_s if kind == "matmul" else self.bandwidth_bytes_per_s
 
-    def row_scale(self, kind: str, precision: str, rows: Any) -> Any:
-        """1 / the fraction of the roofline a matmul with `rows` rows reaches (the hardware file's
-        matmul_rows curve for the precision; 1.0 for other ops, without a curve, or at peak)."""
+    def row_scale(self, kind: str, precision: str, rows: Any, cols: Any = None) -> Any:
+        """1 / the fraction of the roofline a matmul with `rows` rows and `cols` output columns reaches
+        (the hardware file's matmul_rows table for the precision; 1.0 for other ops, without a table, or
+        at peak)."""
         if kind != "matmul" or rows is None or self.execution.efficiency == "peak":
             return 1.0
-        fraction = self.hardware.matmul_row_fraction(precision, rows)
+        fraction = self.hardware.matmul_row_fraction(precision, rows, cols)
         return 1.0 if fraction is None else 1.0 / fraction
 
     def size_scale(self, kind: str, precision: str, size_bytes: Any) -> Any:
@@ -130,11 +131,12 @@ class Roofline:
         return 1.0 if fraction is None else 1.0 / fraction
 
     def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int,
-             comm_s: Any = 0.0, kind: str = "elementwise", rows: Any = None, size_bytes: Any = None) -> OpCost:
+             comm_s: Any = 0.0, kind: str = "elementwise", rows: Any = None, size_bytes: Any = None,
+             cols: Any = None) -> OpCost:
         """Compute and memory seconds. A matmul's both terms stretch by its row-count scale
         (approximation: thin shapes slow the kernel, whichever term bounds it); an element-wise op's
         memory term by the bandwidth fraction at its size (size_bytes, default bytes_moved)."""
-        scale = self.row_scale(kind, precision, rows)
+        scale = self.row_scale(kind, precision, rows, cols)
         memory_scale = scale * self.size_scale(kind, precision, bytes_moved if size_bytes is None else size_bytes)
         compute_s = matmul_flops / self.matmul_flops_per_s(precision) + vector_flops / self.vector_flops_per_s(
             precision

@@ -225,6 +225,51 @@ def test_row_curve_in_simulate_decode_and_prefill() -> None:
             assert op_a.time_s == pytest.approx(expected, rel=1e-9), (phase, op_a.name)
 
 
+def test_row_table_by_output_width() -> None:
+    # fraction at (M, N): N = 1024 -> 0.8 at every M; N = 65536 -> 0.4 at M = 1, 0.6 at M = 4096
+    data = copy.deepcopy(TEST_GPU)
+    data["matmul_rows"] = {"bf16": {"rows": [1, 4096], "cols": [1024, 65536],
+                                    "fraction": [[0.8, 0.8], [0.4, 0.6]], "source": "test"}}
+    hw = hardware_from_dict(data)
+    curve = hw.matmul_rows["bf16"]
+    assert curve.at(1, 1024) == pytest.approx(0.8) and curve.at(4096, 65536) == pytest.approx(0.6)
+    # M = 64 is half way from 1 to 4096 in log2, N = 8192 half way from 1024 to 65536:
+    # (0.8 + (0.4 + 0.6) / 2) / 2 = 0.65
+    assert curve.at(64, 8192) == pytest.approx(0.65)
+    # beyond the measured widths the end rows hold; arrays of M and N broadcast
+    assert np.allclose(curve.at(np.array([1.0, 4096.0]), np.array([[16.0], [2.0**20]])), [[0.8, 0.8], [0.4, 0.6]])
+    # a table read without a width uses its first one
+    assert curve.at(1) == pytest.approx(0.8)
+    # in simulate: the LM head (N = vocab 128256, beyond the last width) sees M = 4 rows in prefill (the
+    # last position of each of 4 sequences): 0.4 + 0.2 * log2(4) / log2(4096) = 0.4 + 0.2 * 2 / 12
+    plain = hardware_from_dict(TEST_GPU)
+    kwargs = dict(batch_size=4, prompt_len=2048, gen_len=2, overhead="none")
+    slow, fast = llmsim.simulate("llama-3.1-8b", hw, **kwargs), llmsim.simulate("llama-3.1-8b", plain, **kwargs)
+    times = {op.name: op.time_s for op in slow.prefill.ops}
+    base = {op.name: op.time_s for op in fast.prefill.ops}
+    assert times["lm_head"] == pytest.approx(base["lm_head"] / (0.4 + 0.2 * 2 / 12))
+    # o_proj: M = 4 x 2048 = 8192 rows (beyond the last M), N = 4096: a third of the way from 1024 to
+    # 65536 in log2 (2 of 6 octaves): 0.8 - (0.8 - 0.6) / 3
+    assert times["layers.attn.o_proj"] == pytest.approx(base["layers.attn.o_proj"] / (0.8 - 0.2 / 3))
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"cols": [1024], "fraction": [[0.5, 0.5]]}, "cols needs at least 2"),
+    ({"cols": [1024, 512], "fraction": [[0.5, 0.5], [0.5, 0.5]]}, "cols must be strictly increasing"),
+    ({"cols": [1024, 4096], "fraction": [0.5, 0.5]}, "with cols, fraction must be 2 lists"),
+    ({"cols": [1024, 4096], "fraction": [[0.5, 0.5], [0.5]]}, "same length"),
+    ({"cols": [1024, 4096], "fraction": [[0.5, 0.5], [0.5, 9.0]]}, "plausible range"),
+])
+def test_row_table_refusals_name_the_field(table: dict, message: str) -> None:
+    data = copy.deepcopy(TEST_GPU)
+    data["matmul_rows"] = {"bf16": {"rows": [1, 2], "source": "test", **table}}
+    with pytest.raises(llmsim.HardwareError, match=f"matmul_rows.bf16: .*{message}"):
+        hardware_from_dict(data)
+    data["elementwise_bytes"] = {"fp16": {"bytes": [1, 2], "cols": [1, 2], "fraction": [1, 1], "source": "t"}}
+    with pytest.raises(llmsim.HardwareError, match=r"elementwise_bytes\.fp16: unknown key 'cols'"):
+        hardware_from_dict({**data, "matmul_rows": {}})
+
+
 def test_decode_closed_form_with_a_row_curve() -> None:
     hw = hardware_from_dict(_with_row_curve([1, 4, 64], [0.3, 0.6, 0.9]))
     roofline = Roofline(hw, ExecutionOptions.make(overhead="eager"))

@@ -54,8 +54,8 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
     # thin-shape matmul efficiency per calibrated dtype, read back from the file as written
     for precision in ("fp32", "bf16"):
         curve = back.matmul_rows[precision]
-        assert curve == spec.matmul_rows[precision] and len(curve.rows) >= 4
-        assert all(0.01 <= f <= 4.0 for f in curve.fraction) and "F.linear" in curve.source
+        assert curve == spec.matmul_rows[precision] and len(curve.rows) >= 4 and len(curve.cols) >= 2
+        assert all(0.01 <= f <= 4.0 for line in curve.fraction for f in line) and "F.linear" in curve.source
     # element-wise bandwidth by size: fp32 and the 16-bit rate (stored as fp16)
     assert set(back.elementwise_bytes) == {"fp32", "fp16"} == set(spec.elementwise_bytes)
     assert "fresh output" in back.elementwise_bytes["fp16"].source

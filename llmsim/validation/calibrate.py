@@ -15,10 +15,11 @@ What is measured (every figure: warm-up, then the median of N timed repeats; the
   is calibrated (llmsim reads the fp16 vector figure for both 16-bit types).
 - matmul_rows.<precision>: y = x[M, K] @ W^T with W[N, K] stored as nn.Linear stores it (the layout
   changes which kernel runs: bfloat16 GEMV on a CPU is 2x slower with W[K, N]) for M = 1, 2, 4, ...
-  (K, N large, several copies of W cycled so that W comes from memory, not a cache, as the weights of
-  a decode step do): the fraction of
-  the roofline (max of 2MKN FLOPs at the measured matrix rate and the bytes of W, x and y at the measured
-  copy bandwidth) each row count reaches. Thin shapes (decode) fall well short of a square matmul.
+  and output widths N from 1024 to 65536 (several copies of W cycled so that W comes from memory, not a
+  cache, as the weights of a decode step do): the fraction of the roofline (max of 2MKN FLOPs at the
+  measured matrix rate and the bytes of W, x and y at the measured copy bandwidth) each shape reaches.
+  Thin shapes (decode) fall well short of a square matmul; on this repository's CPU wide outputs (an LM
+  head) reach ~0.6 of it at large M where N = 1024 reaches ~0.9.
 - elementwise_bytes.<fp32|fp16>: torch.mul(a, b) into a fresh output, as eager PyTorch runs every
   element-wise op, at tensor sizes from cache-resident to far beyond the caches: the fraction of the copy
   bandwidth reached at each size (bytes moved per run = 2 reads + 1 write). On a CPU, small tensors
@@ -221,50 +222,54 @@ def _bandwidth(torch: Any, device: str, quick: bool, repeats: int, warmup: int) 
 
 def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, bandwidth_bytes_per_s: float,
                  quick: bool, repeats: int, warmup: int, stamp: str) -> dict[str, Any]:
-    """The fraction of the roofline F.linear(x[M, K], W[N, K]) reaches at each row count M (a matmul_rows table).
+    """The fraction of the roofline F.linear(x[M, K], W[N, K]) reaches at each row count M and output
+    width N (a matmul_rows table with cols).
 
-    roofline(M) = max(2*M*K*N / matrix rate, (K*N + M*K + M*N) * element bytes / copy bandwidth), with the
-    rates just measured; fraction(M) = roofline(M) / measured median time. Several copies of W are cycled
+    roofline(M, N) = max(2*M*K*N / matrix rate, (K*N + M*K + M*N) * element bytes / copy bandwidth), with
+    the rates just measured; fraction = roofline / measured median time. Several copies of W are cycled
     (chosen untimed before each call) so that W streams from memory as a decode step's weights do.
     """
     tdtype = torch_dtype(dtype)
     if device == "cuda":
-        k, n, rows_list, pool_bytes = 8192, 8192, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096), 2**30
+        k, cols, rows_list, pool_bytes = 8192, (1024, 4096, 16384, 65536), tuple(2**i for i in range(14)), 2**30
     elif quick:
-        k, n, rows_list, pool_bytes = 1024, 1024, (1, 4, 16, 64, 256), 2**25
-    else:  # a CPU: 4096 x 8192 (128 MiB in float32) and a 1 GiB pool, beyond large last-level caches
-        k, n, rows_list, pool_bytes = 4096, 8192, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), 2**30
+        k, cols, rows_list, pool_bytes = 512, (256, 1024), (1, 4, 16, 64, 256), 2**25
+    else:  # a CPU: a 1 GiB pool of W, beyond large last-level caches; N up to an LM head's width
+        k, cols, rows_list, pool_bytes = 2048, (1024, 4096, 16384, 65536), tuple(2**i for i in range(12)), 2**30
     gen = torch.Generator(device=device).manual_seed(7)
-    first = torch.randn(n, k, device=device, dtype=tdtype, generator=gen)  # nn.Linear's [out, in]
     linear = torch.nn.functional.linear
-    size = first.element_size()
-    copies = max(2, -(-pool_bytes // (k * n * size)))
-    weights = [first] + [first.clone() for _ in range(copies - 1)]
-    turn = [0]
-
-    def next_weight() -> tuple[Any]:
-        turn[0] = (turn[0] + 1) % copies
-        return (weights[turn[0]],)
-
-    fractions, details, spreads = [], [], []
+    table, spreads, details = [], [], []
     with torch.inference_mode():
-        for rows in rows_list:
-            x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
-            heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
-            times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 5) if heavy else repeats,
-                              1 if heavy else warmup, setup=next_weight)
-            roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
-                             bandwidth_bytes_per_s)
-            fractions.append(round(roofline_s / median(times), 4))
-            spreads.append(spread(times))
-            details.append(f"M={rows}: {median(times) * 1e3:.3g} ms")
-    weights.clear()  # free the pool before the next measurement
-    how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: F.linear(x[M, {k}], W[{n}, {k}]) "
-           f"in {dtype}, "
-           f"{copies} copies of W cycled ({copies * k * n * size / 2**20:.0f} MiB), fraction = max(2MKN / "
+        for n in cols:
+            first = torch.randn(n, k, device=device, dtype=tdtype, generator=gen)  # nn.Linear's [out, in]
+            size = first.element_size()
+            copies = max(2, -(-pool_bytes // (k * n * size)))
+            weights = [first] + [first.clone() for _ in range(copies - 1)]
+            turn = [0]
+
+            def next_weight(weights: list[Any] = weights, turn: list[int] = turn) -> tuple[Any]:
+                turn[0] = (turn[0] + 1) % len(weights)
+                return (weights[turn[0]],)
+
+            fractions, medians = [], []
+            for rows in rows_list:
+                x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
+                heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
+                times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 3) if heavy else repeats,
+                                  1 if heavy else warmup, setup=next_weight)
+                roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
+                                 bandwidth_bytes_per_s)
+                fractions.append(round(roofline_s / median(times), 4))
+                spreads.append(spread(times))
+                medians.append(f"{median(times) * 1e3:.3g}")
+            weights.clear()  # free the pool before the next width
+            table.append(fractions)
+            details.append(f"N={n}: {' '.join(medians)}")
+    how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: F.linear(x[M, {k}], W[N, {k}]) "
+           f"in {dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per N), fraction = max(2MKN / "
            f"{peak_flops_per_s / 1e9:.1f} GFLOP/s, bytes of W, x and y / {bandwidth_bytes_per_s / 1e9:.2f} GB/s) / "
-           f"measured time ({', '.join(details)})")
-    return {"rows": list(rows_list), "fraction": fractions, "source": how}
+           f"measured time; ms per call at M = {', '.join(str(r) for r in rows_list)}: {'; '.join(details)}")
+    return {"rows": list(rows_list), "cols": list(cols), "fraction": table, "source": how}
 
 
 def _elementwise_bytes(torch: Any, device: str, dtype: str, bandwidth_bytes_per_s: float, quick: bool,
@@ -454,11 +459,20 @@ def hardware_toml(data: dict[str, Any]) -> str:
                          f"{_toml_string(item['unit'])}, source = {_toml_string(item['source'])} }}")
     for section, x_key in (("matmul_rows", "rows"), ("elementwise_bytes", "bytes")):
         for precision, curve in data.get(section, {}).items():
-            lines += ["", f"[{section}.{precision}]",
-                      f"{x_key:<8} = [{', '.join(_toml_number(r) for r in curve[x_key])}]",
-                      f"fraction = [{', '.join(_toml_number(f) for f in curve['fraction'])}]",
-                      f"source   = {_toml_string(curve['source'])}"]
+            lines += ["", f"[{section}.{precision}]", f"{x_key:<8} = {_toml_list(curve[x_key])}"]
+            if "cols" in curve:  # a table: one fraction list per output width
+                lines += [f"cols     = {_toml_list(curve['cols'])}", "fraction = ["]
+                lines += [f"    {_toml_list(line)},  # N = {_toml_number(n)}"
+                          for n, line in zip(curve["cols"], curve["fraction"])]
+                lines.append("]")
+            else:
+                lines.append(f"fraction = {_toml_list(curve['fraction'])}")
+            lines.append(f"source   = {_toml_string(curve['source'])}")
     return "\n".join(lines) + "\n"
+
+
+def _toml_list(values: Sequence[float]) -> str:
+    return f"[{', '.join(_toml_number(v) for v in values)}]"
 
 
 def _toml_string(text: str) -> str:
