@@ -11,7 +11,7 @@ from typing import Any
 from .errors import LlmsimError
 
 _COST_OPTIONS = {
-    "attention": ("math", "flash"),
+    "attention": ("math", "flash", "sdpa_math"),
     "logits": ("all", "last"),
     "mla": ("expand", "absorb"),
     "fusion": ("none", "elementwise", "full", "eager"),

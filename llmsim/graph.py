@@ -318,6 +318,9 @@ class _GraphBuilder:
                 kvb=self.kvb, kv_values=kv_values, params=params, precision=self.precision, kv_window=window,
             ))
             return
+        if self.options.attention == "sdpa_math":
+            self._sdpa_math(prefix, n, common, H=H, kvh=kvh, d=d, dv=dv, keys=keys, window=window)
+            return
         eager = self.fusion == "eager"
         if eager and kvh.value < H.value:  # transformers' repeat_kv: K and V copied out to every head
             self.add(formula("repeat_kv")(f"{prefix}.repeat_kv", n, B=self.B, H=H, kvh=kvh, Skv=keys,
@@ -328,6 +331,33 @@ class _GraphBuilder:
                                     eager=eager))
         self.add(formula("attention_context")(f"{prefix}.context", n, **common, dv=dv, kvh=kvh, ab=self.ab,
                                               kvb=self.kvb, precision=self.precision, kv_window=window))
+
+    def _sdpa_math(self, prefix: str, n: int, common: dict[str, Expr], *, H: Expr, kvh: Expr, d: Expr, dv: Expr,
+                   keys: Expr, window: int | None) -> None:
+        """PyTorch's SDPA math kernel (torch's fallback when no fused kernel takes the shapes), one kernel
+        per op as profiled on torch 2.13: 16-bit Q, K, V cast to float32; Q and K^T each scaled by
+        sqrt(scale); both matmuls in float32; mask, softmax and the all-masked-row guard on float32
+        scores (sdpa_softmax); the output cast back. The causal mask is added in prefill only (a decode
+        step's single query sees every cached key)."""
+        B, S, ab, kvb = self.B, self.S, self.ab, self.kvb
+        q_elements, k_elements, v_elements = B * H * S * d, B * kvh * keys * d, B * kvh * keys * dv
+        f32 = Expr.const(4.0)  # float32 bytes per element
+        if float(ab.value) != 4.0 or float(kvb.value) != 4.0:  # .to(float32) of Q (a bytes), K and V (kv bytes)
+            self.add(formula("cast")(f"{prefix}.sdpa_upcast", n, bytes_read=q_elements * ab + (k_elements + v_elements)
+                                     * kvb, bytes_written=(q_elements + k_elements + v_elements) * f32, launches=3,
+                                     kv_window=window))
+        self.add(formula("elementwise")(f"{prefix}.sdpa_scale", n, elements=q_elements + k_elements, inputs=1,
+                                        outputs=1, flops_per_element=1, ab=f32, kind="attention", launches=2,
+                                        kv_window=window))
+        self.add(formula("attention_scores")(f"{prefix}.scores", n, **common, d=d, kvh=kvh, ab=f32, kvb=f32,
+                                             precision="fp32", kv_window=window))
+        self.add(formula("sdpa_softmax")(f"{prefix}.softmax", n, **common, ab=ab, masked=self.phase == "prefill",
+                                         kv_window=window))
+        self.add(formula("attention_context")(f"{prefix}.context", n, **common, dv=dv, kvh=kvh, ab=f32, kvb=f32,
+                                              precision="fp32", kv_window=window))
+        if float(ab.value) != 4.0:  # the float32 output cast back
+            self.add(formula("cast")(f"{prefix}.sdpa_downcast", n, bytes_read=B * H * S * dv * f32,
+                                     bytes_written=B * H * S * dv * ab))
 
     def mla(self, prefix: str, n: int, attn: AttentionSpec) -> None:
         """Multi-head latent attention (DeepSeek V2/V3)."""

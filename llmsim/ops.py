@@ -250,6 +250,37 @@ def softmax(name: str, count: int, *, B: Expr, H: Expr, Sq: Expr, Skv: Expr, ab:
     )
 
 
+@register("cast")
+def cast(name: str, count: int, *, bytes_read: Expr, bytes_written: Expr, launches: int = 1, kind: str = "attention",
+         kv_window: int | None = None) -> Op:
+    """Tensors copied to another dtype (e.g. 16-bit Q, K, V to float32): their bytes read in the old
+    dtype and written in the new one, one kernel per tensor (`launches`)."""
+    return _op(name, kind, count, bytes_read=bytes_read, bytes_written=bytes_written, kv_window=kv_window,
+               launches=launches)
+
+
+@register("sdpa_softmax")
+def sdpa_softmax(name: str, count: int, *, B: Expr, H: Expr, Sq: Expr, Skv: Expr, ab: Expr, masked: bool,
+                 kv_window: int | None = None) -> Op:
+    """probs[B, H, Sq, Skv] as PyTorch's SDPA math kernel computes them on float32 scores, one kernel
+    per op (bytes read / written per score element):
+        + causal mask, in place (masked only) 4 / 4 | softmax 4 / 4 | isneginf(scores) 4 / 1 |
+        all(-1) 1 / - | where(all-masked row, 0, probs) 4 / 4 | copy of the probs (a != 4 only) 4 / 4
+    (the guard keeps fully masked rows at zero: aten::_safe_softmax).
+    """
+    scores = B * H * Sq * Skv
+    cast = float(value_scalar(ab)) != 4.0
+    read = (4 if masked else 0) + 13 + (4 if cast else 0)
+    written = (4 if masked else 0) + 9 + (4 if cast else 0)
+    return _op(
+        name, "attention", count,
+        vector_flops=(5 + 3) * scores,  # softmax 5 + mask test, reduction and select 3 (nominal)
+        bytes_read=scores * read,
+        bytes_written=scores * written,
+        kv_window=kv_window, launches=4 + int(masked) + int(cast),
+    )
+
+
 @register("repeat_kv")
 def repeat_kv(name: str, count: int, *, B: Expr, H: Expr, kvh: Expr, Skv: Expr, kv_values: Expr, kvb: Expr,
               kv_window: int | None = None) -> Op:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from .dtypes import canonical_dtype
 from .errors import OptionError, check_choice
 
-ATTENTION_KERNELS = ("math", "flash")
+ATTENTION_KERNELS = ("math", "flash", "sdpa_math")
 LOGITS_MODES = ("all", "last")
 MLA_MODES = ("expand", "absorb")
 FUSION_POLICIES = ("none", "elementwise", "full", "eager")
@@ -22,7 +22,10 @@ class CostOptions(BaseModel):
     """How the forward pass is computed. Defaults describe a serving engine:
 
     - attention="flash": fused attention; no S x S scores in memory, masked (causal, outside-window)
-      blocks skipped. "math": the full S x S scores, as eager and SDPA-math kernels compute them.
+      blocks skipped. "math": the full S x S scores, as eager attention computes them. "sdpa_math":
+      PyTorch's SDPA math fallback op by op (16-bit Q, K, V cast to float32, Q and K^T scaled, both
+      matmuls, mask and softmax in float32 with the all-masked-row guard, the output cast back), as
+      transformers runs where SDPA has no fused kernel for the shapes (MLA on a CPU).
     - logits="last": the LM head runs on the last position only, as generation does. "all": every
       position, as a plain forward pass.
     - mla="absorb": MLA decode in weight-absorbed form over the cached latent, as serving engines run

@@ -278,12 +278,38 @@ def test_a_config_transformers_cannot_build_is_a_clear_error() -> None:
 
 
 def test_the_attention_kernel_is_the_one_that_runs() -> None:
-    """SDPA's fused kernel for Llama; its math fallback for MLA (q/k and v head dims differ); eager for gpt-oss."""
+    """SDPA's fused kernel for Llama; its math fallback for MLA (q/k and v head dims differ): sdpa_math;
+    eager attention for gpt-oss: math."""
     kernels = {}
     for name in ("llama-gqa", "deepseek_v3", "gpt_oss"):
         model = hf_model_module.build_model(prepare_config(TINY_CONFIGS[name], "float32", None), "float32", "cpu")
         kernels[name] = hf_model_module.attention_kernel(model)
-    assert kernels == {"llama-gqa": "flash", "deepseek_v3": "math", "gpt_oss": "math"}
+    assert kernels == {"llama-gqa": "flash", "deepseek_v3": "sdpa_math", "gpt_oss": "math"}
+
+
+@pytest.mark.parametrize("dtype, causal", [("bfloat16", True), ("bfloat16", False), ("float32", True)])
+def test_sdpa_math_counts_the_kernels_pytorch_runs(dtype: str, causal: bool) -> None:
+    """attention="sdpa_math" stands for PyTorch's SDPA math kernel: its kernels on the [B, H, S, *]
+    tensors are those the profiler sees (the [S, S] causal-mask construction is left out)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    B, H, S, d, dv = 1, 4, 8, 24, 16
+    q, k, v = (torch.randn(B, H, S, n, dtype=getattr(torch, dtype)) for n in (d, d, dv))
+    with sdpa_kernel(SDPBackend.MATH), torch.profiler.profile(record_shapes=True) as prof:
+        torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    kernels = sum(e.count for e in prof.key_averages(group_by_input_shape=True)
+                  if e.key in ("aten::copy_", "aten::mul", "aten::bmm", "aten::add_", "aten::_softmax",
+                               "aten::isneginf", "aten::all", "aten::where")
+                  and e.input_shapes and len(e.input_shapes[0]) >= 3)  # batched tensors only
+    phase = "prefill" if causal else "decode"  # llmsim masks in prefill; a decode step attends to every key
+    ops = llmsim.build_ops("llama-3.2-1b", phase, B, seq_len=S, kv_len=S - 1, attention="sdpa_math",
+                           fusion="eager", activation_dtype=dtype, kv_dtype=dtype)
+    first = [op for op in ops if op.name.startswith("layers.attn.") and (
+        ".sdpa_" in op.name or op.name.endswith((".scores", ".softmax", ".context")))]
+    # bfloat16, causal: casts 3 + 1 + probs copy 1, scale 2, bmm 2, mask add 1, softmax + guard 3 = 14
+    assert sum(op.launches for op in first) == kernels == {("bfloat16", True): 14, ("bfloat16", False): 13,
+                                                           ("float32", True): 9}[(dtype, causal)]
 
 
 def test_eager_fusion_counts_the_kernels_transformers_runs() -> None:

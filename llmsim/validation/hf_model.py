@@ -123,9 +123,9 @@ _FLASH_KERNELS = ("aten::_scaled_dot_product_flash_attention", "aten::_scaled_do
 
 def attention_kernel(model: Any, device: str = "cpu") -> str:
     """llmsim's attention option for the kernel the model really runs, seen in a short profiled forward:
-    "flash" when SDPA picks a fused kernel, "math" when it falls back to its math kernel (on a CPU when
-    the query/key and value head dims differ, as in MLA) or transformers runs its eager attention
-    (full S x S scores, softmax, then the value matmul)."""
+    "flash" when SDPA picks a fused kernel, "sdpa_math" when it falls back to its math kernel (on a CPU
+    when the query/key and value head dims differ, as in MLA), "math" when transformers runs its eager
+    attention (full S x S scores, softmax, then the value matmul)."""
     if getattr(model.config, "_attn_implementation", "sdpa") != "sdpa":
         return "math"
     torch = require_torch()
@@ -136,7 +136,9 @@ def attention_kernel(model: Any, device: str = "cpu") -> str:
             model(input_ids=ids, use_cache=True)
 
     names = aten_op_names(run, device)
-    return "flash" if any(n.startswith(_FLASH_KERNELS) for n in names) else "math"
+    if any(n.startswith(_FLASH_KERNELS) for n in names):
+        return "flash"
+    return "sdpa_math" if "aten::_scaled_dot_product_attention_math" in names else "math"
 
 
 # ---- the phases ------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 Each case is a prefill of seq_len tokens per sequence, or one decode step with kv_len tokens cached.
 The prediction uses the cost options that match what eager transformers executes:
 attention="flash" when SDPA runs a fused kernel (on a CPU aten::_scaled_dot_product_flash_attention_for_cpu,
-which skips fully masked causal blocks), "math" when it falls back to its math kernel (MLA: query/key
-and value head dims differ) or transformers runs its eager attention (gpt-oss: sinks); the kernel is
+which skips fully masked causal blocks), "sdpa_math" when it falls back to its math kernel (MLA: query/key
+and value head dims differ), "math" when transformers runs its eager attention (gpt-oss: sinks); the kernel is
 seen in a short profiled forward of the built model, not assumed,
 logits="all" (a plain forward computes every position's logits), mla="expand" (transformers caches
 the MLA latent and re-expands it every step), fusion="eager" (every PyTorch op its own kernel, as
