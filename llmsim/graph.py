@@ -285,12 +285,13 @@ class _GraphBuilder:
         h, T = self.h, self.T
         H, kvh = self.heads(attn)
         d, dv = Expr.sym("d", attn.head_dim), Expr.sym("dv", attn.v_head_dim)
+        layout = attn.weight_layout
         if attn.fused_qkv:
-            self.linear(f"{prefix}.qkv_proj", n, T, h, H * d + kvh * (d + dv), bias=attn.qkv_bias)
+            self.linear(f"{prefix}.qkv_proj", n, T, h, H * d + kvh * (d + dv), bias=attn.qkv_bias, weight_layout=layout)
         else:
-            self.linear(f"{prefix}.q_proj", n, T, h, H * d, bias=attn.qkv_bias)
-            self.linear(f"{prefix}.k_proj", n, T, h, kvh * d, bias=attn.qkv_bias)
-            self.linear(f"{prefix}.v_proj", n, T, h, kvh * dv, bias=attn.qkv_bias)
+            self.linear(f"{prefix}.q_proj", n, T, h, H * d, bias=attn.qkv_bias, weight_layout=layout)
+            self.linear(f"{prefix}.k_proj", n, T, h, kvh * d, bias=attn.qkv_bias, weight_layout=layout)
+            self.linear(f"{prefix}.v_proj", n, T, h, kvh * dv, bias=attn.qkv_bias, weight_layout=layout)
         if attn.qk_norm:
             self.norm(f"{prefix}.qk_norm", n, (H + kvh) * d, params_per_norm=2 * attn.head_dim)
         if attn.rotary_dim and self.fusion == "eager":
@@ -303,7 +304,7 @@ class _GraphBuilder:
                                       values=kvh * (d + dv), kvb=self.kvb, ab=self.ab, cached=self._cached(attn)))
         self.core_attention(prefix, n, attn, H=H, kvh=kvh, d=d, dv=dv, kv_values=d + dv,
                             params=attn.num_heads // self.tp_degree if attn.sinks else 0)
-        self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias)
+        self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias, weight_layout=layout)
         self.all_reduce(f"{prefix}.all_reduce", n)
 
     def core_attention(self, prefix: str, n: int, attn: AttentionSpec, *, H: Expr, kvh: Expr, d: Expr, dv: Expr,
@@ -424,15 +425,16 @@ class _GraphBuilder:
     def mlp(self, prefix: str, n: int, mlp: MLPSpec, tokens: Expr | None = None, reduce: bool = True) -> None:
         T = self.T if tokens is None else tokens
         h, I = self.h, self._split(Expr.sym("I", mlp.intermediate_size))
+        layout = mlp.weight_layout
         if mlp.gated and mlp.fused_gate_up:
-            self.linear(f"{prefix}.gate_up_proj", n, T, h, 2 * I, bias=mlp.bias)
+            self.linear(f"{prefix}.gate_up_proj", n, T, h, 2 * I, bias=mlp.bias, weight_layout=layout)
         elif mlp.gated:
-            self.linear(f"{prefix}.gate_proj", n, T, h, I, bias=mlp.bias)
-            self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias)
+            self.linear(f"{prefix}.gate_proj", n, T, h, I, bias=mlp.bias, weight_layout=layout)
+            self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias, weight_layout=layout)
         else:
-            self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias)
+            self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias, weight_layout=layout)
         self._activation_op(f"{prefix}.act", n, mlp, T, I)
-        self.linear(f"{prefix}.down_proj", n, T, I, h, bias=mlp.bias)
+        self.linear(f"{prefix}.down_proj", n, T, I, h, bias=mlp.bias, weight_layout=layout)
         if reduce:
             self.all_reduce(f"{prefix}.all_reduce", n)
 
@@ -457,7 +459,8 @@ class _GraphBuilder:
                                            message_bytes=dispatch, group=ep))
         else:
             tokens, experts, I = T, E, self._split(Expr.sym("I", expert.intermediate_size))
-        kw = dict(T=tokens, k=k, E=experts, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision)
+        kw = dict(T=tokens, k=k, E=experts, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision,
+                  weight_layout=expert.weight_layout)
         if expert.fused_gate_up:
             self.expert_linear(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw)
         else:

@@ -5,7 +5,9 @@ in base SI units (FLOP/s, byte/s, byte, s). An optional `[matmul_rows.<precision
 of the roofline a matmul x[M, K] @ W[K, N] reaches by its row count M (`rows`, `fraction`, `source`;
 measured by calibrate: thin decode shapes fall short of what a large square matmul or a copy reaches),
 optionally also by its output width N (`cols`, with `fraction` then one list over `rows` per N: wide
-outputs such as an LM head reach less than a square matmul on some devices).
+outputs such as an LM head reach less than a square matmul on some devices). An optional
+`[matmul_rows_in_out.<precision>]` table (same keys) holds the same for weights stored W[K, N] (GPT-2's
+Conv1D, gpt-oss's experts), which run another kernel than nn.Linear's W[N, K] on some devices.
 Loading refuses unknown keys, missing fields, a wrong unit
 and values outside a plausibility range (a bandwidth written in GB/s instead of byte/s is caught).
 """
@@ -89,6 +91,7 @@ _CURVE_FRACTION_RANGE = (0.01, 8.0)  # above 1: beats the calibrated roofline (e
 # curve sections: name -> (the key of its x values, its model, the precisions it may name)
 _CURVES: dict[str, tuple[str, type, tuple[str, ...]]] = {
     "matmul_rows": ("rows", RowCurve, MATRIX_PRECISIONS),
+    "matmul_rows_in_out": ("rows", RowCurve, MATRIX_PRECISIONS),
     "elementwise_bytes": ("bytes", SizeCurve, VECTOR_PRECISIONS),
 }
 
@@ -150,6 +153,7 @@ class HardwareSpec(BaseModel):
     efficiency: dict[str, Quantity]
     price: dict[str, Quantity] = Field(default_factory=dict)
     matmul_rows: dict[str, RowCurve] = Field(default_factory=dict)
+    matmul_rows_in_out: dict[str, RowCurve] = Field(default_factory=dict)
     elementwise_bytes: dict[str, SizeCurve] = Field(default_factory=dict)
     path: str | None = None
 
@@ -185,10 +189,12 @@ class HardwareSpec(BaseModel):
         item = self.efficiency.get(f"matmul_{precision}") or self.efficiency["matmul"]
         return item.value
 
-    def matmul_row_fraction(self, precision: str, rows: Any, cols: Any = None) -> Any | None:
+    def matmul_row_fraction(self, precision: str, rows: Any, cols: Any = None, layout: str = "out_in") -> Any | None:
         """Fraction of the roofline a matmul of `rows` rows (and `cols` output columns, where the table
-        has widths) reaches at `precision` (None: no curve)."""
-        curve = self.matmul_rows.get(precision)
+        has widths) reaches at `precision` (None: no curve). Weights stored W[K, N] (layout "in_out")
+        read the matmul_rows_in_out table where the file has one, else the nn.Linear one."""
+        curve = (self.matmul_rows_in_out.get(precision) if layout == "in_out" else None) or self.matmul_rows.get(
+            precision)
         return None if curve is None or rows is None else curve.at(rows, cols)
 
     def elementwise_bandwidth_fraction(self, precision: str, size_bytes: Any) -> Any | None:
@@ -320,7 +326,8 @@ def _curves(origin: str, section: str, raw: Any) -> dict[str, Any]:
             raise HardwareError(f"{where}: unknown precision; allowed: {', '.join(precisions)}")
         if not isinstance(table, dict):
             raise HardwareError(f"{where} must be a table {{ {x_key} = [...], fraction = [...], source = ... }}")
-        allowed = (x_key, "cols", "fraction", "source") if section == "matmul_rows" else (x_key, "fraction", "source")
+        allowed = (x_key, "cols", "fraction", "source") if section.startswith("matmul_rows") else (
+            x_key, "fraction", "source")
         extra = set(table) - set(allowed)
         if extra:
             raise HardwareError(f"{where}: unknown key {sorted(extra)[0]!r}; allowed: {', '.join(allowed)}")

@@ -267,10 +267,10 @@ def _gpt2(config: Any) -> dict[str, Any]:
     h = config.n_embd
     attention = AttentionSpec(
         num_heads=config.n_head, num_kv_heads=config.n_head, head_dim=h // config.n_head,
-        v_head_dim=h // config.n_head, qkv_bias=True, o_bias=True, fused_qkv=True,
-    )
+        v_head_dim=h // config.n_head, qkv_bias=True, o_bias=True, fused_qkv=True, weight_layout="in_out",
+    )  # Conv1D: W[in, out]
     mlp = MLPSpec(gated=False, intermediate_size=_get(config, "n_inner", 4 * h), bias=True,
-                  activation=_activation(config))
+                  activation=_activation(config), weight_layout="in_out")
     return {
         "vocab_size": config.vocab_size,
         "hidden_size": h,
@@ -375,7 +375,7 @@ def _gpt_oss(config: Any) -> dict[str, Any]:
     h, heads = config.hidden_size, config.num_attention_heads
     head_dim = _get(config, "head_dim", h // heads)
     expert = MLPSpec(gated=True, intermediate_size=config.intermediate_size, bias=True, fused_gate_up=True,
-                     activation="swiglu_clamped")
+                     activation="swiglu_clamped", weight_layout="in_out")  # experts' W[E, in, out]
     moe = MoESpec(num_experts=config.num_local_experts, top_k=config.num_experts_per_tok, expert=expert,
                   router_bias=True)
     layers = []

@@ -19,6 +19,12 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+WeightLayout = Literal["out_in", "in_out"]
+_LAYOUT_DOC = ("how the reference implementation (transformers) stores the projection matrices: 'out_in' "
+               "W[N, K] as nn.Linear, 'in_out' W[K, N] as GPT-2's Conv1D and gpt-oss's experts (on some "
+               "devices the other layout runs another, slower kernel: hardware matmul_rows_in_out)")
+
+
 class AttentionSpec(_Frozen):
     """One layer's attention block.
 
@@ -39,6 +45,7 @@ class AttentionSpec(_Frozen):
     sliding_window: int | None = Field(default=None, gt=1)
     sinks: bool = False
     rotary_dim: int = Field(default=0, ge=0, description="dims per head that rotary rotates (0: none)")
+    weight_layout: WeightLayout = Field(default="out_in", description=_LAYOUT_DOC)
     q_lora_rank: int | None = None
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
@@ -76,6 +83,7 @@ class MLPSpec(_Frozen):
     bias: bool = False
     fused_gate_up: bool = False
     activation: str = "silu"
+    weight_layout: WeightLayout = Field(default="out_in", description=_LAYOUT_DOC)
 
 
 class MoESpec(_Frozen):

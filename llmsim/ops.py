@@ -45,6 +45,7 @@ class Op:
     kv_window: int | None = None
     collective: str | None = None
     group_size: int = 1
+    weight_layout: str = "out_in"  # matmuls: W[N, K] as nn.Linear ("out_in") or W[K, N] ("in_out")
 
     @property
     def matmul_flops(self) -> Any:
@@ -164,7 +165,8 @@ def _op(name: str, kind: str, count: int, *, matmul_flops: Expr = _ZERO, vector_
 # ---- matmuls -------------------------------------------------------------------------------------
 @register("linear")
 def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Expr, bias: bool = False,
-           owns_weight: bool = True, param_bytes_per: float | None = None, precision: str = "bf16") -> Op:
+           owns_weight: bool = True, param_bytes_per: float | None = None, precision: str = "bf16",
+           weight_layout: str = "out_in") -> Op:
     """y[T, N] = x[T, K] @ W[K, N] (+ b[N]). Weights read once per run."""
     weight = K * N * wb
     params = int(value_scalar(K) * value_scalar(N) + (value_scalar(N) if bias else 0)) if owns_weight else 0
@@ -181,12 +183,13 @@ def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Ex
         param_count=params,
         param_bytes=params * per,
         precision=precision,
+        weight_layout=weight_layout,
     )
 
 
 @register("expert_linear")
 def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, N: Expr, wb: Expr, ab: Expr,
-                  bias: bool = False, precision: str = "bf16") -> Op:
+                  bias: bool = False, precision: str = "bf16", weight_layout: str = "out_in") -> Op:
     """y[T*k, N] = x[T*k, K] @ W_e[K, N] over the experts the T tokens chose (k each).
 
     Weight bytes are those of the distinct experts touched.
@@ -208,6 +211,7 @@ def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, 
         param_count=params,
         param_bytes=params * float(value_scalar(wb)),
         precision=precision,
+        weight_layout=weight_layout,
     )
 
 

@@ -54,7 +54,8 @@ def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, b
     for op in ops:
         matmul, vector, moved = _per_run(op)
         t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches, _comm_s(roofline, op),
-                                        op.kind, op.matmul_rows, cols=op.matmul_cols))
+                                        op.kind, op.matmul_rows, cols=op.matmul_cols,
+                                        layout=op.weight_layout))
         for key, value in zip(PARTS, _parts(t)):
             per_op[key].append(op.count * value)
         for key, value in zip(SUMS, (matmul, vector, moved)):
@@ -86,8 +87,8 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
         # approximation: an element-wise op whose size grows with kv_len (a concatenated cache) keeps the
         # bandwidth fraction of its first step's size, so that its time stays affine and sums exactly
         size = q0[2]
-        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind, rows, size, cols)
-        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind, rows, size, cols)
+        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind, rows, size, cols, op0.weight_layout)
+        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind, rows, size, cols, op0.weight_layout)
         c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
         cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
         # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
@@ -136,7 +137,8 @@ def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: 
     launches = np.array([op.launches for op in ops], dtype=float).reshape(lift)
     bandwidth = np.array([roofline.bandwidth_for(op.kind) for op in ops]).reshape(lift)
     scales = [roofline.row_scale(op.kind, op.precision, *((_first(op.matmul_rows), _first(op.matmul_cols))
-                                                          if pair_axis else (op.matmul_rows, op.matmul_cols)))
+                                                          if pair_axis else (op.matmul_rows, op.matmul_cols)),
+                                 layout=op.weight_layout)
               for op in ops]
     scale = np.stack([np.broadcast_to(np.asarray(v, dtype=float), shape) for v in scales])
     sizes = [roofline.size_scale(op.kind, op.precision, stacked[2][row]) for row, op in enumerate(ops)]

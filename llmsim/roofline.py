@@ -113,13 +113,13 @@ class Roofline:
         """Achievable bandwidth of an op of this kind (matmuls may have their own fraction)."""
         return self.matmul_bandwidth_bytes_per_s if kind == "matmul" else self.bandwidth_bytes_per_s
 
-    def row_scale(self, kind: str, precision: str, rows: Any, cols: Any = None) -> Any:
+    def row_scale(self, kind: str, precision: str, rows: Any, cols: Any = None, layout: str = "out_in") -> Any:
         """1 / the fraction of the roofline a matmul with `rows` rows and `cols` output columns reaches
         (the hardware file's matmul_rows table for the precision; 1.0 for other ops, without a table, or
         at peak)."""
         if kind != "matmul" or rows is None or self.execution.efficiency == "peak":
             return 1.0
-        fraction = self.hardware.matmul_row_fraction(precision, rows, cols)
+        fraction = self.hardware.matmul_row_fraction(precision, rows, cols, layout)
         return 1.0 if fraction is None else 1.0 / fraction
 
     def size_scale(self, kind: str, precision: str, size_bytes: Any) -> Any:
@@ -132,11 +132,11 @@ class Roofline:
 
     def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int,
              comm_s: Any = 0.0, kind: str = "elementwise", rows: Any = None, size_bytes: Any = None,
-             cols: Any = None) -> OpCost:
+             cols: Any = None, layout: str = "out_in") -> OpCost:
         """Compute and memory seconds. A matmul's both terms stretch by its row-count scale
         (approximation: thin shapes slow the kernel, whichever term bounds it); an element-wise op's
         memory term by the bandwidth fraction at its size (size_bytes, default bytes_moved)."""
-        scale = self.row_scale(kind, precision, rows, cols)
+        scale = self.row_scale(kind, precision, rows, cols, layout)
         memory_scale = scale * self.size_scale(kind, precision, bytes_moved if size_bytes is None else size_bytes)
         compute_s = matmul_flops / self.matmul_flops_per_s(precision) + vector_flops / self.vector_flops_per_s(
             precision

@@ -270,6 +270,29 @@ def test_row_table_refusals_name_the_field(table: dict, message: str) -> None:
         hardware_from_dict({**data, "matmul_rows": {}})
 
 
+def test_in_out_weights_read_their_own_table() -> None:
+    # nn.Linear's W[N, K] at 0.5 of the roofline, W[K, N] (GPT-2's Conv1D, gpt-oss's experts) at 0.25
+    data = copy.deepcopy(TEST_GPU)
+    data["matmul_rows"] = {"bf16": {"rows": [1, 65536], "fraction": [0.5, 0.5], "source": "test"}}
+    data["matmul_rows_in_out"] = {"bf16": {"rows": [1, 65536], "fraction": [0.25, 0.25], "source": "test"}}
+    hw, plain = hardware_from_dict(data), hardware_from_dict(TEST_GPU)
+    kwargs = dict(batch_size=2, prompt_len=64, gen_len=4, overhead="none", activation_dtype="bfloat16",
+                  weight_dtype="bfloat16")
+    for model, in_out in (("gpt2", ("qkv_proj", "attn.o_proj", "up_proj", "down_proj")),
+                          ("gpt-oss-20b", ("experts.gate_up_proj", "experts.down_proj"))):
+        slow, fast = llmsim.simulate(model, hw, **kwargs), llmsim.simulate(model, plain, **kwargs)
+        for phase in ("prefill", "decode"):
+            base = {op.name: op.time_s for op in getattr(fast, phase).ops}
+            for op in getattr(slow, phase).ops:
+                if op.kind != "matmul":
+                    continue
+                fraction = 0.25 if op.name.endswith(in_out) else 0.5  # lm_head, router, q/k/v: nn.Linear
+                assert op.time_s == pytest.approx(base[op.name] / fraction, rel=1e-9), (model, phase, op.name)
+    # without an in_out table, W[K, N] weights read the nn.Linear one
+    del data["matmul_rows_in_out"]
+    assert hardware_from_dict(data).matmul_row_fraction("bf16", 8, layout="in_out") == 0.5
+
+
 def test_decode_closed_form_with_a_row_curve() -> None:
     hw = hardware_from_dict(_with_row_curve([1, 4, 64], [0.3, 0.6, 0.9]))
     roofline = Roofline(hw, ExecutionOptions.make(overhead="eager"))

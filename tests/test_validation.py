@@ -56,6 +56,8 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
         curve = back.matmul_rows[precision]
         assert curve == spec.matmul_rows[precision] and len(curve.rows) >= 4 and len(curve.cols) >= 2
         assert all(0.01 <= f <= 4.0 for line in curve.fraction for f in line) and "F.linear" in curve.source
+        in_out = back.matmul_rows_in_out[precision]
+        assert in_out == spec.matmul_rows_in_out[precision] and "torch.matmul(x[M, 512], W[512, N])" in in_out.source
     # element-wise bandwidth by size: fp32 and the 16-bit rate (stored as fp16)
     assert set(back.elementwise_bytes) == {"fp32", "fp16"} == set(spec.elementwise_bytes)
     assert "fresh output" in back.elementwise_bytes["fp16"].source

@@ -20,6 +20,8 @@ What is measured (every figure: warm-up, then the median of N timed repeats; the
   measured matrix rate and the bytes of W, x and y at the measured copy bandwidth) each shape reaches.
   Thin shapes (decode) fall well short of a square matmul; on this repository's CPU wide outputs (an LM
   head) reach ~0.6 of it at large M where N = 1024 reaches ~0.9.
+- matmul_rows_in_out.<precision>: the same for torch.matmul(x, W[K, N]) (weights stored [in, out], as
+  GPT-2's Conv1D and gpt-oss's experts store them), N up to 16384.
 - elementwise_bytes.<fp32|fp16>: torch.mul(a, b) into a fresh output, as eager PyTorch runs every
   element-wise op, at tensor sizes from cache-resident to far beyond the caches: the fraction of the copy
   bandwidth reached at each size (bytes moved per run = 2 reads + 1 write). On a CPU, small tensors
@@ -121,6 +123,11 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
                                         quick, repeats, warmup, stamp)
         for dtype in dtypes
     }
+    in_out_curves = {
+        _PRECISION[dtype]: _matmul_rows(torch, device, dtype, matrix[_PRECISION[dtype]]["value"], bandwidth.value,
+                                        quick, repeats, warmup, stamp, layout="in_out")
+        for dtype in dtypes
+    }
     size_curves = {
         ("fp32" if dtype == "float32" else "fp16"): _elementwise_bytes(torch, device, dtype, bandwidth.value, quick,
                                                                      repeats, warmup, stamp)
@@ -163,6 +170,7 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
             "vector": q(1.0, "fraction", measured_note + " (vector_flops_per_s are measured element-wise rates)"),
         },
         "matmul_rows": row_curves,
+        "matmul_rows_in_out": in_out_curves,
         "elementwise_bytes": size_curves,
     }
     spec = hardware_from_dict(data, origin="calibrate")
@@ -221,9 +229,10 @@ def _bandwidth(torch: Any, device: str, quick: bool, repeats: int, warmup: int) 
 
 
 def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, bandwidth_bytes_per_s: float,
-                 quick: bool, repeats: int, warmup: int, stamp: str) -> dict[str, Any]:
+                 quick: bool, repeats: int, warmup: int, stamp: str, layout: str = "out_in") -> dict[str, Any]:
     """The fraction of the roofline F.linear(x[M, K], W[N, K]) reaches at each row count M and output
-    width N (a matmul_rows table with cols).
+    width N (a matmul_rows table with cols); layout="in_out": x @ W[K, N] (matmul_rows_in_out, up to
+    N = 16384: no LM head is stored that way).
 
     roofline(M, N) = max(2*M*K*N / matrix rate, (K*N + M*K + M*N) * element bytes / copy bandwidth), with
     the rates just measured; fraction = roofline / measured median time. Several copies of W are cycled
@@ -236,12 +245,15 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
         k, cols, rows_list, pool_bytes = 512, (256, 1024), (1, 4, 16, 64, 256), 2**25
     else:  # a CPU: a 1 GiB pool of W, beyond large last-level caches; N up to an LM head's width
         k, cols, rows_list, pool_bytes = 2048, (1024, 4096, 16384, 65536), tuple(2**i for i in range(12)), 2**30
+    if layout == "in_out":
+        cols = tuple(c for c in cols if c <= 16384)
     gen = torch.Generator(device=device).manual_seed(7)
-    linear = torch.nn.functional.linear
+    linear = torch.nn.functional.linear if layout == "out_in" else (lambda x, w: torch.matmul(x, w))
     table, spreads, details = [], [], []
     with torch.inference_mode():
         for n in cols:
-            first = torch.randn(n, k, device=device, dtype=tdtype, generator=gen)  # nn.Linear's [out, in]
+            shape = (n, k) if layout == "out_in" else (k, n)  # nn.Linear's [out, in], or [in, out]
+            first = torch.randn(*shape, device=device, dtype=tdtype, generator=gen)
             size = first.element_size()
             copies = max(2, -(-pool_bytes // (k * n * size)))
             weights = [first] + [first.clone() for _ in range(copies - 1)]
@@ -265,7 +277,8 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
             weights.clear()  # free the pool before the next width
             table.append(fractions)
             details.append(f"N={n}: {' '.join(medians)}")
-    how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: F.linear(x[M, {k}], W[N, {k}]) "
+    call = f"F.linear(x[M, {k}], W[N, {k}])" if layout == "out_in" else f"torch.matmul(x[M, {k}], W[{k}, N])"
+    how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: {call} "
            f"in {dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per N), fraction = max(2MKN / "
            f"{peak_flops_per_s / 1e9:.1f} GFLOP/s, bytes of W, x and y / {bandwidth_bytes_per_s / 1e9:.2f} GB/s) / "
            f"measured time; ms per call at M = {', '.join(str(r) for r in rows_list)}: {'; '.join(details)}")
@@ -457,7 +470,7 @@ def hardware_toml(data: dict[str, Any]) -> str:
         for key, item in table.items():
             lines.append(f"{key:<{width}} = {{ value = {_toml_number(item['value'])}, unit = "
                          f"{_toml_string(item['unit'])}, source = {_toml_string(item['source'])} }}")
-    for section, x_key in (("matmul_rows", "rows"), ("elementwise_bytes", "bytes")):
+    for section, x_key in (("matmul_rows", "rows"), ("matmul_rows_in_out", "rows"), ("elementwise_bytes", "bytes")):
         for precision, curve in data.get(section, {}).items():
             lines += ["", f"[{section}.{precision}]", f"{x_key:<8} = {_toml_list(curve[x_key])}"]
             if "cols" in curve:  # a table: one fraction list per output width
