@@ -267,7 +267,7 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
             for rows in rows_list:
                 x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
                 heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
-                times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 3) if heavy else repeats,
+                times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 5) if heavy else repeats,
                                   1 if heavy else warmup, setup=next_weight)
                 roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
                                  bandwidth_bytes_per_s)
