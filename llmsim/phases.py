@@ -212,22 +212,25 @@ def _trapezoid(roofline: Roofline, graph: _Graph, indices: list[int], L0: Any, s
     launches = roofline.rates(columns, ndim)[3]
     ends, n = _segments([clamp, *roofline.crossings(c0, cs, m0, ms, launches)], steps)
     counts = _lift([graph.fixed.counts[i] for i in indices], n.ndim - 2)  # n: op axis, workload axes, segments
+    u = np.minimum(ends, clamp[..., None], out=ends)  # each segment's first and last offset, clamped
 
-    def at(x: np.ndarray) -> tuple[np.ndarray, ...]:
-        """PARTS and SUMS of one run at offsets x (segment axis last): all affine in the clamped offset."""
-        u = np.minimum(x, clamp[..., None])
-        parts = _parts(roofline.time(OpCost(c0[..., None] + cs[..., None] * u, m0[..., None] + ms[..., None] * u,
-                                            launches[..., None])))
-        return parts + tuple(b[..., None] + slope[..., None] * u for b, slope in zip(base, slopes))
+    def parts_at(u: np.ndarray) -> tuple[np.ndarray, ...]:
+        """PARTS of one run at clamped offsets u (segment axis last), each term affine in u."""
+        return _parts(roofline.time(OpCost(c0[..., None] + cs[..., None] * u, m0[..., None] + ms[..., None] * u,
+                                           launches[..., None])))
+
+    def quantity_at(value: np.ndarray, slope: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return value[..., None] + slope[..., None] * u
 
     def summed(first: np.ndarray, last: np.ndarray) -> np.ndarray:
         """Each affine piece summed over its n integer offsets by the trapezoid rule: n * (first + last) / 2."""
         return counts * (n * (first + last) / 2.0).sum(axis=-1)
 
-    if ends.size > 2 * _CHUNK_VALUES:  # a large sweep: each end by itself (no stacked copies)
-        totals: Any = [summed(a, b) for a, b in zip(at(ends[0]), at(ends[1]))]
+    if u.size > 2 * _CHUNK_VALUES:  # a large sweep: one quantity at a time (no stacked copies)
+        totals: Any = [summed(a, b) for a, b in zip(parts_at(u[0]), parts_at(u[1]))]
+        totals += [summed(quantity_at(v, slope, u[0]), quantity_at(v, slope, u[1])) for v, slope in zip(base, slopes)]
     else:  # every quantity at both ends in one stack: quantities, ends, op axis, workload axes, segments
-        block = _block(at(ends))
+        block = _block(parts_at(u) + tuple(quantity_at(v, slope, u) for v, slope in zip(base, slopes)))
         totals = summed(block[:, 0], block[:, 1])
     _put(per_op, PARTS + SUMS, indices, totals)
 

@@ -153,8 +153,14 @@ def _op_cost(matmul_flops: Any, vector_flops: Any, bytes_moved: Any, matmul_flop
              bandwidth_bytes_per_s: Any, scale: Any, memory_scale: Any, launches: Any, comm_s: Any) -> OpCost:
     """The module docstring's compute_s and memory_s, with the shape-curve scales (one op or stacked ops)."""
     compute_s = matmul_flops / matmul_flops_per_s + vector_flops / vector_flops_per_s
-    return OpCost(compute_s=compute_s * scale, memory_s=bytes_moved / bandwidth_bytes_per_s * memory_scale,
-                  launches=launches, comm_s=comm_s)
+    memory_s = bytes_moved / bandwidth_bytes_per_s
+    return OpCost(compute_s=_times(compute_s, scale), memory_s=_times(memory_s, memory_scale), launches=launches,
+                  comm_s=comm_s)
+
+
+def _times(x: Any, scale: Any) -> Any:
+    """x * scale; x itself for a scale of exactly 1.0 (the same value, without a pass over an array)."""
+    return x if type(scale) is float and scale == 1.0 else x * scale
 
 
 class Roofline:
@@ -302,7 +308,8 @@ class Roofline:
             compute_part, memory_part = compute_s, memory_s
         launch = cost.launches * self.launch_s
         dispatch = cost.launches * self.dispatch_s
-        busy_s = kernel_s + comm_s
+        # no communication (a scalar 0): x + 0 is x (for every x but -0.0, which kernel_s never is), so skipped
+        busy_s = kernel_s if type(comm_s) in (int, float) and comm_s == 0 else kernel_s + comm_s
         time_s = maximum(busy_s + launch, dispatch) if self.async_host else busy_s + launch + dispatch
         if not scalar:
             comm_s = np.broadcast_to(comm_s, np.shape(time_s))
