@@ -491,6 +491,11 @@ def build_ops_unchecked(model: ModelSpec, phase: str, batch_size: Any, seq_len: 
     return template.ops_at(batch_size, S, kv_len)
 
 
+def graph_template(model: ModelSpec, phase: str, options: CostOptions) -> _GraphTemplate | None:
+    """The graph template of (model, phase, options), cached; None where the builder must run each time."""
+    return _template(model, phase, options)
+
+
 # ---- graph templates: the graph of a model, phase and options, rebuilt for any workload ----------------
 class _GraphTemplate:
     """The ops of one (model, phase, options), built once with their formulas recorded, so the ops of
@@ -519,10 +524,41 @@ class _GraphTemplate:
                 self._recipes.append(_Replayed(before, after, tuple(op.formulas)))
                 exprs.extend(op.formulas.values())
         self._program = FormulaProgram(exprs, [builder.B, builder.S, builder.L])
+        self.ops = ops  # at B = S = 1, L = 0: every field but the formula values is that of any workload
+        self._index_values(ops)
 
     def ops_at(self, B: Any, S: Any, L: Any) -> list[Op]:
         exprs = iter(self._program.replay((B, S, L)))
         return [recipe.op(exprs) for recipe in self._recipes]
+
+    def values_at(self, B: Any, S: Any, L: Any) -> dict[str, list[Any]]:
+        """Per quantity (matmul_flops, bytes_read, ...), its formula's value for each op of ops_at(B, S, L),
+        None where an op has no such formula; without making the Ops and Exprs."""
+        workload = (B, S, L)
+        registers = self._program.run(workload)
+        registers.append(None)  # register -1: the value of a formula an op does not have
+        values = {quantity: [registers[r] for r in column] for quantity, column in self._value_registers.items()}
+        for index, recipe, start, stop in self._called:
+            op = recipe.op(iter(self._program.exprs(registers, workload, start, stop)))
+            for quantity, column in values.items():
+                column[index] = op.formulas[quantity].value if quantity in op.formulas else None
+        return values
+
+    def _index_values(self, ops: list[Op]) -> None:
+        """Where values_at finds each value: per quantity, the register of each replayed op's formula (-1
+        for none); the called ops with their arguments' place among the program's formulas."""
+        outputs = self._program.output_registers
+        self._value_registers = {quantity: [-1] * len(ops) for op in ops for quantity in op.formulas}
+        self._called: list[tuple[int, _Called, int, int]] = []
+        start = 0
+        for index, recipe in enumerate(self._recipes):
+            names = recipe.args if isinstance(recipe, _Called) else recipe.quantities
+            if isinstance(recipe, _Called):
+                self._called.append((index, recipe, start, start + len(names)))
+            else:
+                for quantity, register in zip(names, outputs[start:]):
+                    self._value_registers[quantity][index] = register
+            start += len(names)
 
 
 class _Replayed:

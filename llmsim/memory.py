@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict
 from .graph import build_ops_unchecked
 from .hardware import HardwareSpec
 from .model import ModelSpec
-from .ops import Op
 from .workload import CostOptions
 
 # approximation: CUDA context, cuBLAS and attention workspaces and allocator slack on a GPU.
@@ -45,20 +44,29 @@ def weights_bytes(model: ModelSpec, options: CostOptions) -> float:
 
 
 def peak_activation_bytes(model: ModelSpec, options: CostOptions, batch_size: Any, seq_len: Any,
-                          prefill_ops: list[Op] | None = None) -> Any:
+                          prefill_values: dict[str, list[Any]] | None = None) -> Any:
     """Largest live activation set of a prefill of seq_len tokens.
 
     approximation: the residual stream [B, S, h] plus the largest single op's activation inputs and
     outputs (e.g. the [B, H, S, S] scores with attention="math", or [B, S, V] logits with
     logits="all"); earlier intermediates are assumed freed.
+    prefill_values: the prefill ops' bytes_read, weight_bytes and bytes_written per op, where known
+    (PhaseTotals.values); else the ops are built.
     """
-    ops = prefill_ops if prefill_ops is not None else build_ops_unchecked(model, "prefill", batch_size, seq_len, 0,
-                                                                          options)
+    if prefill_values is None:
+        ops = build_ops_unchecked(model, "prefill", batch_size, seq_len, 0, options)
+        runs: Any = [(op.bytes_read, op.weight_bytes, op.bytes_written) for op in ops]
+    else:
+        runs = zip(*(prefill_values[q] for q in ("bytes_read", "weight_bytes", "bytes_written")))
     _, act_dtype_bytes = _act_bytes(model, options)
     residual = np.asarray(batch_size) * np.asarray(seq_len) * model.hidden_size * act_dtype_bytes
-    largest = 0.0
-    for op in ops:
-        largest = np.maximum(largest, np.asarray(op.bytes_read - op.weight_bytes + op.bytes_written, dtype=float))
+    largest: Any = 0.0
+    for read, weight, written in runs:
+        size = read - weight + written
+        if type(size) in (int, float) and type(largest) is float:  # one workload: Python's max, as exact
+            largest = max(largest, float(size))
+        else:
+            largest = np.maximum(largest, np.asarray(size, dtype=float))
     return residual + largest
 
 
@@ -74,7 +82,7 @@ def workspace_bytes(hardware: HardwareSpec) -> float:
 
 
 def footprint(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, batch_size: Any, prompt_len: Any,
-              gen_len: Any, prefill_ops: list[Op] | None = None) -> dict[str, Any]:
+              gen_len: Any, prefill_values: dict[str, list[Any]] | None = None) -> dict[str, Any]:
     """Weights + KV cache at the final length (prompt_len + gen_len - 1 cached tokens) + peak
     activations of the prefill (the larger phase) + workspace. Arrays broadcast."""
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
@@ -82,7 +90,7 @@ def footprint(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, ba
     final_tokens = np.asarray(prompt_len) + np.asarray(gen_len) - 1
     kv = model.kv_cache_bytes(batch_size=batch_size, seq_len=final_tokens, kv_dtype=kv_dtype,
                               tensor_parallel=options.tensor_parallel)
-    activations = peak_activation_bytes(model, options, batch_size, prompt_len, prefill_ops)
+    activations = peak_activation_bytes(model, options, batch_size, prompt_len, prefill_values)
     workspace = workspace_bytes(hardware)
     total = weights + kv + activations + workspace
     return {

@@ -9,180 +9,340 @@ no step is sampled or skipped, and a sweep of a million points stays one vectori
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from .graph import build_ops_unchecked
+from .graph import build_ops_unchecked, graph_template
 from .model import ModelSpec
 from .ops import Op
-from .roofline import OpCost, Roofline
+from .roofline import OpColumns, OpCost, Roofline
 from .workload import CostOptions
 
 PARTS = ("time_s", "compute_s", "memory_s", "overhead_s", "communication_s")
 SUMS = ("matmul_flops", "vector_flops", "bytes")
 
 
-@dataclass(frozen=True)
 class PhaseTotals:
-    """Per-op totals over a phase (arrays broadcast over the sweep shape); index i is ops[i]."""
+    """Per-op totals over a phase (arrays broadcast over the sweep shape); index i is ops[i].
 
-    ops: list[Op]
-    per_op: dict[str, list[Any]]  # PARTS and SUMS -> one entry per op, already times op.count
+    per_op: PARTS and SUMS -> one entry per op, already times its count. names, kinds, counts: the ops'
+    fixed fields; values: their per-run quantities by formula name (see _GraphTemplate.values_at). The
+    Ops themselves are made when first asked for (one simulate() needs none).
+    """
+
+    def __init__(self, per_op: dict[str, list[Any]], fixed: OpFields, values: dict[str, list[Any]],
+                 ops: list[Op] | Callable[[], list[Op]]) -> None:
+        self.per_op, self.values = per_op, values
+        self.names, self.kinds, self.counts = fixed.names, fixed.kinds, fixed.counts
+        self._ops = ops
+
+    @property
+    def ops(self) -> list[Op]:
+        if callable(self._ops):
+            self._ops = self._ops()
+        return self._ops
 
     def total(self, key: str) -> Any:
-        return sum(self.per_op[key]) if self.ops else 0.0
+        return sum(self.per_op[key]) if self.names else 0.0
 
 
-def _per_run(op: Op) -> tuple[Any, Any, Any]:
-    return op.matmul_flops, op.vector_flops, op.bytes
+@dataclass(frozen=True)
+class OpFields:
+    """The fields of a graph's ops that no workload changes, one entry per op; the roofline's columns
+    of any subset of them made once (`columns`)."""
+
+    ops: list[Op]
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    counts: tuple[int, ...]
+    windows: tuple[float, ...]  # kv_window, inf without
+    collectives: tuple[bool, ...]
+    # decode: the ops whose quantities change with kv_len (their values carry the pair axis); steady: the others
+    varying: tuple[int, ...]
+    steady: tuple[int, ...]
+    _columns: dict[tuple[int, ...], OpColumns] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, ops: list[Op], varying: tuple[int, ...] = ()) -> OpFields:
+        return cls(ops, tuple(op.name for op in ops), tuple(op.kind for op in ops), tuple(op.count for op in ops),
+                   tuple(op.kv_window or np.inf for op in ops), tuple(bool(op.collective) for op in ops), varying,
+                   tuple(i for i in range(len(ops)) if i not in varying))
+
+    def columns(self, indices: list[int]) -> OpColumns:
+        key = tuple(indices)
+        if key not in self._columns:
+            self._columns[key] = OpColumns.of([self.ops[i] for i in indices])
+        return self._columns[key]
+
+
+@lru_cache(maxsize=256)
+def _template_fields(template: Any, phase: str) -> OpFields:
+    """OpFields of a graph template's ops (made once per template); decode's varying ops found from
+    the shapes of the values at a kv_len pair (as decode_totals evaluates them)."""
+    varying: tuple[int, ...] = ()
+    if phase == "decode":
+        with np.errstate(all="ignore"):
+            values = template.values_at(1, 1, np.array([0.0, 1.0]))
+        varying = _paired(values)
+    return OpFields.of(template.ops, varying)
+
+
+def _paired(values: dict[str, list[Any]]) -> tuple[int, ...]:
+    """The ops with a quantity of a trailing pair axis: those whose values change with kv_len."""
+    runs = zip(*_per_run(values, range(len(values["matmul_flops"]))))
+    return tuple(i for i, run in enumerate(runs) if any(np.ndim(v) and np.shape(v)[-1] == 2 for v in run))
+
+
+class _Graph:
+    """The ops of a phase at one workload: their per-run quantities (values) and fixed fields, and the
+    Ops themselves on demand; from the graph template where there is one (fields made once)."""
+
+    def __init__(self, model: ModelSpec, phase: str, B: Any, S: Any, L: Any, options: CostOptions) -> None:
+        template = graph_template(model, phase, options)
+        if template is None:
+            ops = build_ops_unchecked(model, phase, B, S, L, options)
+            self.values = _values_of(ops)
+            self.fixed = OpFields.of(ops, _paired(self.values) if phase == "decode" else ())
+            self.ops: list[Op] | Callable[[], list[Op]] = ops
+        else:
+            S = S if phase == "prefill" else 1
+            self.values = template.values_at(B, S, L)
+            self.fixed = _template_fields(template, phase)
+            self.ops = lambda: template.ops_at(B, S, L)
+
+    def totals(self, per_op: dict[str, list[Any]]) -> PhaseTotals:
+        return PhaseTotals(per_op, self.fixed, self.values, self.ops)
+
+
+def _values_of(ops: list[Op]) -> dict[str, list[Any]]:
+    """Per formula quantity, its value for each op (None where an op has none)."""
+    quantities = dict.fromkeys(quantity for op in ops for quantity in op.formulas)
+    return {q: [op.formulas[q].value if q in op.formulas else None for op in ops] for q in quantities}
+
+
+def _per_run(values: dict[str, list[Any]], indices: Iterable[int]) -> tuple[list[Any], ...]:
+    """matmul_flops, vector_flops and bytes (read + written, as Op.bytes) per run of the ops of `indices`."""
+    matmul, vector, read, written = ([values[q][i] for i in indices]
+                                     for q in ("matmul_flops", "vector_flops", "bytes_read", "bytes_written"))
+    return matmul, vector, [r + w for r, w in zip(read, written)]
 
 
 def _parts(t: Any) -> tuple[Any, ...]:
     return t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s, t.communication_part_s
 
 
-def _comm_s(roofline: Roofline, op: Op) -> Any:
-    return roofline.collective_s(op.collective, op.comm_bytes, op.group_size) if op.collective else 0.0
+def _comm_s(roofline: Roofline, op: Op, message_bytes: Any) -> Any:
+    return roofline.collective_s(op.collective, message_bytes, op.group_size) if op.collective else 0.0
 
 
 def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
                    seq_len: Any) -> PhaseTotals:
-    ops = build_ops_unchecked(model, "prefill", batch_size, seq_len, 0, options)
-    per_op: dict[str, list[Any]] = {k: [] for k in PARTS + SUMS}
-    for op in ops:
-        matmul, vector, moved = _per_run(op)
-        t = roofline.time(roofline.cost(matmul, vector, moved, op.precision, op.launches, _comm_s(roofline, op),
-                                        op.kind, op.matmul_rows, cols=op.matmul_cols,
-                                        layout=op.weight_layout))
-        for key, value in zip(PARTS, _parts(t)):
-            per_op[key].append(op.count * value)
-        for key, value in zip(SUMS, (matmul, vector, moved)):
-            per_op[key].append(op.count * np.asarray(value, dtype=float))
-    return PhaseTotals(ops=ops, per_op=per_op)
+    graph = _Graph(model, "prefill", batch_size, seq_len, 0, options)
+    n = len(graph.fixed.names)
+    per_op: dict[str, list[Any]] = {k: [None] * n for k in PARTS + SUMS}
+    shape = _shape_of(batch_size, seq_len)  # of every value
+    for chunk in _chunks(list(range(n)), shape):
+        _steady(roofline, graph, chunk, 1, per_op, len(shape), pair_axis=False)
+    return graph.totals(per_op)
 
 
 def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
                   first_kv_len: Any, steps: Any) -> PhaseTotals:
     """Sums over `steps` decode steps at kv_len = first_kv_len, first_kv_len + 1, ..."""
-    # one graph evaluated at kv_len = L0 and L0 + 1 along a trailing axis: value and slope of each op
+    # one graph evaluated at kv_len = L0 and L0 + 1 along a trailing axis: value and slope of each op (an
+    # array batch gets the trailing axis too; a single batch size broadcasts as it is)
     L0 = np.asarray(first_kv_len, dtype=float)
-    pair = np.stack([L0, L0 + 1], axis=-1)
-    at01 = build_ops_unchecked(model, "decode", np.asarray(batch_size)[..., None], 1, pair, options)
+    pair = L0[..., None] + np.array([0.0, 1.0])
+    batch = np.asarray(batch_size)[..., None] if np.ndim(batch_size) else batch_size
+    graph = _Graph(model, "decode", batch, 1, pair, options)
     steps = np.asarray(steps, dtype=float)
-    per_op: dict[str, list[Any]] = {k: [None] * len(at01) for k in PARTS + SUMS}
-    constant: list[int] = []
-    for index, op0 in enumerate(at01):
-        both = [np.asarray(v, dtype=float) for v in _per_run(op0)]
-        if not any(v.ndim and v.shape[-1] == 2 for v in both):
-            constant.append(index)  # no kv_len in its formulas: the same every step
-            continue
-        q0 = [_first(v) for v in both]
-        q1 = [v[..., -1] if v.ndim else v for v in both]
-        slopes = [b - a for a, b in zip(q0, q1)]
-        comm_s = 0.0  # collectives never depend on kv_len
-        rows = _first(op0.matmul_rows)  # rows never depend on kv_len (decode: the batch)
-        cols = _first(op0.matmul_cols)  # nor do a matmul's output columns (attention is not a matmul op)
-        # approximation: an element-wise op whose size grows with kv_len (a concatenated cache) keeps the
-        # bandwidth fraction of its first step's size, so that its time stays affine and sums exactly
-        size = q0[2]
-        cost0 = roofline.cost(*q0, op0.precision, op0.launches, comm_s, op0.kind, rows, size, cols, op0.weight_layout)
-        cost1 = roofline.cost(*q1, op0.precision, op0.launches, comm_s, op0.kind, rows, size, cols, op0.weight_layout)
-        c0, m0 = np.asarray(cost0.compute_s, dtype=float), np.asarray(cost0.memory_s, dtype=float)
-        cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
-        # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
-        clamp = (op0.kv_window - 1) - L0 if op0.kv_window else np.full_like(L0, np.inf)
-        cuts = [clamp, *roofline.crossings(c0, cs, m0, ms, op0.launches)]
-        segments = _segments(cuts, steps)
-
-        def at(x: Any, c0: Any = c0, cs: Any = cs, m0: Any = m0, ms: Any = ms, clamp: Any = clamp,
-               launches: int = op0.launches, comm_s: Any = comm_s) -> tuple[Any, ...]:
-            u = np.minimum(x, clamp[..., None]) if np.ndim(clamp) else np.minimum(x, clamp)
-            cost = OpCost(_lift(c0) + _lift(cs) * u, _lift(m0) + _lift(ms) * u, launches, _lift(comm_s))
-            t = roofline.time(cost)
-            return _parts(t)
-
-        lo, hi, n = segments
-        f_lo, f_hi = at(lo), at(hi)
-        for key, a, b in zip(PARTS, f_lo, f_hi):
-            per_op[key][index] = op0.count * np.sum(n * (a + b) / 2.0, axis=-1)
-        u_lo = np.minimum(lo, _lift(clamp))
-        u_hi = np.minimum(hi, _lift(clamp))
-        for key, base, slope in zip(SUMS, q0, slopes):
-            a = _lift(base) + _lift(slope) * u_lo
-            b = _lift(base) + _lift(slope) * u_hi
-            per_op[key][index] = op0.count * np.sum(n * (a + b) / 2.0, axis=-1)
-    _constant_ops(roofline, [at01[i] for i in constant], constant, steps, per_op)
-    return PhaseTotals(ops=at01, per_op=per_op)
+    n = len(graph.fixed.names)
+    per_op: dict[str, list[Any]] = {k: [None] * n for k in PARTS + SUMS}
+    shape = _shape_of(batch_size, L0)  # of every value without its pair axis
+    # ops without kv_len in their formulas are the same every step; their values depend on the batch only
+    for chunk in _chunks(list(graph.fixed.steady), np.shape(batch_size)):
+        _steady(roofline, graph, chunk, steps, per_op, len(shape))
+    for chunk in _chunks(list(graph.fixed.varying), shape):
+        _trapezoid(roofline, graph, chunk, L0, steps, per_op, len(shape))
+    return graph.totals(per_op)
 
 
-def _constant_ops(roofline: Roofline, ops: list[Op], indices: list[int], steps: Any,
-                  per_op: dict[str, list[Any]], pair_axis: bool = True) -> None:
-    """steps * one run of each op, all ops in one vectorised evaluation (for decode: the ops that do
-    not depend on kv_len, whose values carry a trailing pair axis of length 1)."""
-    if not ops:
-        return
-    values = [[np.asarray(v, dtype=float) for v in (*_per_run(op), _comm_s(roofline, op))] for op in ops]
-    if pair_axis:
-        values = [[_first(v) for v in row] for row in values]
-    shape = np.broadcast_shapes(*(v.shape for row in values for v in row))
-    if shape == ():  # scalars (one simulate()): one array per quantity, no broadcasting needed
-        stacked = [np.array([row[j] for row in values]) for j in range(4)]
-    else:
-        stacked = [np.stack([np.broadcast_to(row[j], shape) for row in values]) for j in range(4)]
-    lift = (len(ops),) + (1,) * len(shape)
-    matmul_peak = np.array([roofline.matmul_flops_per_s(op.precision) for op in ops]).reshape(lift)
-    vector_peak = np.array([roofline.vector_flops_per_s(op.precision) for op in ops]).reshape(lift)
-    launches = np.array([op.launches for op in ops], dtype=float).reshape(lift)
-    bandwidth = np.array([roofline.bandwidth_for(op.kind) for op in ops]).reshape(lift)
-    scales = [roofline.row_scale(op.kind, op.precision, *((_first(op.matmul_rows), _first(op.matmul_cols))
-                                                          if pair_axis else (op.matmul_rows, op.matmul_cols)),
-                                 layout=op.weight_layout)
-              for op in ops]
-    scale = np.stack([np.broadcast_to(np.asarray(v, dtype=float), shape) for v in scales])
-    sizes = [roofline.size_scale(op.kind, op.precision, stacked[2][row]) for row, op in enumerate(ops)]
-    size_scale = np.stack([np.broadcast_to(np.asarray(v, dtype=float), shape) for v in sizes])
-    cost = OpCost((stacked[0] / matmul_peak + stacked[1] / vector_peak) * scale,
-                  stacked[2] / bandwidth * scale * size_scale, launches, stacked[3])  # type: ignore[arg-type]
-    counts = np.array([op.count for op in ops], dtype=float).reshape(lift) * steps
-    for key, value in zip(PARTS + SUMS, (*_parts(roofline.time(cost)), *stacked[:3])):
-        scaled = counts * value
-        for row, index in enumerate(indices):
-            per_op[key][index] = scaled[row]
+def _shape_of(*values: Any) -> tuple[int, ...]:
+    """The shape workload values broadcast to."""
+    shapes = [np.shape(v) for v in values]
+    return np.broadcast_shapes(*shapes) if any(shapes) else ()
 
 
-def _first(x: Any) -> Any:
-    """A decode value without its trailing pair axis (None stays None)."""
-    if x is None:
-        return None
-    x = np.asarray(x, dtype=float)
-    return x[..., 0] if x.ndim else x
+# values per stack of ops evaluated at once: every op of one workload or a small sweep together; a large
+# sweep op by op, as each op's arrays are large already (stacking them would only cost memory)
+_CHUNK_VALUES = 1 << 16
 
 
-def _lift(x: Any) -> Any:
-    """Add a trailing axis for the segments."""
-    return np.asarray(x, dtype=float)[..., None]
+def _chunks(indices: list[int], shape: tuple[int, ...]) -> list[list[int]]:
+    """`indices` in consecutive chunks of at most _CHUNK_VALUES values of `shape` (one op at least)."""
+    size = max(_CHUNK_VALUES // max(math.prod(shape), 1), 1)
+    return [indices[i:i + size] for i in range(0, len(indices), size)]
 
 
-def _segments(cuts: list[Any], steps: Any) -> tuple[Any, Any, Any]:
+def _trapezoid(roofline: Roofline, graph: _Graph, indices: list[int], L0: Any, steps: Any,
+               per_op: dict[str, list[Any]], ndim: int) -> None:
+    """Sums over the decode steps of ops whose quantities change with kv_len, all ops in one evaluation
+    along a leading op axis."""
+    columns = graph.fixed.columns(indices)
+    # each quantity at kv_len = [L0, L0 + 1] on a trailing pair axis (of length 1 where no op of the chunk
+    # changes it): value and slope per step
+    q = _quantities(graph.values, indices, ndim + 1)
+    base, slopes = [x[..., 0] for x in q], [x[..., -1] - x[..., 0] for x in q]
+    rows, cols = _rows(roofline, graph, indices, columns, ndim + 1)
+    rows, cols = (None, None) if rows is None else (rows[..., 0], cols[..., 0])
+    # approximation: a matmul keeps the row fraction of its first step's rows (decode: the batch, but the
+    # latent expansion of mla="expand"), and an element-wise op whose size grows with kv_len (a concatenated
+    # cache) the bandwidth fraction of its first step's size, so that its time stays affine and sums exactly
+    cost0 = roofline.costs(columns, *base, rows, base[2], cols=cols)  # collectives never depend on kv_len
+    cost1 = roofline.costs(columns, *(x[..., -1] for x in q), rows, base[2], cols=cols)
+    c0, m0 = cost0.compute_s, cost0.memory_s
+    cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
+    # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
+    clamp = (_lift([graph.fixed.windows[i] for i in indices], ndim) - 1) - L0
+    launches = roofline.rates(columns, ndim)[3]
+    ends, n = _segments([clamp, *roofline.crossings(c0, cs, m0, ms, launches)], steps)
+    counts = _lift([graph.fixed.counts[i] for i in indices], n.ndim - 2)  # n: op axis, workload axes, segments
+    u = np.minimum(ends, clamp[..., None], out=ends)  # each segment's first and last offset, clamped
+
+    def parts_at(u: np.ndarray) -> tuple[np.ndarray, ...]:
+        """PARTS of one run at clamped offsets u (segment axis last), each term affine in u."""
+        return _parts(roofline.time(OpCost(c0[..., None] + cs[..., None] * u, m0[..., None] + ms[..., None] * u,
+                                           launches[..., None])))
+
+    def quantity_at(value: np.ndarray, slope: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return value[..., None] + slope[..., None] * u
+
+    def summed(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """Each affine piece summed over its n integer offsets by the trapezoid rule: n * (first + last) / 2."""
+        return counts * (n * (first + last) / 2.0).sum(axis=-1)
+
+    if u.size > 2 * _CHUNK_VALUES:  # a large sweep: one quantity at a time (no stacked copies)
+        totals: Any = [summed(a, b) for a, b in zip(parts_at(u[0]), parts_at(u[1]))]
+        totals += [summed(quantity_at(v, slope, u[0]), quantity_at(v, slope, u[1])) for v, slope in zip(base, slopes)]
+    else:  # every quantity at both ends in one stack: quantities, ends, op axis, workload axes, segments
+        block = _block(parts_at(u) + tuple(quantity_at(v, slope, u) for v, slope in zip(base, slopes)))
+        totals = summed(block[:, 0], block[:, 1])
+    _put(per_op, PARTS + SUMS, indices, totals)
+
+
+def _steady(roofline: Roofline, graph: _Graph, indices: list[int], steps: Any, per_op: dict[str, list[Any]],
+            ndim: int, pair_axis: bool = True) -> None:
+    """steps * one run of each op, all ops in one evaluation along a leading op axis (prefill: steps = 1;
+    decode: the ops that do not depend on kv_len, whose values carry a trailing pair axis of length 1)."""
+    columns = graph.fixed.columns(indices)
+    axes = ndim + pair_axis
+
+    def drop_pair(x: np.ndarray) -> np.ndarray:
+        return x[..., 0] if pair_axis else x
+
+    q = [drop_pair(x) for x in _quantities(graph.values, indices, axes)]
+    rows, cols = _rows(roofline, graph, indices, columns, axes)
+    comm_s: Any = 0.0
+    if any(graph.fixed.collectives[i] for i in indices):
+        message_bytes = graph.values["comm_bytes"]
+        comm_s = drop_pair(_stack([_comm_s(roofline, graph.fixed.ops[i], message_bytes[i]) for i in indices], axes))
+    cost = roofline.costs(columns, *q, None if rows is None else drop_pair(rows), comm_s=comm_s,
+                          cols=None if cols is None else drop_pair(cols))
+    counts = _lift([graph.fixed.counts[i] for i in indices], max(ndim, np.ndim(steps))) * steps
+    _put(per_op, PARTS + SUMS, indices, _in_groups((*_parts(roofline.time(cost)), *q), lambda block: counts * block))
+
+
+def _quantities(values: dict[str, list[Any]], indices: list[int], ndim: int) -> list[np.ndarray]:
+    """matmul_flops, vector_flops and bytes per run of the ops of `indices`, each stacked along a leading
+    op axis with `ndim` axes after it."""
+    columns = _per_run(values, indices)
+    if len(indices) == 1:  # a large sweep's op by itself (see _chunks): no copies
+        return [_stack(column, ndim) for column in columns]
+    block = _stack(columns[0] + columns[1] + columns[2], ndim)  # one stack: 3 quantities x ops
+    return list(block.reshape((3, len(indices), *block.shape[1:])))
+
+
+def _rows(roofline: Roofline, graph: _Graph, indices: list[int], columns: OpColumns, ndim: int
+          ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """matmul_rows and matmul_cols of the ops, where the roofline reads them (1.0 for ops without, never
+    read)."""
+    if not roofline.reads_rows(columns):
+        return None, None
+    rows, cols = graph.values["matmul_rows"], graph.values.get("matmul_cols", [None] * len(graph.values["matmul_rows"]))
+    return (_stack([1.0 if rows[i] is None else rows[i] for i in indices], ndim),
+            _stack([1.0 if cols[i] is None else cols[i] for i in indices], ndim))
+
+
+def _stack(values: list[Any], ndim: int) -> np.ndarray:
+    """Values of several ops (at most `ndim` axes each) along a new leading op axis, as floats broadcast to
+    one shape, with `ndim` axes after the op axis (so that stacks of different quantities broadcast)."""
+    stacked = np.asarray(values[0])[None] if len(values) == 1 else _block(values)
+    if stacked.ndim == ndim + 1:
+        return stacked
+    return stacked.reshape(_lift_shape(len(values), ndim - stacked.ndim + 1) + stacked.shape[1:])
+
+
+def _block(values: list[Any] | tuple[Any, ...]) -> np.ndarray:
+    """Numbers or arrays as floats along a new leading axis, broadcast to one shape."""
+    try:  # numbers, or arrays of one shape
+        return np.array(values, dtype=float)
+    except ValueError:
+        return np.array(np.broadcast_arrays(*values), dtype=float)
+
+
+def _lift_shape(count: int, ndim: int) -> tuple[int, ...]:
+    """An op axis of `count` ops followed by `ndim` axes of length 1."""
+    return (count,) + (1,) * ndim
+
+
+def _lift(values: list[Any], ndim: int) -> np.ndarray:
+    """One number per op along the op axis, broadcasting over `ndim` workload axes."""
+    return np.array(values, dtype=float).reshape(_lift_shape(len(values), ndim))
+
+
+def _in_groups(arrays: tuple[np.ndarray, ...] | list[np.ndarray], fn: Callable[[np.ndarray], np.ndarray]
+               ) -> list[np.ndarray] | np.ndarray:
+    """[fn(a[None])[0] for a in arrays], with small arrays stacked on the leading axis for one call of fn
+    (fn element-wise along that axis: the same values)."""
+    if max(a.size for a in arrays) > _CHUNK_VALUES:
+        return [fn(a[None])[0] for a in arrays]
+    return fn(_block(arrays))
+
+
+def _put(per_op: dict[str, list[Any]], keys: tuple[str, ...], indices: list[int],
+         totals: list[np.ndarray] | np.ndarray) -> None:
+    """Each key's totals (op axis first) into its per-op list: Python floats for one workload, arrays for a
+    sweep."""
+    for key, total in zip(keys, totals):
+        column = per_op[key]
+        for index, value in zip(indices, total.tolist() if total.ndim == 1 else total):
+            column[index] = value
+
+
+def _segments(cuts: list[Any], steps: Any) -> tuple[np.ndarray, np.ndarray]:
     """Integer segments of offsets 0..steps-1 split after floor(cut) for every cut.
 
-    Returns (first offset, last offset, count) with a trailing segment axis; empty segments have
-    count 0.
+    Returns ([first offset, last offset], count), each with a trailing segment axis (the offsets with a
+    leading axis of the two); empty segments have count 0.
     """
     last = np.asarray(steps, dtype=float) - 1.0
     floors = [np.clip(np.floor(np.where(np.isfinite(c), c, 1e300)), -1.0, last) for c in cuts]
-    shape = np.broadcast_shapes(*(np.shape(f) for f in floors), np.shape(last))
-    inner = np.sort(np.stack([np.broadcast_to(f, shape) for f in floors], axis=-1), axis=-1)
-    bounds = np.concatenate(
-        [np.full((*shape, 1), -1.0), inner, np.broadcast_to(last, shape)[..., None]], axis=-1
-    )
-    lo = bounds[..., :-1] + 1.0
+    if any(f.shape != floors[0].shape for f in floors):
+        floors = np.broadcast_arrays(*floors)
+    inner = np.sort(np.concatenate([f[..., None] for f in floors], axis=-1), axis=-1)
+    shape = inner.shape[:-1]
+    bounds = np.concatenate([np.full((*shape, 1), -1.0), inner, np.full((*shape, 1), last[..., None])], axis=-1)
+    ends = np.empty((2, *shape, bounds.shape[-1] - 1))
+    lo = np.add(bounds[..., :-1], 1.0, out=ends[0])
     hi = bounds[..., 1:]
     count = np.maximum(hi - lo + 1.0, 0.0)
-    hi = np.maximum(hi, lo)  # empty segments evaluate at a harmless point; their count is 0
-    return lo, hi, count
+    np.maximum(hi, lo, out=ends[1])  # empty segments evaluate at a harmless point; their count is 0
+    return ends, count
 
 
 def pipelined(totals: PhaseTotals, roofline: Roofline, stages: int, microbatches: int, p2p: Op,
@@ -204,10 +364,10 @@ def pipelined(totals: PhaseTotals, roofline: Roofline, stages: int, microbatches
               for key, values in totals.per_op.items()}
     ops = list(totals.ops)
     if stages > 1:
-        t = roofline.time(roofline.cost(0.0, 0.0, 0.0, p2p.precision, 0, _comm_s(roofline, p2p)))
+        t = roofline.time(roofline.cost(0.0, 0.0, 0.0, p2p.precision, 0, _comm_s(roofline, p2p, p2p.comm_bytes)))
         for key, value in zip(PARTS, _parts(t)):
             per_op[key].append(p2p.count * np.asarray(steps, dtype=float) * value)
         for key in SUMS:
             per_op[key].append(0.0)
         ops.append(p2p)
-    return PhaseTotals(ops=ops, per_op=per_op)
+    return PhaseTotals(per_op, OpFields.of(ops), _values_of(ops), ops)

@@ -21,6 +21,7 @@ The op's bound is the largest of its compute, memory and overhead terms.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -67,7 +68,7 @@ class OpCost:
 
     compute_s: Any
     memory_s: Any
-    launches: int
+    launches: Any  # an int, or a float array for stacked ops
     comm_s: Any = 0.0
 
 
@@ -80,6 +81,89 @@ class OpTime:
     memory_part_s: Any
     overhead_part_s: Any
     communication_part_s: Any = 0.0
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: one per op list, made once (see _op_rates)
+class OpColumns:
+    """The fields of a list of ops that the roofline reads besides their FLOPs and bytes, along an op
+    axis (index i is op i): fixed by the model, phase and options, whatever the workload."""
+
+    kinds: tuple[str, ...]
+    precision_names: tuple[str, ...]  # the precisions that occur, each once
+    precision_index: np.ndarray  # op -> its precision's index in precision_names
+    is_matmul: np.ndarray  # bool
+    launches: np.ndarray  # float
+    # (key, op indices) of the ops a shape curve may apply to: matmuls with matmul_rows by (precision,
+    # weight layout) (row_groups), element-wise kinds by precision (size_groups)
+    row_groups: tuple[tuple[tuple[str, str], np.ndarray], ...]
+    size_groups: tuple[tuple[str, np.ndarray], ...]
+
+    @classmethod
+    def of(cls, ops: list[Any]) -> OpColumns:
+        precisions = [op.precision for op in ops]
+        names = tuple(dict.fromkeys(precisions))
+        kinds = tuple(op.kind for op in ops)
+        has_rows = [kind == "matmul" and "matmul_rows" in op.formulas for kind, op in zip(kinds, ops)]
+        elementwise = [kind in ELEMENTWISE_KINDS for kind in kinds]
+        return cls(
+            kinds=kinds, precision_names=names,
+            precision_index=np.array([names.index(p) for p in precisions], dtype=int),
+            is_matmul=np.array([kind == "matmul" for kind in kinds], dtype=bool),
+            launches=np.array([op.launches for op in ops], dtype=float),
+            row_groups=_groups([(op.precision, op.weight_layout) for op in ops], has_rows),
+            size_groups=_groups(precisions, elementwise),
+        )
+
+
+def _groups(keys: list[Any], selected: list[bool]) -> tuple[tuple[Any, np.ndarray], ...]:
+    """(key, indices) of the selected ops, one entry per key (a precision, or precision and layout)."""
+    indices: dict[Any, list[int]] = {}
+    for i, (key, chosen) in enumerate(zip(keys, selected)):
+        if chosen:
+            indices.setdefault(key, []).append(i)
+    return tuple((key, np.array(where, dtype=int)) for key, where in indices.items())
+
+
+@lru_cache(maxsize=1024)
+def _op_rates(ops: OpColumns, ndim: int, matmul_flops_per_s: tuple[float, ...], vector_flops_per_s: tuple[float, ...],
+              bandwidths_bytes_per_s: tuple[float, float]) -> tuple[np.ndarray, ...]:
+    """Each op's matrix and vector peak (given per precision of ops.precision_names), bandwidth (matmul,
+    other) and launches along the op axis, broadcasting over `ndim` workload axes (read-only: shared)."""
+    lift = (len(ops.kinds),) + (1,) * ndim
+    rates = (np.array(matmul_flops_per_s)[ops.precision_index], np.array(vector_flops_per_s)[ops.precision_index],
+             np.where(ops.is_matmul, *bandwidths_bytes_per_s), ops.launches)
+    lifted = tuple(rate.reshape(lift) for rate in rates)
+    for rate in lifted:
+        rate.flags.writeable = False
+    return lifted
+
+
+def _curve_scales(groups: tuple[tuple[Any, np.ndarray], ...], x: np.ndarray, fraction_at: Any,
+                  cols: np.ndarray | None = None) -> Any:
+    """1 / the curve's fraction at x (and cols, for matmul tables) for the ops of each group (every
+    group's key has a curve), 1.0 for every other op."""
+    scale = np.ones(np.broadcast_shapes(np.shape(x), np.shape(cols)) if cols is not None else np.shape(x))
+    for key, where in groups:
+        if len(where) == len(x):  # every op: no copies
+            scale = 1.0 / (fraction_at(key, x) if cols is None else fraction_at(key, x, cols))
+        else:
+            scale[where] = 1.0 / (fraction_at(key, x[where]) if cols is None else fraction_at(key, x[where],
+                                                                                              cols[where]))
+    return scale
+
+
+def _op_cost(matmul_flops: Any, vector_flops: Any, bytes_moved: Any, matmul_flops_per_s: Any, vector_flops_per_s: Any,
+             bandwidth_bytes_per_s: Any, scale: Any, memory_scale: Any, launches: Any, comm_s: Any) -> OpCost:
+    """The module docstring's compute_s and memory_s, with the shape-curve scales (one op or stacked ops)."""
+    compute_s = matmul_flops / matmul_flops_per_s + vector_flops / vector_flops_per_s
+    memory_s = bytes_moved / bandwidth_bytes_per_s
+    return OpCost(compute_s=_times(compute_s, scale), memory_s=_times(memory_s, memory_scale), launches=launches,
+                  comm_s=comm_s)
+
+
+def _times(x: Any, scale: Any) -> Any:
+    """x * scale; x itself for a scale of exactly 1.0 (the same value, without a pass over an array)."""
+    return x if type(scale) is float and scale == 1.0 else x * scale
 
 
 class Roofline:
@@ -138,11 +222,51 @@ class Roofline:
         memory term by the bandwidth fraction at its size (size_bytes, default bytes_moved)."""
         scale = self.row_scale(kind, precision, rows, cols, layout)
         memory_scale = scale * self.size_scale(kind, precision, bytes_moved if size_bytes is None else size_bytes)
-        compute_s = matmul_flops / self.matmul_flops_per_s(precision) + vector_flops / self.vector_flops_per_s(
-            precision
-        )
-        return OpCost(compute_s=compute_s * scale, memory_s=bytes_moved / self.bandwidth_for(kind) * memory_scale,
-                      launches=launches, comm_s=comm_s)
+        return _op_cost(matmul_flops, vector_flops, bytes_moved, self.matmul_flops_per_s(precision),
+                        self.vector_flops_per_s(precision), self.bandwidth_for(kind), scale, memory_scale, launches,
+                        comm_s)
+
+    def costs(self, ops: OpColumns, matmul_flops: np.ndarray, vector_flops: np.ndarray, bytes_moved: np.ndarray,
+              rows: np.ndarray | None = None, size_bytes: np.ndarray | None = None, comm_s: Any = 0.0,
+              ndim: int | None = None, cols: np.ndarray | None = None) -> OpCost:
+        """cost() of several ops at once, the same arithmetic element by element: each quantity an array
+        with the op axis of `ops` followed by `ndim` workload axes (default: the op axis first), and any
+        axes before it; rows, cols and size_bytes with the op axis first (rows and cols of ops without
+        matmul_rows are not read)."""
+        matmul_peak, vector_peak, bandwidth, launches = self.rates(ops, np.ndim(matmul_flops) - 1 if ndim is None
+                                                                   else ndim)
+        scale, size_scale = 1.0, 1.0
+        row_groups = self._with_curves(ops.row_groups, self._row_fraction)
+        if row_groups and rows is not None:
+            scale = _curve_scales(row_groups, rows, self._row_fraction, cols)
+        size_groups = self._with_curves(ops.size_groups, self.hardware.elementwise_bandwidth_fraction)
+        if size_groups:
+            size = bytes_moved if size_bytes is None else size_bytes
+            size_scale = _curve_scales(size_groups, size, self.hardware.elementwise_bandwidth_fraction)
+        return _op_cost(matmul_flops, vector_flops, bytes_moved, matmul_peak, vector_peak, bandwidth, scale,
+                        scale * size_scale, launches, comm_s)
+
+    def rates(self, ops: OpColumns, ndim: int) -> tuple[np.ndarray, ...]:
+        """Each op's matrix peak, vector peak, bandwidth and launches along the op axis of `ops`,
+        broadcasting over `ndim` workload axes."""
+        return _op_rates(ops, ndim, tuple(self.matmul_flops_per_s(p) for p in ops.precision_names),
+                         tuple(self.vector_flops_per_s(p) for p in ops.precision_names),
+                         (self.matmul_bandwidth_bytes_per_s, self.bandwidth_bytes_per_s))
+
+    def reads_rows(self, ops: OpColumns) -> bool:
+        """Whether costs() reads the ops' matmul_rows: a matmul's precision has a row curve (not at peak)."""
+        return bool(self._with_curves(ops.row_groups, self._row_fraction))
+
+    def _row_fraction(self, key: tuple[str, str], rows: Any, cols: Any = None) -> Any:
+        """The matmul table's fraction for a row group's (precision, weight layout)."""
+        return self.hardware.matmul_row_fraction(key[0], rows, cols, key[1])
+
+    def _with_curves(self, groups: tuple[tuple[Any, np.ndarray], ...], fraction_at: Any
+                     ) -> tuple[tuple[Any, np.ndarray], ...]:
+        """The groups whose key has a curve (fraction_at gives None without one); none at peak."""
+        if self.execution.efficiency == "peak":
+            return ()
+        return tuple(group for group in groups if fraction_at(group[0], 1.0) is not None)
 
     def collective_s(self, kind: str | None, message_bytes: Any, group: int) -> Any:
         """Time of a collective among `group` GPUs (ring algorithms; alpha-beta model).
@@ -193,7 +317,8 @@ class Roofline:
             compute_part, memory_part = compute_s, memory_s
         launch = cost.launches * self.launch_s
         dispatch = cost.launches * self.dispatch_s
-        busy_s = kernel_s + comm_s
+        # no communication (a scalar 0): x + 0 is x (for every x but -0.0, which kernel_s never is), so skipped
+        busy_s = kernel_s if type(comm_s) in (int, float) and comm_s == 0 else kernel_s + comm_s
         time_s = maximum(busy_s + launch, dispatch) if self.async_host else busy_s + launch + dispatch
         if not scalar:
             comm_s = np.broadcast_to(comm_s, np.shape(time_s))

@@ -20,7 +20,7 @@ from .hardware import HardwareSpec, load_hardware
 from .loading import load_model
 from .memory import MemoryResult, footprint, largest_fitting
 from .model import ModelSpec
-from .ops import Op, formula
+from .ops import formula
 from .phases import PhaseTotals, decode_totals, pipelined, prefill_totals
 from .roofline import BOUNDS, ExecutionOptions, Roofline
 from .symbolic import Expr
@@ -195,7 +195,7 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
     micro = np.asarray(batch_size) // m if m > 1 else batch_size
     prefill = prefill_totals(model, roofline, cost, micro, prompt_len)
     decode = decode_totals(model, roofline, cost, micro, prompt_len, np.asarray(gen_len) - 1)
-    memory = footprint(model, hardware, cost, micro, prompt_len, gen_len, prefill_ops=prefill.ops)
+    memory = footprint(model, hardware, cost, micro, prompt_len, gen_len, prefill_values=prefill.values)
     if p > 1 or m > 1:
         _, act_dtype, _ = cost.resolved_dtypes(model.dtype)
         from .dtypes import dtype_bytes
@@ -299,7 +299,6 @@ def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
     time_s = _total(columns, "time_s")
     parts = {b: _total(columns, f"{b}_s") for b in BOUNDS}
     shares = {b: (v / time_s if time_s > 0 else 0.0) for b, v in parts.items()}
-    rows = zip(totals.ops, *(columns[key] for key in _OP_COLUMNS))
     return PhaseResult(
         phase=phase, steps=steps, time_s=time_s, compute_s=parts["compute"], memory_s=parts["memory"],
         overhead_s=parts["overhead"], communication_s=parts["communication"], shares=shares,
@@ -308,7 +307,7 @@ def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
         bytes=_total(columns, "bytes"),
         # one dict of OpResult fields per op: pydantic validates them all into OpResults in one call,
         # faster than constructing each OpResult (even with model_construct)
-        ops=[_op_fields(op, values, time_s) for op, *values in rows],
+        ops=_op_fields(totals, columns, time_s),
     )
 
 
@@ -320,18 +319,19 @@ def _total(columns: dict[str, list[float]], key: str) -> float:
     return float(sum(columns[key]))
 
 
-def _op_fields(op: Op, values: list[float], phase_time_s: float) -> dict[str, Any]:
-    """One op's OpResult fields from its totals over the phase (`values`, in _OP_COLUMNS order)."""
-    row: dict[str, Any] = dict(zip(_OP_COLUMNS, values))
-    terms = {b: row[f"{b}_s"] for b in BOUNDS}
-    flops = row["matmul_flops"] + row["vector_flops"]
-    row.update(
-        name=op.name, kind=op.kind, count=op.count,
-        arithmetic_intensity=flops / row["bytes"] if row["bytes"] > 0 else 0.0,
-        bound=max(terms, key=terms.__getitem__),  # the first largest, in BOUNDS order
-        share=row["time_s"] / phase_time_s if phase_time_s > 0 else 0.0,
-    )
-    return row
+def _op_fields(totals: PhaseTotals, columns: dict[str, list[float]], phase_time_s: float) -> list[dict[str, Any]]:
+    """Each op's OpResult fields from its totals over the phase."""
+    rows = []
+    for name, kind, count, *values in zip(totals.names, totals.kinds, totals.counts,
+                                          *(columns[key] for key in _OP_COLUMNS)):
+        matmul_flops, vector_flops, moved_bytes, time_s, *terms = values  # terms: in BOUNDS order
+        rows.append(dict(
+            zip(_OP_COLUMNS, values), name=name, kind=kind, count=count,
+            arithmetic_intensity=(matmul_flops + vector_flops) / moved_bytes if moved_bytes > 0 else 0.0,
+            bound=BOUNDS[terms.index(max(terms))],  # the first largest, in BOUNDS order
+            share=time_s / phase_time_s if phase_time_s > 0 else 0.0,
+        ))
+    return rows
 
 
 def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions) -> dict[str, str]:

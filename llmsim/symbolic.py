@@ -139,13 +139,28 @@ class FormulaProgram:
 
     def replay(self, values: tuple[Any, ...]) -> list[Expr]:
         """The formulas (in the order given) with the variables set to `values`."""
+        return self.exprs(self.run(values), values)
+
+    def run(self, values: tuple[Any, ...]) -> list[Any]:
+        """Every register's value with the variables set to `values`: formula i's value is at
+        output_registers[i] (the values replay gives, without making Exprs)."""
         registers = self._registers.copy()
         registers[: len(values)] = values
         for out, fn, a, b in self._steps:
             registers[out] = fn(registers[a], registers[b])
+        return registers
+
+    def exprs(self, registers: list[Any], values: tuple[Any, ...], start: int = 0, stop: int | None = None
+              ) -> list[Expr]:
+        """Formulas start .. stop - 1 of replay(values), from the registers of run(values)."""
         varies = self._varies
         return [Expr(registers[r], ("bound", template, values)) if varies[r] else expr
-                for expr, r, template in self._outputs]
+                for expr, r, template in self._outputs[start:stop]]
+
+    @property
+    def output_registers(self) -> list[int]:
+        """The register of each formula, in the order given."""
+        return [register for _, register, _ in self._outputs]
 
     # ---- compiling -------------------------------------------------------------------------------
     def _compile(self, node: tuple) -> tuple[int, tuple]:
