@@ -259,6 +259,10 @@ class _GraphBuilder:
             keys = smin(keys, Expr.sym("W", attn.sliding_window))
         return keys
 
+    def _decode_window(self, attn: AttentionSpec) -> int | None:
+        """The sliding window of a decode step's attention (None in prefill or without one)."""
+        return attn.sliding_window if self.phase == "decode" else None
+
     def _cached(self, attn: AttentionSpec) -> Expr | None:
         """Tokens a concatenating cache copies each step (None when the cache is written in place)."""
         if self.options.kv_cache != "concat" or self.phase == "prefill":
@@ -301,7 +305,8 @@ class _GraphBuilder:
         elif attn.rotary_dim:
             self.elementwise(f"{prefix}.rotary", n, T * (H + kvh) * d, 1, 1, 3)
         self.add(formula("kv_append")(f"{prefix}.kv_append", n, B=self.B, Snew=self.S,
-                                      values=kvh * (d + dv), kvb=self.kvb, ab=self.ab, cached=self._cached(attn)))
+                                      values=kvh * (d + dv), kvb=self.kvb, ab=self.ab, cached=self._cached(attn),
+                                      kv_window=self._decode_window(attn)))
         self.core_attention(prefix, n, attn, H=H, kvh=kvh, d=d, dv=dv, kv_values=d + dv,
                             params=attn.num_heads // self.tp_degree if attn.sinks else 0)
         self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias, weight_layout=layout)
@@ -378,7 +383,8 @@ class _GraphBuilder:
         self.elementwise(f"{prefix}.rotary", n, T * (H + 1) * dr, 1, 1, 3)
         one = Expr.sym("kvh", 1)
         self.add(formula("kv_append")(f"{prefix}.kv_append", n, B=B, Snew=self.S, values=r + dr,
-                                      kvb=self.kvb, ab=self.ab, cached=self._cached(attn)))
+                                      kvb=self.kvb, ab=self.ab, cached=self._cached(attn),
+                                      kv_window=self._decode_window(attn)))
         if self.phase == "decode" and self.options.mla == "absorb":
             # q_nope [T, H, dn] @ W_UK [H, dn, r] -> q_latent [T, H, r]; attention over the latent cache
             self.linear(f"{prefix}.q_absorb", n, T * H, dn, r, param_bytes_per=None,

@@ -395,18 +395,20 @@ def embedding(name: str, count: int, *, T: Expr, h: Expr, rows: int, ab: Expr, a
 
 @register("kv_append")
 def kv_append(name: str, count: int, *, B: Expr, Snew: Expr, values: Expr, kvb: Expr, ab: Expr,
-              cached: Expr | None = None) -> Op:
+              cached: Expr | None = None, kv_window: int | None = None) -> Op:
     """cache[B, L + Snew, values] <- new[B, Snew, values]: the new tokens' K and V written to the cache.
 
     With `cached` (transformers' DynamicCache, which concatenates): the L cached tokens are read and
-    written again into a new tensor every step as well.
+    written again into a new tensor every step as well (at most W - 1 tokens with a sliding window W:
+    `kv_window`, so that decode sums stop its growth where the window fills).
     """
     read = B * Snew * values * ab
     written = B * Snew * values * kvb
     if cached is not None:
         read = read + B * cached * values * kvb
         written = written + B * cached * values * kvb
-    return _op(name, "cache", count, bytes_read=read, bytes_written=written)
+    return _op(name, "cache", count, bytes_read=read, bytes_written=written,
+               kv_window=kv_window if cached is not None else None)
 
 
 COLLECTIVES = ("all_reduce", "all_gather", "all_to_all", "p2p")
