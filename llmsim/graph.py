@@ -545,10 +545,27 @@ class _GraphTemplate:
         registers.append(None)  # register -1: the value of a formula an op does not have
         values = {quantity: [registers[r] for r in column] for quantity, column in self._value_registers.items()}
         for index, recipe, start, stop in self._called:
-            op = recipe.op(iter(self._program.exprs(registers, workload, start, stop)))
-            for quantity, column in values.items():
-                column[index] = op.formulas[quantity].value if quantity in op.formulas else None
+            for quantity, value in self._called_values(recipe, registers, workload, start, stop).items():
+                values[quantity][index] = value
         return values
+
+    def _called_values(self, recipe: _Called, registers: list[Any], workload: tuple[Any, ...], start: int,
+                       stop: int) -> dict[str, Any]:
+        """The formula values of a called op (None for quantities it has not). Remembered per argument values
+        when they are all numbers (a pure function of them: e.g. decode's experts depend on the batch alone)."""
+        args = self._program.exprs(registers, workload, start, stop)
+        numbers = all(type(a.value) in (int, float) for a in args)
+        key = (id(recipe), *((type(a.value), a.value) for a in args)) if numbers else None
+        if key in self._called_cache:
+            return self._called_cache[key]
+        op = recipe.op(iter(args))
+        found = {quantity: op.formulas[quantity].value if quantity in op.formulas else None
+                 for quantity in self._value_registers}
+        if numbers:
+            if len(self._called_cache) >= 1024:  # bounded: forget all
+                self._called_cache.clear()
+            self._called_cache[key] = found
+        return found
 
     def _index_values(self, ops: list[Op]) -> None:
         """Where values_at finds each value: per quantity, the register of each replayed op's formula (-1
@@ -556,6 +573,7 @@ class _GraphTemplate:
         outputs = self._program.output_registers
         self._value_registers = {quantity: [-1] * len(ops) for op in ops for quantity in op.formulas}
         self._called: list[tuple[int, _Called, int, int]] = []
+        self._called_cache: dict[tuple, dict[str, Any]] = {}
         start = 0
         for index, recipe in enumerate(self._recipes):
             names = recipe.args if isinstance(recipe, _Called) else recipe.quantities

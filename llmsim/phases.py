@@ -65,7 +65,7 @@ class OpFields:
     # decode: the ops whose quantities change with kv_len (their values carry the pair axis); steady: the others
     varying: tuple[int, ...]
     steady: tuple[int, ...]
-    _columns: dict[tuple[int, ...], OpColumns] = field(default_factory=dict, compare=False, repr=False)
+    _chunks: dict[tuple[int, ...], _Chunk] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, ops: list[Op], varying: tuple[int, ...] = ()) -> OpFields:
@@ -73,11 +73,29 @@ class OpFields:
                    tuple(op.kv_window or np.inf for op in ops), tuple(bool(op.collective) for op in ops), varying,
                    tuple(i for i in range(len(ops)) if i not in varying))
 
-    def columns(self, indices: list[int]) -> OpColumns:
+    def chunk(self, indices: list[int]) -> _Chunk:
+        """The ops of `indices` as one chunk (made once)."""
         key = tuple(indices)
-        if key not in self._columns:
-            self._columns[key] = OpColumns.of([self.ops[i] for i in indices])
-        return self._columns[key]
+        if key not in self._chunks:
+            self._chunks[key] = _Chunk(OpColumns.of([self.ops[i] for i in indices]),
+                                       np.array([self.counts[i] for i in indices], dtype=float),
+                                       np.array([self.windows[i] for i in indices], dtype=float),
+                                       any(self.collectives[i] for i in indices))
+        return self._chunks[key]
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Ops evaluated together along an op axis: their roofline columns, counts and windows (inf without)."""
+
+    columns: OpColumns
+    counts: np.ndarray
+    windows: np.ndarray
+    collective: bool  # whether any of them is a collective
+
+    def lifted(self, values: np.ndarray, ndim: int) -> np.ndarray:
+        """Per-op numbers broadcasting over `ndim` workload axes."""
+        return values.reshape(_lift_shape(len(values), ndim))
 
 
 @lru_cache(maxsize=256)
@@ -193,7 +211,8 @@ def _trapezoid(roofline: Roofline, graph: _Graph, indices: list[int], L0: Any, s
                per_op: dict[str, list[Any]], ndim: int) -> None:
     """Sums over the decode steps of ops whose quantities change with kv_len, all ops in one evaluation
     along a leading op axis."""
-    columns = graph.fixed.columns(indices)
+    chunk = graph.fixed.chunk(indices)
+    columns = chunk.columns
     # each quantity at kv_len = [L0, L0 + 1] on a trailing pair axis (of length 1 where no op of the chunk
     # changes it): value and slope per step
     q = _quantities(graph.values, indices, ndim + 1)
@@ -208,10 +227,10 @@ def _trapezoid(roofline: Roofline, graph: _Graph, indices: list[int], L0: Any, s
     c0, m0 = cost0.compute_s, cost0.memory_s
     cs, ms = cost1.compute_s - c0, cost1.memory_s - m0
     # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
-    clamp = (_lift([graph.fixed.windows[i] for i in indices], ndim) - 1) - L0
+    clamp = (chunk.lifted(chunk.windows, ndim) - 1) - L0
     launches = roofline.rates(columns, ndim)[3]
     ends, n = _segments([clamp, *roofline.crossings(c0, cs, m0, ms, launches)], steps)
-    counts = _lift([graph.fixed.counts[i] for i in indices], n.ndim - 2)  # n: op axis, workload axes, segments
+    counts = chunk.lifted(chunk.counts, n.ndim - 2)  # n: op axis, workload axes, segments
     u = np.minimum(ends, clamp[..., None], out=ends)  # each segment's first and last offset, clamped
 
     def parts_at(u: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -239,7 +258,8 @@ def _steady(roofline: Roofline, graph: _Graph, indices: list[int], steps: Any, p
             ndim: int, pair_axis: bool = True) -> None:
     """steps * one run of each op, all ops in one evaluation along a leading op axis (prefill: steps = 1;
     decode: the ops that do not depend on kv_len, whose values carry a trailing pair axis of length 1)."""
-    columns = graph.fixed.columns(indices)
+    chunk = graph.fixed.chunk(indices)
+    columns = chunk.columns
     axes = ndim + pair_axis
 
     def drop_pair(x: np.ndarray) -> np.ndarray:
@@ -248,12 +268,12 @@ def _steady(roofline: Roofline, graph: _Graph, indices: list[int], steps: Any, p
     q = [drop_pair(x) for x in _quantities(graph.values, indices, axes)]
     rows, cols = _rows(roofline, graph, indices, columns, axes)
     comm_s: Any = 0.0
-    if any(graph.fixed.collectives[i] for i in indices):
+    if chunk.collective:
         message_bytes = graph.values["comm_bytes"]
         comm_s = drop_pair(_stack([_comm_s(roofline, graph.fixed.ops[i], message_bytes[i]) for i in indices], axes))
     cost = roofline.costs(columns, *q, None if rows is None else drop_pair(rows), comm_s=comm_s,
                           cols=None if cols is None else drop_pair(cols))
-    counts = _lift([graph.fixed.counts[i] for i in indices], max(ndim, np.ndim(steps))) * steps
+    counts = chunk.lifted(chunk.counts, max(ndim, np.ndim(steps))) * steps
     _put(per_op, PARTS + SUMS, indices, _in_groups((*_parts(roofline.time(cost)), *q), lambda block: counts * block))
 
 
@@ -300,11 +320,6 @@ def _lift_shape(count: int, ndim: int) -> tuple[int, ...]:
     return (count,) + (1,) * ndim
 
 
-def _lift(values: list[Any], ndim: int) -> np.ndarray:
-    """One number per op along the op axis, broadcasting over `ndim` workload axes."""
-    return np.array(values, dtype=float).reshape(_lift_shape(len(values), ndim))
-
-
 def _in_groups(arrays: tuple[np.ndarray, ...] | list[np.ndarray], fn: Callable[[np.ndarray], np.ndarray]
                ) -> list[np.ndarray] | np.ndarray:
     """[fn(a[None])[0] for a in arrays], with small arrays stacked on the leading axis for one call of fn
@@ -317,11 +332,17 @@ def _in_groups(arrays: tuple[np.ndarray, ...] | list[np.ndarray], fn: Callable[[
 def _put(per_op: dict[str, list[Any]], keys: tuple[str, ...], indices: list[int],
          totals: list[np.ndarray] | np.ndarray) -> None:
     """Each key's totals (op axis first) into its per-op list: Python floats for one workload, arrays for a
-    sweep."""
+    sweep. `indices` are sorted: all of them are every op, in order."""
+    if isinstance(totals, np.ndarray) and totals.ndim == 2:  # one workload
+        totals = totals.tolist()
     for key, total in zip(keys, totals):
+        values = total.tolist() if isinstance(total, np.ndarray) and total.ndim == 1 else list(total)
         column = per_op[key]
-        for index, value in zip(indices, total.tolist() if total.ndim == 1 else total):
-            column[index] = value
+        if len(indices) == len(column):
+            per_op[key] = values
+        else:
+            for index, value in zip(indices, values):
+                column[index] = value
 
 
 def _segments(cuts: list[Any], steps: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -331,10 +352,15 @@ def _segments(cuts: list[Any], steps: Any) -> tuple[np.ndarray, np.ndarray]:
     leading axis of the two); empty segments have count 0.
     """
     last = np.asarray(steps, dtype=float) - 1.0
-    floors = [np.clip(np.floor(np.where(np.isfinite(c), c, 1e300)), -1.0, last) for c in cuts]
-    if any(f.shape != floors[0].shape for f in floors):
-        floors = np.broadcast_arrays(*floors)
-    inner = np.sort(np.concatenate([f[..., None] for f in floors], axis=-1), axis=-1)
+
+    def floored(cut: np.ndarray) -> np.ndarray:  # the last offset before the cut, in [-1, last]
+        return np.clip(np.floor(np.where(np.isfinite(cut), cut, 1e300)), -1.0, last)
+
+    if last.ndim == 0 and all(np.shape(c) == np.shape(cuts[0]) for c in cuts):  # one workload: all cuts at once
+        inner = floored(np.concatenate([c[..., None] for c in cuts], axis=-1))
+    else:  # a sweep: each cut floored at its own (maybe smaller) shape, then broadcast
+        inner = np.concatenate([f[..., None] for f in np.broadcast_arrays(*map(floored, cuts))], axis=-1)
+    inner.sort(axis=-1)
     shape = inner.shape[:-1]
     bounds = np.concatenate([np.full((*shape, 1), -1.0), inner, np.full((*shape, 1), last[..., None])], axis=-1)
     ends = np.empty((2, *shape, bounds.shape[-1] - 1))

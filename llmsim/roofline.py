@@ -337,7 +337,6 @@ class Roofline:
         out = []
         for diff0, slope in pairs:
             diff0, slope = np.asarray(diff0, dtype=float), np.asarray(slope, dtype=float)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                x = np.where(slope != 0, -diff0 / np.where(slope != 0, slope, 1.0), np.inf)
-            out.append(x)
+            shape = diff0.shape if diff0.shape == slope.shape else np.broadcast_shapes(diff0.shape, slope.shape)
+            out.append(np.divide(-diff0, slope, out=np.full(shape, np.inf), where=slope != 0))
         return out

@@ -295,7 +295,7 @@ def _parallel_degrees(spec: ModelSpec, pipeline_parallel: Any, data_parallel: An
 def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
     # every per-op total as a Python float, once; Python's float sums below round exactly as numpy's
     # sums of these float64 scalars would (same IEEE double additions, same order)
-    columns = {key: [float(v) for v in values] for key, values in totals.per_op.items()}
+    columns = {key: list(map(float, values)) for key, values in totals.per_op.items()}
     time_s = _total(columns, "time_s")
     parts = {b: _total(columns, f"{b}_s") for b in BOUNDS}
     shares = {b: (v / time_s if time_s > 0 else 0.0) for b, v in parts.items()}
@@ -321,17 +321,17 @@ def _total(columns: dict[str, list[float]], key: str) -> float:
 
 def _op_fields(totals: PhaseTotals, columns: dict[str, list[float]], phase_time_s: float) -> list[dict[str, Any]]:
     """Each op's OpResult fields from its totals over the phase."""
-    rows = []
-    for name, kind, count, *values in zip(totals.names, totals.kinds, totals.counts,
-                                          *(columns[key] for key in _OP_COLUMNS)):
-        matmul_flops, vector_flops, moved_bytes, time_s, *terms = values  # terms: in BOUNDS order
-        rows.append(dict(
-            zip(_OP_COLUMNS, values), name=name, kind=kind, count=count,
-            arithmetic_intensity=(matmul_flops + vector_flops) / moved_bytes if moved_bytes > 0 else 0.0,
-            bound=BOUNDS[terms.index(max(terms))],  # the first largest, in BOUNDS order
-            share=time_s / phase_time_s if phase_time_s > 0 else 0.0,
-        ))
-    return rows
+    matmul_flops, vector_flops, moved_bytes, time_s = (columns[key] for key in _OP_COLUMNS[:4])
+    intensity = [(m + v) / b if b > 0 else 0.0 for m, v, b in zip(matmul_flops, vector_flops, moved_bytes)]
+    # the first largest term, in BOUNDS order
+    bound = [BOUNDS[terms.index(max(terms))] for terms in zip(*(columns[f"{b}_s"] for b in BOUNDS))]
+    share = [t / phase_time_s for t in time_s] if phase_time_s > 0 else [0.0] * len(time_s)
+    rows = zip(totals.names, totals.kinds, totals.counts, *(columns[key] for key in _OP_COLUMNS), intensity, bound,
+               share)
+    return [dict(zip(_OP_FIELDS, row)) for row in rows]
+
+
+_OP_FIELDS = ("name", "kind", "count", *_OP_COLUMNS, "arithmetic_intensity", "bound", "share")
 
 
 def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions) -> dict[str, str]:
