@@ -231,12 +231,12 @@ def _trapezoid(roofline: Roofline, graph: _Graph, indices: list[int], L0: Any, s
     launches = roofline.rates(columns, ndim)[3]
     ends, n = _segments([clamp, *roofline.crossings(c0, cs, m0, ms, launches)], steps)
     counts = chunk.lifted(chunk.counts, n.ndim - 2)  # n: op axis, workload axes, segments
-    u = np.minimum(ends, clamp[..., None], out=ends)  # each segment's first and last offset, clamped
+    u = [np.minimum(end, clamp[..., None], out=end) for end in ends]  # each segment's first and last offset, clamped
 
     def parts_at(u: np.ndarray) -> tuple[np.ndarray, ...]:
-        """PARTS of one run at clamped offsets u (segment axis last), each term affine in u."""
+        """PARTS but communication of one run at clamped offsets u (segment axis last), each affine in u."""
         return _parts(roofline.time(OpCost(c0[..., None] + cs[..., None] * u, m0[..., None] + ms[..., None] * u,
-                                           launches[..., None])))
+                                           launches[..., None])))[:-1]
 
     def quantity_at(value: np.ndarray, slope: np.ndarray, u: np.ndarray) -> np.ndarray:
         return value[..., None] + slope[..., None] * u
@@ -245,13 +245,16 @@ def _trapezoid(roofline: Roofline, graph: _Graph, indices: list[int], L0: Any, s
         """Each affine piece summed over its n integer offsets by the trapezoid rule: n * (first + last) / 2."""
         return counts * (n * (first + last) / 2.0).sum(axis=-1)
 
-    if u.size > 2 * _CHUNK_VALUES:  # a large sweep: one quantity at a time (no stacked copies)
-        totals: Any = [summed(a, b) for a, b in zip(parts_at(u[0]), parts_at(u[1]))]
+    if u[0].size > _CHUNK_VALUES:  # a large sweep: one quantity at a time (no stacked copies)
+        parts = parts_at(u[0]), parts_at(u[1])
+        totals: Any = [summed(a, b) for a, b in zip(*parts)]
         totals += [summed(quantity_at(v, slope, u[0]), quantity_at(v, slope, u[1])) for v, slope in zip(base, slopes)]
     else:  # every quantity at both ends in one stack: quantities, ends, op axis, workload axes, segments
-        block = _block(parts_at(u) + tuple(quantity_at(v, slope, u) for v, slope in zip(base, slopes)))
+        both = np.array(u)
+        block = _block(parts_at(both) + tuple(quantity_at(v, slope, both) for v, slope in zip(base, slopes)))
         totals = summed(block[:, 0], block[:, 1])
-    _put(per_op, PARTS + SUMS, indices, totals)
+    _put(per_op, _NOT_COMMUNICATION, indices, totals)
+    _put_zeros(per_op, "communication_s", indices, totals[0])
 
 
 def _steady(roofline: Roofline, graph: _Graph, indices: list[int], steps: Any, per_op: dict[str, list[Any]],
@@ -274,7 +277,16 @@ def _steady(roofline: Roofline, graph: _Graph, indices: list[int], steps: Any, p
     cost = roofline.costs(columns, *q, None if rows is None else drop_pair(rows), comm_s=comm_s,
                           cols=None if cols is None else drop_pair(cols))
     counts = chunk.lifted(chunk.counts, max(ndim, np.ndim(steps))) * steps
-    _put(per_op, PARTS + SUMS, indices, _in_groups((*_parts(roofline.time(cost)), *q), lambda block: counts * block))
+    parts = _parts(roofline.time(cost))
+    if chunk.collective:
+        _put(per_op, PARTS + SUMS, indices, _in_groups((*parts, *q), lambda block: counts * block))
+    else:  # no communication: its totals are zeros, without a pass over an array
+        totals = _in_groups((*parts[:-1], *q), lambda block: counts * block)
+        _put(per_op, _NOT_COMMUNICATION, indices, totals)
+        _put_zeros(per_op, "communication_s", indices, totals[0])
+
+
+_NOT_COMMUNICATION = (*PARTS[:-1], *SUMS)  # PARTS + SUMS but communication_s (the last of PARTS)
 
 
 def _quantities(values: dict[str, list[Any]], indices: list[int], ndim: int) -> list[np.ndarray]:
@@ -345,6 +357,11 @@ def _put(per_op: dict[str, list[Any]], keys: tuple[str, ...], indices: list[int]
                 column[index] = value
 
 
+def _put_zeros(per_op: dict[str, list[Any]], key: str, indices: list[int], like: np.ndarray) -> None:
+    """Totals of 0.0 of the shape of `like` (op axis first), as read-only views: no memory of their own."""
+    _put(per_op, (key,), indices, [np.broadcast_to(0.0, like.shape)])
+
+
 def _segments(cuts: list[Any], steps: Any) -> tuple[np.ndarray, np.ndarray]:
     """Integer segments of offsets 0..steps-1 split after floor(cut) for every cut.
 
@@ -363,12 +380,11 @@ def _segments(cuts: list[Any], steps: Any) -> tuple[np.ndarray, np.ndarray]:
     inner.sort(axis=-1)
     shape = inner.shape[:-1]
     bounds = np.concatenate([np.full((*shape, 1), -1.0), inner, np.full((*shape, 1), last[..., None])], axis=-1)
-    ends = np.empty((2, *shape, bounds.shape[-1] - 1))
-    lo = np.add(bounds[..., :-1], 1.0, out=ends[0])
+    lo = bounds[..., :-1] + 1.0
     hi = bounds[..., 1:]
     count = np.maximum(hi - lo + 1.0, 0.0)
-    np.maximum(hi, lo, out=ends[1])  # empty segments evaluate at a harmless point; their count is 0
-    return ends, count
+    hi = np.maximum(hi, lo)  # empty segments evaluate at a harmless point; their count is 0
+    return [lo, hi], count
 
 
 def pipelined(totals: PhaseTotals, roofline: Roofline, stages: int, microbatches: int, p2p: Op,

@@ -155,10 +155,19 @@ def _curve_scales(groups: tuple[tuple[Any, np.ndarray], ...], x: np.ndarray, fra
 def _op_cost(matmul_flops: Any, vector_flops: Any, bytes_moved: Any, matmul_flops_per_s: Any, vector_flops_per_s: Any,
              bandwidth_bytes_per_s: Any, scale: Any, memory_scale: Any, launches: Any, comm_s: Any) -> OpCost:
     """The module docstring's compute_s and memory_s, with the shape-curve scales (one op or stacked ops)."""
-    compute_s = matmul_flops / matmul_flops_per_s + vector_flops / vector_flops_per_s
+    compute_s = _plus(matmul_flops / matmul_flops_per_s, vector_flops / vector_flops_per_s)
     memory_s = bytes_moved / bandwidth_bytes_per_s
     return OpCost(compute_s=_times(compute_s, scale), memory_s=_times(memory_s, memory_scale), launches=launches,
                   comm_s=comm_s)
+
+
+def _plus(x: Any, y: Any) -> Any:
+    """x + y for seconds (>= 0); one of them alone where the other is a single zero (no FLOPs of that kind),
+    which changes neither its values nor its shape (and costs a pass over an array)."""
+    for kept, other in ((x, y), (y, x)):
+        if np.size(other) == 1 and np.ndim(other) <= np.ndim(kept) and other == 0:
+            return kept
+    return x + y
 
 
 def _times(x: Any, scale: Any) -> Any:
@@ -319,7 +328,10 @@ class Roofline:
         dispatch = cost.launches * self.dispatch_s
         # no communication (a scalar 0): x + 0 is x (for every x but -0.0, which kernel_s never is), so skipped
         busy_s = kernel_s if type(comm_s) in (int, float) and comm_s == 0 else kernel_s + comm_s
-        time_s = maximum(busy_s + launch, dispatch) if self.async_host else busy_s + launch + dispatch
+        if self.dispatch_s == 0:  # no host dispatch: max(x, 0) and x + 0 are x (busy_s + launch >= 0), so skipped
+            time_s = busy_s + launch
+        else:
+            time_s = maximum(busy_s + launch, dispatch) if self.async_host else busy_s + launch + dispatch
         if not scalar:
             comm_s = np.broadcast_to(comm_s, np.shape(time_s))
         return OpTime(time_s=time_s, compute_part_s=compute_part, memory_part_s=memory_part,
