@@ -246,8 +246,7 @@ def _trapezoid(roofline: Roofline, graph: _Graph, indices: list[int], L0: Any, s
         return counts * (n * (first + last) / 2.0).sum(axis=-1)
 
     if u[0].size > _CHUNK_VALUES:  # a large sweep: one quantity at a time (no stacked copies)
-        parts = parts_at(u[0]), parts_at(u[1])
-        totals: Any = [summed(a, b) for a, b in zip(*parts)]
+        totals: Any = [summed(a, b) for a, b in zip(parts_at(u[0]), parts_at(u[1]))]
         totals += [summed(quantity_at(v, slope, u[0]), quantity_at(v, slope, u[1])) for v, slope in zip(base, slopes)]
     else:  # every quantity at both ends in one stack: quantities, ends, op axis, workload axes, segments
         both = np.array(u)
