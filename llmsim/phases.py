@@ -1,5 +1,8 @@
 """Phase totals: prefill (one forward pass) and decode (every generated step, summed exactly).
 
+The ops of a phase are evaluated together along a leading op axis (one numpy evaluation for one
+workload; a large sweep op by op), from the per-run values the graph template replays for the workload.
+
 Decode step i (i = 1 .. gen_len - 1) runs with kv_len = prompt_len + i - 1 cached tokens. Every
 decode quantity is affine in the keys a step attends to (and constant once a sliding window is
 full), so each op's time is piecewise affine in kv_len with breakpoints where two of its terms cross
@@ -31,8 +34,8 @@ class PhaseTotals:
     """Per-op totals over a phase (arrays broadcast over the sweep shape); index i is ops[i].
 
     per_op: PARTS and SUMS -> one entry per op, already times its count. names, kinds, counts: the ops'
-    fixed fields; values: their per-run quantities by formula name (see _GraphTemplate.values_at). The
-    Ops themselves are made when first asked for (one simulate() needs none).
+    fixed fields; values: their per-run quantities by formula name (see _GraphTemplate.values_at), until
+    taken (take_values). The Ops themselves are made when first asked for (one simulate() needs none).
     """
 
     def __init__(self, per_op: dict[str, list[Any]], fixed: OpFields, values: dict[str, list[Any]],
@@ -47,14 +50,19 @@ class PhaseTotals:
             self._ops = self._ops()
         return self._ops
 
+    def take_values(self) -> dict[str, list[Any]] | None:
+        """The per-run values, handed over and no longer held here (a sweep's arrays are large)."""
+        values, self.values = self.values, None
+        return values
+
     def total(self, key: str) -> Any:
         return sum(self.per_op[key]) if self.names else 0.0
 
 
 @dataclass(frozen=True)
 class OpFields:
-    """The fields of a graph's ops that no workload changes, one entry per op; the roofline's columns
-    of any subset of them made once (`columns`)."""
+    """The fields of a graph's ops that no workload changes, one entry per op; any subset of them as a
+    chunk evaluated together, made once (`chunk`)."""
 
     ops: list[Op]
     names: tuple[str, ...]
@@ -277,11 +285,11 @@ def _steady(roofline: Roofline, graph: _Graph, indices: list[int], steps: Any, p
                           cols=None if cols is None else drop_pair(cols))
     counts = chunk.lifted(chunk.counts, max(ndim, np.ndim(steps))) * steps
     parts = _parts(roofline.time(cost))
-    if chunk.collective:
-        _put(per_op, PARTS + SUMS, indices, _in_groups((*parts, *q), lambda block: counts * block))
-    else:  # no communication: its totals are zeros, without a pass over an array
-        totals = _in_groups((*parts[:-1], *q), lambda block: counts * block)
-        _put(per_op, _NOT_COMMUNICATION, indices, totals)
+    # without a collective, the communication totals are zeros: put without a pass over an array
+    keys, parts = (PARTS + SUMS, parts) if chunk.collective else (_NOT_COMMUNICATION, parts[:-1])
+    totals = _in_groups((*parts, *q), lambda block: counts * block)
+    _put(per_op, keys, indices, totals)
+    if not chunk.collective:
         _put_zeros(per_op, "communication_s", indices, totals[0])
 
 

@@ -162,8 +162,8 @@ def _op_cost(matmul_flops: Any, vector_flops: Any, bytes_moved: Any, matmul_flop
 
 
 def _plus(x: Any, y: Any) -> Any:
-    """x + y for seconds (>= 0); one of them alone where the other is a single zero (no FLOPs of that kind),
-    which changes neither its values nor its shape (and costs a pass over an array)."""
+    """x + y for seconds (>= 0); one of them alone where the other is a single zero (no FLOPs of that kind):
+    the same values and shape, without a pass over an array."""
     for kept, other in ((x, y), (y, x)):
         if np.size(other) == 1 and np.ndim(other) <= np.ndim(kept) and other == 0:
             return kept
@@ -326,9 +326,10 @@ class Roofline:
             compute_part, memory_part = compute_s, memory_s
         launch = cost.launches * self.launch_s
         dispatch = cost.launches * self.dispatch_s
-        # no communication (a scalar 0): x + 0 is x (for every x but -0.0, which kernel_s never is), so skipped
+        # adding no communication (a scalar 0) or taking the max with no host dispatch changes nothing (the
+        # terms are >= 0): skipped, as each would be a pass over an array in a sweep
         busy_s = kernel_s if type(comm_s) in (int, float) and comm_s == 0 else kernel_s + comm_s
-        if self.dispatch_s == 0:  # no host dispatch: max(x, 0) and x + 0 are x (busy_s + launch >= 0), so skipped
+        if self.dispatch_s == 0:
             time_s = busy_s + launch
         else:
             time_s = maximum(busy_s + launch, dispatch) if self.async_host else busy_s + launch + dispatch

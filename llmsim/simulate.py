@@ -194,8 +194,9 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
     p, m = pipeline_parallel, num_microbatches
     micro = np.asarray(batch_size) // m if m > 1 else batch_size
     prefill = prefill_totals(model, roofline, cost, micro, prompt_len)
+    # the prefill ops' per-run values serve the footprint only: handed over, then let go (a sweep's are large)
+    memory = footprint(model, hardware, cost, micro, prompt_len, gen_len, prefill_values=prefill.take_values())
     decode = decode_totals(model, roofline, cost, micro, prompt_len, np.asarray(gen_len) - 1)
-    memory = footprint(model, hardware, cost, micro, prompt_len, gen_len, prefill_values=prefill.values)
     if p > 1 or m > 1:
         _, act_dtype, _ = cost.resolved_dtypes(model.dtype)
         from .dtypes import dtype_bytes
