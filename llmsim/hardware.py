@@ -68,7 +68,7 @@ class RowCurve(BaseModel):
 
 
 class SizeCurve(BaseModel):
-    """Fraction of the (derated) bandwidth an element-wise kernel moving `bytes` bytes per run reaches:
+    """Fraction of the (derated) bandwidth an element-wise kernel moving `bytes` bytes reaches:
     above 1 where its tensors stay in a cache, below where fresh output pages cost extra (eager PyTorch
     on a CPU allocates every output)."""
 

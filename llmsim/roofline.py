@@ -5,7 +5,8 @@ Per run of an op:
               + vector_flops / (vector peak * vector fraction)
     memory_s  = (bytes_read + bytes_written) / (bandwidth * memory fraction)
     (a matmul of M rows: both divided by the file's matmul_rows fraction at M, where it has one; an
-    element-wise op's memory_s by the file's elementwise_bytes fraction at its bytes per run)
+    element-wise op's memory_s by the file's elementwise_bytes fraction at its bytes per kernel: bytes
+    per run / launches)
     kernel_s  = max(compute_s, memory_s)   (overlap="max", the roofline)
               | compute_s + memory_s       (overlap="sum", pessimistic)
     time_s    = kernel_s + launches * per-kernel cost      (overhead="graph")
@@ -138,6 +139,12 @@ def _op_rates(ops: OpColumns, ndim: int, matmul_flops_per_s: tuple[float, ...], 
     return lifted
 
 
+def _bytes_per_kernel(bytes_moved: Any, launches: Any) -> Any:
+    """The size an element-wise op's curve is read at: its bytes per run spread over its kernels
+    (approximation: an op of several kernels, such as eager RMSNorm, moves the same bytes in each)."""
+    return bytes_moved / np.maximum(launches, 1)
+
+
 def _curve_scales(groups: tuple[tuple[Any, np.ndarray], ...], x: np.ndarray, fraction_at: Any,
                   cols: np.ndarray | None = None) -> Any:
     """1 / the curve's fraction at x (and cols, for matmul tables) for the ops of each group (every
@@ -228,9 +235,10 @@ class Roofline:
              cols: Any = None, layout: str = "out_in") -> OpCost:
         """Compute and memory seconds. A matmul's both terms stretch by its row-count scale
         (approximation: thin shapes slow the kernel, whichever term bounds it); an element-wise op's
-        memory term by the bandwidth fraction at its size (size_bytes, default bytes_moved)."""
+        memory term by the bandwidth fraction at its size (size_bytes, default bytes_moved / launches)."""
         scale = self.row_scale(kind, precision, rows, cols, layout)
-        memory_scale = scale * self.size_scale(kind, precision, bytes_moved if size_bytes is None else size_bytes)
+        size = _bytes_per_kernel(bytes_moved, launches) if size_bytes is None else size_bytes
+        memory_scale = scale * self.size_scale(kind, precision, size)
         return _op_cost(matmul_flops, vector_flops, bytes_moved, self.matmul_flops_per_s(precision),
                         self.vector_flops_per_s(precision), self.bandwidth_for(kind), scale, memory_scale, launches,
                         comm_s)
@@ -250,7 +258,7 @@ class Roofline:
             scale = _curve_scales(row_groups, rows, self._row_fraction, cols)
         size_groups = self._with_curves(ops.size_groups, self.hardware.elementwise_bandwidth_fraction)
         if size_groups:
-            size = bytes_moved if size_bytes is None else size_bytes
+            size = _bytes_per_kernel(bytes_moved, launches) if size_bytes is None else size_bytes
             size_scale = _curve_scales(size_groups, size, self.hardware.elementwise_bandwidth_fraction)
         return _op_cost(matmul_flops, vector_flops, bytes_moved, matmul_peak, vector_peak, bandwidth, scale,
                         scale * size_scale, launches, comm_s)

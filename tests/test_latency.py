@@ -332,6 +332,9 @@ def test_size_curve_scales_elementwise_memory_by_bytes_moved() -> None:
         scaled = roofline.cost(1e6, 0.0, size, "bf16", 1, kind="norm")
         assert scaled.memory_s == pytest.approx(plain.cost(1e6, 0.0, size, "bf16", 1).memory_s / fraction)
         assert scaled.compute_s == plain.cost(1e6, 0.0, size, "bf16", 1).compute_s  # compute untouched
+    # an op of several kernels reads the curve at its bytes per kernel: 64 MiB in 8 launches = 8 MiB each -> 1.25
+    assert roofline.cost(0.0, 0.0, 2**26, "bf16", 8, kind="norm").memory_s == pytest.approx(
+        plain.cost(0.0, 0.0, 2**26, "bf16", 8).memory_s / 1.25)
     # matmuls, attention and float32 (no fp32 curve here) keep the plain bandwidth
     for kind, precision in (("matmul", "bf16"), ("attention", "bf16"), ("norm", "fp32")):
         assert roofline.cost(0.0, 0.0, 2**30, precision, 1, kind=kind).memory_s == pytest.approx(

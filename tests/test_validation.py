@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 
 import pytest
 import tomllib
@@ -13,6 +14,7 @@ import llmsim  # noqa: E402
 from llmsim.errors import LlmsimError  # noqa: E402
 from llmsim.validation import ValidationReport, ValidationRow, calibrate, hardware_toml, validate  # noqa: E402
 from llmsim.validation import hf_model as hf_model_module  # noqa: E402
+from llmsim.validation._device import release_free_memory  # noqa: E402
 from llmsim.validation.hf_model import op_class, prepare_config  # noqa: E402
 
 from .tiny_configs import TINY_CONFIGS  # noqa: E402
@@ -60,7 +62,9 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
         assert in_out == spec.matmul_rows_in_out[precision] and "torch.matmul(x[M, 512], W[512, N])" in in_out.source
     # element-wise bandwidth by size: fp32 and the 16-bit rate (stored as fp16)
     assert set(back.elementwise_bytes) == {"fp32", "fp16"} == set(spec.elementwise_bytes)
-    assert "fresh output" in back.elementwise_bytes["fp16"].source
+    assert "into a new output on" in back.elementwise_bytes["fp16"].source
+    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":  # outputs on fresh pages, as in a model
+        assert release_free_memory() and "fresh pages (malloc_trim(0)" in back.elementwise_bytes["fp32"].source
     # and it works in a simulation
     r = llmsim.simulate("gpt2", back, batch_size=1, prompt_len=32, gen_len=4, overhead="eager")
     assert r.ttft_s > 0 and r.tpot_s > 0

@@ -41,6 +41,11 @@ THREADS = 1  # see README: a 2-thread run stalls whenever another process holds 
 CALIBRATED = HERE / "cpu-calibrated.toml"
 CALIBRATED_HF = HERE / "cpu-calibrated-hf-dispatch.toml"
 RESULTS = HERE / "cpu-results.jsonl"
+# earlier recorded runs of the same grid, re-predicted beside the current one with the same hardware file
+EARLIER_RUNS = {
+    "run 1": (HERE / "cpu-results-run1.jsonl", "2026-11-22 11:14-11:37, another process on the second core "
+              "(1-minute load average 1.07); its own calibration, taken then: cpu-calibrated-run1.toml"),
+}
 
 SMALL_VOCAB = {"vocab_size": 32768}
 # (report name, shipped config, layers kept, config overrides)
@@ -139,12 +144,12 @@ def repredict(report: ValidationReport, hardware: llmsim.HardwareSpec) -> Valida
     return ValidationReport(rows=rows)
 
 
-def repredict_file() -> None:
-    """Recompute the predicted fields of every recorded case with the current llmsim and the attention
-    kernel each model really runs (measurements untouched), and rewrite the results file."""
+def repredict_file(results: Path = RESULTS) -> None:
+    """Recompute the predicted fields of every recorded case with the current llmsim, the calibrated file
+    and the attention kernel each model really runs (measurements untouched); rewrite the results file."""
     from llmsim.validation.hf_model import attention_kernel, build_model
 
-    report = ValidationReport.from_jsonl(RESULTS)
+    report = ValidationReport.from_jsonl(results)
     hardware = llmsim.load_hardware(CALIBRATED)
     kernels: dict[tuple[str, str], str] = {}
     lines = []
@@ -163,8 +168,8 @@ def repredict_file() -> None:
                        "achieved_flops_per_s": p["flops"] / r.measured_s,
                        "achieved_bytes_per_s": p["bytes"] / r.measured_s}
         lines.append(r.model_copy(update=update).model_dump_json())
-    RESULTS.write_text("\n".join(lines) + "\n")
-    print("attention kernels:", kernels)
+    results.write_text("\n".join(lines) + "\n")
+    print(f"{results.name}: attention kernels", kernels)
 
 
 def class_table(report: ValidationReport) -> str:
@@ -215,6 +220,11 @@ def write_report() -> None:
     if hf is not None:
         parts += ["", "## Per model, eager_dispatch_s = transformers' host time per llmsim op", "",
                   per_group_table(hf)]
+    for name, (path, when) in EARLIER_RUNS.items():
+        if path.exists():
+            earlier = ValidationReport.from_jsonl(path)
+            parts += ["", f"## Earlier measurements, {name} ({path.name}), predicted with the same file", "",
+                      f"Measured {when}.", "", earlier.summary_markdown(), "", class_table(earlier)]
     parts += ["", "## Every case", "", report.to_markdown(), ""]
     (HERE / "report.md").write_text("\n".join(parts))
     print(json.dumps(report.summary(), indent=1))
@@ -231,7 +241,9 @@ def main() -> None:
     parser.add_argument("--recalibrate", action="store_true", help="calibrate again even if the file exists")
     args = parser.parse_args()
     if args.repredict:
-        repredict_file()
+        for results in (RESULTS, *(path for path, _ in EARLIER_RUNS.values())):
+            if results.exists():
+                repredict_file(results)
     if args.report_only or args.repredict:
         write_report()
         return

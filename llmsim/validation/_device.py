@@ -60,6 +60,27 @@ def torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+def release_free_memory() -> bool:
+    """Hand the C heap's free pages back to the operating system (glibc's malloc_trim(0)), so that the next
+    allocation lands on fresh pages, as most outputs of an eager PyTorch model on a CPU do. False where
+    the C library has no malloc_trim (not glibc): nothing is done there."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM is False:
+        return False
+    _MALLOC_TRIM(0)
+    return True
+
+
+_MALLOC_TRIM: Any = None
+
+
 def synchronize(device: str) -> None:
     if device == "cuda":
         require_torch().cuda.synchronize()
