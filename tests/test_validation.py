@@ -337,3 +337,27 @@ def test_eager_fusion_counts_the_kernels_transformers_runs() -> None:
     # bfloat16 (a = 2): read to-float32 2 + pow 4 + mean 4 + mul 4 + to-bf16 4 + weight-mul 2 = 20 bytes,
     # written 4 + 4 + 4 + 2 + 2 = 16 bytes per element of x[8, 2048]
     assert norm.bytes_read == 8 * 2048 * 20 and norm.bytes_written == 8 * 2048 * 16
+
+
+@pytest.mark.parametrize("name", ["llama-gqa", "mistral-sliding", "gemma3_text"])
+def test_static_cache_steps_repeat_after_a_rewind(name: str) -> None:
+    """overhead="graph" captures these steps as CUDA graphs and replays them; here they run eagerly on the
+    CPU. Every call after a rewind must be the same prefill or decode step (transformers advances the
+    static cache's write position on every forward: without the rewind the second decode writes past the
+    cache's end), with the logits of the same step through transformers' dynamic cache."""
+    model = hf_model_module.build_model(prepare_config(TINY_CONFIGS[name], "float32", None), "float32", "cpu")
+    batch, kv_len = 2, 12  # kv 12 > the sliding window 8 of mistral-sliding and gemma3_text: full windows
+    ids = hf_model_module.input_ids(model, batch, kv_len, "cpu", seed=kv_len)
+    next_ids = hf_model_module.input_ids(model, batch, 1, "cpu", seed=kv_len + 1)
+    with torch.inference_mode():
+        reference = model(input_ids=ids, use_cache=True)
+        prefill_logits = reference.logits
+        decode_logits = model(input_ids=next_ids, past_key_values=reference.past_key_values, use_cache=True).logits
+    step, rewind = hf_model_module.static_prefill_step(model, ids)
+    for _ in range(3):
+        rewind()
+        torch.testing.assert_close(step(), prefill_logits, atol=1e-4, rtol=1e-4)
+    step, rewind = hf_model_module.static_decode_step(model, batch, kv_len, next_ids, "cpu")
+    for _ in range(3):
+        rewind()
+        torch.testing.assert_close(step(), decode_logits, atol=1e-4, rtol=1e-4)

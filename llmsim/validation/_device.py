@@ -81,6 +81,16 @@ def release_free_memory() -> bool:
 _MALLOC_TRIM: Any = None
 
 
+def release_device_memory(device: str) -> None:
+    """Collect unreachable tensors and, on CUDA, hand the caching allocator's free blocks back (between
+    cases, and after a failed one, so that the next case starts from the same free memory)."""
+    import gc
+
+    gc.collect()
+    if device == "cuda":
+        require_torch().cuda.empty_cache()
+
+
 def synchronize(device: str) -> None:
     if device == "cuda":
         require_torch().cuda.synchronize()

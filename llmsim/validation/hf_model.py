@@ -193,8 +193,6 @@ def prefill_timer(model: Any, batch_size: int, seq_len: int, device: str, overhe
     """A callable that runs one prefill of seq_len tokens per sequence (all logits, cache made)."""
     torch = require_torch()
     ids = input_ids(model, batch_size, seq_len, device, seed=seq_len)
-    if overhead == "graph":
-        return _graph_prefill(model, ids, device)
 
     def run() -> None:
         with torch.inference_mode():
@@ -205,6 +203,9 @@ def prefill_timer(model: Any, batch_size: int, seq_len: int, device: str, overhe
 
 def time_prefill(model: Any, batch_size: int, seq_len: int, device: str, overhead: str, repeats: int,
                  warmup: int) -> tuple[list[float], Callable[[], Any]]:
+    if overhead == "graph":
+        ids = input_ids(model, batch_size, seq_len, device, seed=seq_len)
+        return graph_timer(static_prefill_step(model, ids), device, repeats, warmup)
     run = prefill_timer(model, batch_size, seq_len, device, overhead)
     return time_call(run, device, repeats, warmup), run
 
@@ -216,8 +217,7 @@ def time_decode(model: Any, batch_size: int, kv_len: int, device: str, overhead:
     torch = require_torch()
     next_ids = input_ids(model, batch_size, 1, device, seed=kv_len + 1)
     if overhead == "graph":
-        run = _graph_decode(model, batch_size, kv_len, next_ids, device)
-        return time_call(run, device, repeats, warmup), run
+        return graph_timer(static_decode_step(model, batch_size, kv_len, next_ids, device), device, repeats, warmup)
     cache = fill_cache(model, batch_size, kv_len, device)
 
     def setup() -> tuple[Any]:
@@ -235,55 +235,111 @@ def time_decode(model: Any, batch_size: int, kv_len: int, device: str, overhead:
     return times, once
 
 
-# ---- CUDA graphs (overhead="graph") ------------------------------------------------------------------
-def _static_cache(model: Any, batch_size: int, max_len: int, device: str) -> Any:  # pragma: no cover - CUDA
+# ---- static cache and CUDA graphs (overhead="graph") -------------------------------------------------
+def _static_cache(model: Any, max_len: int) -> Any:
     from transformers import StaticCache
 
-    del batch_size, device  # transformers 5: the layers allocate lazily from the first keys they get
+    # transformers 5: the layers allocate lazily from the first keys they get (device, dtype, batch)
     return StaticCache(config=model.config, max_cache_len=max_len)
 
 
-def _capture(fn: Callable[[], Any]) -> Callable[[], Any]:  # pragma: no cover - CUDA
-    """A CUDA graph of fn (warmed up on a side stream first); returns its replay."""
+def rewind_static_cache(cache: Any, length: int) -> None:
+    """Set every layer of a transformers StaticCache back to `length` tokens written. transformers 5 keeps
+    the write position per layer (a device tensor, and a Python int in sliding-window layers) and advances
+    it in place on every forward; a captured graph advances the tensor on every replay, and positions are
+    read from it, so each warm-up, capture and replay must start from the same position. Layers not yet
+    allocated are left alone (they start at 0)."""
+    torch = require_torch()
+    with torch.inference_mode():  # the cache's tensors are inference tensors
+        for layer in cache.layers:
+            if not getattr(layer, "is_initialized", False):
+                continue
+            layer.cumulative_length.fill_(min(length, layer.max_cache_len))
+            if hasattr(layer, "cumulative_length_int"):
+                layer.cumulative_length_int = length
+
+
+def static_prefill_step(model: Any, ids: Any) -> tuple[Callable[[], Any], Callable[[], None]]:
+    """(step, rewind): a prefill of ids into a StaticCache of exactly their length, returning the logits,
+    and the rewind that makes the next step the same prefill again."""
+    torch = require_torch()
+    cache = _static_cache(model, ids.shape[1])
+
+    def step() -> Any:
+        with torch.inference_mode():
+            return model(input_ids=ids, past_key_values=cache, use_cache=True).logits
+
+    return step, lambda: rewind_static_cache(cache, 0)
+
+
+def static_decode_step(model: Any, batch_size: int, kv_len: int, next_ids: Any,
+                       device: str) -> tuple[Callable[[], Any], Callable[[], None]]:
+    """(step, rewind): one decode step at position kv_len over a StaticCache of kv_len + 1 slots already
+    holding kv_len tokens (a real prefill), returning the logits, and the rewind back to kv_len tokens
+    (and to the contents of full sliding-window layers, which a step rolls)."""
+    torch = require_torch()
+    cache = _static_cache(model, kv_len + 1)
+    ids = input_ids(model, batch_size, kv_len, device, seed=kv_len)
+    with torch.inference_mode():
+        model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+    if cache.get_seq_length() != kv_len:  # pragma: no cover - a cache layout this code does not know
+        raise LlmsimError(f"validate: the static cache holds {cache.get_seq_length()} tokens, not {kv_len}")
+
+    # a full sliding-window layer rolls its contents in place every step: keep them to put back
+    rolled = [(layer, layer.keys.clone(), layer.values.clone()) for layer in cache.layers
+              if getattr(layer, "is_sliding", False) and kv_len >= layer.max_cache_len]
+
+    def step() -> Any:
+        with torch.inference_mode():
+            return model(input_ids=next_ids, past_key_values=cache, use_cache=True).logits
+
+    def rewind() -> None:
+        rewind_static_cache(cache, kv_len)
+        with torch.inference_mode():
+            for layer, keys, values in rolled:
+                layer.keys.copy_(keys)
+                layer.values.copy_(values)
+
+    return step, rewind
+
+
+def _capture(step: Callable[[], Any], rewind: Callable[[], None]) -> Callable[[], None]:  # pragma: no cover - CUDA
+    """A CUDA graph of step (warmed up on a side stream first, each call from the rewound cache); returns
+    its replay, which must follow a rewind as well."""
     torch = require_torch()
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
-    with torch.inference_mode(), torch.cuda.stream(stream):
+    with torch.cuda.stream(stream):
         for _ in range(2):
-            fn()
+            rewind()
+            step()
     torch.cuda.current_stream().wait_stream(stream)
+    rewind()
     graph = torch.cuda.CUDAGraph()
-    with torch.inference_mode(), torch.cuda.graph(graph):
-        fn()
+    with torch.cuda.graph(graph):
+        step()
     synchronize("cuda")
     return graph.replay
 
 
-def _graph_prefill(model: Any, ids: Any, device: str) -> Callable[[], Any]:  # pragma: no cover - CUDA
-    """Prefill into a StaticCache, captured as one CUDA graph; each replay rewrites positions 0..S-1."""
+def graph_timer(step_and_rewind: tuple[Callable[[], Any], Callable[[], None]], device: str,
+                repeats: int, warmup: int) -> tuple[list[float], Callable[[], None]]:  # pragma: no cover - CUDA
+    """Times the CUDA-graph replay of a static-cache step; the rewind before each replay is untimed.
+    Returns the times and one rewound replay (for profiling)."""
     if device != "cuda":
         raise LlmsimError("overhead='graph' needs device='cuda' (CUDA graphs)")
-    torch = require_torch()
-    batch_size, seq_len = ids.shape
-    cache = _static_cache(model, batch_size, seq_len, device)
-    positions = torch.arange(seq_len, device=device)
-    return _capture(lambda: model(input_ids=ids, past_key_values=cache, cache_position=positions, use_cache=True))
+    step, rewind = step_and_rewind
+    replay = _capture(step, rewind)
 
+    def setup() -> tuple[()]:
+        rewind()
+        return ()
 
-def _graph_decode(model: Any, batch_size: int, kv_len: int, next_ids: Any,
-                  device: str) -> Callable[[], Any]:  # pragma: no cover - CUDA
-    """One decode step at position kv_len over a StaticCache filled with kv_len tokens, as a CUDA graph;
-    each replay rewrites position kv_len, so every replay is the same step."""
-    if device != "cuda":
-        raise LlmsimError("overhead='graph' needs device='cuda' (CUDA graphs)")
-    torch = require_torch()
-    cache = _static_cache(model, batch_size, kv_len + 1, device)
-    ids = input_ids(model, batch_size, kv_len, device, seed=kv_len)
-    with torch.inference_mode():
-        model(input_ids=ids, past_key_values=cache, cache_position=torch.arange(kv_len, device=device),
-              use_cache=True, logits_to_keep=1)
-    position = torch.tensor([kv_len], device=device)
-    return _capture(lambda: model(input_ids=next_ids, past_key_values=cache, cache_position=position, use_cache=True))
+    def once() -> None:
+        rewind()
+        replay()
+
+    return time_call(replay, device, repeats, warmup, setup=setup), once
 
 
 # ---- profiling: measured time by op class -------------------------------------------------------------

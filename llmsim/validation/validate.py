@@ -29,6 +29,7 @@ from ._device import (
     is_oom,
     load_average,
     median,
+    release_device_memory,
     spread,
     synchronize,
     torch_threads,
@@ -135,7 +136,7 @@ def validate(
     threads: torch CPU threads while measuring (default: torch's current setting).
     cases: an explicit list of (phase, batch_size, seq_len or kv_len) instead of the grid.
     """
-    torch = check_device(device)
+    check_device(device)
     from ..dtypes import canonical_dtype
     from ..hardware import load_hardware
 
@@ -200,32 +201,31 @@ def validate(
                 append_result(results_path, row)
             bar.update(f"{name} {phase} b{batch} {length} {row.status}")
         del hf_model
-        if device == "cuda":
-            torch.cuda.empty_cache()
+        release_device_memory(device)
     return ValidationReport(rows=rows)
 
 
 def _measure(hf_model: Any, phase: str, batch: int, length: int, device: str, overhead: str, repeats: int,
              warmup: int, profile: bool, predicted: dict[str, Any], common: dict[str, Any]) -> ValidationRow:
-    torch = check_device(device)
+    check_device(device)
     timer: Callable[..., tuple[list[float], Callable[[], Any]]] = time_prefill if phase == "prefill" else time_decode
     load = load_average()
+    failure = None
     try:
         times, run = timer(hf_model, batch, length, device, overhead, repeats, warmup)
         measured = median(times)
         split = profile_split(run, device, measured) if profile else None
         del run
+        synchronize(device)  # a device error that surfaces late still belongs to this case
     except Exception as exc:  # every failure is recorded and the run goes on
-        if not is_oom(exc):
-            message = " ".join(str(exc).split())[:300]
-            return ValidationRow(status=f"error: {type(exc).__name__}: {message}", **common)
-        if device == "cuda":
-            torch.cuda.empty_cache()
+        failure = "oom" if is_oom(exc) else f"error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+    if failure is not None:
+        release_device_memory(device)  # after the except block: the traceback no longer holds the tensors
+        if failure != "oom":
+            return ValidationRow(status=failure, **common)
         return ValidationRow(status="oom", predicted_s=predicted["time_s"], predicted_flops=predicted["flops"],
                              predicted_bytes=predicted["bytes"], predicted_bound=predicted["bound"],
                              predicted_split_s=predicted["split"], **common)
-    finally:
-        synchronize(device)
     return ValidationRow(
         status="ok",
         predicted_s=predicted["time_s"],
