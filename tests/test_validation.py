@@ -219,8 +219,10 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
 
 
 def test_bad_arguments_are_one_line_errors() -> None:
-    with pytest.raises(LlmsimError, match="graph"):
+    with pytest.raises(LlmsimError, match="needs device='cuda'"):
         validate(TINY_CONFIGS["llama-gqa"], HW, overhead="graph", **TINY)
+    with pytest.raises(LlmsimError, match="profile with overhead='eager'"):  # a graph replay has no ops to split
+        validate(TINY_CONFIGS["llama-gqa"], HW, overhead="graph", profile=True, **TINY)
     with pytest.raises(LlmsimError, match="num_layers"):
         validate(TINY_CONFIGS["gemma3_text"], HW, num_layers=4, **TINY)
     with pytest.raises(LlmsimError):

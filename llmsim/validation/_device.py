@@ -96,12 +96,21 @@ def synchronize(device: str) -> None:
         require_torch().cuda.synchronize()
 
 
+# GPU clock cycles of the spin kernel queued before a timed call with queue_ahead (about 0.5 ms at 2 GHz:
+# room for the host to enqueue ~100 kernel launches behind it)
+_QUEUE_AHEAD_CYCLES = 1_000_000
+
+
 def time_call(fn: Callable[[], Any], device: str, repeats: int, warmup: int,
-              setup: Callable[[], Any] | None = None) -> list[float]:
+              setup: Callable[[], Any] | None = None, queue_ahead: bool = False) -> list[float]:
     """Seconds of each of `repeats` timed calls of fn(*setup()), after `warmup` untimed calls.
 
     `setup` (untimed) prepares the arguments of each call, e.g. a fresh copy of a KV cache.
-    On CUDA the time is taken with CUDA events around the call, after a synchronisation.
+    On CUDA the time is taken with CUDA events around the call, after a synchronisation. That time
+    includes the host's launch latency (the GPU waits for the launch behind the start event), as a real
+    eager run pays it. queue_ahead=True (device ceilings in calibrate) first queues a spin kernel, so the
+    start event, the call's kernels and the end event are all enqueued while the GPU is still busy: the
+    time is then the kernels' own, back to back (launch cost is calibrated separately). No effect on a CPU.
     """
     torch = require_torch()
     for _ in range(warmup):
@@ -114,6 +123,8 @@ def time_call(fn: Callable[[], Any], device: str, repeats: int, warmup: int,
         synchronize(device)
         if device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if queue_ahead:
+                torch.cuda._sleep(_QUEUE_AHEAD_CYCLES)
             start.record()
             fn(*args)
             end.record()

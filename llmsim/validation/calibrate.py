@@ -1,7 +1,10 @@
 """calibrate(): measure this device with PyTorch and return a HardwareSpec (optionally a TOML file).
 
 What is measured (every figure: warm-up, then the median of N timed repeats; the spread
-(p90 - p10) / median, the thread count and the versions go into each source string):
+(p90 - p10) / median, the thread count and the versions go into each source string). On CUDA the device
+ceilings below (matrix, bandwidth, vector, matmul_rows, elementwise_bytes) are timed with a spin kernel
+queued ahead of the start event, so they hold the kernels' own time without the host's launch latency,
+which the overhead figures at the end measure separately:
 
 - matrix_flops_per_s.<fp32|bf16|fp16>: square torch.matmul at a few sizes, 2*N^3 FLOPs per call; the
   best size's median is stored as the peak and efficiency.matmul is 1.0 (the measured rate is what
@@ -205,7 +208,7 @@ def _matmul(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warm
         a = torch.randn(n, n, device=device, dtype=tdtype, generator=gen)
         b = torch.randn(n, n, device=device, dtype=tdtype, generator=gen)
         with torch.inference_mode():
-            times = time_call(lambda: torch.matmul(a, b), device, repeats, warmup)
+            times = time_call(lambda: torch.matmul(a, b), device, repeats, warmup, queue_ahead=True)
         return 2 * n**3 / median(times), times
 
     _, rate, times, detail = _best_of_sizes(sizes, run)
@@ -220,8 +223,8 @@ def _bandwidth(torch: Any, device: str, quick: bool, repeats: int, warmup: int) 
     src = torch.ones(n, device=device, dtype=torch.float32)
     dst = torch.empty_like(src)
     with torch.inference_mode():
-        times = time_call(lambda: dst.copy_(src), device, repeats, warmup)
-        read_times = time_call(lambda: src.sum(), device, repeats, warmup)
+        times = time_call(lambda: dst.copy_(src), device, repeats, warmup, queue_ahead=True)
+        read_times = time_call(lambda: src.sum(), device, repeats, warmup, queue_ahead=True)
     moved = 2 * n * 4
     read_rate = n * 4 / median(read_times)
     how = (f"dst.copy_(src) of a {mib} MiB float32 tensor, bytes read + written ({moved} bytes per copy); "
@@ -270,7 +273,7 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
                 x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
                 heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
                 times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 5) if heavy else repeats,
-                                  1 if heavy else warmup, setup=next_weight)
+                                  1 if heavy else warmup, setup=next_weight, queue_ahead=True)
                 roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
                                  bandwidth_bytes_per_s)
                 fractions.append(round(roofline_s / median(times), 4))
@@ -317,7 +320,7 @@ def _elementwise_bytes(torch: Any, device: str, dtype: str, bandwidth_bytes_per_
                     release_free_memory()
                 return pairs[next(turn) % len(pairs)]
 
-            times = time_call(torch.mul, device, repeats, warmup, setup=next_pair)
+            times = time_call(torch.mul, device, repeats, warmup, setup=next_pair, queue_ahead=True)
             bytes_moved = 3 * n * size
             rate = bytes_moved / median(times)
             moved.append(bytes_moved)
@@ -358,7 +361,7 @@ def _vector(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warm
                 for _ in range(inner):
                     fn(x)
 
-            times = [t / inner for t in time_call(run, device, repeats, warmup)]
+            times = [t / inner for t in time_call(run, device, repeats, warmup, queue_ahead=True)]
             per_op[key] = median(times)
             all_times += [t / median(times) for t in times]  # relative, for the spread
     total_s = sum(per_op.values())

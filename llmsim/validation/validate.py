@@ -145,6 +145,9 @@ def validate(
         raise LlmsimError(f"dtype={dtype!r} cannot be run by validate; choose float32, bfloat16 or float16")
     if overhead not in ("eager", "graph", "none"):
         raise LlmsimError(f"overhead={overhead!r}; choose eager, graph or none")
+    if overhead == "graph" and profile:
+        raise LlmsimError("profile=True splits the measured time by the aten ops it sees; a CUDA-graph replay "
+                          "(overhead='graph') runs none: profile with overhead='eager'")
     if overhead == "graph" and device != "cuda":
         raise LlmsimError("overhead='graph' replays CUDA graphs and needs device='cuda'")
     if repeats < 1 or warmup < 0:
