@@ -3,18 +3,21 @@
     python validation/run_cpu.py               # calibrate + the whole grid (resumes), then the report
     python validation/run_cpu.py --report-only # rebuild README tables and the plot from the recorded runs
     python validation/run_cpu.py --plan        # print the cases and the estimated time, run nothing
-    python validation/run_cpu.py --repredict   # re-predict the recorded cases with the current llmsim
+    python validation/run_cpu.py --repredict   # re-predict the recorded cases (both runs) with the current llmsim
+    python validation/run_cpu.py --recalibrate # calibrate again first (on a quiet machine)
 
 Writes, next to this file:
     cpu-calibrated.toml               the calibrated hardware file (eager_dispatch_s = one bare tiny op)
     cpu-calibrated-hf-dispatch.toml   the same with eager_dispatch_s = transformers' host time per llmsim op
     cpu-results.jsonl                 one JSON line per measured case (raw timings, versions, threads)
+                                      (cpu-results-run1.jsonl: an earlier run, re-predicted beside it)
     report.md                         the tables (README.md quotes them), predicted_vs_measured.png
 
 Cases: every architecture family llmsim supports, at real widths with few layers (and a smaller
 vocabulary where the real one alone would dominate the run), float32 and bfloat16, prefill of 32..2048
 tokens at batch 1..32, decode steps at kv 32..4096 and batch 1..32. A case is kept when its predicted
-time and memory traffic fit the budget of this 2-core machine (the grid runs in about 20 minutes).
+time and memory traffic fit the budget of this 2-core machine (at most 3 s per prefill run and 1 s per
+decode step predicted, 5 GB of traffic: the grid runs in about 27 minutes).
 """
 
 from __future__ import annotations
