@@ -359,7 +359,8 @@ def test_static_cache_steps_repeat_after_a_rewind(name: str) -> None:
     for _ in range(3):
         rewind()
         torch.testing.assert_close(step(), prefill_logits, atol=1e-4, rtol=1e-4)
-    step, rewind = hf_model_module.static_decode_step(model, batch, kv_len, next_ids, "cpu")
-    for _ in range(3):
-        rewind()
-        torch.testing.assert_close(step(), decode_logits, atol=1e-4, rtol=1e-4)
+    for chunk_tokens in (512, 5):  # the cache filled in one forward, or in chunks of 5, 5 and 2 tokens
+        step, rewind = hf_model_module.static_decode_step(model, batch, kv_len, next_ids, "cpu", chunk_tokens)
+        for _ in range(3):
+            rewind()
+            torch.testing.assert_close(step(), decode_logits, atol=1e-4, rtol=1e-4)

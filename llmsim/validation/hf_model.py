@@ -272,16 +272,19 @@ def static_prefill_step(model: Any, ids: Any) -> tuple[Callable[[], Any], Callab
     return step, lambda: rewind_static_cache(cache, 0)
 
 
-def static_decode_step(model: Any, batch_size: int, kv_len: int, next_ids: Any,
-                       device: str) -> tuple[Callable[[], Any], Callable[[], None]]:
+def static_decode_step(model: Any, batch_size: int, kv_len: int, next_ids: Any, device: str,
+                       chunk_tokens: int = 512) -> tuple[Callable[[], Any], Callable[[], None]]:
     """(step, rewind): one decode step at position kv_len over a StaticCache of kv_len + 1 slots already
-    holding kv_len tokens (a real prefill), returning the logits, and the rewind back to kv_len tokens
-    (and to the contents of full sliding-window layers, which a step rolls)."""
+    holding kv_len tokens (a real prefill, chunk_tokens at a time so that its activations stay small
+    beside a large batch's cache), returning the logits, and the rewind back to kv_len tokens (and to
+    the contents of full sliding-window layers, which a step rolls)."""
     torch = require_torch()
     cache = _static_cache(model, kv_len + 1)
     ids = input_ids(model, batch_size, kv_len, device, seed=kv_len)
     with torch.inference_mode():
-        model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        for start in range(0, kv_len, chunk_tokens):
+            model(input_ids=ids[:, start:start + chunk_tokens], past_key_values=cache, use_cache=True,
+                  logits_to_keep=1)
     if cache.get_seq_length() != kv_len:  # pragma: no cover - a cache layout this code does not know
         raise LlmsimError(f"validate: the static cache holds {cache.get_seq_length()} tokens, not {kv_len}")
 
