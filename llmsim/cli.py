@@ -70,9 +70,13 @@ def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -
     if hardware:
         parser.add_argument("--hardware", "--hw", required=True,
                             help="a shipped device (see `llmsim hardware`) or a hardware .toml file")
-    group = parser.add_argument_group("cost model options")
+    from .workload import CostOptions
+
+    group = parser.add_argument_group("cost model options (see CostOptions)")
     for name, choices in _COST_OPTIONS.items():
-        group.add_argument(f"--{name}", choices=choices, help=f"default: see CostOptions ({'/'.join(choices)})")
+        flags = [f"--{name.replace('_', '-')}"] + ([f"--{name}"] if "_" in name else [])  # --kv-cache, --kv_cache
+        group.add_argument(*flags, dest=name, choices=choices,
+                           help=f"default: {CostOptions.model_fields[name].default}")
     for name in ("weight-dtype", "activation-dtype", "kv-dtype"):
         group.add_argument(f"--{name}", choices=_DTYPES, help="default: the config's dtype")
     group = parser.add_argument_group("execution options")
@@ -156,21 +160,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="sweep.png")
 
     p = sub.add_parser("calibrate", help="measure this machine's ceilings into a hardware file (needs torch)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--dtypes", default="float32,bfloat16")
-    p.add_argument("--quick", action="store_true")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to measure (default: cpu)")
+    p.add_argument("--dtypes", default="float32,bfloat16",
+                   help="comma-separated dtypes whose matmul rates and tables are measured (default: float32,bfloat16)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (seconds instead of minutes)")
     p.add_argument("--out", required=True, help="hardware .toml file to write (an existing file is not overwritten)")
 
-    p = sub.add_parser("validate", help="run the real model in PyTorch and compare with the prediction")
-    _add_model_options(p)
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
-    p.add_argument("--batch-sizes", type=_int_list, default=[1])
-    p.add_argument("--seq-lens", type=_int_list, default=[32])
-    p.add_argument("--kv-lens", type=_int_list, default=[32])
-    p.add_argument("--num-layers", type=_positive_int)
+    p = sub.add_parser("validate", help="run the real model in PyTorch and compare with the prediction",
+                       description="Build the real transformers model from the config (random weights, nothing "
+                       "downloaded), time prefill and decode, and compare with llmsim's prediction, made with the "
+                       "cost options that match eager transformers (see llmsim.validation.validate).")
+    p.add_argument("model", help="a shipped model name (see `llmsim models`), a config.json or its folder")
+    p.add_argument("--hardware", "--hw", required=True,
+                   help="a shipped device (see `llmsim hardware`) or a hardware .toml file (`llmsim calibrate`)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where the model runs (default: cpu)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="weights, activations and KV cache (default: float32)")
+    p.add_argument("--overhead", choices=("eager", "graph", "none"), default="eager",
+                   help="eager: eager PyTorch per op; graph: CUDA-graph replay of a static cache (cuda only); "
+                   "default: eager")
+    p.add_argument("--batch-sizes", type=_int_list, default=[1], help="e.g. 1,8,32 or 1:32 (default: 1)")
+    p.add_argument("--seq-lens", type=_int_list, default=[32], help="prefill lengths, e.g. 128,1024 (default: 32)")
+    p.add_argument("--kv-lens", type=_int_list, default=[32],
+                   help="tokens already cached for each decode step, e.g. 128,4096 (default: 32)")
+    p.add_argument("--num-layers", type=_positive_int, help="keep only this many layers (the prediction too)")
+    p.add_argument("--repeats", type=_positive_int, default=5, help="timed runs per case; the median is kept")
+    p.add_argument("--warmup", type=_non_negative_int, default=2, help="untimed runs before them")
+    p.add_argument("--threads", type=_positive_int, help="torch CPU threads while measuring (default: torch's)")
     p.add_argument("--results", help="JSON-lines file: each case appended; reruns resume")
-    p.add_argument("--profile", action="store_true")
+    p.add_argument("--profile", action="store_true", help="split measured time by op class (torch.profiler)")
 
     p = sub.add_parser("plan", help="GPUs, tensor/pipeline split and batch that meet latency targets")
     _add_model_options(p)
@@ -315,7 +333,7 @@ def _run(args: argparse.Namespace) -> int:
         report = validate(args.model, args.hardware, device=args.device, dtype=args.dtype,
                           batch_sizes=args.batch_sizes, seq_lens=args.seq_lens, kv_lens=args.kv_lens,
                           num_layers=args.num_layers, results_path=args.results, profile=args.profile,
-                          overhead=options.get("overhead", "eager"))
+                          overhead=args.overhead, repeats=args.repeats, warmup=args.warmup, threads=args.threads)
         print(report.to_markdown())
         return 0
     raise LlmsimError(f"unknown command {args.command!r}")

@@ -75,6 +75,8 @@ def test_plots_written(capsys: pytest.CaptureFixture[str], tmp_path: Path, comma
     (["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch-size", "-4"], "--batch-size"),
     (["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--prompt-len", "200000"], "context of 131072"),
     (["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--attention", "fast"], "--attention"),
+    # validate picks the cost options eager transformers runs: a serving option would be ignored, so it is refused
+    (["validate", "gpt2", "--hardware", "cpu-generic", "--overlap", "sum"], "unrecognized arguments: --overlap"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     code, _, err = run(capsys, *argv)
@@ -139,3 +141,27 @@ def test_calibrate_never_overwrites(capsys: pytest.CaptureFixture[str], tmp_path
     code, _, err = run(capsys, "calibrate", "--quick", "--out", str(existing))
     assert code == 2 and "exists" in err
     assert existing.read_text() == "# my notes\n"
+
+
+def test_option_spellings_and_their_defaults_in_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--help")
+    assert code == 0 and "--kv-cache {paged,concat}, --kv_cache" in out
+    assert "default: flash" in out and "default: last" in out  # CostOptions' defaults, not the first choice
+    paged = run(capsys, "simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--json")[1]
+    for flag in ("--kv-cache", "--kv_cache"):
+        code, concat, _ = run(capsys, "simulate", "llama-3.1-8b", "--hardware", "h100-sxm", flag, "concat", "--json")
+        assert code == 0 and json.loads(concat)["tpot_s"] > json.loads(paged)["tpot_s"]  # the cache copy per step
+    code, out, _ = run(capsys, "validate", "--help")
+    assert code == 0 and "default: eager" in out
+
+
+def test_validate_runs_a_real_model(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    results = tmp_path / "runs.jsonl"
+    code, out, err = run(capsys, "validate", "gpt2", "--hardware", "cpu-generic", "--num-layers", "1",
+                         "--seq-lens", "8", "--kv-lens", "8", "--repeats", "1", "--warmup", "0", "--threads", "1",
+                         "--results", str(results))
+    assert code == 0, err
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(r["phase"], r["status"], r["threads"]) for r in rows] == [("prefill", "ok", 1), ("decode", "ok", 1)]
+    assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows) and "prefill" in out
