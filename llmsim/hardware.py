@@ -58,13 +58,34 @@ class RowCurve(BaseModel):
         table: tuple[tuple[float, ...], ...] = self.fraction  # type: ignore[assignment]
         if cols is None:
             return _log_interp(rows, self.rows, table[0])
-        # bilinear in (log2 M, log2 N): the row curve of each measured width, weighted by a hat function
-        # of log2(N) around that width (weights sum to 1; widths beyond the ends take the end curve)
-        total: Any = 0.0
-        for j, line in enumerate(table):
-            hat = tuple(1.0 if i == j else 0.0 for i in range(len(table)))
-            total = total + _log_interp(cols, self.cols, hat) * _log_interp(rows, self.rows, line)
-        return total
+        return _log_bilinear(rows, self.rows, cols, self.cols, table)
+
+
+class DepthCurve(BaseModel):
+    """How a matmul's fraction of the roofline changes with its inner dimension K: fraction[j][i] is the
+    fraction at K = depths[j] and M = rows[i] over the fraction at the K the matmul_rows tables were
+    measured at (1.0 there), read bilinearly in (log2 M, log2 K), the end values beyond them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    rows: tuple[float, ...]
+    depths: tuple[float, ...]
+    fraction: tuple[tuple[float, ...], ...]
+    source: str = Field(min_length=1)
+
+    def at(self, rows: Any, depths: Any) -> Any:
+        return _log_bilinear(rows, self.rows, depths, self.depths, self.fraction)
+
+
+def _log_bilinear(x: Any, xs: tuple[float, ...], y: Any, ys: tuple[float, ...],
+                  table: tuple[tuple[float, ...], ...]) -> Any:
+    """table[j][i] at (xs[i], ys[j]), linear in log2(x) and log2(y) between the points (arrays broadcast):
+    the curve over x of each y, weighted by a hat function of log2(y) around that y (weights sum to 1;
+    beyond the ends the end curve)."""
+    total: Any = 0.0
+    for j, line in enumerate(table):
+        hat = tuple(1.0 if i == j else 0.0 for i in range(len(table)))
+        total = total + _log_interp(y, ys, hat) * _log_interp(x, xs, line)
+    return total
 
 
 class SizeCurve(BaseModel):
@@ -92,6 +113,7 @@ _CURVE_FRACTION_RANGE = (0.01, 8.0)  # above 1: beats the calibrated roofline (e
 _CURVES: dict[str, tuple[str, type, tuple[str, ...]]] = {
     "matmul_rows": ("rows", RowCurve, MATRIX_PRECISIONS),
     "matmul_rows_in_out": ("rows", RowCurve, MATRIX_PRECISIONS),
+    "matmul_depth": ("rows", DepthCurve, MATRIX_PRECISIONS),
     "elementwise_bytes": ("bytes", SizeCurve, VECTOR_PRECISIONS),
 }
 
@@ -154,6 +176,7 @@ class HardwareSpec(BaseModel):
     price: dict[str, Quantity] = Field(default_factory=dict)
     matmul_rows: dict[str, RowCurve] = Field(default_factory=dict)
     matmul_rows_in_out: dict[str, RowCurve] = Field(default_factory=dict)
+    matmul_depth: dict[str, DepthCurve] = Field(default_factory=dict)
     elementwise_bytes: dict[str, SizeCurve] = Field(default_factory=dict)
     path: str | None = None
 
@@ -189,13 +212,20 @@ class HardwareSpec(BaseModel):
         item = self.efficiency.get(f"matmul_{precision}") or self.efficiency["matmul"]
         return item.value
 
-    def matmul_row_fraction(self, precision: str, rows: Any, cols: Any = None, layout: str = "out_in") -> Any | None:
+    def matmul_row_fraction(self, precision: str, rows: Any, cols: Any = None, layout: str = "out_in",
+                            depth: Any = None) -> Any | None:
         """Fraction of the roofline a matmul of `rows` rows (and `cols` output columns, where the table
         has widths) reaches at `precision` (None: no curve). Weights stored W[K, N] (layout "in_out")
-        read the matmul_rows_in_out table where the file has one, else the nn.Linear one."""
+        read the matmul_rows_in_out table where the file has one, else the nn.Linear one. With its inner
+        dimension `depth` (K) and a matmul_depth table, times that table's ratio (approximation: the
+        ratio measured with nn.Linear's layout at one width applies to every width and layout)."""
         curve = (self.matmul_rows_in_out.get(precision) if layout == "in_out" else None) or self.matmul_rows.get(
             precision)
-        return None if curve is None or rows is None else curve.at(rows, cols)
+        if curve is None or rows is None:
+            return None
+        fraction = curve.at(rows, cols)
+        by_depth = self.matmul_depth.get(precision)
+        return fraction if by_depth is None or not depth else fraction * by_depth.at(rows, depth)
 
     def elementwise_bandwidth_fraction(self, precision: str, size_bytes: Any) -> Any | None:
         """Fraction of the bandwidth an element-wise kernel moving size_bytes reaches (None: no curve);
@@ -326,8 +356,8 @@ def _curves(origin: str, section: str, raw: Any) -> dict[str, Any]:
             raise HardwareError(f"{where}: unknown precision; allowed: {', '.join(precisions)}")
         if not isinstance(table, dict):
             raise HardwareError(f"{where} must be a table {{ {x_key} = [...], fraction = [...], source = ... }}")
-        allowed = (x_key, "cols", "fraction", "source") if section.startswith("matmul_rows") else (
-            x_key, "fraction", "source")
+        second = "depths" if section == "matmul_depth" else "cols" if section.startswith("matmul_rows") else None
+        allowed = (x_key, second, "fraction", "source") if second else (x_key, "fraction", "source")
         extra = set(table) - set(allowed)
         if extra:
             raise HardwareError(f"{where}: unknown key {sorted(extra)[0]!r}; allowed: {', '.join(allowed)}")
@@ -338,14 +368,16 @@ def _curves(origin: str, section: str, raw: Any) -> dict[str, Any]:
             raise HardwareError(f"{where}: empty source; every number needs one")
         xs = _axis(where, x_key, table[x_key])
         fields: dict[str, Any] = {x_key: xs}
-        if "cols" in table:
-            cols = _axis(where, "cols", table["cols"])
+        if second == "depths" and second not in table:
+            raise HardwareError(f"{where}: missing 'depths'")
+        if second and second in table:
+            ys = _axis(where, second, table[second])
             lines = table["fraction"]
-            if not isinstance(lines, (list, tuple)) or len(lines) != len(cols) or not all(
+            if not isinstance(lines, (list, tuple)) or len(lines) != len(ys) or not all(
                     isinstance(line, (list, tuple)) for line in lines):
-                raise HardwareError(f"{where}: with cols, fraction must be {len(cols)} lists (one per cols value) "
-                                    f"of {len(xs)} numbers (one per {x_key} value)")
-            fields |= {"cols": cols, "fraction": tuple(_fractions(where, x_key, xs, line) for line in lines)}
+                raise HardwareError(f"{where}: with {second}, fraction must be {len(ys)} lists (one per {second} "
+                                    f"value) of {len(xs)} numbers (one per {x_key} value)")
+            fields |= {second: ys, "fraction": tuple(_fractions(where, x_key, xs, line) for line in lines)}
         else:
             fields["fraction"] = _fractions(where, x_key, xs, table["fraction"])
         curves[precision] = model(**fields, source=str(table["source"]))

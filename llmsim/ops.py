@@ -46,6 +46,7 @@ class Op:
     collective: str | None = None
     group_size: int = 1
     weight_layout: str = "out_in"  # matmuls: W[N, K] as nn.Linear ("out_in") or W[K, N] ("in_out")
+    matmul_depth: int = 0  # matmuls with weights: the inner dimension K (0: not stated)
 
     @property
     def matmul_flops(self) -> Any:
@@ -184,6 +185,7 @@ def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Ex
         param_bytes=params * per,
         precision=precision,
         weight_layout=weight_layout,
+        matmul_depth=int(value_scalar(K)),
     )
 
 
@@ -212,6 +214,7 @@ def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, 
         param_bytes=params * float(value_scalar(wb)),
         precision=precision,
         weight_layout=weight_layout,
+        matmul_depth=int(value_scalar(K)),
     )
 
 

@@ -95,7 +95,7 @@ class OpColumns:
     is_matmul: np.ndarray  # bool
     launches: np.ndarray  # float
     # (key, op indices) of the ops a shape curve may apply to: matmuls with matmul_rows by (precision,
-    # weight layout) (row_groups), element-wise kinds by precision (size_groups)
+    # weight layout, inner dimension K) (row_groups), element-wise kinds by precision (size_groups)
     row_groups: tuple[tuple[tuple[str, str], np.ndarray], ...]
     size_groups: tuple[tuple[str, np.ndarray], ...]
 
@@ -111,7 +111,7 @@ class OpColumns:
             precision_index=np.array([names.index(p) for p in precisions], dtype=int),
             is_matmul=np.array([kind == "matmul" for kind in kinds], dtype=bool),
             launches=np.array([op.launches for op in ops], dtype=float),
-            row_groups=_groups([(op.precision, op.weight_layout) for op in ops], has_rows),
+            row_groups=_groups([(op.precision, op.weight_layout, op.matmul_depth) for op in ops], has_rows),
             size_groups=_groups(precisions, elementwise),
         )
 
@@ -213,13 +213,14 @@ class Roofline:
         """Achievable bandwidth of an op of this kind (matmuls may have their own fraction)."""
         return self.matmul_bandwidth_bytes_per_s if kind == "matmul" else self.bandwidth_bytes_per_s
 
-    def row_scale(self, kind: str, precision: str, rows: Any, cols: Any = None, layout: str = "out_in") -> Any:
-        """1 / the fraction of the roofline a matmul with `rows` rows and `cols` output columns reaches
-        (the hardware file's matmul_rows table for the precision; 1.0 for other ops, without a table, or
-        at peak)."""
+    def row_scale(self, kind: str, precision: str, rows: Any, cols: Any = None, layout: str = "out_in",
+                  depth: int = 0) -> Any:
+        """1 / the fraction of the roofline a matmul with `rows` rows, `cols` output columns and inner
+        dimension `depth` reaches (the hardware file's matmul_rows table for the precision, and its
+        matmul_depth ratio; 1.0 for other ops, without a table, or at peak)."""
         if kind != "matmul" or rows is None or self.execution.efficiency == "peak":
             return 1.0
-        fraction = self.hardware.matmul_row_fraction(precision, rows, cols, layout)
+        fraction = self.hardware.matmul_row_fraction(precision, rows, cols, layout, depth)
         return 1.0 if fraction is None else 1.0 / fraction
 
     def size_scale(self, kind: str, precision: str, size_bytes: Any) -> Any:
@@ -232,11 +233,11 @@ class Roofline:
 
     def cost(self, matmul_flops: Any, vector_flops: Any, bytes_moved: Any, precision: str, launches: int,
              comm_s: Any = 0.0, kind: str = "elementwise", rows: Any = None, size_bytes: Any = None,
-             cols: Any = None, layout: str = "out_in") -> OpCost:
+             cols: Any = None, layout: str = "out_in", depth: int = 0) -> OpCost:
         """Compute and memory seconds. A matmul's both terms stretch by its row-count scale
         (approximation: thin shapes slow the kernel, whichever term bounds it); an element-wise op's
         memory term by the bandwidth fraction at its size (size_bytes, default bytes_moved / launches)."""
-        scale = self.row_scale(kind, precision, rows, cols, layout)
+        scale = self.row_scale(kind, precision, rows, cols, layout, depth)
         size = _bytes_per_kernel(bytes_moved, launches) if size_bytes is None else size_bytes
         memory_scale = scale * self.size_scale(kind, precision, size)
         return _op_cost(matmul_flops, vector_flops, bytes_moved, self.matmul_flops_per_s(precision),
@@ -274,9 +275,9 @@ class Roofline:
         """Whether costs() reads the ops' matmul_rows: a matmul's precision has a row curve (not at peak)."""
         return bool(self._with_curves(ops.row_groups, self._row_fraction))
 
-    def _row_fraction(self, key: tuple[str, str], rows: Any, cols: Any = None) -> Any:
-        """The matmul table's fraction for a row group's (precision, weight layout)."""
-        return self.hardware.matmul_row_fraction(key[0], rows, cols, key[1])
+    def _row_fraction(self, key: tuple[str, str, int], rows: Any, cols: Any = None) -> Any:
+        """The matmul table's fraction for a row group's (precision, weight layout, inner dimension)."""
+        return self.hardware.matmul_row_fraction(key[0], rows, cols, key[1], key[2])
 
     def _with_curves(self, groups: tuple[tuple[Any, np.ndarray], ...], fraction_at: Any
                      ) -> tuple[tuple[Any, np.ndarray], ...]:

@@ -119,7 +119,7 @@ def _one_run(roofline: Roofline, op: Op, rows: Any = None, size_bytes: Any = Non
     comm_s = roofline.collective_s(op.collective, op.comm_bytes, op.group_size) if op.collective else 0.0
     t = roofline.time(roofline.cost(op.matmul_flops, op.vector_flops, op.bytes, op.precision, op.launches, comm_s,
                                     op.kind, op.matmul_rows if rows is None else rows, size_bytes,
-                                    cols=op.matmul_cols, layout=op.weight_layout))
+                                    cols=op.matmul_cols, layout=op.weight_layout, depth=op.matmul_depth))
     parts = (t.time_s, t.compute_part_s, t.memory_part_s, t.overhead_part_s, t.communication_part_s)
     return {**dict(zip(PARTS, map(float, parts))),
             **{key: float(value) for key, value in zip(SUMS, (op.matmul_flops, op.vector_flops, op.bytes))}}

@@ -341,3 +341,31 @@ def test_size_curve_scales_elementwise_memory_by_bytes_moved() -> None:
             plain.cost(0.0, 0.0, 2**30, precision, 1, kind=kind).memory_s)
     with pytest.raises(llmsim.HardwareError, match=r"elementwise_bytes\.bf16: unknown precision; allowed: fp32, fp16"):
         hardware_from_dict({**data, "elementwise_bytes": {"bf16": data["elementwise_bytes"]["fp16"]}})
+
+
+def test_depth_table_scales_matmuls_by_their_inner_dimension() -> None:
+    # nn.Linear's table: 0.5 everywhere; the depth ratio: K = 4096 -> 1.0, K = 16384 -> 0.5 at M = 1 and
+    # 1.0 at M = 4096 (between: linear in log2 of both)
+    data = copy.deepcopy(TEST_GPU)
+    data["matmul_rows"] = {"bf16": {"rows": [1, 65536], "fraction": [0.5, 0.5], "source": "test"}}
+    data["matmul_depth"] = {"bf16": {"rows": [1, 4096], "depths": [4096, 16384],
+                                     "fraction": [[1.0, 1.0], [0.5, 1.0]], "source": "test"}}
+    hw, plain = hardware_from_dict(data), hardware_from_dict(TEST_GPU)
+    assert hw.matmul_row_fraction("bf16", 1, depth=16384) == pytest.approx(0.25)  # 0.5 x 0.5
+    # K = 8192 is half way from 4096 to 16384, M = 64 half way from 1 to 4096: 0.5 x (1 + 0.75) / 2
+    assert hw.matmul_row_fraction("bf16", 64, depth=8192) == pytest.approx(0.5 * 0.875)
+    assert hw.matmul_row_fraction("bf16", 1) == pytest.approx(0.5)  # no K stated: the table alone
+    # in simulate, Llama-3.1-8B decode at batch 1 (M = 1): down_proj has K = 14336, the others K = 4096
+    # (q/k/v/o, gate/up, lm_head); down_proj's ratio at M = 1: 1 - 0.5 * log2(14336/4096) / 2
+    kwargs = dict(batch_size=1, prompt_len=64, gen_len=2, overhead="none")
+    slow, fast = llmsim.simulate("llama-3.1-8b", hw, **kwargs), llmsim.simulate("llama-3.1-8b", plain, **kwargs)
+    base = {op.name: op.time_s for op in fast.decode.ops}
+    for op in slow.decode.ops:
+        if op.kind == "matmul":
+            ratio = 1 - 0.5 * np.log2(14336 / 4096) / 2 if op.name.endswith("down_proj") else 1.0
+            assert op.time_s == pytest.approx(base[op.name] / (0.5 * ratio), rel=1e-9), op.name
+    with pytest.raises(llmsim.HardwareError, match=r"matmul_depth\.bf16: missing 'depths'"):
+        hardware_from_dict({**data, "matmul_depth": {"bf16": {"rows": [1, 2], "fraction": [1, 1], "source": "t"}}})
+    with pytest.raises(llmsim.HardwareError, match=r"matmul_depth\.bf16: with depths, fraction must be 2 lists"):
+        hardware_from_dict({**data, "matmul_depth": {"bf16": {"rows": [1, 2], "depths": [1, 2], "fraction": [1, 1],
+                                                              "source": "t"}}})

@@ -25,6 +25,8 @@ which the overhead figures at the end measure separately:
   head) reach ~0.6 of it at large M where N = 1024 reaches ~0.9.
 - matmul_rows_in_out.<precision>: the same for torch.matmul(x, W[K, N]) (weights stored [in, out], as
   GPT-2's Conv1D and gpt-oss's experts store them), N up to 16384.
+- matmul_depth.<precision>: how those fractions change with the inner dimension K (F.linear at one width,
+  K from 512 to 16384 on a CPU), as a ratio to the K of the tables, by M.
 - elementwise_bytes.<fp32|fp16>: torch.mul(a, b) into a new output, as eager PyTorch runs every
   element-wise op, at tensor sizes from 64 KiB to far beyond the caches: the fraction of the copy
   bandwidth reached at each size (bytes moved per run = 2 reads + 1 write), with the inputs cycled
@@ -133,6 +135,11 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
                                         quick, repeats, warmup, stamp, layout="in_out")
         for dtype in dtypes
     }
+    depth_curves = {
+        _PRECISION[dtype]: _matmul_depth(torch, device, dtype, matrix[_PRECISION[dtype]]["value"], bandwidth.value,
+                                         quick, repeats, warmup, stamp)
+        for dtype in dtypes
+    }
     size_curves = {
         ("fp32" if dtype == "float32" else "fp16"): _elementwise_bytes(torch, device, dtype, bandwidth.value, quick,
                                                                      repeats, warmup, stamp)
@@ -176,6 +183,7 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         },
         "matmul_rows": row_curves,
         "matmul_rows_in_out": in_out_curves,
+        "matmul_depth": depth_curves,
         "elementwise_bytes": size_curves,
     }
     spec = hardware_from_dict(data, origin="calibrate")
@@ -233,6 +241,48 @@ def _bandwidth(torch: Any, device: str, quick: bool, repeats: int, warmup: int) 
     return _Measure(moved / median(times), how, times)
 
 
+def _matmul_shapes(device: str, quick: bool) -> tuple[int, tuple[int, ...], tuple[int, ...], int]:
+    """(K, output widths N, row counts M, bytes of the W pool) of the matmul tables on this device."""
+    if device == "cuda":
+        return 8192, (1024, 4096, 16384, 65536), tuple(2**i for i in range(14)), 2**30
+    if quick:
+        return 512, (256, 1024), (1, 4, 16, 64, 256), 2**25
+    # a CPU: a 1 GiB pool of W, beyond large last-level caches; N up to an LM head's width
+    return 2048, (1024, 4096, 16384, 65536), tuple(2**i for i in range(12)), 2**30
+
+
+def _linear_fractions(torch: Any, device: str, tdtype: Any, k: int, n: int, rows_list: Sequence[int], layout: str,
+                      pool_bytes: int, peak_flops_per_s: float, bandwidth_bytes_per_s: float, repeats: int,
+                      warmup: int, gen: Any) -> tuple[list[float], list[str], list[float]]:
+    """(fraction of the roofline, ms per call, spread) of x[M, K] @ W at each M, W [N, K] (layout out_in,
+    F.linear) or [K, N] (in_out, torch.matmul), copies of W cycled through the pool."""
+    linear = torch.nn.functional.linear if layout == "out_in" else (lambda x, w: torch.matmul(x, w))
+    shape = (n, k) if layout == "out_in" else (k, n)  # nn.Linear's [out, in], or [in, out]
+    first = torch.randn(*shape, device=device, dtype=tdtype, generator=gen)
+    size = first.element_size()
+    copies = max(2, -(-pool_bytes // (k * n * size)))
+    weights = [first] + [first.clone() for _ in range(copies - 1)]
+    turn = [0]
+
+    def next_weight() -> tuple[Any]:
+        turn[0] = (turn[0] + 1) % len(weights)
+        return (weights[turn[0]],)
+
+    fractions, medians, spreads = [], [], []
+    for rows in rows_list:
+        x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
+        heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
+        times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 5) if heavy else repeats,
+                          1 if heavy else warmup, setup=next_weight, queue_ahead=True)
+        roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
+                         bandwidth_bytes_per_s)
+        fractions.append(round(roofline_s / median(times), 4))
+        spreads.append(spread(times))
+        medians.append(f"{median(times) * 1e3:.3g}")
+    weights.clear()  # free the pool before the next shape
+    return fractions, medians, spreads
+
+
 def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, bandwidth_bytes_per_s: float,
                  quick: bool, repeats: int, warmup: int, stamp: str, layout: str = "out_in") -> dict[str, Any]:
     """The fraction of the roofline F.linear(x[M, K], W[N, K]) reaches at each row count M and output
@@ -244,43 +294,18 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
     (chosen untimed before each call) so that W streams from memory as a decode step's weights do.
     """
     tdtype = torch_dtype(dtype)
-    if device == "cuda":
-        k, cols, rows_list, pool_bytes = 8192, (1024, 4096, 16384, 65536), tuple(2**i for i in range(14)), 2**30
-    elif quick:
-        k, cols, rows_list, pool_bytes = 512, (256, 1024), (1, 4, 16, 64, 256), 2**25
-    else:  # a CPU: a 1 GiB pool of W, beyond large last-level caches; N up to an LM head's width
-        k, cols, rows_list, pool_bytes = 2048, (1024, 4096, 16384, 65536), tuple(2**i for i in range(12)), 2**30
+    k, cols, rows_list, pool_bytes = _matmul_shapes(device, quick)
     if layout == "in_out":
         cols = tuple(c for c in cols if c <= 16384)
     gen = torch.Generator(device=device).manual_seed(7)
-    linear = torch.nn.functional.linear if layout == "out_in" else (lambda x, w: torch.matmul(x, w))
     table, spreads, details = [], [], []
     with torch.inference_mode():
         for n in cols:
-            shape = (n, k) if layout == "out_in" else (k, n)  # nn.Linear's [out, in], or [in, out]
-            first = torch.randn(*shape, device=device, dtype=tdtype, generator=gen)
-            size = first.element_size()
-            copies = max(2, -(-pool_bytes // (k * n * size)))
-            weights = [first] + [first.clone() for _ in range(copies - 1)]
-            turn = [0]
-
-            def next_weight(weights: list[Any] = weights, turn: list[int] = turn) -> tuple[Any]:
-                turn[0] = (turn[0] + 1) % len(weights)
-                return (weights[turn[0]],)
-
-            fractions, medians = [], []
-            for rows in rows_list:
-                x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
-                heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
-                times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 5) if heavy else repeats,
-                                  1 if heavy else warmup, setup=next_weight, queue_ahead=True)
-                roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
-                                 bandwidth_bytes_per_s)
-                fractions.append(round(roofline_s / median(times), 4))
-                spreads.append(spread(times))
-                medians.append(f"{median(times) * 1e3:.3g}")
-            weights.clear()  # free the pool before the next width
+            fractions, medians, n_spreads = _linear_fractions(torch, device, tdtype, k, n, rows_list, layout,
+                                                              pool_bytes, peak_flops_per_s, bandwidth_bytes_per_s,
+                                                              repeats, warmup, gen)
             table.append(fractions)
+            spreads += n_spreads
             details.append(f"N={n}: {' '.join(medians)}")
     call = f"F.linear(x[M, {k}], W[N, {k}])" if layout == "out_in" else f"torch.matmul(x[M, {k}], W[{k}, N])"
     how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: {call} "
@@ -288,6 +313,39 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
            f"{peak_flops_per_s / 1e9:.1f} GFLOP/s, bytes of W, x and y / {bandwidth_bytes_per_s / 1e9:.2f} GB/s) / "
            f"measured time; ms per call at M = {', '.join(str(r) for r in rows_list)}: {'; '.join(details)}")
     return {"rows": list(rows_list), "cols": list(cols), "fraction": table, "source": how}
+
+
+def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, bandwidth_bytes_per_s: float,
+                  quick: bool, repeats: int, warmup: int, stamp: str) -> dict[str, Any]:
+    """How the matmul_rows fractions change with the inner dimension K: F.linear(x[M, K], W[N, K]) at one
+    width N, the fraction at each K over the fraction at the K of the matmul_rows tables (1.0 there), by
+    M. On this repository's CPU a bfloat16 decode GEMV reaches 0.77 of the roofline at K = 2048, 0.55 at
+    K = 768 and 0.39 at K = 14336; float32 rises from 0.99 to 1.24 over the same K."""
+    tdtype = torch_dtype(dtype)
+    k_ref, _, _, pool_bytes = _matmul_shapes(device, quick)
+    if device == "cuda":
+        n, depths, rows_list = 4096, (1024, 2048, 4096, 8192, 16384, 32768), (1, 8, 64, 512, 4096)
+    elif quick:
+        n, depths, rows_list = 256, (256, 512, 1024), (1, 16, 256)
+    else:
+        n, depths, rows_list = 4096, (512, 1024, 2048, 4096, 8192, 16384), (1, 4, 16, 64, 256, 1024)
+    gen = torch.Generator(device=device).manual_seed(11)
+    measured, spreads, details = {}, [], []
+    with torch.inference_mode():
+        for k in depths:
+            fractions, medians, k_spreads = _linear_fractions(torch, device, tdtype, k, n, rows_list, "out_in",
+                                                              pool_bytes, peak_flops_per_s, bandwidth_bytes_per_s,
+                                                              repeats, warmup, gen)
+            measured[k] = fractions
+            spreads += k_spreads
+            details.append(f"K={k}: {' '.join(medians)} ms ({' '.join(f'{f:.2f}' for f in fractions)})")
+    reference = measured[k_ref]
+    table = [[round(f / r, 4) for f, r in zip(measured[k], reference)] for k in depths]
+    how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: F.linear(x[M, K], W[{n}, K]) in "
+           f"{dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per K); fraction of the roofline at "
+           f"each K / the fraction at K = {k_ref} (the K of matmul_rows); per call at M = "
+           f"{', '.join(str(r) for r in rows_list)} (fraction of the roofline): {'; '.join(details)}")
+    return {"rows": list(rows_list), "depths": list(depths), "fraction": table, "source": how}
 
 
 def _elementwise_bytes(torch: Any, device: str, dtype: str, bandwidth_bytes_per_s: float, quick: bool,
@@ -492,13 +550,16 @@ def hardware_toml(data: dict[str, Any]) -> str:
         for key, item in table.items():
             lines.append(f"{key:<{width}} = {{ value = {_toml_number(item['value'])}, unit = "
                          f"{_toml_string(item['unit'])}, source = {_toml_string(item['source'])} }}")
-    for section, x_key in (("matmul_rows", "rows"), ("matmul_rows_in_out", "rows"), ("elementwise_bytes", "bytes")):
+    for section, x_key in (("matmul_rows", "rows"), ("matmul_rows_in_out", "rows"), ("matmul_depth", "rows"),
+                           ("elementwise_bytes", "bytes")):
         for precision, curve in data.get(section, {}).items():
             lines += ["", f"[{section}.{precision}]", f"{x_key:<8} = {_toml_list(curve[x_key])}"]
-            if "cols" in curve:  # a table: one fraction list per output width
-                lines += [f"cols     = {_toml_list(curve['cols'])}", "fraction = ["]
-                lines += [f"    {_toml_list(line)},  # N = {_toml_number(n)}"
-                          for n, line in zip(curve["cols"], curve["fraction"])]
+            second = next((key for key in ("cols", "depths") if key in curve), None)
+            if second is not None:  # a table: one fraction list per output width N (cols) or inner dim K (depths)
+                lines += [f"{second:<8} = {_toml_list(curve[second])}", "fraction = ["]
+                letter = "N" if second == "cols" else "K"
+                lines += [f"    {_toml_list(line)},  # {letter} = {_toml_number(v)}"
+                          for v, line in zip(curve[second], curve["fraction"])]
                 lines.append("]")
             else:
                 lines.append(f"fraction = {_toml_list(curve['fraction'])}")
