@@ -7,7 +7,11 @@ measured by calibrate: thin decode shapes fall short of what a large square matm
 optionally also by its output width N (`cols`, with `fraction` then one list over `rows` per N: wide
 outputs such as an LM head reach less than a square matmul on some devices). An optional
 `[matmul_rows_in_out.<precision>]` table (same keys) holds the same for weights stored W[K, N] (GPT-2's
-Conv1D, gpt-oss's experts), which run another kernel than nn.Linear's W[N, K] on some devices.
+Conv1D, gpt-oss's experts), which run another kernel than nn.Linear's W[N, K] on some devices. An
+optional `[matmul_depth.<precision>]` table (`rows`, `depths`, `fraction` one list over `rows` per K,
+`source`) scales those fractions by the matmul's inner dimension K, as a ratio to the K the tables were
+measured at. An optional `[elementwise_bytes.<fp32|fp16>]` curve (`bytes`, `fraction`, `source`) holds
+the fraction of the bandwidth an element-wise kernel reaches by the bytes it moves.
 Loading refuses unknown keys, missing fields, a wrong unit
 and values outside a plausibility range (a bandwidth written in GB/s instead of byte/s is caught).
 """

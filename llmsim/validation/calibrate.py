@@ -319,8 +319,8 @@ def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, 
                   quick: bool, repeats: int, warmup: int, stamp: str) -> dict[str, Any]:
     """How the matmul_rows fractions change with the inner dimension K: F.linear(x[M, K], W[N, K]) at one
     width N, the fraction at each K over the fraction at the K of the matmul_rows tables (1.0 there), by
-    M. On this repository's CPU a bfloat16 decode GEMV reaches 0.77 of the roofline at K = 2048, 0.55 at
-    K = 768 and 0.39 at K = 14336; float32 rises from 0.99 to 1.24 over the same K."""
+    M. On this repository's CPU a bfloat16 decode GEMV (M = 1) reaches 0.76 of the roofline at K = 2048,
+    0.53 at K = 512 and 0.57 at K = 16384; float32 rises from 0.94 to 1.20 over the same K."""
     tdtype = torch_dtype(dtype)
     k_ref, _, _, pool_bytes = _matmul_shapes(device, quick)
     if device == "cuda":
