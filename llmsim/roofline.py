@@ -4,7 +4,8 @@ Per run of an op:
     compute_s = matmul_flops / (matrix peak of its precision * matmul fraction)
               + vector_flops / (vector peak * vector fraction)
     memory_s  = (bytes_read + bytes_written) / (bandwidth * memory fraction)
-    (a matmul of M rows: both divided by the file's matmul_rows fraction at M, where it has one; an
+    (a matmul x[M, K] @ W[K, N]: both divided by the file's matmul_rows fraction at (M, N) times its
+    matmul_depth ratio at (M, K), where the file has them; an
     element-wise op's memory_s by the file's elementwise_bytes fraction at its bytes per kernel: bytes
     per run / launches)
     kernel_s  = max(compute_s, memory_s)   (overlap="max", the roofline)
@@ -96,7 +97,7 @@ class OpColumns:
     launches: np.ndarray  # float
     # (key, op indices) of the ops a shape curve may apply to: matmuls with matmul_rows by (precision,
     # weight layout, inner dimension K) (row_groups), element-wise kinds by precision (size_groups)
-    row_groups: tuple[tuple[tuple[str, str], np.ndarray], ...]
+    row_groups: tuple[tuple[tuple[str, str, int], np.ndarray], ...]
     size_groups: tuple[tuple[str, np.ndarray], ...]
 
     @classmethod
