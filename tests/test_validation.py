@@ -196,10 +196,10 @@ def test_resume_measures_only_new_cases(tmp_path) -> None:
 def test_out_of_memory_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch) -> None:
     real = hf_model_module.prefill_timer
 
-    def fake(model, batch_size, seq_len, device, overhead):
+    def fake(model, batch_size, seq_len, device):
         if seq_len == 16:
             raise torch.OutOfMemoryError("CPU out of memory: tried to allocate 1 TiB")
-        return real(model, batch_size, seq_len, device, overhead)
+        return real(model, batch_size, seq_len, device)
 
     monkeypatch.setattr(hf_model_module, "prefill_timer", fake)
     results = tmp_path / "oom.jsonl"

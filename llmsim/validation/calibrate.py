@@ -371,12 +371,13 @@ def _elementwise_bytes(torch: Any, device: str, dtype: str, bandwidth_bytes_per_
             n = int(mib * 2**20) // size
             pairs = [(torch.ones(n, device=device, dtype=tdtype), torch.ones(n, device=device, dtype=tdtype))
                      for _ in range(max(2, pool_bytes // (2 * n * size)))]
-            turn = iter(range(10**12))
+            turn = [0]
 
-            def next_pair(pairs: list[tuple[Any, Any]] = pairs, turn: Any = turn) -> tuple[Any, Any]:
+            def next_pair(pairs: list[tuple[Any, Any]] = pairs, turn: list[int] = turn) -> tuple[Any, Any]:
                 if fresh_pages:
                     release_free_memory()
-                return pairs[next(turn) % len(pairs)]
+                turn[0] = (turn[0] + 1) % len(pairs)
+                return pairs[turn[0]]
 
             times = time_call(torch.mul, device, repeats, warmup, setup=next_pair, queue_ahead=True)
             bytes_moved = 3 * n * size

@@ -189,8 +189,8 @@ def _tile(torch: Any, states: Any, length: int) -> Any:
     return states.repeat(1, 1, reps, 1)[..., :length, :].contiguous()
 
 
-def prefill_timer(model: Any, batch_size: int, seq_len: int, device: str, overhead: str) -> Callable[..., Any]:
-    """A callable that runs one prefill of seq_len tokens per sequence (all logits, cache made)."""
+def prefill_timer(model: Any, batch_size: int, seq_len: int, device: str) -> Callable[..., Any]:
+    """A callable that runs one eager prefill of seq_len tokens per sequence (all logits, cache made)."""
     torch = require_torch()
     ids = input_ids(model, batch_size, seq_len, device, seed=seq_len)
 
@@ -206,7 +206,7 @@ def time_prefill(model: Any, batch_size: int, seq_len: int, device: str, overhea
     if overhead == "graph":
         ids = input_ids(model, batch_size, seq_len, device, seed=seq_len)
         return graph_timer(static_prefill_step(model, ids), device, repeats, warmup)
-    run = prefill_timer(model, batch_size, seq_len, device, overhead)
+    run = prefill_timer(model, batch_size, seq_len, device)
     return time_call(run, device, repeats, warmup), run
 
 
