@@ -9,7 +9,7 @@ import statistics
 import time
 
 import llmsim
-from llmsim.regime import sweep
+from llmsim.analysis.regime import sweep
 
 
 def median_s(fn, repeats: int) -> float:

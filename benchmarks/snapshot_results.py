@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 import llmsim
+from llmsim.analysis.regime import find_crossover, first_limit, sweep
 from llmsim.errors import LlmsimError
-from llmsim.regime import find_crossover, first_limit, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("llama-3.1-70b", "llama-3.1-8b", "deepseek-v3", "mixtral-8x7b", "gpt-oss-20b", "gemma-2-9b", "gemma-3-1b",

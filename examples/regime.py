@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import llmsim
-from llmsim.plot import breakdown_figure, roofline_figure, sweep_figure
-from llmsim.regime import find_crossover, first_limit
+from llmsim.analysis.regime import find_crossover, first_limit
+from llmsim.report.plot import breakdown_figure, roofline_figure, sweep_figure
 
 MODEL = "llama-3.1-8b"
 OUT = Path("docs")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from .analysis.plan import Plan, plan
+from .analysis.regime import find_crossover, first_limit, sweep
+from .analysis.simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
+from .cost.graph import build_ops
+from .cost.ops import Op
+from .cost.parameters import num_parameters
+from .cost.workload import CostOptions
 from .errors import ConfigError, HardwareError, LlmsimError, OptionError
-from .graph import build_ops
-from .hardware import HardwareSpec, load_hardware
-from .loading import load_model
-from .model import ModelSpec
-from .ops import Op
-from .plan import Plan, plan
-from .regime import find_crossover, first_limit, sweep
-from .simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
-from .workload import CostOptions
+from .hardware.spec import HardwareSpec, load_hardware
+from .models.loading import load_model
+from .models.spec import ModelSpec
 
 __version__ = "0.1.0"
 
@@ -35,6 +36,7 @@ __all__ = [
     "load_model",
     "max_batch_size",
     "max_context",
+    "num_parameters",
     "plan",
     "simulate",
     "sweep",

@@ -49,7 +49,7 @@ def _int_list(text: str) -> list[int]:
     try:
         if ":" in text:
             parts = [int(p) for p in text.split(":")]
-            from .regime import geometric_values
+            from .analysis.regime import geometric_values
 
             start, stop = parts[0], parts[1]
             if start < 1 or stop < start:
@@ -70,7 +70,7 @@ def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -
     if hardware:
         parser.add_argument("--hardware", "--hw", required=True,
                             help="a shipped device (see `llmsim hardware`) or a hardware .toml file")
-    from .workload import CostOptions
+    from .cost.workload import CostOptions
 
     group = parser.add_argument_group("cost model options (see CostOptions)")
     for name, choices in _COST_OPTIONS.items():
@@ -231,14 +231,15 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from . import regime
-    from .hardware import load_hardware
-    from .loading import load_model
+    from .analysis import regime
+    from .analysis.simulate import simulate
+    from .cost.parameters import model_summary_row
+    from .hardware.spec import load_hardware
+    from .models.loading import load_model
     from .shipped import shipped_hardware_names, shipped_model_names
-    from .simulate import simulate
 
     if args.command == "models":
-        print(_table([load_model(name).summary_row() for name in shipped_model_names()]))
+        print(_table([model_summary_row(load_model(name)) for name in shipped_model_names()]))
         return 0
     if args.command == "hardware":
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))
@@ -301,21 +302,21 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"  {name:<10} {'not met' if value is None else f'at {args.vary} = {value:.6g}'}")
         return 0
     if args.command == "roofline":
-        from .plot import roofline_figure
+        from .report.plot import roofline_figure
 
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
                           gen_len=args.gen_len, **options)
         _save(roofline_figure(result, load_hardware(args.hardware)), args.out)
         return 0
     if args.command == "plot":
-        from .plot import sweep_figure
+        from .report.plot import sweep_figure
 
         _save(sweep_figure(args.model, args.hardware, vary=args.vary, values=args.values, metric=args.metric,
                            batch_size=args.batch_size, prompt_len=args.prompt_len, gen_len=args.gen_len, **options),
               args.out)
         return 0
     if args.command == "plan":
-        from .plan import plan
+        from .analysis.plan import plan
 
         result = plan(args.model, args.hardware, prompt_len=args.prompt_len, gen_len=args.gen_len,
                       ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
@@ -323,7 +324,7 @@ def _run(args: argparse.Namespace) -> int:
                       usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.out:
-            from .plot import pareto_figure
+            from .report.plot import pareto_figure
 
             _save(pareto_figure(result), args.out)
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import site
 import subprocess
 import sys
 import venv
@@ -10,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from llmsim.analysis.simulate import SimulationResult
 from llmsim.cli import main
-from llmsim.simulate import SimulationResult
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -117,9 +118,14 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
                     str(ROOT)], check=True)
     wheel = next(dist.glob("llmsim-*.whl"))
     env_dir = tmp_path / "venv"
-    # the fresh environment borrows this one's dependencies (no network in CI), not llmsim itself
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
+    # the fresh environment borrows this one's dependencies (no network in CI), not llmsim itself and not the
+    # base interpreter's packages: this environment's site-packages joined by a path file (whose own .pth files,
+    # such as an editable llmsim's, are not run)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
+    new_site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+    (Path(new_site) / "borrowed.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
     llmsim_bin = env_dir / "bin" / "llmsim"
     work = tmp_path / "elsewhere"

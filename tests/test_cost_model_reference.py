@@ -22,7 +22,7 @@ def matmul_flops(ops: list[llmsim.Op]) -> float:
 
 @pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
 def test_tiny_parameter_count_equals_transformers(name: str) -> None:
-    assert llmsim.load_model(TINY_CONFIGS[name]).num_parameters == meta_parameter_count(TINY_CONFIGS[name])
+    assert llmsim.num_parameters(TINY_CONFIGS[name]) == meta_parameter_count(TINY_CONFIGS[name])
 
 
 @pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
@@ -60,4 +60,4 @@ def test_kv_cache_bytes_equal_real_cache(name: str, batch_size: int, seq_len: in
 @pytest.mark.parametrize("name", shipped_model_names())
 def test_shipped_parameter_count_equals_transformers(name: str) -> None:
     data = json.loads((model_configs_dir() / f"{name}.json").read_text())
-    assert llmsim.load_model(name).num_parameters == meta_parameter_count(data)
+    assert llmsim.num_parameters(name) == meta_parameter_count(data)

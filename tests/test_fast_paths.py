@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 import llmsim
+from llmsim.cost.graph import _GraphBuilder, graph_template
+from llmsim.cost.ops import Op
+from llmsim.cost.workload import CostOptions
 from llmsim.errors import OptionError
-from llmsim.graph import _GraphBuilder, graph_template
-from llmsim.hardware import hardware_from_dict
-from llmsim.ops import Op
-from llmsim.phases import PARTS, SUMS, decode_totals, prefill_totals
-from llmsim.roofline import ExecutionOptions, Roofline
-from llmsim.workload import CostOptions
+from llmsim.hardware.spec import hardware_from_dict
+from llmsim.timing.phases import PARTS, SUMS, decode_totals, prefill_totals
+from llmsim.timing.roofline import ExecutionOptions, Roofline
 
 from .conftest import TEST_GPU
 from .tiny_configs import TINY_CONFIGS

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmsim
-from llmsim.hardware import hardware_from_dict
-from llmsim.phases import decode_totals
-from llmsim.roofline import ExecutionOptions, Roofline
-from llmsim.workload import CostOptions
+from llmsim.cost.workload import CostOptions
+from llmsim.hardware.spec import hardware_from_dict
+from llmsim.timing.phases import decode_totals
+from llmsim.timing.roofline import ExecutionOptions, Roofline
 
 from .conftest import TEST_GPU
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import llmsim
-from llmsim.hardware import hardware_from_dict
-from llmsim.ops import formula
-from llmsim.roofline import ExecutionOptions, Roofline
-from llmsim.symbolic import Expr
+from llmsim.cost.ops import formula
+from llmsim.cost.symbolic import Expr
+from llmsim.hardware.spec import hardware_from_dict
+from llmsim.timing.roofline import ExecutionOptions, Roofline
 
 from .conftest import TEST_GPU
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import llmsim
-from llmsim.hardware import hardware_from_dict
-from llmsim.regime import find_crossover, first_limit, sweep
+from llmsim.analysis.regime import find_crossover, first_limit, sweep
+from llmsim.hardware.spec import hardware_from_dict
 
 from .conftest import TEST_GPU
 

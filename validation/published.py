@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 import llmsim
-from llmsim.ops import formula
-from llmsim.roofline import ExecutionOptions, Roofline
-from llmsim.symbolic import Expr
+from llmsim.cost.ops import formula
+from llmsim.cost.symbolic import Expr
+from llmsim.timing.roofline import ExecutionOptions, Roofline
 
 CSV_PATH = Path("/work/shared/reference/published_measurements.csv")
 OUT_PATH = Path(__file__).with_name("published.md")

@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import llmsim  # noqa: E402
-from llmsim.hardware import hardware_from_dict  # noqa: E402
+from llmsim.hardware.spec import hardware_from_dict  # noqa: E402
 from llmsim.validation import ValidationReport, calibrate, hardware_toml, measure_dispatch, validate  # noqa: E402
 from llmsim.validation.hf_model import config_dict, prepare_config  # noqa: E402
 from llmsim.validation.validate import predict_case  # noqa: E402

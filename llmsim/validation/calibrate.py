@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LlmsimError
-from ..hardware import HardwareSpec, hardware_from_dict
+from ..hardware.spec import HardwareSpec, hardware_from_dict
 from ._device import (
     check_device,
     device_name,
@@ -472,8 +472,8 @@ def _dispatch(torch: Any, device: str, quick: bool) -> _Measure:
 
 def _hf_dispatch(torch: Any, device: str, quick: bool) -> _Measure:
     """Host seconds per llmsim op of a tiny transformers Llama decode step (its kernels take ~nothing)."""
-    from ..graph import build_ops
-    from ..loading import load_model
+    from ..cost.graph import build_ops
+    from ..models.loading import load_model
     from .hf_model import build_model, prepare_config, time_decode
 
     tiny = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,

@@ -25,7 +25,7 @@ _LEGACY_KEYS = {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"}
 def config_dict(model: Any) -> tuple[dict[str, Any], str]:
     """The raw config dict of `model` (a shipped name, a config.json path or folder, a dict or a
     PretrainedConfig) and a name for reports."""
-    from ..hf_config import read_config_file
+    from ..models.hf_config import read_config_file
     from ..shipped import find_shipped, model_configs_dir, shipped_model_names
 
     if isinstance(model, Mapping):

@@ -18,11 +18,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..analysis.simulate import resolve
 from ..errors import LlmsimError
-from ..hardware import HardwareSpec
-from ..phases import decode_totals, prefill_totals
-from ..roofline import BOUNDS, Roofline
-from ..simulate import resolve
+from ..hardware.spec import HardwareSpec
+from ..timing.phases import decode_totals, prefill_totals
+from ..timing.roofline import BOUNDS, Roofline
 from ._device import (
     check_device,
     device_name,
@@ -54,7 +54,7 @@ COST_OPTIONS = {"attention": "flash", "logits": "all", "mla": "expand", "fusion"
 def predict_case(data: dict[str, Any], hardware: HardwareSpec, phase: str, batch_size: int, length: int,
                  dtype: str, overhead: str, name: str = "", attention: str = "flash") -> dict[str, Any]:
     """llmsim's prediction of one case: time, FLOPs, bytes, bound and the time per op class."""
-    from ..loading import load_model
+    from ..models.loading import load_model
 
     spec = load_model(data, name=name or None)
     tokens = length if phase == "prefill" else length + 1
@@ -138,7 +138,7 @@ def validate(
     """
     check_device(device)
     from ..dtypes import canonical_dtype
-    from ..hardware import load_hardware
+    from ..hardware.spec import load_hardware
 
     dtype = canonical_dtype(dtype, "dtype")
     if dtype not in ("float32", "bfloat16", "float16"):

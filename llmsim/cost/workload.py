@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from .dtypes import canonical_dtype
-from .errors import OptionError, check_choice
+from ..dtypes import canonical_dtype
+from ..errors import OptionError, check_choice
 
 ATTENTION_KERNELS = ("math", "flash", "sdpa_math")
 LOGITS_MODES = ("all", "last")
@@ -67,7 +67,7 @@ class CostOptions(BaseModel):
         allowed = set(cls.model_fields)
         for key in options:
             if key not in allowed:
-                from .errors import choice_error
+                from ..errors import choice_error
 
                 raise choice_error("option", key, allowed)
         values = {k: v for k, v in options.items() if v is not None}

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from .graph import build_ops_unchecked
-from .hardware import HardwareSpec
-from .model import ModelSpec
-from .workload import CostOptions
+from ..cost.graph import build_ops_unchecked
+from ..cost.workload import CostOptions
+from ..hardware.spec import HardwareSpec
+from ..models.spec import ModelSpec
 
 # approximation: CUDA context, cuBLAS and attention workspaces and allocator slack on a GPU.
 GPU_WORKSPACE_BYTES = 1 * 1024**3
@@ -71,7 +71,7 @@ def peak_activation_bytes(model: ModelSpec, options: CostOptions, batch_size: An
 
 
 def _act_bytes(model: ModelSpec, options: CostOptions) -> tuple[str, float]:
-    from .dtypes import dtype_bytes
+    from ..dtypes import dtype_bytes
 
     _, act, _ = options.resolved_dtypes(model.dtype)
     return act, dtype_bytes(act)

@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from .hardware import HardwareSpec, load_hardware
-from .simulate import SimulationResult
+from ..analysis.simulate import SimulationResult
+from ..hardware.spec import HardwareSpec, load_hardware
 
 PHASE_COLOURS = {"prefill": "tab:blue", "decode": "tab:orange"}
 BOUND_COLOURS = {"compute": "#d8e8f8", "memory": "#fde2c8", "overhead": "#e6e6e6", "none": "white"}
@@ -88,8 +88,8 @@ def sweep_figure(model: Any, hardware: Any, vary: str = "batch_size", values: An
                  batch_size: int = 1, prompt_len: int = 1024, gen_len: int = 128, **options: Any) -> Figure:
     """A metric against batch size or prompt length, shaded by the phase's bound, with the crossover
     and the out-of-memory wall."""
-    from .regime import find_crossover, geometric_values, sweep
-    from .simulate import resolve
+    from ..analysis.regime import find_crossover, geometric_values, sweep
+    from ..analysis.simulate import resolve
 
     spec, hw, _, _ = resolve(model, hardware, **options)
     if values is None:

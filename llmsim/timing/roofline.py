@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from .errors import check_choice
-from .hardware import HardwareSpec
+from ..errors import check_choice
+from ..hardware.spec import HardwareSpec
 
 EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")

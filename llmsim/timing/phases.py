@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .graph import build_ops_unchecked, graph_template
-from .model import ModelSpec
-from .ops import Op
+from ..cost.graph import build_ops_unchecked, graph_template
+from ..cost.ops import Op
+from ..cost.workload import CostOptions
+from ..models.spec import ModelSpec
 from .roofline import OpColumns, OpCost, Roofline
-from .workload import CostOptions
 
 PARTS = ("time_s", "compute_s", "memory_s", "overhead_s", "communication_s")
 SUMS = ("matmul_flops", "vector_flops", "bytes")

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
+from ..shipped import find_shipped, model_configs_dir, shipped_model_names
 from .hf_config import read_config_file, spec_from_hf_config
-from .model import ModelSpec
-from .shipped import find_shipped, model_configs_dir, shipped_model_names
+from .spec import ModelSpec
 
 
 def load_model(source: Any, name: str | None = None) -> ModelSpec:

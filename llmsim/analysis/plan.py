@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .errors import LlmsimError, OptionError
-from .hardware import load_hardware
-from .loading import load_model
+from ..errors import LlmsimError, OptionError
+from ..hardware.spec import load_hardware
+from ..models.loading import load_model
 from .simulate import simulate
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .dtypes import canonical_dtype
-from .errors import ConfigError
-from .model import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
+from ..dtypes import canonical_dtype
+from ..errors import ConfigError
+from .spec import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
 # Keys each family's config must state (raw config.json names); the rest have faithful defaults.
 _REQUIRED_KEYS: dict[str, tuple[str, ...]] = {

@@ -26,8 +26,8 @@ import numpy as np
 import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import HardwareError, OptionError
-from .shipped import find_shipped, hardware_dir, shipped_hardware_names
+from ..errors import HardwareError, OptionError
+from ..shipped import find_shipped, hardware_dir, shipped_hardware_names
 
 MATRIX_PRECISIONS = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp32")
 VECTOR_PRECISIONS = ("fp32", "fp16")

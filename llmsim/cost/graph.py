@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
-from .errors import OptionError, check_choice
-from .model import AttentionSpec, LayerGroup, MLPSpec, ModelSpec, MoESpec
+from ..dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
+from ..errors import OptionError, check_choice
+from ..models.loading import load_model
+from ..models.spec import AttentionSpec, LayerGroup, MLPSpec, ModelSpec, MoESpec
 from .ops import Op, formula
 from .symbolic import Expr, FormulaProgram, NotReplayableError, smin
 from .workload import PHASES, CostOptions, check_count
@@ -47,8 +48,6 @@ def build_ops(
     Options (attention, logits, mla, fusion, weight_dtype, activation_dtype, kv_dtype) are described
     in `CostOptions`; pass them as keywords or as a CostOptions.
     """
-    from .loading import load_model
-
     model = load_model(model)
     check_choice("phase", phase, PHASES)
     if options is None:

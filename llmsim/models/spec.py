@@ -12,7 +12,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .dtypes import canonical_dtype, dtype_bytes
+from ..dtypes import canonical_dtype, dtype_bytes
 
 
 class _Frozen(BaseModel):
@@ -133,7 +133,9 @@ class LayerGroup(_Frozen):
 
 
 class ModelSpec(_Frozen):
-    """The normalised architecture. Build one with `llmsim.load_model` or `ModelSpec.from_hf`."""
+    """The normalised architecture. Build one with `llmsim.load_model` (a name, path, dict or PretrainedConfig).
+
+    A plain spec: what is built from it (ops, parameter counts) lives in `llmsim.cost`."""
 
     name: str
     model_type: str
@@ -164,14 +166,6 @@ class ModelSpec(_Frozen):
     def norm_params(self) -> int:
         """Parameters of one norm over the hidden size: weight, plus bias for LayerNorm."""
         return self.hidden_size * (2 if self.norm == "layernorm" else 1)
-
-    @property
-    def num_parameters(self) -> int:
-        """Exact parameter count, summed from the ops of one forward pass (each op owns its weights)."""
-        from .graph import build_ops  # the graph owns the per-op parameter inventory
-
-        ops = build_ops(self, phase="prefill", batch_size=1, seq_len=1)
-        return int(sum(op.count * op.param_count for op in ops))
 
     @property
     def attention_kinds(self) -> str:
@@ -221,23 +215,3 @@ class ModelSpec(_Frozen):
                 np.asarray(seq_len)
             ) * values * kv_bytes
         return total if isinstance(total, np.ndarray) and total.ndim else float(total)
-
-    def summary_row(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "model_type": self.model_type,
-            "parameters": self.num_parameters,
-            "layers": self.num_layers,
-            "hidden": self.hidden_size,
-            "attention": self.attention_kinds,
-            "moe": any(g.layer.is_moe for g in self.layer_groups),
-            "max_context": self.max_position_embeddings,
-            "dtype": self.dtype,
-        }
-
-    @classmethod
-    def from_hf(cls, config: object, name: str | None = None) -> ModelSpec:
-        """Read a transformers PretrainedConfig (or a config dict) into a ModelSpec."""
-        from .hf_config import spec_from_hf_config
-
-        return spec_from_hf_config(config, name=name)

@@ -17,10 +17,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy.optimize import brentq
 
-from .errors import OptionError, check_choice
+from ..errors import OptionError, check_choice
+from ..timing.phases import decode_totals, prefill_totals
+from ..timing.roofline import BOUNDS, Roofline
 from .memory import footprint
-from .phases import decode_totals, prefill_totals
-from .roofline import BOUNDS, Roofline
 from .simulate import check_workload, evaluate, resolve
 
 VARY = {"prefill": ("batch_size", "seq_len"), "decode": ("batch_size", "kv_len")}

@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from .hardware import HardwareSpec, load_hardware
-from .loading import load_model
+from ..cost.ops import formula
+from ..cost.symbolic import Expr
+from ..cost.workload import CostOptions, check_count
+from ..hardware.spec import HardwareSpec, load_hardware
+from ..models.loading import load_model
+from ..models.spec import ModelSpec
+from ..timing.phases import PhaseTotals, decode_totals, pipelined, prefill_totals
+from ..timing.roofline import BOUNDS, ExecutionOptions, Roofline
 from .memory import MemoryResult, footprint, largest_fitting
-from .model import ModelSpec
-from .ops import formula
-from .phases import PhaseTotals, decode_totals, pipelined, prefill_totals
-from .roofline import BOUNDS, ExecutionOptions, Roofline
-from .symbolic import Expr
-from .workload import CostOptions, check_count
 
 
 class OpResult(BaseModel):
@@ -158,7 +158,7 @@ def resolve(model: Any, hardware: Any, **options: Any) -> tuple[ModelSpec, Hardw
     exec_keys = set(ExecutionOptions.model_fields)
     unknown = set(options) - cost_keys - exec_keys
     if unknown:
-        from .errors import choice_error
+        from ..errors import choice_error
 
         raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys)
     cost = CostOptions.make(**{k: v for k, v in options.items() if k in cost_keys})
@@ -167,7 +167,7 @@ def resolve(model: Any, hardware: Any, **options: Any) -> tuple[ModelSpec, Hardw
 
 
 def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[Any, Any, Any]:
-    from .errors import OptionError
+    from ..errors import OptionError
 
     B = check_count("batch_size", batch_size, 1)
     P = check_count("prompt_len", prompt_len, 1)
@@ -199,7 +199,7 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
     decode = decode_totals(model, roofline, cost, micro, prompt_len, np.asarray(gen_len) - 1)
     if p > 1 or m > 1:
         _, act_dtype, _ = cost.resolved_dtypes(model.dtype)
-        from .dtypes import dtype_bytes
+        from ..dtypes import dtype_bytes
 
         ab = Expr.sym("ab", dtype_bytes(act_dtype))
         h, b = Expr.sym("h", model.hidden_size), Expr.sym("b", micro)
@@ -237,14 +237,14 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
     B, P, G = check_workload(spec, batch_size, prompt_len, gen_len)
     for name, value in (("batch_size", B), ("prompt_len", P), ("gen_len", G)):
         if np.ndim(value):
-            from .errors import OptionError
+            from ..errors import OptionError
 
             raise OptionError(f"{name} must be a single integer in simulate(); use llmsim.sweep for several")
     p, r = _parallel_degrees(spec, pipeline_parallel, data_parallel)
     m = num_microbatches if num_microbatches is not None else (p if B % p == 0 else 1)
     m = check_count("num_microbatches", m, 1)
     if B % m:
-        from .errors import OptionError
+        from ..errors import OptionError
 
         raise OptionError(f"num_microbatches={m} must divide batch_size={B}")
     prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G, p, m)
@@ -282,7 +282,7 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
 
 
 def _parallel_degrees(spec: ModelSpec, pipeline_parallel: Any, data_parallel: Any) -> tuple[int, int]:
-    from .errors import OptionError
+    from ..errors import OptionError
 
     p = check_count("pipeline_parallel", pipeline_parallel, 1)
     r = check_count("data_parallel", data_parallel, 1)
@@ -338,7 +338,7 @@ _OP_FIELDS = ("name", "kind", "count", *_OP_COLUMNS, "arithmetic_intensity", "bo
 def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions) -> dict[str, str]:
     weight, act, kv = cost.resolved_dtypes(model.dtype)
     roofline = Roofline(hw, execution)
-    from .dtypes import MATMUL_PRECISION
+    from ..dtypes import MATMUL_PRECISION
 
     precision = MATMUL_PRECISION[act]
     matmul_flops_per_s = roofline.matmul_flops_per_s(precision)
