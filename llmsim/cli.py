@@ -159,12 +159,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gen-len", type=_positive_int, default=128)
     p.add_argument("--out", default="sweep.png")
 
-    p = sub.add_parser("calibrate", help="measure this machine's ceilings into a hardware file (needs torch)")
+    p = sub.add_parser("calibrate", help="measure this machine's ceilings into a hardware file (needs torch), or "
+                       "import published measured kernel tables (--from aiconfigurator)")
+    p.add_argument("--from", dest="source", choices=("this-machine", "aiconfigurator"), default="this-machine",
+                   help="this-machine (default): time kernels here; aiconfigurator: write llmsim kernel tables "
+                   "from an installed aiconfigurator-core (pip install 'llmsim[aiconfigurator]')")
+    p.add_argument("--system", default=None, help="with --from aiconfigurator: its system name, e.g. h100_sxm")
+    p.add_argument("--engine", default=None, choices=("vllm", "sglang", "trtllm"),
+                   help="with --from aiconfigurator: whose measured tables to import")
+    p.add_argument("--full", action="store_true",
+                   help="with --from aiconfigurator: keep every measured point (default: the compact shipped grid)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to measure (default: cpu)")
     p.add_argument("--dtypes", default="float32,bfloat16",
                    help="comma-separated dtypes whose matmul rates and tables are measured (default: float32,bfloat16)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (seconds instead of minutes)")
-    p.add_argument("--out", required=True, help="hardware .toml file to write (an existing file is not overwritten)")
+    p.add_argument("--out", required=True, help="hardware .toml file to write, or with --from aiconfigurator the "
+                   "folder of kernel tables (kernels/<device>/<engine>; an existing file is never overwritten)")
 
     p = sub.add_parser("validate", help="run the real model in PyTorch and compare with the prediction",
                        description="Build the real transformers model from the config (random weights, nothing "
@@ -243,6 +253,18 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "hardware":
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))
+        return 0
+    if args.command == "calibrate" and args.source == "aiconfigurator":
+        from pathlib import Path
+
+        from .engines.aiconfigurator import import_tables
+
+        if not args.system or not args.engine:
+            raise LlmsimError("--from aiconfigurator needs --system (e.g. h100_sxm) and --engine (vllm, sglang, "
+                              "trtllm)")
+        written = import_tables(args.system, args.engine, Path(args.out), full=args.full)
+        for path in written:
+            print(f"wrote {path}")
         return 0
     if args.command == "calibrate":
         from pathlib import Path

@@ -1,7 +1,8 @@
 """Where the shipped model configs and hardware files live, and lookup by name with suggestions.
 
-In a source checkout they are the top-level `model_configs/` and `hardware/` folders; an installed
-wheel carries the same files as the package data `llmsim.model_configs` and `llmsim.hardware_files`.
+In a source checkout they are the top-level `model_configs/`, `hardware/` and `kernels/` folders; an
+installed wheel carries the same files as the package data `llmsim.model_configs`, `llmsim.hardware_files`
+and `llmsim.kernel_files`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ def model_configs_dir() -> Path:
 
 def hardware_dir() -> Path:
     return _folder("hardware_files", "hardware")
+
+
+def kernels_dir() -> Path:
+    """Measured kernel tables: kernels/<device>/<engine>/<family>.csv."""
+    return _folder("kernel_files", "kernels")
 
 
 def shipped_model_names() -> list[str]:

@@ -1,0 +1,354 @@
+"""Importer: NVIDIA aiconfigurator-core's measured kernel tables -> llmsim kernel table files.
+
+aiconfigurator-core (Apache-2.0) ships parquet tables under
+`aiconfigurator_core/systems/data/<system>/<family>/<backend>/<version>/`. Their conventions, read from the
+package's loader and collector sources (summarised here in our own words): `latency` in milliseconds for
+one call of one op of one layer on one GPU; shapes already per GPU (attention heads divided by the
+tensor-parallel degree); GEMM Y[m, n] = X[m, k] W[k, n] with m the tokens; prefill attention causal over
+`isl` new tokens per sequence, no cached prefix; decode attention one step of the whole batch with `step`
+tokens already cached (it attends to step + 1 keys); collective message sizes in elements (bf16: 2 bytes).
+
+`import_tables` writes one CSV per family (the format of `llmsim.hardware.kernel_table`) with the
+provenance of every table: package and version, source file, engine and its version, GPU string. A compact
+grid (default) keeps the shipped files small; `full=True` keeps every measured point.
+Needs `pip install 'llmsim[aiconfigurator]'` (aiconfigurator-core and pyarrow); the core never imports it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..errors import LlmsimError, OptionError, check_choice
+
+# aiconfigurator system name -> llmsim hardware file name
+SYSTEMS = {
+    "h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb-sxm", "b200_sxm": "b200",
+    "l40s": "l40s", "b300_sxm": "b300", "gb200": "gb200", "rtx_pro_6000_server": "rtx-pro-6000-server",
+}
+ENGINES = ("vllm", "sglang", "trtllm")
+# aiconfigurator dtype names -> llmsim's (matmul precision / dtype names)
+GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",
+               "int8_wo": "int8_wo", "int4_wo": "int4_wo"}
+KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+# compact grids: the measured points kept (a full grid over them; points missing from a table are dropped)
+COMPACT_M = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+COMPACT_NK = (256, 512, 1024, 2048, 4096, 6144, 8192, 12288, 16384, 65536)
+COMPACT_GEMM_DTYPES = ("bf16", "fp8", "nvfp4", "int8_wo", "int4_wo")
+COMPACT_ISL = (1, 16, 64, 256, 1024, 2048, 4096, 8192, 16384)
+COMPACT_KEYS = (2, 8, 32, 128, 512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
+COMPACT_BATCH = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+COMPACT_TOKENS = (1, 4, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384)
+COMPACT_PARALLEL = (1, 2, 4, 8)
+COMPACT_KV_HEADS = (1, 2, 4, 8, 16, 32, 64)
+COMPACT_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
+COMPACT_HEAD_DIMS = (64, 128, 256)
+
+# family -> (key columns, grid axes) of llmsim's files (kernel_table.read_table_file reads them back)
+FAMILY_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "gemm": (("dtype",), ("m", "n", "k")),
+    "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl")),
+    "decode_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "keys")),
+    "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",)),
+    "all_reduce": (("num_gpus",), ("message_bytes",)),
+}
+
+
+def package_root() -> Path:
+    """The installed aiconfigurator_core package folder (found without importing it)."""
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        raise LlmsimError("aiconfigurator-core is not installed: pip install 'llmsim[aiconfigurator]'")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | None = None, full: bool = False,
+                  families: Iterable[str] | None = None) -> list[Path]:
+    """Write llmsim kernel tables for `system` and `engine` into `out_dir` (never over an existing file).
+
+    `data_root`: the `systems/data` folder to read (default: the installed package's). Returns the files
+    written; a family the package has no table for is skipped (the result says which were written).
+    """
+    check_choice("engine", engine, ENGINES)
+    root = data_root if data_root is not None else package_root() / "systems" / "data"
+    if not (root / system).is_dir():
+        known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        raise OptionError(f"system={system!r} has no data in {root}; allowed values: {known}")
+    wanted = tuple(families) if families is not None else tuple(FAMILY_COLUMNS)
+    for family in wanted:
+        check_choice("family", family, tuple(FAMILY_COLUMNS))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    readers = {"gemm": _gemm, "prefill_attention": _prefill_attention, "decode_attention": _decode_attention,
+               "moe": _moe, "all_reduce": _all_reduce}
+    existing = [str(out_dir / f"{family}.csv") for family in wanted if (out_dir / f"{family}.csv").exists()]
+    if existing:
+        raise LlmsimError(f"{existing[0]} exists: llmsim never overwrites a file; choose another --out")
+    written = []
+    for family in wanted:
+        found = readers[family](root / system, engine, full)
+        if found is None or not found[0]:
+            continue
+        path = out_dir / f"{family}.csv"
+        rows, source_file, extra = found
+        _write(path, family, rows, _provenance(system, engine, source_file, root, extra))
+        written.append(path)
+    return written
+
+
+# ---- reading the package's tables ---------------------------------------------------------------------
+def _parquet_rows(path: Path) -> list[dict[str, Any]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise LlmsimError("reading aiconfigurator tables needs pyarrow: pip install 'llmsim[aiconfigurator]'") from exc
+    return pq.read_table(path).to_pylist()
+
+
+def _version_dir(family_dir: Path, table: str) -> Path | None:
+    """The newest version folder holding `table`.parquet (aiconfigurator's own 'current' where it names one)."""
+    candidates = [d for d in family_dir.iterdir() if (d / f"{table}.parquet").is_file()] if family_dir.is_dir() else []
+    if not candidates:
+        return None
+    return max(candidates, key=lambda d: _version_key(d.name))
+
+
+def _version_key(text: str) -> tuple:
+    parts: list[Any] = []
+    for piece in text.replace("rc", ".").replace("post", ".").split("."):
+        parts.append((0, int(piece)) if piece.isdigit() else (1, piece))
+    return tuple(parts)
+
+
+def _table(system_dir: Path, family: str, backend: str, table: str) -> tuple[list[dict[str, Any]], Path] | None:
+    version_dir = _version_dir(system_dir / family / backend, table)
+    if version_dir is None:
+        return None
+    path = version_dir / f"{table}.parquet"
+    return _first_wins(_parquet_rows(path)), path
+
+
+def _first_wins(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop exact repeats of a key (the package's loader keeps the first row of a key)."""
+    seen: set[tuple] = set()
+    kept = []
+    for row in rows:
+        key = tuple((k, v) for k, v in row.items() if k not in ("latency", "power", "energy"))
+        if key not in seen:
+            seen.add(key)
+            kept.append(row)
+    return kept
+
+
+def _preferred_kernel(rows: list[dict[str, Any]], key_of: Any) -> list[dict[str, Any]]:
+    """One row per key: the kernel source most rows use (the engine's main lane), the others where it lacks one."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.get("kernel_source", "")] = counts.get(row.get("kernel_source", ""), 0) + 1
+    rank = {source: -count for source, count in counts.items()}
+    best: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        key = key_of(row)
+        if key not in best or rank[row.get("kernel_source", "")] < rank[best[key].get("kernel_source", "")]:
+            best[key] = row
+    return list(best.values())
+
+
+def _gemm(system_dir: Path, engine: str, full: bool) -> tuple[list[dict[str, Any]], Path, dict[str, str]] | None:
+    found = _table(system_dir, "gemm", engine, "gemm_perf")
+    if found is None:
+        return None
+    rows, path = found
+    out = [{"dtype": GEMM_DTYPES[r["gemm_dtype"]], "m": r["m"], "n": r["n"], "k": r["k"], "latency_ms": r["latency"]}
+           for r in rows if r["gemm_dtype"] in GEMM_DTYPES]
+    out = _preferred_kernel_rows(out, rows)
+    if not full:
+        out = [r for r in out if r["m"] in COMPACT_M and r["n"] in COMPACT_NK and r["k"] in COMPACT_NK
+               and r["dtype"] in COMPACT_GEMM_DTYPES]
+    return _full_grids(out, ("dtype",), ("m", "n", "k")), path, {"kernel_sources": _sources(rows)}
+
+
+def _preferred_kernel_rows(out: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """GEMM tables hold one kernel per dtype and shape; keep the first row of any repeat."""
+    seen: set[tuple] = set()
+    kept = []
+    for row in out:
+        key = (row["dtype"], row["m"], row["n"], row["k"])
+        if key not in seen:
+            seen.add(key)
+            kept.append(row)
+    return kept
+
+
+def _attention_rows(system_dir: Path, engine: str, table: str) -> tuple[list[dict[str, Any]], Path] | None:
+    found = _table(system_dir, "attention", engine, table)
+    if found is None:
+        return None
+    rows, path = found
+    rows = [r for r in rows if r.get("attn_dtype", "bfloat16") == "bfloat16" and r["kv_cache_dtype"] in KV_DTYPES]
+    return rows, path
+
+
+def _attention_key(r: dict[str, Any]) -> dict[str, Any]:
+    return {"kv_dtype": KV_DTYPES[r["kv_cache_dtype"]], "head_dim": r["head_dim"], "window": r.get("window_size", 0),
+            "num_heads": r["num_heads"], "num_kv_heads": r["num_key_value_heads"]}
+
+
+def _compact_heads(row: dict[str, Any]) -> bool:
+    """The compact grid's attention slices: bf16 cache, no window (windows are read from the full-attention
+    table at the keys a window leaves), common head counts and head dims."""
+    return (row["kv_dtype"] == "bf16" and row["window"] == 0 and row["head_dim"] in COMPACT_HEAD_DIMS
+            and row["num_heads"] in COMPACT_HEADS and row["num_kv_heads"] in COMPACT_KV_HEADS)
+
+
+def _prefill_attention(system_dir: Path, engine: str, full: bool) -> Any:
+    found = _attention_rows(system_dir, engine, "context_attention_perf")
+    if found is None:
+        return None
+    rows, path = found
+    picked = _preferred_kernel(rows, lambda r: (*_attention_key(r).values(), r["batch_size"], r["isl"]))
+    out = [{**_attention_key(r), "batch": r["batch_size"], "isl": r["isl"], "latency_ms": r["latency"]} for r in picked]
+    if not full:
+        out = [r for r in out if r["batch"] in COMPACT_BATCH and r["isl"] in COMPACT_ISL and _compact_heads(r)]
+    keys, axes = FAMILY_COLUMNS["prefill_attention"]
+    return _full_grids(out, keys, axes, fill_first_axis=True), path, {"kernel_sources": _sources(picked)}
+
+
+def _decode_attention(system_dir: Path, engine: str, full: bool) -> Any:
+    found = _attention_rows(system_dir, engine, "generation_attention_perf")
+    if found is None:
+        return None
+    rows, path = found
+    picked = _preferred_kernel(rows, lambda r: (*_attention_key(r).values(), r["batch_size"], r["step"]))
+    # step = tokens already cached; the step attends to step + isl (= 1) keys
+    out = [{**_attention_key(r), "batch": r["batch_size"], "keys": r["step"] + r["isl"], "latency_ms": r["latency"]}
+           for r in picked]
+    if not full:
+        out = [r for r in out if r["batch"] in COMPACT_BATCH and r["keys"] in COMPACT_KEYS and _compact_heads(r)]
+    keys, axes = FAMILY_COLUMNS["decode_attention"]
+    return _full_grids(out, keys, axes, fill_first_axis=True), path, {"kernel_sources": _sources(picked)}
+
+
+def _moe(system_dir: Path, engine: str, full: bool) -> Any:
+    found = _table(system_dir, "moe", engine, "moe_perf")
+    if found is None:
+        return None
+    rows, path = found
+    rows = [r for r in rows if r["distribution"] == "balanced" and r["moe_dtype"] in ("bfloat16", "fp8", "fp8_block")]
+    picked = _preferred_kernel(rows, lambda r: (r["moe_dtype"], r["topk"], r["num_experts"], r["hidden_size"],
+                                                r["inter_size"], r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]))
+    out = [{"dtype": GEMM_DTYPES[r["moe_dtype"]], "topk": r["topk"], "num_experts": r["num_experts"],
+            "hidden": r["hidden_size"], "inter": r["inter_size"], "tp": r["moe_tp_size"], "ep": r["moe_ep_size"],
+            "tokens": r["num_tokens"], "latency_ms": r["latency"]} for r in picked]
+    if not full:
+        out = [r for r in out if r["tokens"] in COMPACT_TOKENS and r["tp"] in COMPACT_PARALLEL
+               and r["ep"] in COMPACT_PARALLEL and r["dtype"] in ("bf16", "fp8")]
+    keys, axes = FAMILY_COLUMNS["moe"]
+    return (_full_grids(out, keys, axes), path,
+            {"kernel_sources": _sources(picked), "routing": "balanced (uniform token-to-expert distribution)"})
+
+
+def _all_reduce(system_dir: Path, engine: str, full: bool) -> Any:
+    found = _table(system_dir, "comm", engine, "custom_allreduce_perf")
+    if found is None:
+        return None
+    rows, path = found
+    # the CUDA-graph lane, as served (the package's loader drops the eager rows too); bf16: 2 bytes per element
+    rows = [r for r in rows if not str(r.get("kernel_source", "")).endswith("_eager")
+            and not str(r.get("backend", "")).endswith("_eager")]
+    out = [{"num_gpus": r["num_gpus"], "message_bytes": 2 * r["message_size"], "latency_ms": r["latency"]}
+           for r in rows]
+    return _full_grids(out, ("num_gpus",), ("message_bytes",)), path, {"kernel_sources": _sources(rows)}
+
+
+def _sources(rows: list[dict[str, Any]]) -> str:
+    return " ".join(sorted({str(r.get("kernel_source", "")) for r in rows}))
+
+
+def _full_grids(rows: list[dict[str, Any]], keys: tuple[str, ...], axes: tuple[str, ...],
+                fill_first_axis: bool = False) -> list[dict[str, Any]]:
+    """The rows of each key's largest full grid: axis values missing anywhere are dropped until the rest is a
+    full product. With fill_first_axis, cells missing only at the top of the first axis (a table capped at a
+    token budget, batch x isl) are allowed: the reader extends them in proportion to the first axis."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[k] for k in keys), []).append(row)
+    kept: list[dict[str, Any]] = []
+    for group in groups.values():
+        cells = {tuple(r[a] for a in axes): r for r in group}
+        values = [sorted({c[i] for c in cells}) for i in range(len(axes))]
+        while True:
+            missing = _missing(cells, values, fill_first_axis)
+            if not missing:
+                break
+            # drop the axis value (other than the first axis's smallest) with the most missing cells
+            counts: dict[tuple[int, Any], int] = {}
+            for cell in missing:
+                for i, v in enumerate(cell):
+                    counts[(i, v)] = counts.get((i, v), 0) + 1
+            axis, value = max(counts, key=lambda iv: (counts[iv], iv[0] > 0, iv[1]))
+            values[axis].remove(value)
+            if not values[axis]:
+                break
+        if all(values):
+            kept.extend(r for c, r in cells.items() if all(c[i] in values[i] for i in range(len(axes))))
+    return kept
+
+
+def _missing(cells: dict[tuple, Any], values: list[list[Any]], fill_first_axis: bool) -> list[tuple]:
+    import itertools
+
+    missing = [c for c in itertools.product(*values) if c not in cells]
+    if not fill_first_axis:
+        return missing
+    # allowed: for each rest-of-axes, a run of missing values at the top of the first axis (above a measured one)
+    bad = []
+    for cell in missing:
+        rest = cell[1:]
+        below = [v for v in values[0] if v < cell[0]]
+        if not below or (below[0], *rest) not in cells:
+            bad.append(cell)
+            continue
+        higher = [v for v in values[0] if v > cell[0]]
+        if any((v, *rest) in cells for v in higher):
+            bad.append(cell)
+    return bad
+
+
+# ---- writing ----------------------------------------------------------------------------------------
+def _provenance(system: str, engine: str, source_file: Path, root: Path, extra: dict[str, str]) -> dict[str, str]:
+    try:
+        version = importlib.metadata.version("aiconfigurator-core")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown (tables read from a folder, not an installed package)"
+    engine_version = source_file.parent.name
+    gpu = _gpu_string(source_file)
+    return {
+        "source": f"aiconfigurator-core {version} (NVIDIA, Apache-2.0), measured kernel timings",
+        "file": str(source_file.relative_to(root)),
+        "system": system,
+        "engine": engine,
+        "engine_version": engine_version,
+        "gpu": gpu,
+        **extra,
+        "units": "latency_us: microseconds per call of one layer's kernel on one GPU (package: milliseconds)",
+        "written_by": "llmsim calibrate --from aiconfigurator",
+    }
+
+
+def _gpu_string(source_file: Path) -> str:
+    rows = _parquet_rows(source_file)
+    return str(rows[0].get("device", "?")) if rows else "?"
+
+
+def _write(path: Path, family: str, rows: list[dict[str, Any]], provenance: dict[str, str]) -> None:
+    keys, axes = FAMILY_COLUMNS[family]
+    lines = [f"# {key}: {value}" for key, value in provenance.items()]
+    lines.append(",".join((*keys, *axes, "latency_us")))
+    rows = sorted(rows, key=lambda r: tuple(str(r[k]) for k in keys) + tuple(r[a] for a in axes))
+    for row in rows:
+        latency_us = f"{row['latency_ms'] * 1000:.4g}"
+        lines.append(",".join([*(str(row[k]) for k in (*keys, *axes)), latency_us]))
+    path.write_text("\n".join(lines) + "\n")

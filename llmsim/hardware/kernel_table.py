@@ -1,0 +1,168 @@
+"""A measured kernel table: kernel times on a full grid of shape axes, read in log space.
+
+A table file (`kernels/<device>/<engine>/<family>.csv`) is plain CSV after a block of `# key: value`
+provenance lines (source package and version, file, engine and its version, GPU string). Its columns are
+the family's key columns (exact-match: dtype, head dim, ...), its grid axes (sizes: m, n, k, batch, ...)
+and `latency_us`. Within each combination of keys the rows must form a full grid over the axes.
+
+Reading (`GridTable.time_s`): log(time) multilinear in log(axis) between the measured points, so a
+measured point returns its measured time and a point halfway (in log) between two measured points
+returns their geometric mean. Beyond the measured range of an axis:
+- below the smallest point: the time at the smallest point (a kernel does not get faster than its
+  smallest measured shape: launch and tail floors dominate there);
+- above the largest point: the time at the largest point times x / x_largest (the work grows in
+  proportion, at the efficiency of the largest measured shape).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import HardwareError
+
+
+@dataclass(frozen=True)
+class GridTable:
+    """Times (seconds) on the grid `points[0] x points[1] x ...` of the named axes."""
+
+    axes: tuple[str, ...]
+    points: tuple[np.ndarray, ...]  # each sorted ascending, > 0
+    times_s: np.ndarray  # shape (len(points[0]), len(points[1]), ...)
+    _log_points: tuple[np.ndarray, ...] = field(init=False, repr=False, compare=False)
+    _log_times: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_log_points", tuple(np.log(p) for p in self.points))
+        object.__setattr__(self, "_log_times", np.log(self.times_s))
+
+    def time_s(self, *coords: Any) -> Any:
+        """The time at `coords` (one per axis; numbers or broadcasting arrays), as the module docstring reads it."""
+        located = [_locate(np.asarray(x, dtype=float), lp) for x, lp in zip(coords, self._log_points)]
+        shape = np.broadcast_shapes(*(np.shape(lo) for lo, _, _ in located))
+        log_t = np.zeros(shape)
+        for corner in itertools.product((0, 1), repeat=len(located)):
+            weight: Any = 1.0
+            index = []
+            for (lo, w, _), side in zip(located, corner):
+                weight = weight * (w if side else 1.0 - w)
+                index.append(lo + side)
+            log_t = log_t + weight * self._log_times[tuple(np.broadcast_arrays(*index))]
+        beyond = 1.0
+        for _, _, factor in located:
+            beyond = beyond * factor
+        result = np.exp(log_t) * beyond
+        return float(result) if result.ndim == 0 else result
+
+
+def _locate(x: np.ndarray, log_points: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any]:
+    """(lower grid index, weight of the upper point, factor beyond the top edge) of x on one axis."""
+    n = len(log_points)
+    if n == 1:
+        top = np.exp(log_points[0])
+        return np.zeros(np.shape(x), dtype=int), np.zeros(np.shape(x)), np.maximum(x / top, 1.0)
+    log_x = np.log(np.maximum(x, 1e-300))
+    clamped = np.clip(log_x, log_points[0], log_points[-1])
+    lo = np.clip(np.searchsorted(log_points, clamped, side="right") - 1, 0, n - 2)
+    weight = (clamped - log_points[lo]) / (log_points[lo + 1] - log_points[lo])
+    factor = np.exp(np.maximum(log_x - log_points[-1], 0.0))  # x / x_largest above the grid, else 1
+    return lo, weight, factor
+
+
+@dataclass(frozen=True)
+class TableFile:
+    """One family's table file: provenance, and a GridTable per combination of key values."""
+
+    family: str
+    path: str
+    provenance: dict[str, str]
+    keys: tuple[str, ...]
+    axes: tuple[str, ...]
+    grids: dict[tuple[Any, ...], GridTable]
+
+    @property
+    def source(self) -> str:
+        """One line naming where the measurements come from."""
+        p = self.provenance
+        parts = [p.get("source", "?")]
+        for key in ("engine", "engine_version", "gpu", "file"):
+            if key in p:
+                parts.append(f"{key} {p[key]}")
+        return ", ".join(parts)
+
+
+def read_table_file(path: Path, family: str, keys: tuple[str, ...], axes: tuple[str, ...],
+                    fill_first_axis: bool = False) -> TableFile:
+    """Read a table file; a missing column, a non-positive time or a hole in a grid is refused by name.
+
+    fill_first_axis: cells missing at the top of the first axis (a table measured up to a token budget, such
+    as attention's batch x isl) are the time at the largest measured value below times the ratio of the two
+    (approximation: the kernel's time grows in proportion to the batch beyond the measured batches)."""
+    provenance: dict[str, str] = {}
+    header: list[str] | None = None
+    rows: list[list[str]] = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        if line.startswith("#"):
+            key, sep, value = line[1:].partition(":")
+            if sep:
+                provenance[key.strip()] = value.strip()
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if header is None:
+            header = cells
+            missing = [c for c in (*keys, *axes, "latency_us") if c not in header]
+            if missing:
+                raise HardwareError(f"{path}: kernel table '{family}' lacks column(s) {missing}; expected "
+                                    f"{[*keys, *axes, 'latency_us']}")
+            continue
+        if len(cells) != len(header):
+            raise HardwareError(f"{path}:{number}: {len(cells)} cells, the header has {len(header)}")
+        rows.append(cells)
+    if header is None or not rows:
+        raise HardwareError(f"{path}: kernel table '{family}' has no rows")
+    at = {name: header.index(name) for name in (*keys, *axes, "latency_us")}
+    groups: dict[tuple[Any, ...], list[list[str]]] = {}
+    for cells in rows:
+        groups.setdefault(tuple(_key_value(cells[at[k]]) for k in keys), []).append(cells)
+    grids = {key: _grid(path, family, axes, at, cells, fill_first_axis) for key, cells in groups.items()}
+    return TableFile(family, str(path), provenance, keys, axes, grids)
+
+
+def _key_value(text: str) -> Any:
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _grid(path: Path, family: str, axes: tuple[str, ...], at: dict[str, int], rows: list[list[str]],
+          fill_first_axis: bool) -> GridTable:
+    coords = np.array([[float(r[at[a]]) for a in axes] for r in rows])
+    latency_us = np.array([float(r[at["latency_us"]]) for r in rows])
+    if not np.all(np.isfinite(latency_us)) or np.any(latency_us <= 0) or np.any(coords <= 0):
+        raise HardwareError(f"{path}: kernel table '{family}' has a non-positive or non-finite size or latency_us")
+    points = tuple(np.unique(coords[:, i]) for i in range(len(axes)))
+    shape = tuple(len(p) for p in points)
+    times = np.full(shape, np.nan)
+    index = tuple(np.searchsorted(p, coords[:, i]) for i, p in enumerate(points))
+    times[index] = latency_us * 1e-6
+    measured = int(np.sum(~np.isnan(times)))
+    if fill_first_axis:
+        _fill_first_axis(times, points[0])
+    if np.isnan(times).any() or len(rows) != measured:
+        raise HardwareError(f"{path}: kernel table '{family}' is not a full grid over {axes} "
+                            f"({len(rows)} rows for {int(np.prod(shape))} grid points, or repeated points)")
+    return GridTable(axes, points, times)
+
+
+def _fill_first_axis(times: np.ndarray, first: np.ndarray) -> None:
+    """Missing cells above the last measured value of the first axis: that time x (value / measured value)."""
+    for i in range(1, len(first)):
+        hole = np.isnan(times[i]) & ~np.isnan(times[i - 1])
+        times[i][hole] = times[i - 1][hole] * first[i] / first[i - 1]

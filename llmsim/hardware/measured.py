@@ -1,0 +1,163 @@
+"""Measured kernel times of one device under one engine: the tables of `kernels/<device>/<engine>/`.
+
+Each lookup returns seconds per call of one layer's kernel on one GPU, or None where no table covers the
+shape (the caller then uses the roofline and says why). Shapes are per GPU, as the tables are.
+
+Rules where a table holds no exact slice (each an approximation, named where it is applied):
+- GEMM fp16 reads the bf16 table (the same tensor-core rate and bytes).
+- Attention with head counts not in the table: the measured (heads, KV heads) pair nearest in log space
+  with the same head dim and KV dtype, its time scaled by heads / heads' (prefill: work per query head)
+  or KV heads / KV heads' (decode: bytes of the KV heads read).
+- A sliding window: decode reads the full-attention table at the keys the window leaves (the graph's key
+  count is already min(kv_len + 1, W)); prefill scales the full-attention time at the prompt length by
+  the ratio of (query, key) pairs the window keeps to the causal triangle's.
+- MoE: the exact model shape (hidden, intermediate, top-k, experts, TP, EP) must be in the table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import HardwareError
+from .kernel_table import GridTable, TableFile, read_table_file
+
+# family -> (key columns, grid axes, fill the first axis beyond a token budget)
+FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
+    "gemm": (("dtype",), ("m", "n", "k"), False),
+    "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl"), True),
+    "decode_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "keys"), True),
+    "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",), False),
+    "all_reduce": (("num_gpus",), ("message_bytes",), False),
+}
+_GEMM_TABLE_OF = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8_wo", "int4": "int4_wo"}
+
+
+@dataclass(frozen=True)
+class MeasuredKernels:
+    """The measured tables of `device` under `engine` (families without a file are absent)."""
+
+    device: str
+    engine: str
+    folder: str
+    tables: dict[str, TableFile]
+    _slices: dict[tuple, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        return hash((self.device, self.engine, self.folder))
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return tuple(self.tables)
+
+    def source(self, family: str) -> str:
+        return self.tables[family].source
+
+    # ---- GEMM ---------------------------------------------------------------------------------------
+    def gemm_table(self, precision: str) -> GridTable | None:
+        """The GEMM grid for a matmul precision (None without one)."""
+        table = self.tables.get("gemm")
+        name = _GEMM_TABLE_OF.get(precision)
+        return None if table is None or name is None else table.grids.get((name,))
+
+    def gemm_s(self, precision: str, m: Any, n: Any, k: Any) -> Any:
+        """Time of Y[m, n] = X[m, k] W[k, n] at `precision` (None without a table for it)."""
+        grid = self.gemm_table(precision)
+        return None if grid is None else grid.time_s(m, n, k)
+
+    # ---- attention ----------------------------------------------------------------------------------
+    def attention_slice(self, phase: str, kv_dtype: str, head_dim: int, heads: int, kv_heads: int
+                        ) -> tuple[GridTable, float, str] | None:
+        """(grid over (batch, isl or keys), time factor, note) for the per-GPU head counts, or None."""
+        key = (phase, kv_dtype, head_dim, heads, kv_heads)
+        if key not in self._slices:
+            self._slices[key] = self._find_slice(*key)
+        return self._slices[key]
+
+    def _find_slice(self, phase: str, kv_dtype: str, head_dim: int, heads: int, kv_heads: int
+                    ) -> tuple[GridTable, float, str] | None:
+        table = self.tables.get(f"{phase}_attention")
+        if table is None:
+            return None
+        dtype = kv_dtype if kv_dtype in ("bf16", "fp8") else "bf16"
+        candidates = {k: g for k, g in table.grids.items() if k[1] == head_dim and k[2] == 0}
+        same_dtype = {k: g for k, g in candidates.items() if k[0] == dtype}
+        candidates = same_dtype or {k: g for k, g in candidates.items() if k[0] == "bf16"}
+        if not candidates:
+            return None
+        exact = next((g for k, g in candidates.items() if k[3] == heads and k[4] == kv_heads), None)
+        if exact is not None:
+            return exact, 1.0, ""
+
+        def distance(k: tuple) -> float:
+            return abs(math.log(k[3] / heads)) + abs(math.log(k[4] / kv_heads))
+
+        best = min(candidates, key=distance)
+        factor = heads / best[3] if phase == "prefill" else kv_heads / best[4]
+        note = (f"{heads}/{kv_heads} heads read from the measured {best[3]}/{best[4]} x {factor:.3g} "
+                f"(approximation: time in proportion to {'query' if phase == 'prefill' else 'KV'} heads)")
+        return candidates[best], factor, note
+
+    # ---- MoE and collectives --------------------------------------------------------------------------
+    def moe_table(self, dtype: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int
+                  ) -> GridTable | None:
+        table = self.tables.get("moe")
+        name = _GEMM_TABLE_OF.get(dtype, dtype)
+        return None if table is None else table.grids.get((name, topk, experts, hidden, inter, tp, ep))
+
+    def all_reduce_table(self, num_gpus: int) -> GridTable | None:
+        table = self.tables.get("all_reduce")
+        return None if table is None else table.grids.get((num_gpus,))
+
+
+def kernels_root() -> Path:
+    """The shipped tables: `kernels/` of a checkout, or the installed package data."""
+    from ..shipped import kernels_dir
+
+    return kernels_dir()
+
+
+def shipped_kernel_sets() -> dict[str, tuple[str, ...]]:
+    """Device -> engines with shipped tables."""
+    root = kernels_root()
+    if not root.is_dir():
+        return {}
+    return {d.name: tuple(sorted(e.name for e in d.iterdir() if e.is_dir()))
+            for d in sorted(root.iterdir()) if d.is_dir()}
+
+
+@lru_cache(maxsize=64)
+def load_measured(folder: str, device: str = "", engine: str = "") -> MeasuredKernels:
+    """Read every family file of a folder (`<family>.csv`); unknown files are refused by name."""
+    path = Path(folder)
+    if not path.is_dir():
+        raise HardwareError(f"kernel tables: {folder} is not a folder")
+    tables = {}
+    for file in sorted(path.glob("*.csv")):
+        if file.stem not in FAMILIES:
+            raise HardwareError(f"{file}: unknown kernel table family {file.stem!r}; allowed: {sorted(FAMILIES)}")
+        keys, axes, fill = FAMILIES[file.stem]
+        tables[file.stem] = read_table_file(file, file.stem, keys, axes, fill)
+    return MeasuredKernels(device or path.parent.name, engine or path.name, str(path), tables)
+
+
+def measured_for(device: str, engine: str) -> MeasuredKernels | None:
+    """The shipped tables of a device (hardware file name) under an engine; None where none are shipped."""
+    folder = kernels_root() / device / engine
+    return load_measured(str(folder), device, engine) if folder.is_dir() else None
+
+
+def prefill_window_factor(isl: Any, window: int | None) -> Any:
+    """(query, key) pairs a causal window W keeps over the full causal triangle's, per sequence of isl tokens
+    (approximation: a windowed kernel's time scales with the pairs it computes)."""
+    if window is None:
+        return 1.0
+    s = np.asarray(isl, dtype=float)
+    m = np.minimum(s, window)
+    kept = m * (m + 1) / 2 + (s - m) * window  # the graph's own pair count (cost.graph._pairs)
+    return kept / (s * (s + 1) / 2)

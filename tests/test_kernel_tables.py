@@ -1,0 +1,147 @@
+"""Measured kernel tables: lookups pinned by hand, the importer on a parquet file written here, refusals."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from llmsim.engines.aiconfigurator import import_tables
+from llmsim.errors import HardwareError, LlmsimError, OptionError
+from llmsim.hardware.kernel_table import read_table_file
+from llmsim.hardware.measured import load_measured, measured_for, prefill_window_factor
+
+GEMM_CSV = """# source: written by this test
+dtype,m,n,k,latency_us
+bf16,1,1024,1024,4
+bf16,1,1024,4096,8
+bf16,1,4096,1024,8
+bf16,1,4096,4096,16
+bf16,256,1024,1024,9
+bf16,256,1024,4096,36
+bf16,256,4096,1024,36
+bf16,256,4096,4096,144
+"""
+
+
+def _gemm(tmp_path: Path) -> object:
+    path = tmp_path / "gemm.csv"
+    path.write_text(GEMM_CSV)
+    return read_table_file(path, "gemm", ("dtype",), ("m", "n", "k")).grids[("bf16",)]
+
+
+def test_a_measured_point_returns_its_time(tmp_path: Path) -> None:
+    grid = _gemm(tmp_path)
+    assert grid.time_s(256, 4096, 1024) == pytest.approx(36e-6, rel=1e-12)  # the row bf16,256,4096,1024,36
+    assert grid.time_s(1, 1024, 1024) == pytest.approx(4e-6, rel=1e-12)
+
+
+def test_a_log_midpoint_is_the_geometric_mean(tmp_path: Path) -> None:
+    grid = _gemm(tmp_path)
+    # m = 16 is halfway between 1 and 256 in log2 (0, 4, 8): sqrt(4 * 9) = 6 us at n = k = 1024
+    assert grid.time_s(16, 1024, 1024) == pytest.approx(6e-6, rel=1e-12)
+    # n = 2048 halfway between 1024 and 4096: sqrt(4 * 8) = 5.657 us at m = 1, k = 1024
+    assert grid.time_s(1, 2048, 1024) == pytest.approx(math.sqrt(32) * 1e-6, rel=1e-12)
+
+
+def test_beyond_the_grid(tmp_path: Path) -> None:
+    grid = _gemm(tmp_path)
+    # above the largest m: proportional, 144 us * 1024 / 256 = 576 us
+    assert grid.time_s(1024, 4096, 4096) == pytest.approx(576e-6, rel=1e-12)
+    # above in two axes: 144 * (1024/256) * (8192/4096) = 1152 us
+    assert grid.time_s(1024, 8192, 4096) == pytest.approx(1152e-6, rel=1e-12)
+    # below the smallest n: the time at the smallest (a floor), 4 us
+    assert grid.time_s(1, 64, 1024) == pytest.approx(4e-6, rel=1e-12)
+
+
+def test_arrays_broadcast(tmp_path: Path) -> None:
+    grid = _gemm(tmp_path)
+    times = grid.time_s([1, 256], 1024, [[1024], [4096]])
+    assert times.shape == (2, 2)
+    assert times[1, 1] == pytest.approx(36e-6)  # m = 256, n = 1024, k = 4096
+
+
+def test_holes_and_bad_values_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "gemm.csv"
+    path.write_text("\n".join(GEMM_CSV.splitlines()[:-1]) + "\n")  # the (256, 4096, 4096) row missing
+    with pytest.raises(HardwareError, match="not a full grid"):
+        read_table_file(path, "gemm", ("dtype",), ("m", "n", "k"))
+    path.write_text(GEMM_CSV.replace("bf16,1,1024,1024,4", "bf16,1,1024,1024,-4"))
+    with pytest.raises(HardwareError, match="non-positive"):
+        read_table_file(path, "gemm", ("dtype",), ("m", "n", "k"))
+    path.write_text(GEMM_CSV.replace("latency_us", "latency"))
+    with pytest.raises(HardwareError, match="lacks column"):
+        read_table_file(path, "gemm", ("dtype",), ("m", "n", "k"))
+
+
+def test_token_budget_holes_are_filled_in_proportion_to_the_batch(tmp_path: Path) -> None:
+    path = tmp_path / "prefill_attention.csv"
+    path.write_text("kv_dtype,head_dim,window,num_heads,num_kv_heads,batch,isl,latency_us\n"
+                    "bf16,128,0,32,8,1,1024,10\nbf16,128,0,32,8,2,1024,18\nbf16,128,0,32,8,1,2048,30\n")
+    grid = read_table_file(path, "prefill_attention", ("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"),
+                           ("batch", "isl"), fill_first_axis=True).grids[("bf16", 128, 0, 32, 8)]
+    assert grid.time_s(2, 2048) == pytest.approx(60e-6)  # not measured: 30 us at batch 1 x 2 / 1
+
+
+def test_window_factor() -> None:
+    # isl 8, window 4: pairs 4*5/2 + (8-4)*4 = 26 of the causal 8*9/2 = 36
+    assert prefill_window_factor(8, 4) == pytest.approx(26 / 36)
+    assert prefill_window_factor(8, None) == 1.0
+
+
+def test_shipped_h100_tables_return_measured_points() -> None:
+    mk = measured_for("h100-sxm", "vllm")
+    assert mk is not None
+    # kernels/h100-sxm/vllm/gemm.csv: bf16,4096,4096,4096,166 (aiconfigurator-core 0.12.0, vLLM 0.24.0,
+    # h100_sxm gemm_perf 0.16603 ms)
+    assert mk.gemm_s("bf16", 4096, 4096, 4096) == pytest.approx(166e-6, rel=1e-9)
+    assert "aiconfigurator-core 0.12.0" in mk.source("gemm") and "NVIDIA H100 80GB HBM3" in mk.source("gemm")
+    assert mk.gemm_s("int4", 1, 4096, 4096) is None  # no weight-only int4 table for vLLM on H100
+    assert measured_for("cpu-generic", "vllm") is None
+
+
+def test_unknown_family_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "flux_capacitor.csv").write_text("a,latency_us\n1,1\n")
+    with pytest.raises(HardwareError, match="unknown kernel table family 'flux_capacitor'"):
+        load_measured(str(tmp_path))
+
+
+def _write_parquet(path: Path, rows: list[dict[str, object]]) -> None:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+
+
+def test_importer_on_a_parquet_file_written_here(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    gemm = [{"framework": "vllm", "version": "9.9", "device": "Test GPU", "op_name": "gemm",
+             "kernel_source": "torch.nn.functional.linear", "gemm_dtype": "bfloat16", "m": m, "n": n, "k": k,
+             "latency": 0.001 * m * n * k / (1024 * 1024)}  # ms
+            for m in (1, 256) for n in (1024, 4096) for k in (1024, 4096)]
+    gemm.append({**gemm[0], "gemm_dtype": "awq"})  # a dtype llmsim does not import
+    _write_parquet(data / "test_gpu" / "gemm" / "vllm" / "9.9" / "gemm_perf.parquet", gemm)
+    allreduce = [{"framework": "vLLM", "version": "9.9", "device": "Test GPU", "op_name": "all_reduce",
+                  "kernel_source": f"vLLM_custom_{lane}", "allreduce_dtype": "bfloat16", "num_gpus": 2,
+                  "message_size": size, "latency": 0.01 if lane == "graph" else 0.05, "backend": f"vllm_{lane}"}
+                 for lane in ("graph", "eager") for size in (1024, 2048)]
+    _write_parquet(data / "test_gpu" / "comm" / "vllm" / "9.9" / "custom_allreduce_perf.parquet", allreduce)
+    out = tmp_path / "kernels" / "test-gpu" / "vllm"
+    written = import_tables("test_gpu", "vllm", out, data_root=data, full=True)
+    assert sorted(p.name for p in written) == ["all_reduce.csv", "gemm.csv"]  # no attention or MoE tables there
+    mk = load_measured(str(out))
+    # m = 256, n = k = 4096: 0.001 ms * 256 * 4096 * 4096 / 2^20 = 4.096 ms
+    assert mk.gemm_s("bf16", 256, 4096, 4096) == pytest.approx(4.096e-3, rel=1e-3)
+    text = (out / "gemm.csv").read_text()
+    assert "# gpu: Test GPU" in text and "# engine_version: 9.9" in text and "awq" not in text
+    # all-reduce: the graph lane only, message_size in elements -> bytes (x2 for bf16)
+    grid = mk.all_reduce_table(2)
+    assert grid.time_s(4096) == pytest.approx(10e-6)  # 2048 elements = 4096 bytes: 0.01 ms
+    with pytest.raises(LlmsimError, match="never overwrites"):
+        import_tables("test_gpu", "vllm", out, data_root=data)
+    with pytest.raises(OptionError, match="system='nope'"):
+        import_tables("nope", "vllm", tmp_path / "x", data_root=data)
+    with pytest.raises(OptionError, match="engine"):
+        import_tables("test_gpu", "tgi", tmp_path / "x", data_root=data)
