@@ -1,0 +1,82 @@
+"""The engines llmsim knows: what each runs (kernels, fusion, overheads) and which measured tables apply.
+
+An engine supplies defaults; an option the user passes explicitly wins over the engine's. Every figure an
+engine adds carries its source. Engines with measured tables (`kernels/<device>/<tables>/`) time the ops
+those tables cover from the measurements and the others from the roofline with the hardware file's
+achievable fractions; where a device has no tables for the engine, every op falls back to the roofline and
+the result says why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import check_choice
+
+
+class Engine(BaseModel):
+    """One serving or execution engine."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
+    description: str
+    tables: str | None = None  # the measured table set (kernels/<device>/<tables>/); None: roofline only
+    table_families: tuple[str, ...] | None = None  # a subset of the set's families; None: all of them
+    table_note: str = ""  # why these tables fit this engine
+    cost: dict[str, Any] = {}  # CostOptions defaults
+    execution: dict[str, Any] = {}  # ExecutionOptions defaults
+
+
+_SERVING_COST = {"attention": "flash", "fusion": "elementwise", "mla": "absorb", "kv_cache": "paged",
+                 "logits": "last", "fused_projections": True}
+_SERVING_NOTE = ("{name} fuses the QKV and gate/up projections into one GEMM each (fused_projections), runs fused "
+                 "add+RMSNorm and activation kernels, paged flash attention and CUDA graphs")
+
+ENGINES: dict[str, Engine] = {
+    "vllm": Engine(
+        name="vllm", description=_SERVING_NOTE.format(name="vLLM"), tables="vllm",
+        table_note="aiconfigurator-core's vLLM tables (GEMM, attention, fused MoE, custom all-reduce)",
+        cost=_SERVING_COST, execution={"overhead": "graph"}),
+    "sglang": Engine(
+        name="sglang", description=_SERVING_NOTE.format(name="SGLang"), tables="sglang",
+        table_note="aiconfigurator-core's SGLang tables", cost=_SERVING_COST, execution={"overhead": "graph"}),
+    "trtllm": Engine(
+        name="trtllm", description=_SERVING_NOTE.format(name="TensorRT-LLM"), tables="trtllm",
+        table_note="aiconfigurator-core's TensorRT-LLM tables", cost=_SERVING_COST, execution={"overhead": "graph"}),
+    "torch-compile": Engine(
+        name="torch-compile",
+        description="gpt-fast / torchao generate.py style: torch.compile with CUDA graphs (mode='reduce-overhead'), "
+        "Inductor-fused element-wise chains, PyTorch SDPA flash attention, the config's own projections",
+        tables="vllm", table_families=("gemm",),
+        table_note="GEMMs only: PyTorch's F.linear (cuBLAS) is the kernel vLLM's bf16 GEMM rows time "
+        "('torch.nn.functional.linear' in aiconfigurator's vLLM tables); attention and the rest from the roofline",
+        cost={"attention": "flash", "fusion": "elementwise", "kv_cache": "paged", "logits": "last"},
+        execution={"overhead": "graph"}),
+    "transformers": Engine(
+        name="transformers",
+        description="eager PyTorch as transformers' generate() runs it (and `llmsim validate`): one kernel per "
+        "PyTorch op, framework dispatch per op, DynamicCache concatenation",
+        tables="vllm", table_families=("gemm",),
+        table_note="GEMMs only: F.linear (cuBLAS) is the kernel vLLM's bf16 GEMM rows time; the rest from the "
+        "roofline",
+        cost={"attention": "flash", "fusion": "eager", "kv_cache": "concat", "mla": "expand", "logits": "last"},
+        execution={"overhead": "eager"}),
+    "roofline": Engine(
+        name="roofline", description="the datasheet speed of light: peak FLOP/s and bandwidth, no measured tables "
+        "(pass efficiency='achievable' for the hardware file's achievable fractions instead)",
+        execution={"efficiency": "peak"}),
+}
+ENGINE_NAMES = tuple(ENGINES)
+
+
+def get_engine(name: str) -> Engine:
+    """The engine of that name; an unknown name is refused listing the allowed ones."""
+    check_choice("engine", name, ENGINE_NAMES)
+    return ENGINES[name]
+
+
+def default_engine_name(device_type: str) -> str:
+    """vllm on GPUs; transformers (eager PyTorch) on CPUs, where no serving engine's tables exist."""
+    return "vllm" if device_type == "gpu" else "transformers"
