@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import site
 import subprocess
 import sys
@@ -126,18 +127,20 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
     new_site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                               capture_output=True, text=True, check=True).stdout.strip()
     (Path(new_site) / "borrowed.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     llmsim_bin = env_dir / "bin" / "llmsim"
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed copy only
     work = tmp_path / "elsewhere"
     work.mkdir()
     sim = subprocess.run([str(llmsim_bin), "simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch-size",
                           "16", "--prompt-len", "2048", "--gen-len", "512"], capture_output=True, text=True,
-                         cwd=work, check=True)
+                         cwd=work, check=True, env=clean)
     assert "TTFT" in sim.stdout
-    models = subprocess.run([str(llmsim_bin), "models"], capture_output=True, text=True, cwd=work, check=True)
+    models = subprocess.run([str(llmsim_bin), "models"], capture_output=True, text=True, cwd=work, check=True, env=clean)
     assert "deepseek-v3" in models.stdout and "llama-3.1-405b" in models.stdout
     where = subprocess.run([str(python), "-c", "import llmsim; print(llmsim.__file__)"], capture_output=True,
-                           text=True, cwd=work, check=True)
+                           text=True, cwd=work, check=True, env=clean)
     assert str(env_dir) in where.stdout  # the installed copy, not the checkout
 
 
