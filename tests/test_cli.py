@@ -137,7 +137,8 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
                           "16", "--prompt-len", "2048", "--gen-len", "512"], capture_output=True, text=True,
                          cwd=work, check=True, env=clean)
     assert "TTFT" in sim.stdout
-    models = subprocess.run([str(llmsim_bin), "models"], capture_output=True, text=True, cwd=work, check=True, env=clean)
+    models = subprocess.run([str(llmsim_bin), "models"], capture_output=True, text=True, cwd=work, check=True,
+                            env=clean)
     assert "deepseek-v3" in models.stdout and "llama-3.1-405b" in models.stdout
     where = subprocess.run([str(python), "-c", "import llmsim; print(llmsim.__file__)"], capture_output=True,
                            text=True, cwd=work, check=True, env=clean)
