@@ -24,13 +24,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import check_choice
+from ..hardware.measured import load_measured, measured_for
 from ..hardware.spec import HardwareSpec
+from .measured import MeasuredTiming
 
 EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")
@@ -48,12 +51,17 @@ class ExecutionOptions(BaseModel):
     - overhead="graph" (default): kernel launches only, as with CUDA graphs or a compiled model;
       "eager": plus PyTorch's per-op dispatch, as plain PyTorch and transformers run; "none".
     - overlap="max" (default): compute and memory traffic overlap (roofline); "sum": they do not.
+    - tables: the measured kernel tables ops are timed from where they cover them (an engine's set name,
+      kernels/<device>/<tables>/, or a folder of table files); None: the roofline alone. table_families:
+      the families of the set to use (None: all). Engines set both (llmsim.engines); not read at peak.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     efficiency: str = "achievable"
     overhead: str = "graph"
     overlap: str = "max"
+    tables: str | None = None
+    table_families: tuple[str, ...] | None = None
 
     @classmethod
     def make(cls, **values: Any) -> ExecutionOptions:
@@ -99,6 +107,8 @@ class OpColumns:
     # weight layout, inner dimension K) (row_groups), element-wise kinds by precision (size_groups)
     row_groups: tuple[tuple[tuple[str, str, int], np.ndarray], ...]
     size_groups: tuple[tuple[str, np.ndarray], ...]
+    # (kernel key, op indices) of the ops that name a measured kernel (Op.kernel_key; timing.measured)
+    kernel_groups: tuple[tuple[tuple, np.ndarray], ...] = ()
 
     @classmethod
     def of(cls, ops: list[Any]) -> OpColumns:
@@ -114,6 +124,7 @@ class OpColumns:
             launches=np.array([op.launches for op in ops], dtype=float),
             row_groups=_groups([(op.precision, op.weight_layout, op.matmul_depth) for op in ops], has_rows),
             size_groups=_groups(precisions, elementwise),
+            kernel_groups=_groups([op.kernel_key for op in ops], [op.kernel_key is not None for op in ops]),
         )
 
 
@@ -202,6 +213,7 @@ class Roofline:
         self.launch_s = 0.0 if mode == "none" else hardware.overhead_s(launch_key)
         self.dispatch_s = hardware.overhead_s("eager_dispatch_s") if mode == "eager" else 0.0
         self.async_host = hardware.device_type == "gpu"
+        self.measured, self.tables_note = _measured_timing(hardware, execution)
 
     def matmul_flops_per_s(self, precision: str) -> float:
         fraction = 1.0 if self.execution.efficiency == "peak" else self.hardware.matmul_efficiency(precision)
@@ -247,17 +259,21 @@ class Roofline:
 
     def costs(self, ops: OpColumns, matmul_flops: np.ndarray, vector_flops: np.ndarray, bytes_moved: np.ndarray,
               rows: np.ndarray | None = None, size_bytes: np.ndarray | None = None, comm_s: Any = 0.0,
-              ndim: int | None = None, cols: np.ndarray | None = None) -> OpCost:
+              ndim: int | None = None, cols: np.ndarray | None = None, measured: np.ndarray | None = None
+              ) -> OpCost:
         """cost() of several ops at once, the same arithmetic element by element: each quantity an array
         with the op axis of `ops` followed by `ndim` workload axes (default: the op axis first), and any
         axes before it; rows, cols and size_bytes with the op axis first (rows and cols of ops without
-        matmul_rows are not read)."""
+        matmul_rows are not read). measured: measured_scale() of the ops (NaN where no table covers one),
+        which replaces their shape curves."""
         matmul_peak, vector_peak, bandwidth, launches = self.rates(ops, np.ndim(matmul_flops) - 1 if ndim is None
                                                                    else ndim)
         scale, size_scale = 1.0, 1.0
         row_groups = self._with_curves(ops.row_groups, self._row_fraction)
         if row_groups and rows is not None:
             scale = _curve_scales(row_groups, rows, self._row_fraction, cols)
+        if measured is not None:
+            scale = np.where(np.isnan(measured), scale, measured)
         size_groups = self._with_curves(ops.size_groups, self.hardware.elementwise_bandwidth_fraction)
         if size_groups:
             size = _bytes_per_kernel(bytes_moved, launches) if size_bytes is None else size_bytes
@@ -271,6 +287,30 @@ class Roofline:
         return _op_rates(ops, ndim, tuple(self.matmul_flops_per_s(p) for p in ops.precision_names),
                          tuple(self.vector_flops_per_s(p) for p in ops.precision_names),
                          (self.matmul_bandwidth_bytes_per_s, self.bandwidth_bytes_per_s))
+
+    def measured_groups(self, ops: OpColumns) -> tuple[tuple[Any, np.ndarray], ...]:
+        """(time function (x, y) -> seconds, op indices) of the ops a measured table covers."""
+        if self.measured is None:
+            return ()
+        found = ((self.measured.lookup(key)[0], where) for key, where in ops.kernel_groups)
+        return tuple((fn, where) for fn, where in found if fn is not None)
+
+    def measured_scale(self, ops: OpColumns, matmul_flops: np.ndarray, vector_flops: np.ndarray,
+                       bytes_moved: np.ndarray, x: np.ndarray, y: np.ndarray, ndim: int) -> np.ndarray | None:
+        """Measured time / roofline time of each op a table covers (NaN for the others; None if it covers
+        none), the op axis first. Both terms of such an op are scaled by it (see timing.measured)."""
+        groups = self.measured_groups(ops)
+        if not groups:
+            return None
+        matmul_peak, vector_peak, bandwidth, _ = self.rates(ops, ndim)
+        compute_s = _plus(matmul_flops / matmul_peak, vector_flops / vector_peak)
+        memory_s = bytes_moved / bandwidth
+        kernel_s = np.maximum(compute_s, memory_s) if self.execution.overlap == "max" else compute_s + memory_s
+        kernel_s = np.broadcast_to(kernel_s, np.broadcast_shapes(np.shape(kernel_s), np.shape(x), np.shape(y)))
+        scale = np.full(kernel_s.shape, np.nan)
+        for time_at, where in groups:
+            scale[where] = time_at(x[where], y[where]) / np.maximum(kernel_s[where], 1e-300)
+        return scale
 
     def reads_rows(self, ops: OpColumns) -> bool:
         """Whether costs() reads the ops' matmul_rows: a matmul's precision has a row curve (not at peak)."""
@@ -303,6 +343,9 @@ class Roofline:
         """
         if kind is None or group <= 1:
             return 0.0
+        measured = self.measured.all_reduce(group) if self.measured is not None and kind == "all_reduce" else None
+        if measured is not None:
+            return measured(message_bytes)
         hw = self.hardware
         per_node = int(hw.interconnect_value("gpus_per_node")) if "gpus_per_node" in hw.interconnect else 1
         where = "intra_node" if group <= per_node else "inter_node"
@@ -363,3 +406,18 @@ class Roofline:
             shape = diff0.shape if diff0.shape == slope.shape else np.broadcast_shapes(diff0.shape, slope.shape)
             out.append(np.divide(-diff0, slope, out=np.full(shape, np.inf), where=slope != 0))
         return out
+
+
+def _measured_timing(hardware: HardwareSpec, execution: ExecutionOptions) -> tuple[MeasuredTiming | None, str]:
+    """The measured tables of the execution options for this device, and a note when none apply."""
+    if not execution.tables or execution.efficiency == "peak":
+        return None, ""
+    folder = Path(execution.tables)
+    if folder.is_dir():
+        kernels = load_measured(str(folder.resolve()))
+    else:
+        kernels = measured_for(hardware.name, execution.tables)
+    if kernels is None:
+        return None, (f"no measured {execution.tables} kernel tables for {hardware.name}: every op on the roofline "
+                      f"with the hardware file's achievable fractions")
+    return MeasuredTiming(kernels, execution.table_families), ""

@@ -1,0 +1,77 @@
+"""Measured kernel times inside the roofline: an op a measured table covers takes the table's time.
+
+An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the formulas `kernel_x` and
+`kernel_y`) is looked up in the engine's tables for the device:
+    ("gemm", dtype, K)                                   x = M rows, y = N columns
+    ("moe", dtype, topk, experts, hidden, inter, tp, ep, share)   x = tokens; time = table x share
+    ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window)   x = batch, y = prompt tokens
+    ("decode_attention", kv_dtype, head_dim, heads, kv_heads)     x = batch, y = keys attended
+Its roofline terms (compute_s and memory_s, as the hardware file derates them) are then both scaled by
+measured / roofline, so the op's time is the measured time and its bound stays the larger roofline term.
+An op no table covers keeps the roofline; `reason` says why, per op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..hardware.measured import MeasuredKernels, prefill_window_factor
+
+FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
+             "decode_attention": "decode_attention"}
+
+
+class MeasuredTiming:
+    """The measured tables an engine's ops are timed from on one device (a subset of families, or all)."""
+
+    def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None) -> None:
+        self.kernels = kernels
+        self.families = tuple(f for f in kernels.families if families is None or f in families)
+        self._lookups: dict[tuple, Any] = {}
+
+    def label(self, family: str) -> str:
+        return f"{self.kernels.engine} {family} table"
+
+    def lookup(self, key: tuple) -> tuple[Any, str]:
+        """(a function (x, y) -> seconds, or None; the table it reads or why none applies), made once per key."""
+        if key not in self._lookups:
+            self._lookups[key] = self._find(key)
+        return self._lookups[key]
+
+    def _find(self, key: tuple) -> tuple[Any, str]:
+        family = FAMILY_OF.get(key[0])
+        if family is None or family not in self.families:
+            return None, f"no {key[0]} table for engine {self.kernels.engine} on {self.kernels.device}"
+        k = self.kernels
+        if family == "gemm":
+            _, dtype, depth = key
+            grid = k.tables["gemm"].grids.get((dtype,))
+            if grid is None:
+                return None, f"no {dtype} GEMM table for engine {k.engine} on {k.device}"
+            return (lambda x, y: grid.time_s(x, y, depth)), self.label("gemm")
+        if family == "moe":
+            _, dtype, topk, experts, hidden, inter, tp, ep, share = key
+            grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
+            if grid is None:
+                return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
+                              f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})")
+            return (lambda x, y: grid.time_s(x) * share), self.label("moe")
+        phase = "prefill" if family == "prefill_attention" else "decode"
+        _, kv_dtype, head_dim, heads, kv_heads, *window = key
+        found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)
+        if found is None:
+            return None, f"no {phase} attention table for head dim {head_dim} (engine {k.engine} on {k.device})"
+        grid, factor, note = found
+        label = self.label(family) + (f"; {note}" if note else "")
+        if phase == "prefill" and window and window[0]:
+            w = window[0]
+            label += f"; window {w}: the causal table x the pairs the window keeps (approximation)"
+            return (lambda x, y: grid.time_s(x, y) * factor * prefill_window_factor(y, w)), label
+        return (lambda x, y: grid.time_s(x, y) * factor), label
+
+    def all_reduce(self, group: int) -> Any:
+        """Time function of the engine's all-reduce among `group` GPUs by message bytes, or None."""
+        if "all_reduce" not in self.families:
+            return None
+        grid = self.kernels.all_reduce_table(group)
+        return None if grid is None else grid.time_s
