@@ -145,3 +145,14 @@ def test_importer_on_a_parquet_file_written_here(tmp_path: Path) -> None:
         import_tables("nope", "vllm", tmp_path / "x", data_root=data)
     with pytest.raises(OptionError, match="engine"):
         import_tables("test_gpu", "tgi", tmp_path / "x", data_root=data)
+
+
+def test_an_axis_of_one_measured_size(tmp_path: Path) -> None:
+    import numpy as np
+
+    from llmsim.hardware.kernel_table import GridTable
+
+    grid = GridTable(("tokens",), (np.array([4.0]),), np.array([1e-3]))
+    assert grid.time_s(4) == pytest.approx(1e-3)  # the measured point
+    assert grid.time_s(1) == pytest.approx(1e-3)  # below: the floor
+    assert grid.time_s(8) == pytest.approx(2e-3)  # above: in proportion, 1 ms * 8 / 4

@@ -37,8 +37,13 @@ class GridTable:
     _log_times: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_log_points", tuple(np.log(p) for p in self.points))
-        object.__setattr__(self, "_log_times", np.log(self.times_s))
+        points, times = list(self.points), self.times_s
+        for axis, p in enumerate(points):
+            if len(p) == 1:  # one measured size: a second point at twice it, twice the time (the rule above it)
+                points[axis] = np.array([p[0], 2 * p[0]])
+                times = np.concatenate([times, 2 * times], axis=axis)
+        object.__setattr__(self, "_log_points", tuple(np.log(p) for p in points))
+        object.__setattr__(self, "_log_times", np.log(times))
 
     def time_s(self, *coords: Any) -> Any:
         """The time at `coords` (one per axis; numbers or broadcasting arrays), as the module docstring reads it."""
@@ -62,9 +67,6 @@ class GridTable:
 def _locate(x: np.ndarray, log_points: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any]:
     """(lower grid index, weight of the upper point, factor beyond the top edge) of x on one axis."""
     n = len(log_points)
-    if n == 1:
-        top = np.exp(log_points[0])
-        return np.zeros(np.shape(x), dtype=int), np.zeros(np.shape(x)), np.maximum(x / top, 1.0)
     log_x = np.log(np.maximum(x, 1e-300))
     clamped = np.clip(log_x, log_points[0], log_points[-1])
     lo = np.clip(np.searchsorted(log_points, clamped, side="right") - 1, 0, n - 2)
