@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import llmsim
-from llmsim.cost.ops import formula
+from llmsim.cost.op import formula
 from llmsim.cost.symbolic import Expr
 from llmsim.timing.roofline import ExecutionOptions, Roofline
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..cost.ops import formula
+from ..cost.op import formula
 from ..cost.symbolic import Expr
 from ..cost.workload import CostOptions, check_count
 from ..hardware.spec import HardwareSpec, load_hardware

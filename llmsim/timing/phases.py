@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..cost.graph import build_ops_unchecked, graph_template
-from ..cost.ops import Op
+from ..cost.op import Op
 from ..cost.workload import CostOptions
 from ..models.spec import ModelSpec
 from .roofline import OpColumns, OpCost, Roofline
@@ -34,8 +34,8 @@ class PhaseTotals:
     """Per-op totals over a phase (arrays broadcast over the sweep shape); index i is ops[i].
 
     per_op: PARTS and SUMS -> one entry per op, already times its count. names, kinds, counts: the ops'
-    fixed fields; values: their per-run quantities by formula name (see _GraphTemplate.values_at), until
-    taken (take_values). The Ops themselves are made when first asked for (one simulate() needs none).
+    fixed fields; values: their per-run quantities by formula name (see cost.template.GraphTemplate's
+    values_at), until taken (take_values). The Ops are made when first asked for (one simulate() needs none).
     """
 
     def __init__(self, per_op: dict[str, list[Any]], fixed: OpFields, values: dict[str, list[Any]],
