@@ -6,7 +6,7 @@ from .analysis.plan import Plan, plan
 from .analysis.regime import find_crossover, first_limit, sweep
 from .analysis.simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
 from .cost.graph import build_ops
-from .cost.ops import Op
+from .cost.op import Op
 from .cost.parameters import num_parameters
 from .cost.workload import CostOptions
 from .errors import ConfigError, HardwareError, LlmsimError, OptionError

@@ -79,14 +79,23 @@ def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -
                            help=f"default: {CostOptions.model_fields[name].default}")
     for name in ("weight-dtype", "activation-dtype", "kv-dtype"):
         group.add_argument(f"--{name}", choices=_DTYPES, help="default: the config's dtype")
-    group = parser.add_argument_group("execution options")
+    group.add_argument("--fused-projections", dest="fused_projections", action=argparse.BooleanOptionalAction,
+                       default=None, help="one GEMM for Q, K, V and one for gate and up (default: the engine's)")
+    group = parser.add_argument_group("engine and execution options")
+    from .engines.catalog import ENGINE_NAMES
+
+    group.add_argument("--engine", choices=ENGINE_NAMES,
+                       help="what runs the model: its kernels, overheads and measured tables (default: vllm on a "
+                       "GPU, transformers on a CPU; `llmsim engines` lists them)")
+    group.add_argument("--tables", help="measured kernel tables: a set name (vllm, sglang, trtllm) or a folder "
+                       "written by `llmsim calibrate --from aiconfigurator` (default: the engine's)")
     for name, choices in _EXEC_OPTIONS.items():
-        group.add_argument(f"--{name}", choices=choices, help=f"default: {choices[0]}")
+        group.add_argument(f"--{name}", choices=choices, help=f"default: the engine's, else {choices[0]}")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
-            "expert_parallel"]
+            "expert_parallel", "fused_projections", "engine", "tables"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
@@ -214,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
+    sub.add_parser("engines", help="the engines, what they run and the devices with measured tables for them")
     return parser
 
 
@@ -250,6 +260,22 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.command == "models":
         print(_table([model_summary_row(load_model(name)) for name in shipped_model_names()]))
+        return 0
+    if args.command == "engines":
+        from .engines.catalog import ENGINES
+        from .hardware.measured import shipped_kernel_sets
+
+        sets = shipped_kernel_sets()
+        rows = []
+        for engine in ENGINES.values():
+            devices = [d for d, engines in sets.items() if engine.tables in engines]
+            families = ", ".join(engine.table_families) if engine.table_families else "all"
+            rows.append({"engine": engine.name, "measured tables": f"{engine.tables} ({families})" if engine.tables
+                         else "none", "devices with tables": ", ".join(devices) or "-"})
+        print(_table(rows))
+        for engine in ENGINES.values():
+            print(f"\n{engine.name}: {engine.description}." + (f" Tables: {engine.table_note}." if engine.table_note
+                                                                  else ""))
         return 0
     if args.command == "hardware":
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -9,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmsim
-from llmsim.cost.ops import formula, register
+from llmsim.cost.op import formula, register
 from llmsim.errors import ConfigError, OptionError
 
 from .tiny_configs import TINY_CONFIGS
@@ -144,6 +148,19 @@ def test_bad_configs_name_the_field() -> None:
 def test_registry_refuses_duplicates() -> None:
     with pytest.raises(ValueError, match="already registered"):
         register("linear")(formula("linear"))
+
+
+def test_registry_is_full_whichever_module_comes_first() -> None:
+    # the formula modules register when llmsim.cost is imported: a fresh interpreter that asks for the
+    # registry (or a block of the builder) first finds every formula
+    expected = {"linear", "expert_linear", "attention_scores", "softmax", "sdpa_softmax", "repeat_kv",
+                "attention_context", "flash_attention", "kv_append", "norm", "eager_rmsnorm", "elementwise", "cast",
+                "embedding", "collective"}
+    root = Path(__file__).resolve().parent.parent
+    for first in ("llmsim.cost.op", "llmsim.cost.blocks.attention", "llmsim.cost.formulas.matmul"):
+        code = f"import {first}; from llmsim.cost.op import registered_formulas; print(*registered_formulas())"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True)
+        assert set(out.stdout.split()) == expected, first
 
 
 def test_concat_cache_copies_the_whole_cache_each_step() -> None:

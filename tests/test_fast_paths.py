@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import llmsim
-from llmsim.cost.graph import _GraphBuilder, graph_template
-from llmsim.cost.ops import Op
+from llmsim.cost.builder import GraphBuilder
+from llmsim.cost.graph import graph_template
+from llmsim.cost.op import Op
 from llmsim.cost.workload import CostOptions
 from llmsim.errors import OptionError
 from llmsim.hardware.spec import hardware_from_dict
@@ -57,7 +58,7 @@ def _options(spec: llmsim.ModelSpec, options: dict[str, Any]) -> CostOptions:
         pytest.skip("expert parallelism needs experts")
     try:
         cost = CostOptions.make(**options)
-        _GraphBuilder(spec, "prefill", 1, 1, 0, cost)  # refuses a split the model does not divide by
+        GraphBuilder(spec, "prefill", 1, 1, 0, cost)  # refuses a split the model does not divide by
     except OptionError as exc:
         pytest.skip(str(exc))
     return cost
@@ -92,7 +93,7 @@ def test_template_replays_what_the_builder_builds(name: str, options: dict[str, 
         template = graph_template(spec, phase, cost)
         assert template is not None, f"{name} {phase}: no template"
         for B, S, L in workloads:
-            built = _GraphBuilder(spec, phase, B, S, L, cost).build()
+            built = GraphBuilder(spec, phase, B, S, L, cost).build()
             _assert_same_ops(template.ops_at(B, S, L), built, texts=np.ndim(B) + np.ndim(S) + np.ndim(L) == 0)
             for _ in range(2):  # again: values of called ops (MoE experts) remembered per argument values
                 values = template.values_at(B, S, L)
@@ -154,7 +155,7 @@ def test_phase_totals_equal_op_by_op_and_step_by_step(name: str, device: str, op
 
     # prefill: every op exactly as one Roofline.cost / Roofline.time evaluation of its own, times its count
     prefill = prefill_totals(spec, roofline, cost, batch, prompt)
-    ops = _GraphBuilder(spec, "prefill", batch, prompt, 0, cost).build()
+    ops = GraphBuilder(spec, "prefill", batch, prompt, 0, cost).build()
     assert list(prefill.names) == [op.name for op in ops]
     for i, op in enumerate(ops):
         run = _one_run(roofline, op)
@@ -164,9 +165,9 @@ def test_phase_totals_equal_op_by_op_and_step_by_step(name: str, device: str, op
     # decode: the closed form against every step evaluated and summed (rows and element-wise sizes at the
     # first step: the documented approximation of the closed form)
     decode = decode_totals(spec, roofline, cost, batch, prompt, steps)
-    first = _GraphBuilder(spec, "decode", batch, 1, prompt, cost).build()
+    first = GraphBuilder(spec, "decode", batch, 1, prompt, cost).build()
     runs = [[_one_run(roofline, op, op0.matmul_rows, op0.bytes) for op, op0 in
-             zip(_GraphBuilder(spec, "decode", batch, 1, prompt + i, cost).build(), first)] for i in range(steps)]
+             zip(GraphBuilder(spec, "decode", batch, 1, prompt + i, cost).build(), first)] for i in range(steps)]
     assert list(decode.names) == [op.name for op in first]
     for i, op in enumerate(first):
         by_step = {key: [step[i][key] for step in runs] for key in PARTS + SUMS}
@@ -202,7 +203,7 @@ def test_phase_ops_are_made_on_demand_and_match_the_builder() -> None:
     cost = CostOptions.make()
     roofline = Roofline(llmsim.load_hardware("h100-sxm"), ExecutionOptions.make())
     decode = decode_totals(spec, roofline, cost, 4, 100, 10)
-    _assert_same_ops(decode.ops, _GraphBuilder(spec, "decode", 4, 1, np.array([100.0, 101.0]), cost).build(),
+    _assert_same_ops(decode.ops, GraphBuilder(spec, "decode", 4, 1, np.array([100.0, 101.0]), cost).build(),
                      texts=False)
     assert [op.name for op in decode.ops] == list(decode.names)
 

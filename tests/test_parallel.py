@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import llmsim
-from llmsim.cost.ops import formula
+from llmsim.cost.op import formula
 from llmsim.cost.symbolic import Expr
 from llmsim.hardware.spec import hardware_from_dict
 from llmsim.timing.roofline import ExecutionOptions, Roofline

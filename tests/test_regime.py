@@ -74,7 +74,9 @@ def test_first_limit_capacity_then_slo() -> None:
 
 
 def test_sweep_is_vectorised_open_grid() -> None:
+    # the analytic roofline (monotonic in the batch by construction; measured tables need not be: vLLM's
+    # GEMM at m = 64 runs a hair faster than at m = 32 on H100)
     s = sweep("llama-3.1-8b", "h100-sxm", batch_size=list(range(1, 201)), prompt_len=list(range(64, 264)),
-              gen_len=[2, 128])
+              gen_len=[2, 128], engine="roofline", efficiency="achievable")
     assert len(s) == 200 * 200 * 2
     assert np.all(np.diff(s.columns["ttft_s"].reshape(200, 200, 2)[:, :, 0], axis=0) >= 0)

@@ -16,154 +16,39 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..cost.ops import formula
+from ..cost.op import formula
 from ..cost.symbolic import Expr
 from ..cost.workload import CostOptions, check_count
+from ..engines.catalog import default_engine_name, get_engine
 from ..hardware.spec import HardwareSpec, load_hardware
 from ..models.loading import load_model
 from ..models.spec import ModelSpec
 from ..timing.phases import PhaseTotals, decode_totals, pipelined, prefill_totals
 from ..timing.roofline import BOUNDS, ExecutionOptions, Roofline
 from .memory import MemoryResult, footprint, largest_fitting
+from .results import PhaseResult, SimulationResult
 
 
-class OpResult(BaseModel):
-    """One op's totals over its phase (all runs, all decode steps)."""
-
-    model_config = ConfigDict(frozen=True)
-    name: str
-    kind: str
-    count: int
-    matmul_flops: float
-    vector_flops: float
-    bytes: float
-    arithmetic_intensity: float
-    time_s: float
-    compute_s: float
-    memory_s: float
-    overhead_s: float
-    communication_s: float = 0.0
-    bound: str
-    share: float
-
-
-class PhaseResult(BaseModel):
-    """A phase's time, where it goes (shares of compute, memory, overhead), its bound and ops."""
-
-    model_config = ConfigDict(frozen=True)
-    phase: str
-    steps: int
-    time_s: float
-    compute_s: float
-    memory_s: float
-    overhead_s: float
-    communication_s: float = 0.0
-    shares: dict[str, float]
-    bound: str
-    flops: float
-    bytes: float
-    ops: list[OpResult]
-
-    @property
-    def step_time_s(self) -> float:
-        return self.time_s / self.steps if self.steps else 0.0
-
-
-class SimulationResult(BaseModel):
-    """The prediction for one workload on one device, with every assumption visible."""
-
-    model_config = ConfigDict(frozen=True)
-    model: str
-    hardware: str
-    batch_size: int
-    prompt_len: int
-    gen_len: int
-    options: CostOptions
-    execution: ExecutionOptions
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    expert_parallel: int = 1
-    data_parallel: int = 1
-    num_microbatches: int = 1
-    gpus: int = 1
-    ttft_s: float
-    tpot_s: float
-    e2e_s: float
-    throughput_tokens_per_s: float
-    tokens_per_s_per_gpu: float = 0.0
-    prefill: PhaseResult
-    decode: PhaseResult
-    memory: MemoryResult
-    assumptions: dict[str, str]
-
-    def ops_table(self, phase: str | None = None, top: int | None = None) -> str:
-        """A text table per op: count, FLOPs, bytes, arithmetic intensity, time, bound, share."""
-        lines = []
-        for result in (self.prefill, self.decode):
-            if phase and result.phase != phase:
-                continue
-            label = f"{result.phase} ({result.steps} step{'s' if result.steps != 1 else ''}, {_fmt_s(result.time_s)})"
-            lines.append(label)
-            lines.append(f"  {'op':<40} {'count':>5} {'GFLOP':>10} {'MB':>10} {'FLOP/B':>8} {'time':>10} "
-                         f"{'bound':>8} {'share':>6}")
-            ops = sorted(result.ops, key=lambda o: -o.time_s)[: top or None]
-            for op in ops:
-                lines.append(
-                    f"  {op.name:<40} {op.count:>5} {(op.matmul_flops + op.vector_flops) / 1e9:>10.3f} "
-                    f"{op.bytes / 1e6:>10.2f} {op.arithmetic_intensity:>8.1f} {_fmt_s(op.time_s):>10} "
-                    f"{op.bound:>8} {op.share:>6.1%}"
-                )
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        m = self.memory
-        gib = 1024**3
-        split = ""
-        if self.gpus > 1:
-            split = (f" on {self.gpus} GPUs (tensor {self.tensor_parallel} x pipeline {self.pipeline_parallel}"
-                     f" x data {self.data_parallel}, expert {self.expert_parallel})")
-        lines = [
-            f"{self.model} on {self.hardware}{split}: batch {self.batch_size}, prompt {self.prompt_len}, "
-            f"generate {self.gen_len}",
-            f"  TTFT        {_fmt_s(self.ttft_s):>10}   prefill {self.prefill.bound}-bound "
-            f"({_shares(self.prefill)})",
-            f"  TPOT        {_fmt_s(self.tpot_s):>10}   decode {self.decode.bound}-bound ({_shares(self.decode)})",
-            f"  end to end  {_fmt_s(self.e2e_s):>10}",
-            f"  throughput  {self.throughput_tokens_per_s:>10.1f} tokens/s generated "
-            f"({self.tokens_per_s_per_gpu:.1f} per GPU)",
-            f"  memory      {m.total_bytes / gib:>8.2f} GiB per GPU of {m.capacity_bytes / gib:.2f} GiB "
-            f"({'fits' if m.fits else 'DOES NOT FIT'}): weights {m.weights_bytes / gib:.2f}, "
-            f"KV cache {m.kv_cache_bytes / gib:.2f}, activations {m.activation_bytes / gib:.2f}, "
-            f"workspace {m.workspace_bytes / gib:.2f}",
-            "  assumptions: " + "; ".join(f"{k}={v}" for k, v in self.assumptions.items()),
-        ]
-        return "\n".join(lines)
-
-
-def _fmt_s(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    return f"{seconds * 1e6:.2f} us"
-
-
-def _shares(phase: PhaseResult) -> str:
-    return ", ".join(f"{k} {v:.0%}" for k, v in phase.shares.items())
-
-
-def resolve(model: Any, hardware: Any, **options: Any) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:
-    """Load model and hardware and split keyword options into cost and execution options."""
+def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
+            ) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:
+    """Load model and hardware and split keyword options into cost and execution options, on top of the
+    engine's defaults (llmsim.engines; default: vllm on a GPU, transformers on a CPU). Options the caller
+    passes win over the engine's."""
     cost_keys = set(CostOptions.model_fields)
-    exec_keys = set(ExecutionOptions.model_fields)
+    exec_keys = set(ExecutionOptions.model_fields) - {"engine"}
     unknown = set(options) - cost_keys - exec_keys
     if unknown:
         from ..errors import choice_error
 
-        raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys)
-    cost = CostOptions.make(**{k: v for k, v in options.items() if k in cost_keys})
-    execution = ExecutionOptions.make(**{k: v for k, v in options.items() if k in exec_keys})
-    return load_model(model), load_hardware(hardware), cost, execution
+        raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys | {"engine"})
+    spec, hw = load_model(model), load_hardware(hardware)
+    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type))
+    given = {k: v for k, v in options.items() if v is not None}
+    cost = CostOptions.make(**{**chosen.cost, **{k: v for k, v in given.items() if k in cost_keys}})
+    defaults = {**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
+                "table_families": chosen.table_families}
+    execution = ExecutionOptions.make(**{**defaults, **{k: v for k, v in given.items() if k in exec_keys}})
+    return spec, hw, cost, execution
 
 
 def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[Any, Any, Any]:
@@ -248,8 +133,9 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
 
         raise OptionError(f"num_microbatches={m} must divide batch_size={B}")
     prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G, p, m)
-    prefill_result = _phase_result("prefill", prefill, 1)
-    decode_result = _phase_result("decode", decode, G - 1)
+    roofline = Roofline(hw, execution)
+    prefill_result = _phase_result("prefill", prefill, 1, roofline)
+    decode_result = _phase_result("decode", decode, G - 1, roofline)
     ttft = prefill_result.time_s
     tpot = decode_result.time_s / (G - 1) if G > 1 else 0.0
     e2e = ttft + (G - 1) * tpot
@@ -278,6 +164,8 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
         decode=decode_result,
         memory=MemoryResult(**{k: float(v) if k != "fits" else bool(v) for k, v in memory.items()}),
         assumptions=_assumptions(spec, hw, cost, execution),
+        engine=execution.engine,
+        **_provenance(roofline, (prefill, decode)),
     )
 
 
@@ -293,7 +181,7 @@ def _parallel_degrees(spec: ModelSpec, pipeline_parallel: Any, data_parallel: An
     return int(p), int(r)
 
 
-def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
+def _phase_result(phase: str, totals: PhaseTotals, steps: int, roofline: Roofline) -> PhaseResult:
     # every per-op total as a Python float, once; Python's float sums below round exactly as numpy's
     # sums of these float64 scalars would (same IEEE double additions, same order)
     columns = {key: list(map(float, values)) for key, values in totals.per_op.items()}
@@ -308,7 +196,7 @@ def _phase_result(phase: str, totals: PhaseTotals, steps: int) -> PhaseResult:
         bytes=_total(columns, "bytes"),
         # one dict of OpResult fields per op: pydantic validates them all into OpResults in one call,
         # faster than constructing each OpResult (even with model_construct)
-        ops=_op_fields(totals, columns, time_s),
+        ops=_op_fields(totals, columns, time_s, roofline),
     )
 
 
@@ -320,19 +208,39 @@ def _total(columns: dict[str, list[float]], key: str) -> float:
     return float(sum(columns[key]))
 
 
-def _op_fields(totals: PhaseTotals, columns: dict[str, list[float]], phase_time_s: float) -> list[dict[str, Any]]:
+def _op_fields(totals: PhaseTotals, columns: dict[str, list[float]], phase_time_s: float, roofline: Roofline
+               ) -> list[dict[str, Any]]:
     """Each op's OpResult fields from its totals over the phase."""
     matmul_flops, vector_flops, moved_bytes, time_s = (columns[key] for key in _OP_COLUMNS[:4])
     intensity = [(m + v) / b if b > 0 else 0.0 for m, v, b in zip(matmul_flops, vector_flops, moved_bytes)]
     # the first largest term, in BOUNDS order
     bound = [BOUNDS[terms.index(max(terms))] for terms in zip(*(columns[f"{b}_s"] for b in BOUNDS))]
     share = [t / phase_time_s for t in time_s] if phase_time_s > 0 else [0.0] * len(time_s)
+    source = [roofline.source_of(op)[0] for op in totals.fixed.ops]
     rows = zip(totals.names, totals.kinds, totals.counts, *(columns[key] for key in _OP_COLUMNS), intensity, bound,
-               share)
+               share, source)
     return [dict(zip(_OP_FIELDS, row)) for row in rows]
 
 
-_OP_FIELDS = ("name", "kind", "count", *_OP_COLUMNS, "arithmetic_intensity", "bound", "share")
+_OP_FIELDS = ("name", "kind", "count", *_OP_COLUMNS, "arithmetic_intensity", "bound", "share", "source")
+
+
+def _provenance(roofline: Roofline, phases: tuple[PhaseTotals, ...]) -> dict[str, Any]:
+    """The measured tables the ops were timed from (family -> source) and why any op was not."""
+    tables: dict[str, str] = {}
+    reasons: dict[str, None] = {}
+    if roofline.tables_note:
+        reasons[roofline.tables_note] = None
+    if roofline.measured is not None:
+        for totals in phases:
+            for op in totals.fixed.ops:
+                where, why = roofline.source_of(op)
+                family = where.split(" ")[-1]
+                if where != "roofline":
+                    tables.setdefault(family, roofline.measured.kernels.source(family))
+                elif why:
+                    reasons[why] = None
+    return {"measured_tables": tables, "roofline_reasons": list(reasons)}
 
 
 def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions) -> dict[str, str]:

@@ -46,6 +46,8 @@ class CostOptions(BaseModel):
       all-reduce after attention and after the MLP of every layer. The ops are those of one GPU.
     - expert_parallel=e (1 or equal to tensor_parallel): the experts are spread over the tensor-parallel
       GPUs (E/e whole experts each) with an all-to-all dispatch and combine, instead of being sliced.
+    - fused_projections=True: the Q, K and V projections run as one GEMM, and gate and up as one, whatever
+      the checkpoint stores (serving engines fuse them at load); False: as the config has them.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,6 +62,7 @@ class CostOptions(BaseModel):
     kv_dtype: str | None = None
     tensor_parallel: int = 1
     expert_parallel: int = 1
+    fused_projections: bool = False
 
     @classmethod
     def make(cls, **options: Any) -> CostOptions:
@@ -84,6 +87,8 @@ class CostOptions(BaseModel):
                 values[key] = check_count(key, values[key], 1)
                 if not isinstance(values[key], int):
                     raise OptionError(f"{key} must be a single integer")
+        if not isinstance(values.get("fused_projections", False), bool):
+            raise OptionError(f"fused_projections must be True or False, not {values['fused_projections']!r}")
         ep, tp = values.get("expert_parallel", 1), values.get("tensor_parallel", 1)
         if ep not in (1, tp):
             raise OptionError(f"expert_parallel={ep} must be 1 or equal to tensor_parallel={tp}")

@@ -2,7 +2,8 @@
 
 A ModelSpec holds what the cost model needs and nothing else: sizes, the attention kind of each
 layer, the MLP or MoE block, norms, embeddings. Model families differ only in how their Hugging Face
-config is read into this spec (`hf_config.py`); the graph (`graph.py`) knows no family by name.
+config is read into this spec (`hf_config.py`); the graph builder (`cost/builder.py`, `cost/blocks/`)
+knows no family by name.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .op_fields import PhaseGraph, matmul_rows_cols, quantities
+from .op_fields import PhaseGraph, kernel_coords, matmul_rows_cols, quantities
 from .op_totals import NOT_COMMUNICATION, parts_of
 from .roofline import OpCost, Roofline
 from .stacking import CHUNK_VALUES, broadcast_block, put, put_zeros
@@ -64,12 +64,16 @@ def trapezoid_totals(roofline: Roofline, graph: PhaseGraph, indices: list[int], 
     # approximation: a matmul keeps the row fraction of its first step's rows (decode: the batch, but the
     # latent expansion of mla="expand"), and an element-wise op whose size grows with kv_len (a concatenated
     # cache) the bandwidth fraction of its first step's size, so that its time stays affine and sums exactly
-    cost0 = roofline.costs(columns, *base, rows, base[2], cols=cols)  # collectives never depend on kv_len
-    cost1 = roofline.costs(columns, *(x[..., -1] for x in q), rows, base[2], cols=cols)
+    # approximation: an op timed from a measured table (decode attention) keeps the ratio of measured to
+    # roofline time of the phase's middle step (at its kv_len, window-clamped) on every step, so that too
+    # stays affine: exact at the middle step, the kernel's efficiency held constant around it
+    clamp = (chunk.lifted(chunk.windows, ndim) - 1) - L0  # W - 1 - first_kv_len: [op, *workload axes]
+    measured = _middle_step_scale(roofline, graph, indices, columns, ndim, q, clamp, steps)
+    cost0 = roofline.costs(columns, *base, rows, base[2], cols=cols, measured=measured)  # no collectives here
+    cost1 = roofline.costs(columns, *(x[..., -1] for x in q), rows, base[2], cols=cols, measured=measured)
     c0, m0 = cost0.compute_s, cost0.memory_s
     cs, ms = cost1.compute_s - c0, cost1.memory_s - m0  # compute_s(u) = c0 + cs * u; memory_s(u) = m0 + ms * u
-    # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached
-    clamp = (chunk.lifted(chunk.windows, ndim) - 1) - L0  # W - 1 - first_kv_len: [op, *workload axes]
+    # offsets x = kv_len - first_kv_len in [0, steps - 1]; a window stops growth at W - 1 cached (clamp)
     launches = roofline.rates(columns, ndim)[3]
     ends, n = segments([clamp, *roofline.crossings(c0, cs, m0, ms, launches)], steps)
     counts = chunk.lifted(chunk.counts, n.ndim - 2)  # n: op axis, workload axes, segments
@@ -125,3 +129,18 @@ def segments(cuts: list[Any], steps: Any) -> tuple[list[np.ndarray], np.ndarray]
     count = np.maximum(hi - lo + 1.0, 0.0)
     hi = np.maximum(hi, lo)  # empty segments evaluate at a harmless point; their count is 0
     return [lo, hi], count
+
+
+def _middle_step_scale(roofline: Roofline, graph: PhaseGraph, indices: list[int], columns: Any, ndim: int,
+                       q: list[np.ndarray], clamp: np.ndarray, steps: Any) -> np.ndarray | None:
+    """measured_scale of the ops at the middle decode step's offset (None when no table covers one)."""
+    x, y = kernel_coords(roofline, graph, indices, columns, ndim + 1)
+    if x is None:
+        return None
+    # the middle offset u = (steps - 1) / 2, clamped where a window stops growth: [op, *workload axes]
+    u = np.minimum((np.asarray(steps, dtype=float) - 1) / 2, np.maximum(clamp, 0.0))
+
+    def at_middle(v: np.ndarray) -> np.ndarray:  # v at offsets (0, 1) on the trailing pair axis -> v(u)
+        return v[..., 0] + (v[..., -1] - v[..., 0]) * u
+
+    return roofline.measured_scale(columns, *(at_middle(v) for v in q), at_middle(x), at_middle(y), ndim)

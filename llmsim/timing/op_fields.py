@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..cost.graph import build_ops_unchecked, graph_template
-from ..cost.ops import Op
+from ..cost.op import Op
 from ..cost.workload import CostOptions
 from ..models.spec import ModelSpec
 from .roofline import OpColumns, Roofline
@@ -142,3 +142,16 @@ def matmul_rows_cols(roofline: Roofline, graph: PhaseGraph, indices: list[int], 
     rows, cols = graph.values["matmul_rows"], graph.values.get("matmul_cols", [None] * len(graph.values["matmul_rows"]))
     return (stack_ops([1.0 if rows[i] is None else rows[i] for i in indices], ndim),
             stack_ops([1.0 if cols[i] is None else cols[i] for i in indices], ndim))
+
+
+def kernel_coords(roofline: Roofline, graph: PhaseGraph, indices: list[int], columns: OpColumns, ndim: int
+                  ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """kernel_x and kernel_y of the ops (the coordinates a measured table is read at; 1.0 for ops without,
+    never read), where the roofline has measured tables for some of them; else (None, None)."""
+    # shape: 2 x [op, *ndim workload axes], or (None, None)
+    if not roofline.measured_groups(columns):
+        return None, None
+    none = [None] * len(graph.fixed.names)
+    xs, ys = graph.values.get("kernel_x", none), graph.values.get("kernel_y", none)
+    return (stack_ops([1.0 if xs[i] is None else xs[i] for i in indices], ndim),
+            stack_ops([1.0 if ys[i] is None else ys[i] for i in indices], ndim))

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..cost.ops import Op
-from .op_fields import PhaseGraph, matmul_rows_cols, quantities
+from ..cost.op import Op
+from .op_fields import PhaseGraph, kernel_coords, matmul_rows_cols, quantities
 from .roofline import Roofline
 from .stacking import in_groups, put, put_zeros, stack_ops
 
@@ -50,8 +50,10 @@ def steady_totals(roofline: Roofline, graph: PhaseGraph, indices: list[int], ste
         message_bytes = graph.values["comm_bytes"]
         comm_s = drop_pair(stack_ops([collective_time_s(roofline, graph.fixed.ops[i], message_bytes[i])
                                       for i in indices], axes))
+    x, y = kernel_coords(roofline, graph, indices, columns, axes)
+    measured = None if x is None else roofline.measured_scale(columns, *q, drop_pair(x), drop_pair(y), ndim)
     cost = roofline.costs(columns, *q, None if rows is None else drop_pair(rows), comm_s=comm_s,
-                          cols=None if cols is None else drop_pair(cols))
+                          cols=None if cols is None else drop_pair(cols), measured=measured)
     counts = chunk.lifted(chunk.counts, max(ndim, np.ndim(steps))) * steps  # runs per phase: count * steps
     parts = parts_of(roofline.time(cost))
     # without a collective, the communication totals are zeros: put without a pass over an array

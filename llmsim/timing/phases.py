@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..cost.ops import Op
+from ..cost.op import Op
 from ..cost.workload import CostOptions
 from ..models.spec import ModelSpec
 from .decode_sum import trapezoid_totals
@@ -41,14 +41,15 @@ class PhaseTotals:
     """Per-op totals over a phase (arrays broadcast over the sweep shape); index i is ops[i].
 
     per_op: PARTS and SUMS -> one entry per op, already times its count. names, kinds, counts: the ops'
-    fixed fields; values: their per-run quantities by formula name (see _GraphTemplate.values_at), until
-    taken (take_values). The Ops themselves are made when first asked for (one simulate() needs none).
+    fixed fields; values: their per-run quantities by formula name (see cost.template.GraphTemplate's
+    values_at), until taken (take_values). The Ops are made when first asked for (one simulate() needs none).
     """
 
     def __init__(self, per_op: dict[str, list[Any]], fixed: OpFields, values: dict[str, list[Any]],
                  ops: list[Op] | Callable[[], list[Op]]) -> None:
         self.per_op, self.values = per_op, values
         self.names, self.kinds, self.counts = fixed.names, fixed.kinds, fixed.counts
+        self.fixed = fixed  # the ops' workload-independent fields (OpFields.ops: the ops at one workload)
         self._ops = ops
 
     @property

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import check_choice
-from ..hardware.measured import load_measured, measured_for
+from ..errors import OptionError, check_choice
+from ..hardware.measured import FAMILIES, load_measured, measured_for
 from ..hardware.spec import HardwareSpec
 from .measured import MeasuredTiming
 
@@ -60,6 +60,7 @@ class ExecutionOptions(BaseModel):
     efficiency: str = "achievable"
     overhead: str = "graph"
     overlap: str = "max"
+    engine: str | None = None  # the engine these options came from (llmsim.engines), for the record
     tables: str | None = None
     table_families: tuple[str, ...] | None = None
 
@@ -69,6 +70,11 @@ class ExecutionOptions(BaseModel):
         check_choice("efficiency", values.get("efficiency", "achievable"), EFFICIENCY_MODES)
         check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
         check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
+        if "tables" in values and not isinstance(values["tables"], str):
+            raise OptionError(f"tables must be a table set name (vllm, sglang, trtllm) or a folder, not "
+                              f"{values['tables']!r}")
+        for family in values.get("table_families") or ():
+            check_choice("table_families", family, tuple(FAMILIES))
         return cls(**values)
 
 
@@ -311,6 +317,18 @@ class Roofline:
         for time_at, where in groups:
             scale[where] = time_at(x[where], y[where]) / np.maximum(kernel_s[where], 1e-300)
         return scale
+
+    def source_of(self, op: Any) -> tuple[str, str]:
+        """(where the op's time comes from: "<tables> <family>" or "roofline"; why no table, if one was meant)."""
+        if self.measured is not None:
+            if op.collective == "all_reduce" and op.group_size > 1:
+                if self.measured.all_reduce(op.group_size) is not None:
+                    return f"{self.measured.kernels.engine} all_reduce", ""
+                return "roofline", f"no all_reduce table for {op.group_size} GPUs"
+            if op.kernel_key is not None:
+                time_at, label = self.measured.lookup(op.kernel_key)
+                return (f"{self.measured.kernels.engine} {op.kernel_key[0]}", label) if time_at else ("roofline", label)
+        return "roofline", ""
 
     def reads_rows(self, ops: OpColumns) -> bool:
         """Whether costs() reads the ops' matmul_rows: a matmul's precision has a row curve (not at peak)."""

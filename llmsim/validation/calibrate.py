@@ -64,7 +64,7 @@ from ._device import (
 )
 
 _PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-# llmsim's nominal vector FLOPs per element (graph.py / ops.py) of the ops in the vector mix
+# llmsim's nominal vector FLOPs per element (cost/blocks/, cost/formulas/) of the ops in the vector mix
 _VECTOR_MIX = {"silu": 4, "gelu_tanh": 8, "softmax": 5, "rmsnorm": 4}
 
 

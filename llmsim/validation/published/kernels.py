@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ...cost.ops import formula
+from ...cost.op import formula
 from ...cost.symbolic import Expr
 from ...timing.roofline import ExecutionOptions, Roofline
 from .mapping import IN_SAMPLE, gpu_choice

@@ -1,0 +1,99 @@
+"""The feed-forward half of a layer: the dense MLP (gated or not), its activation, and mixture of experts
+(router, top-k, expert matmuls over the experts touched, combine; expert parallelism). A mixin of
+GraphBuilder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...models.spec import MLPSpec, MoESpec
+from ..op import formula
+from ..symbolic import Expr
+
+_VECTOR_FLOPS_PER_ELEMENT = {"silu": 4, "swish": 4, "gelu": 8, "gelu_new": 8, "gelu_pytorch_tanh": 8,
+                             "gelu_fast": 8, "relu": 1, "swiglu_clamped": 6}
+
+
+class FeedForwardBlocks:
+    """MLP and MoE blocks."""
+
+    def _activation_op(self, name: str, n: int, mlp: MLPSpec, tokens: Expr, I: Expr) -> None:
+        """act(gate) * up (gated) or act(x) on [tokens, I]."""
+        per_element = _VECTOR_FLOPS_PER_ELEMENT.get(mlp.activation, 8)
+        if mlp.gated and self.fusion == "eager":  # act(gate): a read, a written; * up: 2a read, a written
+            self.elementwise(name, n, tokens * I, 3, 2, per_element + 1, launches=2)
+        elif mlp.gated:  # act(gate) * up: reads gate and up, writes one
+            self.elementwise(name, n, tokens * I, 2, 1, per_element + 1)
+        else:
+            self.elementwise(name, n, tokens * I, 1, 1, per_element)
+
+    def mlp(self, prefix: str, n: int, mlp: MLPSpec, tokens: Expr | None = None, reduce: bool = True) -> None:
+        """Dense MLP: up (and gate) projections, activation, down projection; I sliced over tensor-parallel
+        GPUs, whose partial outputs are summed unless reduce=False (the caller sums them)."""
+        T = self.T if tokens is None else tokens
+        h, I = self.h, self._split(Expr.sym("I", mlp.intermediate_size))
+        layout = mlp.weight_layout
+        if mlp.gated and (mlp.fused_gate_up or self.options.fused_projections):
+            self.linear(f"{prefix}.gate_up_proj", n, T, h, 2 * I, bias=mlp.bias, weight_layout=layout)
+        elif mlp.gated:
+            self.linear(f"{prefix}.gate_proj", n, T, h, I, bias=mlp.bias, weight_layout=layout)
+            self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias, weight_layout=layout)
+        else:
+            self.linear(f"{prefix}.up_proj", n, T, h, I, bias=mlp.bias, weight_layout=layout)
+        self._activation_op(f"{prefix}.act", n, mlp, T, I)
+        self.linear(f"{prefix}.down_proj", n, T, I, h, bias=mlp.bias, weight_layout=layout)
+        if reduce:
+            self.all_reduce(f"{prefix}.all_reduce", n)
+
+    def moe(self, prefix: str, n: int, moe: MoESpec) -> None:
+        """Mixture of experts: router, top-k, the routed experts' matmuls, combine, shared experts; experts
+        sliced (tensor parallel) or spread whole over GPUs with all-to-alls (expert parallel)."""
+        T, h = self.T, self.h
+        E, k = Expr.sym("E", moe.num_experts), Expr.sym("k", moe.top_k)
+        self.linear(f"{prefix}.router", n, T, h, E, bias=moe.router_bias)
+        # softmax/sigmoid over E scores and top-k selection: reads T*E scores
+        self.elementwise(f"{prefix}.topk", n, T * E, 1, 0, 5, kind="routing", params=moe.router_extra_params)
+        expert = moe.expert
+        ep = self.ep_degree
+        if ep > 1:
+            # whole experts spread over ep GPUs: each runs T*k/ep token-expert pairs on E/ep experts
+            ep_sym = Expr.sym("ep", ep)
+            tokens, experts, I = T / ep_sym, E / ep_sym, Expr.sym("I", expert.intermediate_size)
+            dispatch = T * k * h * self.ab
+            self.add(formula("collective")(f"{prefix}.experts.dispatch", n, kind="all_to_all",
+                                           message_bytes=dispatch, group=ep))
+        else:
+            tokens, experts, I = T, E, self._split(Expr.sym("I", expert.intermediate_size))
+        kw = dict(T=tokens, k=k, E=experts, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision,
+                  weight_layout=expert.weight_layout)
+        # the measured fused-MoE kernel (both expert GEMMs, activation, routing and combine in one table time),
+        # shared among the expert GEMMs by their weight matrices: gated gate+up 2 of 3, down 1 of 3
+        # approximation: the activation and combine ops keep their own (small) roofline times on top
+        matrices = 3 if expert.gated else 2
+        moe_dtype = self.gemm_dtype if self.gemm_dtype in ("bf16", "fp8") else None
+
+        def moe_key(share: int) -> dict[str, Any]:
+            if moe_dtype is None:
+                return {}
+            key = ("moe", moe_dtype, moe.top_k, moe.num_experts, self.model.hidden_size, expert.intermediate_size,
+                   1 if ep > 1 else self.tp_degree, ep, share / matrices)
+            return {"kernel_key": key, "kernel_tokens": T}  # the tokens entering the layer on this GPU
+
+        if expert.gated and (expert.fused_gate_up or self.options.fused_projections):
+            self.expert_linear(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw, **moe_key(2))
+        else:
+            self.expert_linear(f"{prefix}.experts.gate_proj", n, K=h, N=I, **kw, **moe_key(1))
+            self.expert_linear(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw, **moe_key(1))
+        self._activation_op(f"{prefix}.experts.act", n, expert, tokens * k, I)
+        self.expert_linear(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw, **moe_key(1))
+        # out[T, h] = sum over k of weight * expert_out[T, k, h]
+        self.elementwise(f"{prefix}.experts.combine", n, tokens * k * h, 1, 0, 2)
+        if ep > 1:
+            self.add(formula("collective")(f"{prefix}.experts.combine_all_to_all", n, kind="all_to_all",
+                                           message_bytes=T * k * h * self.ab, group=ep))
+        if moe.shared is not None:
+            self.mlp(f"{prefix}.shared_experts", n, moe.shared, reduce=False)
+        if ep == 1:
+            self.all_reduce(f"{prefix}.all_reduce", n)
+        elif moe.shared is not None:
+            self.all_reduce(f"{prefix}.shared_experts.all_reduce", n)

@@ -1,0 +1,39 @@
+"""The ends of the graph: token (and learned position) embeddings before the layers, the LM head after
+them, with their tensor-parallel collectives. A mixin of GraphBuilder."""
+
+from __future__ import annotations
+
+from ..op import formula
+from ..symbolic import Expr
+
+
+class HeadBlocks:
+    """Embeddings and LM head."""
+
+    def embed(self) -> None:
+        """Token embeddings (vocabulary-parallel under tensor parallelism) and learned position embeddings."""
+        model = self.model
+        self.add(formula("embedding")("embed_tokens", 1, T=self.T, h=self.h, rows=model.vocab_size // self.tp_degree,
+                                      ab=self.eb))
+        self.all_reduce("embed_tokens.all_reduce", 1)  # vocabulary-parallel embedding
+        if model.position_embedding == "learned":
+            self.add(formula("embedding")("embed_positions", 1, T=self.T, h=self.h,
+                                          rows=model.max_position_embeddings, ab=self.eb, add=True))
+
+    def lm_head(self) -> None:
+        """logits[tokens, V] = x[tokens, h] @ W[h, V]: every token in decode or with logits="all", else the
+        last of each sequence; tied weights are the embedding table's."""
+        model = self.model
+        tokens = self.T if self.options.logits == "all" or self.phase == "decode" else self.B
+        V = Expr.sym("V", model.vocab_size)
+        V_local = V / self.tp if self.tp_degree > 1 else V
+        tied = model.tie_word_embeddings
+        dtype = ("bf16" if tied else self.gemm_dtype) if self.gemm_dtype else None  # tied: the 16-bit embedding
+        self.add(formula("linear")(
+            "lm_head", 1, T=tokens, K=self.h, N=V_local, wb=self.eb if tied else self.wb, ab=self.ab,
+            owns_weight=not tied, precision=self.precision,
+            kernel_key=("gemm", dtype, model.hidden_size) if dtype else None,
+        ))
+        if self.tp_degree > 1:  # gather the vocabulary slices of the logits
+            self.add(formula("collective")("lm_head.all_gather", 1, kind="all_gather",
+                                           message_bytes=tokens * V * self.ab, group=self.tp_degree))

@@ -1,0 +1,160 @@
+"""The graph builder: ModelSpec x phase x workload -> the list of Ops of one forward pass.
+
+GraphBuilder holds the workload symbols, the op list and the helpers that append ops (add, linear, norm,
+elementwise, expert_linear), and walks the model: embeddings, each layer group (norms, attention, MLP or
+MoE, residual adds), final norm, LM head. The blocks themselves are mixins, one concern each, in
+`cost.blocks` (attention, mla, feedforward, parallel, head); every op's numbers come from a formula
+found by its op kind name in the registry (`cost.op.formula`).
+
+Prefill runs `seq_len` new tokens per sequence with an empty cache. Decode runs one new token per
+sequence with the cache already holding `kv_len` tokens: the new token's K and V are appended and it
+attends to kv_len + 1 keys (min(kv_len + 1, W) on a sliding-window layer, whose cache keeps W - 1).
+
+Symbols in formulas: B batch, S new tokens per sequence, L cached tokens, T = B*S tokens, h hidden,
+H heads, kvh KV heads, d and dv head dims, I intermediate size, E experts, k experts per token,
+V vocabulary, r MLA latent rank, dr MLA rope dim, dn MLA no-rope dim, qr MLA query rank, W window;
+wb, ab, kvb bytes per weight, activation and cache element.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
+from ..models.spec import LayerGroup, ModelSpec, MoESpec
+from .blocks.attention import AttentionBlocks
+from .blocks.feedforward import FeedForwardBlocks
+from .blocks.head import HeadBlocks
+from .blocks.mla import MLABlocks
+from .blocks.parallel import ParallelBlocks
+from .op import Op, formula, value_scalar
+from .symbolic import Expr
+from .workload import CostOptions
+
+_UNFUSED = ("none", "eager")  # fusion policies without the fused residual add + norm
+
+
+class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, ParallelBlocks):
+    """Builds the op list; one method per block, shared by every model family."""
+
+    def __init__(self, model: ModelSpec, phase: str, B: Any, S: Any, L: Any, options: CostOptions) -> None:
+        self.model, self.phase, self.options = model, phase, options
+        weight_dtype, act_dtype, kv_dtype = options.resolved_dtypes(model.dtype)
+        self.precision = matmul_precision(act_dtype, weight_dtype)
+        self.gemm_dtype = _gemm_table_dtype(weight_dtype, act_dtype)  # the measured GEMM table the matmuls read
+        self.kv_table_dtype = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8"}.get(kv_dtype)
+        self.B = Expr.sym("B", B)
+        self.S = Expr.sym("S", S)
+        self.L = Expr.sym("L", L)
+        self.T = self.B * self.S
+        self.h = Expr.sym("h", model.hidden_size)
+        self.wb = Expr.sym("wb", weight_bytes_per_param(weight_dtype))
+        self.ab = Expr.sym("ab", dtype_bytes(act_dtype))
+        self.kvb = Expr.sym("kvb", dtype_bytes(kv_dtype))
+        self.eb = Expr.sym("eb", dtype_bytes(canonical_dtype(model.dtype)))  # embedding/norm storage
+        self.fusion = options.fusion
+        self.tp_degree, self.ep_degree = options.tensor_parallel, options.expert_parallel
+        self.tp = Expr.sym("tp", self.tp_degree)
+        self._check_split(model)
+        self.ops: list[Op] = []
+        # ops whose formula computes a value outside its Exprs (experts touched): index in self.ops ->
+        # (formula name, op name, count, keyword arguments), so a graph template can call it again
+        self.calls: dict[int, tuple[str, str, int, dict[str, Any]]] = {}
+
+    # ---- helpers ----------------------------------------------------------------------------------
+    def add(self, op: Op) -> None:
+        if self.fusion == "full" and op.kind in ("norm", "elementwise"):
+            # fused into a neighbouring matmul's prologue/epilogue: no traffic, no launch of its own
+            zero = Expr.const(0)
+            formulas = dict(op.formulas, bytes_read=zero, bytes_written=zero)
+            op = op.scaled(formulas=formulas, launches=0)
+        self.ops.append(op)
+
+    def linear(self, name: str, count: int, T: Expr, K: Expr, N: Expr, bias: bool = False, **kw: Any) -> None:
+        key = ("gemm", self.gemm_dtype, int(value_scalar(K))) if self.gemm_dtype else None
+        self.add(formula("linear")(name, count, T=T, K=K, N=N, wb=self.wb, ab=self.ab, bias=bias,
+                                   precision=self.precision, kernel_key=key, **kw))
+
+    def norm(self, name: str, count: int, n: Expr, norms: int = 1, params_per_norm: int | None = None) -> None:
+        params = params_per_norm if params_per_norm is not None else self.model.norm_params
+        if self.fusion == "eager" and self.model.norm != "layernorm":  # LayerNorm is one aten kernel
+            self.add(formula("eager_rmsnorm")(name, count, T=self.T, n=n, ab=self.ab, params_per_norm=params,
+                                              norms=norms))
+            return
+        self.add(formula("norm")(name, count, T=self.T, n=n, ab=self.ab, kind=self.model.norm,
+                                 params_per_norm=params, norms=norms))
+
+    def expert_linear(self, name: str, count: int, **kw: Any) -> None:
+        """An experts' matmul (formula "expert_linear"), its call recorded in self.calls."""
+        self.calls[len(self.ops)] = ("expert_linear", name, count, kw)
+        self.add(formula("expert_linear")(name, count, **kw))
+
+    def elementwise(self, name: str, count: int, elements: Expr, inputs: float, outputs: float, flops: int,
+                    **kw: Any) -> None:
+        self.add(formula("elementwise")(name, count, elements=elements, inputs=inputs, outputs=outputs,
+                                        flops_per_element=flops, ab=self.ab, **kw))
+
+    # ---- the forward pass ---------------------------------------------------------------------------
+    def build(self) -> list[Op]:
+        """The ops of the forward pass: embeddings, every layer group, the final norm, the LM head."""
+        model = self.model
+        self.embed()
+        for group in model.layer_groups:
+            prefix = f"layers.{group.tag}" if group.tag and len(model.layer_groups) > 1 else "layers"
+            self.layer(prefix, group)
+        if self.fusion not in _UNFUSED and not any(g.layer.parallel for g in model.layer_groups):
+            self._add_norm("final_add_norm", 1)  # the last layer's residual add, fused
+        else:
+            self.norm("final_norm", 1, self.h)
+        self.lm_head()
+        return self.ops
+
+    def layer(self, prefix: str, group: LayerGroup) -> None:
+        """One layer type, run group.count times: norms, attention, MLP or MoE, residual adds."""
+        layer, n = group.layer, group.count
+        T, h = self.T, self.h
+        # With fusion, each residual add runs inside the next norm's kernel (fused add + norm), as
+        # serving engines do; parallel blocks (attention and MLP both read x) keep their adds.
+        fuse_add = self.fusion not in _UNFUSED and not layer.parallel
+        if fuse_add:
+            self._add_norm(f"{prefix}.input_add_norm", n)  # x += previous mlp out; norm(x)
+        else:
+            self.norm(f"{prefix}.input_norm", n, h)
+        self.attention(f"{prefix}.attn", n, layer.attention)
+        if layer.post_attn_norm:
+            self.norm(f"{prefix}.post_attn_norm", n, h)
+        if layer.parallel:
+            if layer.pre_mlp_norm:
+                self.norm(f"{prefix}.pre_mlp_norm", n, h)
+        elif fuse_add:
+            self._add_norm(f"{prefix}.pre_mlp_add_norm", n)  # x += attn out; norm(x)
+        else:
+            self.elementwise(f"{prefix}.attn_residual_add", n, T * h, 2, 1, 1)
+            self.norm(f"{prefix}.pre_mlp_norm", n, h)
+        if isinstance(layer.mlp, MoESpec):
+            self.moe(f"{prefix}.mlp", n, layer.mlp)
+        else:
+            self.mlp(f"{prefix}.mlp", n, layer.mlp)
+        if layer.post_mlp_norm:
+            self.norm(f"{prefix}.post_mlp_norm", n, h)
+        if layer.parallel:
+            self.elementwise(f"{prefix}.residual_add", 2 * n, T * h, 2, 1, 1)  # x + attn + mlp: two adds
+        elif not fuse_add:
+            self.elementwise(f"{prefix}.mlp_residual_add", n, T * h, 2, 1, 1)
+
+    def _add_norm(self, name: str, count: int) -> None:
+        """x = x + y; out = norm(x): reads x and y, writes x and out, one kernel."""
+        per_element = 8 if self.model.norm == "layernorm" else 5
+        self.add(formula("elementwise")(name, count, elements=self.T * self.h, inputs=2, outputs=2,
+                                        flops_per_element=per_element, ab=self.ab, kind="norm",
+                                        params=self.model.norm_params))
+
+
+def _gemm_table_dtype(weight_dtype: str, act_dtype: str) -> str | None:
+    """The measured GEMM table of a (weight, activation) pair: bf16 (fp16 reads it too: the same tensor-core
+    rate and bytes), fp8 (W8A8: serving engines quantize activations of fp8 weights), int8_wo / int4_wo
+    (weight-only, 16-bit activations); None for float32 (no table)."""
+    if act_dtype in ("bfloat16", "float16"):
+        return {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8", "int8": "int8_wo", "int4": "int4_wo"}.get(
+            weight_dtype)
+    return "fp8" if act_dtype == weight_dtype == "fp8" else None
