@@ -216,7 +216,7 @@ def _op_fields(totals: PhaseTotals, columns: dict[str, list[float]], phase_time_
     # the first largest term, in BOUNDS order
     bound = [BOUNDS[terms.index(max(terms))] for terms in zip(*(columns[f"{b}_s"] for b in BOUNDS))]
     share = [t / phase_time_s for t in time_s] if phase_time_s > 0 else [0.0] * len(time_s)
-    source = [roofline.source_of(op)[0] for op in totals.fixed.ops]
+    source = [where for where, _ in roofline.sources_of(totals.fixed)]
     rows = zip(totals.names, totals.kinds, totals.counts, *(columns[key] for key in _OP_COLUMNS), intensity, bound,
                share, source)
     return [dict(zip(_OP_FIELDS, row)) for row in rows]
@@ -233,8 +233,7 @@ def _provenance(roofline: Roofline, phases: tuple[PhaseTotals, ...]) -> dict[str
         reasons[roofline.tables_note] = None
     if roofline.measured is not None:
         for totals in phases:
-            for op in totals.fixed.ops:
-                where, why = roofline.source_of(op)
+            for where, why in roofline.sources_of(totals.fixed):
                 family = where.split(" ")[-1]
                 if where != "roofline":
                     tables.setdefault(family, roofline.measured.kernels.source(family))

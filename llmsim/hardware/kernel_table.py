@@ -16,7 +16,9 @@ returns their geometric mean. Beyond the measured range of an axis:
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,10 @@ class GridTable:
     times_s: np.ndarray  # shape (len(points[0]), len(points[1]), ...)
     _log_points: tuple[np.ndarray, ...] = field(init=False, repr=False, compare=False)
     _log_times: np.ndarray = field(init=False, repr=False, compare=False)
+    _corners: np.ndarray = field(init=False, repr=False, compare=False)
+    _strides: np.ndarray = field(init=False, repr=False, compare=False)
+    _log_lists: tuple[list[float], ...] = field(init=False, repr=False, compare=False)
+    _log_list: list[float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         points, times = list(self.points), self.times_s
@@ -43,33 +49,59 @@ class GridTable:
                 points[axis] = np.array([p[0], 2 * p[0]])
                 times = np.concatenate([times, 2 * times], axis=axis)
         object.__setattr__(self, "_log_points", tuple(np.log(p) for p in points))
-        object.__setattr__(self, "_log_times", np.log(times))
+        object.__setattr__(self, "_log_times", np.log(times).ravel())  # flat, C order
+        # each corner of a grid cell: its 0/1 offset per axis [corner, axis], and the flat-index step of each axis
+        d = len(points)
+        object.__setattr__(self, "_corners", np.array(list(itertools.product((0, 1), repeat=d)), dtype=int))
+        object.__setattr__(self, "_strides", np.array([int(np.prod([len(p) for p in points[i + 1:]]))
+                                                       for i in range(d)], dtype=int))
+        object.__setattr__(self, "_log_lists", tuple(lp.tolist() for lp in self._log_points))
+        object.__setattr__(self, "_log_list", self._log_times.tolist())
 
     def time_s(self, *coords: Any) -> Any:
         """The time at `coords` (one per axis; numbers or broadcasting arrays), as the module docstring reads it."""
-        located = [_locate(np.asarray(x, dtype=float), lp) for x, lp in zip(coords, self._log_points)]
-        shape = np.broadcast_shapes(*(np.shape(lo) for lo, _, _ in located))
-        log_t = np.zeros(shape)
-        for corner in itertools.product((0, 1), repeat=len(located)):
-            weight: Any = 1.0
-            index = []
-            for (lo, w, _), side in zip(located, corner):
-                weight = weight * (w if side else 1.0 - w)
-                index.append(lo + side)
-            log_t = log_t + weight * self._log_times[tuple(np.broadcast_arrays(*index))]
-        beyond = 1.0
-        for _, _, factor in located:
-            beyond = beyond * factor
-        result = np.exp(log_t) * beyond
+        arrays = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in coords))
+        shape = arrays[0].shape
+        if arrays[0].size <= _FEW_POINTS:  # one simulate(): a handful of ops; plain Python beats numpy's overheads
+            times = [self._time_at(point) for point in zip(*(a.ravel().tolist() for a in arrays))]
+            return float(times[0]) if not shape else np.array(times).reshape(shape)
+        lo, w, beyond = (np.stack(part) for part in zip(*(_locate(x.ravel(), lp)
+                                                          for x, lp in zip(arrays, self._log_points))))
+        # lo, w, beyond: [axis, point]; every corner of each point's cell at once: [corner, axis, point]
+        sides = self._corners[:, :, None]
+        index = ((lo[None] + sides) * self._strides[None, :, None]).sum(axis=1)  # flat index [corner, point]
+        weight = np.where(sides == 1, w[None], 1.0 - w[None]).prod(axis=1)  # [corner, point]
+        log_t = (weight * self._log_times[index]).sum(axis=0)
+        result = (np.exp(log_t) * beyond.prod(axis=0)).reshape(shape)
         return float(result) if result.ndim == 0 else result
+
+
+    def _time_at(self, point: tuple[float, ...]) -> float:
+        """time_s of one point, the same arithmetic in plain Python (math.log, bisect)."""
+        flat, weight_of, beyond = [0], [1.0], 1.0
+        for x, log_points, stride in zip(point, self._log_lists, self._strides.tolist()):
+            log_x = math.log(max(x, 1e-300))
+            clamped = min(max(log_x, log_points[0]), log_points[-1])
+            lo = min(max(bisect.bisect_right(log_points, clamped) - 1, 0), len(log_points) - 2)
+            w = (clamped - log_points[lo]) / (log_points[lo + 1] - log_points[lo])
+            if log_x > log_points[-1]:
+                beyond *= math.exp(log_x - log_points[-1])
+            # every corner so far, each with this axis's lower and upper point
+            flat = [f + (lo + side) * stride for f in flat for side in (0, 1)]
+            weight_of = [wt * (w if side else 1.0 - w) for wt in weight_of for side in (0, 1)]
+        log_t = sum(wt * self._log_list[f] for f, wt in zip(flat, weight_of))
+        return math.exp(log_t) * beyond
+
+
+_FEW_POINTS = 32
 
 
 def _locate(x: np.ndarray, log_points: np.ndarray) -> tuple[np.ndarray, np.ndarray, Any]:
     """(lower grid index, weight of the upper point, factor beyond the top edge) of x on one axis."""
     n = len(log_points)
     log_x = np.log(np.maximum(x, 1e-300))
-    clamped = np.clip(log_x, log_points[0], log_points[-1])
-    lo = np.clip(np.searchsorted(log_points, clamped, side="right") - 1, 0, n - 2)
+    clamped = np.minimum(np.maximum(log_x, log_points[0]), log_points[-1])
+    lo = np.minimum(np.maximum(np.searchsorted(log_points, clamped, side="right") - 1, 0), n - 2)
     weight = (clamped - log_points[lo]) / (log_points[lo + 1] - log_points[lo])
     factor = np.exp(np.maximum(log_x - log_points[-1], 0.0))  # x / x_largest above the grid, else 1
     return lo, weight, factor

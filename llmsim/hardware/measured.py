@@ -148,6 +148,8 @@ def load_measured(folder: str, device: str = "", engine: str = "") -> MeasuredKe
 
 def measured_for(device: str, engine: str) -> MeasuredKernels | None:
     """The shipped tables of a device (hardware file name) under an engine; None where none are shipped."""
+    if "/" in engine or "\\" in engine or engine in (".", ".."):
+        return None  # a folder, not a table set name
     folder = kernels_root() / device / engine
     return load_measured(str(folder), device, engine) if folder.is_dir() else None
 

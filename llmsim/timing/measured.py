@@ -2,7 +2,7 @@
 
 An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the formulas `kernel_x` and
 `kernel_y`) is looked up in the engine's tables for the device:
-    ("gemm", dtype, K)                                   x = M rows, y = N columns
+    ("gemm", dtype, K)                                   x = M rows, y = N columns (read per dtype: z = K)
     ("moe", dtype, topk, experts, hidden, inter, tp, ep, share)   x = tokens; time = table x share
     ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window)   x = batch, y = prompt tokens
     ("decode_attention", kv_dtype, head_dim, heads, kv_heads)     x = batch, y = keys attended
@@ -28,6 +28,16 @@ class MeasuredTiming:
         self.kernels = kernels
         self.families = tuple(f for f in kernels.families if families is None or f in families)
         self._lookups: dict[tuple, Any] = {}
+        self._remembered: dict[int, tuple[Any, Any]] = {}  # id(owner) -> (owner, value): the owner kept alive
+
+    def remembered(self, owner: Any, make: Any) -> Any:
+        """make(), once per owner object (bounded: forgets all past 256 owners)."""
+        found = self._remembered.get(id(owner))
+        if found is None or found[0] is not owner:
+            if len(self._remembered) >= 256:
+                self._remembered.clear()
+            found = self._remembered[id(owner)] = (owner, make())
+        return found[1]
 
     def label(self, family: str) -> str:
         return f"{self.kernels.engine} {family} table"
@@ -43,19 +53,19 @@ class MeasuredTiming:
         if family is None or family not in self.families:
             return None, f"no {key[0]} table for engine {self.kernels.engine} on {self.kernels.device}"
         k = self.kernels
-        if family == "gemm":
-            _, dtype, depth = key
+        if family == "gemm":  # key ("gemm", dtype): K comes as z
+            dtype = key[1]
             grid = k.tables["gemm"].grids.get((dtype,))
             if grid is None:
                 return None, f"no {dtype} GEMM table for engine {k.engine} on {k.device}"
-            return (lambda x, y: grid.time_s(x, y, depth)), self.label("gemm")
+            return (lambda x, y, z: grid.time_s(x, y, z)), self.label("gemm")
         if family == "moe":
             _, dtype, topk, experts, hidden, inter, tp, ep, share = key
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})")
-            return (lambda x, y: grid.time_s(x) * share), self.label("moe")
+            return (lambda x, y, z: grid.time_s(x) * share), self.label("moe")
         phase = "prefill" if family == "prefill_attention" else "decode"
         _, kv_dtype, head_dim, heads, kv_heads, *window = key
         found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)
@@ -66,8 +76,8 @@ class MeasuredTiming:
         if phase == "prefill" and window and window[0]:
             w = window[0]
             label += f"; window {w}: the causal table x the pairs the window keeps (approximation)"
-            return (lambda x, y: grid.time_s(x, y) * factor * prefill_window_factor(y, w)), label
-        return (lambda x, y: grid.time_s(x, y) * factor), label
+            return (lambda x, y, z: grid.time_s(x, y) * factor * prefill_window_factor(y, w)), label
+        return (lambda x, y, z: grid.time_s(x, y) * factor), label
 
     def all_reduce(self, group: int) -> Any:
         """Time function of the engine's all-reduce among `group` GPUs by message bytes, or None."""

@@ -113,8 +113,10 @@ class OpColumns:
     # weight layout, inner dimension K) (row_groups), element-wise kinds by precision (size_groups)
     row_groups: tuple[tuple[tuple[str, str, int], np.ndarray], ...]
     size_groups: tuple[tuple[str, np.ndarray], ...]
-    # (kernel key, op indices) of the ops that name a measured kernel (Op.kernel_key; timing.measured)
+    # (kernel key, op indices) of the ops that name a measured kernel (Op.kernel_key; timing.measured): GEMMs
+    # grouped by dtype alone, each op's K in kernel_depth (one table read for all of a dtype's GEMMs)
     kernel_groups: tuple[tuple[tuple, np.ndarray], ...] = ()
+    kernel_depth: np.ndarray | None = None
 
     @classmethod
     def of(cls, ops: list[Any]) -> OpColumns:
@@ -130,8 +132,15 @@ class OpColumns:
             launches=np.array([op.launches for op in ops], dtype=float),
             row_groups=_groups([(op.precision, op.weight_layout, op.matmul_depth) for op in ops], has_rows),
             size_groups=_groups(precisions, elementwise),
-            kernel_groups=_groups([op.kernel_key for op in ops], [op.kernel_key is not None for op in ops]),
+            kernel_groups=_groups([_group_key(op.kernel_key) for op in ops], [op.kernel_key is not None for op in ops]),
+            kernel_depth=np.array([op.kernel_key[2] if op.kernel_key and op.kernel_key[0] == "gemm" else 0
+                                   for op in ops], dtype=float),
         )
+
+
+def _group_key(key: tuple | None) -> tuple | None:
+    """GEMM keys without their K (one group per dtype); other kernel keys whole."""
+    return key[:2] if key is not None and key[0] == "gemm" else key
 
 
 def _groups(keys: list[Any], selected: list[bool]) -> tuple[tuple[Any, np.ndarray], ...]:
@@ -314,9 +323,16 @@ class Roofline:
         kernel_s = np.maximum(compute_s, memory_s) if self.execution.overlap == "max" else compute_s + memory_s
         kernel_s = np.broadcast_to(kernel_s, np.broadcast_shapes(np.shape(kernel_s), np.shape(x), np.shape(y)))
         scale = np.full(kernel_s.shape, np.nan)
+        depth = ops.kernel_depth.reshape((-1,) + (1,) * (kernel_s.ndim - 1))
         for time_at, where in groups:
-            scale[where] = time_at(x[where], y[where]) / np.maximum(kernel_s[where], 1e-300)
+            scale[where] = time_at(x[where], y[where], depth[where]) / np.maximum(kernel_s[where], 1e-300)
         return scale
+
+    def sources_of(self, fixed: Any) -> list[tuple[str, str]]:
+        """source_of each op of an OpFields (made once per OpFields and table set: they depend on nothing else)."""
+        if self.measured is None:
+            return [self.source_of(op) for op in fixed.ops]
+        return self.measured.remembered(fixed, lambda: [self.source_of(op) for op in fixed.ops])
 
     def source_of(self, op: Any) -> tuple[str, str]:
         """(where the op's time comes from: "<tables> <family>" or "roofline"; why no table, if one was meant)."""
@@ -326,7 +342,7 @@ class Roofline:
                     return f"{self.measured.kernels.engine} all_reduce", ""
                 return "roofline", f"no all_reduce table for {op.group_size} GPUs"
             if op.kernel_key is not None:
-                time_at, label = self.measured.lookup(op.kernel_key)
+                time_at, label = self.measured.lookup(_group_key(op.kernel_key))
                 return (f"{self.measured.kernels.engine} {op.kernel_key[0]}", label) if time_at else ("roofline", label)
         return "roofline", ""
 
@@ -430,12 +446,16 @@ def _measured_timing(hardware: HardwareSpec, execution: ExecutionOptions) -> tup
     """The measured tables of the execution options for this device, and a note when none apply."""
     if not execution.tables or execution.efficiency == "peak":
         return None, ""
-    folder = Path(execution.tables)
-    if folder.is_dir():
-        kernels = load_measured(str(folder.resolve()))
-    else:
-        kernels = measured_for(hardware.name, execution.tables)
+    return _timing_of(hardware.name, execution.tables, execution.table_families)
+
+
+@lru_cache(maxsize=64)
+def _timing_of(device: str, tables: str, families: tuple[str, ...] | None) -> tuple[MeasuredTiming | None, str]:
+    """One MeasuredTiming per device, table set (or folder) and families, kept with its lookups."""
+    kernels = measured_for(device, tables)
+    if kernels is None and Path(tables).is_dir():
+        kernels = load_measured(str(Path(tables).resolve()))
     if kernels is None:
-        return None, (f"no measured {execution.tables} kernel tables for {hardware.name}: every op on the roofline "
-                      f"with the hardware file's achievable fractions")
-    return MeasuredTiming(kernels, execution.table_families), ""
+        return None, (f"no measured {tables} kernel tables for {device}: every op on the roofline with the hardware "
+                      f"file's achievable fractions")
+    return MeasuredTiming(kernels, families), ""

@@ -1,0 +1,112 @@
+"""Engines and measured kernel tables in simulate(): table times reach the ops, sums stay exact where they
+can, fallbacks say why, explicit options win over an engine's."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+import llmsim
+from llmsim.errors import OptionError
+from llmsim.shipped import kernels_dir
+from llmsim.timing.phases import decode_totals
+from llmsim.timing.roofline import Roofline
+
+GRAPH_LAUNCH_S = 0.875e-6  # hardware/h100-sxm.toml graph_replay_per_kernel_s: one kernel per op run
+
+
+def _op(result: llmsim.SimulationResult, phase: str, name: str) -> object:
+    return next(op for op in getattr(result, phase).ops if op.name == name)
+
+
+def test_a_gemm_takes_the_measured_time() -> None:
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=4096, gen_len=1, engine="vllm")
+    down = _op(r, "prefill", "layers.mlp.down_proj")  # x[4096, 14336] @ W[14336, 4096]
+    assert down.source == "vllm gemm"
+    # kernels/h100-sxm/vllm/gemm.csv: bf16,4096,4096,12288,489.2 and bf16,4096,4096,16384,603.8 (us);
+    # k = 14336 lies w = log(14336/12288) / log(16384/12288) = 0.5358 of the way in log: 489.2^(1-w) * 603.8^w
+    w = math.log(14336 / 12288) / math.log(16384 / 12288)
+    table_s = 489.2e-6 ** (1 - w) * 603.8e-6 ** w  # = 548.5 us
+    assert down.time_s / down.count == pytest.approx(table_s + GRAPH_LAUNCH_S, rel=1e-9)
+    assert down.bound == "compute"  # the larger roofline term stays the bound
+
+
+def test_moe_experts_share_the_fused_kernel_time() -> None:
+    r = llmsim.simulate("qwen3-30b-a3b", "h100-sxm", batch_size=16, prompt_len=128, gen_len=2, engine="vllm")
+    gate_up = _op(r, "decode", "layers.mlp.experts.gate_up_proj")
+    down = _op(r, "decode", "layers.mlp.experts.down_proj")
+    assert gate_up.source == down.source == "vllm moe"
+    # kernels/h100-sxm/vllm/moe.csv: bf16, top-8 of 128, hidden 2048, inter 768, tp 1, ep 1: 16 tokens 420.4 us;
+    # one decode step runs 16 tokens; gate+up is 2 of the 3 expert matrices, down 1 of 3
+    assert gate_up.time_s / gate_up.count == pytest.approx(420.4e-6 * 2 / 3 + GRAPH_LAUNCH_S, rel=1e-9)
+    assert down.time_s / down.count == pytest.approx(420.4e-6 / 3 + GRAPH_LAUNCH_S, rel=1e-9)
+
+
+def test_decode_closed_form_against_step_by_step_with_measured_attention() -> None:
+    """Steady ops (GEMMs) sum exactly; decode attention keeps the middle step's measured/roofline ratio, so
+    the closed form is an approximation there: within 1 % of the step-by-step sum on this workload."""
+    spec, hw, cost, execution = llmsim.analysis.simulate.resolve("llama-3.1-8b", "h100-sxm", engine="vllm")
+    roofline = Roofline(hw, execution)
+    batch, prompt, steps = 8, 1000, 64
+    closed = decode_totals(spec, roofline, cost, batch, prompt, steps)
+    by_step = [decode_totals(spec, roofline, cost, batch, prompt + i, 1) for i in range(steps)]
+    names = closed.names
+    for i, name in enumerate(names):
+        summed = sum(t.per_op["time_s"][i] for t in by_step)
+        if name.endswith(".flash"):
+            assert closed.per_op["time_s"][i] == pytest.approx(summed, rel=0.01), name
+        else:
+            assert closed.per_op["time_s"][i] == pytest.approx(summed, rel=1e-9), name
+    assert closed.total("bytes") == pytest.approx(sum(t.total("bytes") for t in by_step), rel=1e-9)
+
+
+def test_no_tables_for_the_device_falls_back_and_says_why() -> None:
+    r = llmsim.simulate("llama-3.1-8b", "h100-pcie", batch_size=4, prompt_len=256, gen_len=8)
+    assert r.engine == "vllm" and not r.measured_tables
+    assert r.roofline_reasons == ["no measured vllm kernel tables for h100-pcie: every op on the roofline with the "
+                                  "hardware file's achievable fractions"]
+    assert all(op.source == "roofline" for op in r.decode.ops)
+    assert "roofline    no measured vllm kernel tables for h100-pcie" in str(r)
+
+
+def test_a_dtype_without_a_table_falls_back_and_says_why() -> None:
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, weight_dtype="int4")
+    assert "no int4_wo GEMM table for engine vllm on h100-sxm" in r.roofline_reasons
+    assert _op(r, "decode", "layers.mlp.down_proj").source == "roofline"
+    assert _op(r, "decode", "layers.attn.flash").source == "vllm decode_attention"  # attention still measured
+
+
+def test_engines_set_defaults_and_explicit_options_win() -> None:
+    served = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=2)
+    assert served.options.fused_projections and served.execution.tables == "vllm"
+    assert {op.name for op in served.decode.ops} >= {"layers.attn.qkv_proj", "layers.mlp.gate_up_proj"}
+    split = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=2, fused_projections=False)
+    assert "layers.attn.q_proj" in {op.name for op in split.decode.ops}
+    eager = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=2, engine="transformers")
+    assert eager.execution.overhead == "eager" and eager.options.fusion == "eager"
+    assert eager.execution.table_families == ("gemm",)
+    assert _op(eager, "decode", "layers.attn.flash").source == "roofline"  # transformers: GEMM tables only
+    peak = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=2, engine="roofline")
+    assert peak.execution.efficiency == "peak" and not peak.measured_tables
+    cpu = llmsim.simulate("gpt2", "cpu-generic", batch_size=1, prompt_len=16, gen_len=2)
+    assert cpu.engine == "transformers"  # a CPU: no serving engine
+
+
+def test_bad_engine_and_tables_are_refused_by_name() -> None:
+    with pytest.raises(OptionError, match=r"engine.*tgi.*vllm"):
+        llmsim.simulate("gpt2", "h100-sxm", engine="tgi")
+    with pytest.raises(OptionError, match="table_families"):
+        llmsim.simulate("gpt2", "h100-sxm", table_families=("gemm", "flux"))
+    with pytest.raises(OptionError, match="fused_projections"):
+        llmsim.simulate("gpt2", "h100-sxm", fused_projections="yes")
+
+
+def test_tables_from_a_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "gemm.csv").write_text((kernels_dir() / "h100-sxm" / "vllm" / "gemm.csv").read_text())
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=4096, gen_len=2, tables=str(folder))
+    assert _op(r, "prefill", "layers.mlp.down_proj").source.endswith("gemm")
+    assert _op(r, "decode", "layers.attn.flash").source == "roofline"  # the folder has no attention table
