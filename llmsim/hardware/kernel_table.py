@@ -65,14 +65,21 @@ class GridTable:
         if arrays[0].size <= _FEW_POINTS:  # one simulate(): a handful of ops; plain Python beats numpy's overheads
             times = [self._time_at(point) for point in zip(*(a.ravel().tolist() for a in arrays))]
             return float(times[0]) if not shape else np.array(times).reshape(shape)
-        lo, w, beyond = (np.stack(part) for part in zip(*(_locate(x.ravel(), lp)
-                                                          for x, lp in zip(arrays, self._log_points))))
-        # lo, w, beyond: [axis, point]; every corner of each point's cell at once: [corner, axis, point]
-        sides = self._corners[:, :, None]
-        index = ((lo[None] + sides) * self._strides[None, :, None]).sum(axis=1)  # flat index [corner, point]
-        weight = np.where(sides == 1, w[None], 1.0 - w[None]).prod(axis=1)  # [corner, point]
-        log_t = (weight * self._log_times[index]).sum(axis=0)
-        result = (np.exp(log_t) * beyond.prod(axis=0)).reshape(shape)
+        # a sweep: each axis located on its own values, then the cell's corners one at a time (memory of one point
+        # array per corner, not of all corners)
+        located = [_locate(np.asarray(x, dtype=float), lp) for x, lp in zip(coords, self._log_points)]
+        log_t: Any = 0.0
+        beyond: Any = 1.0
+        for (_, _, factor) in located:
+            beyond = beyond * factor
+        for corner in self._corners.tolist():
+            index: Any = 0
+            weight: Any = 1.0
+            for (lo, w, _), side, stride in zip(located, corner, self._strides.tolist()):
+                index = index + (lo + side) * stride
+                weight = weight * (w if side else 1.0 - w)
+            log_t = log_t + weight * self._log_times[index]
+        result = np.broadcast_to(np.exp(log_t) * beyond, shape)
         return float(result) if result.ndim == 0 else result
 
 
