@@ -110,3 +110,13 @@ def test_tables_from_a_folder(tmp_path: Path) -> None:
     r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=4096, gen_len=2, tables=str(folder))
     assert _op(r, "prefill", "layers.mlp.down_proj").source.endswith("gemm")
     assert _op(r, "decode", "layers.attn.flash").source == "roofline"  # the folder has no attention table
+
+
+def test_weight_only_gemms_read_another_engines_table_as_a_proxy() -> None:
+    r = llmsim.simulate("llama-2-7b", "a100-80gb-sxm", batch_size=1, prompt_len=6, gen_len=3, weight_dtype="int4",
+                        engine="vllm")
+    down = _op(r, "decode", "layers.mlp.down_proj")  # x[1, 11008] @ W[11008, 4096], int4 weights
+    assert down.source == "trtllm gemm (proxy)"
+    assert "a proxy: vllm has no int4_wo GEMM table on a100-80gb-sxm" in r.measured_tables["trtllm gemm (proxy)"]
+    grid = llmsim.hardware.measured.measured_for("a100-80gb-sxm", "trtllm").gemm_table_named("int4_wo")
+    assert down.time_s / down.count / 2 == pytest.approx(grid.time_s(1, 4096, 11008) + 0.875e-6, rel=1e-9)

@@ -234,11 +234,14 @@ def _provenance(roofline: Roofline, phases: tuple[PhaseTotals, ...]) -> dict[str
     if roofline.measured is not None:
         for totals in phases:
             for where, why in roofline.sources_of(totals.fixed):
-                family = where.split(" ")[-1]
-                if where != "roofline":
+                if where == "roofline":
+                    if why:
+                        reasons[why] = None
+                elif where.endswith("(proxy)"):  # another engine's table of the device: why says which and why
+                    tables.setdefault(where, why)
+                else:
+                    family = where.split(" ")[-1]
                     tables.setdefault(family, roofline.measured.kernels.source(family))
-                elif why:
-                    reasons[why] = None
     return {"measured_tables": tables, "roofline_reasons": list(reasons)}
 
 

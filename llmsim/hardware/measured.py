@@ -65,6 +65,11 @@ class MeasuredKernels:
         name = _GEMM_TABLE_OF.get(precision)
         return None if table is None or name is None else table.grids.get((name,))
 
+    def gemm_table_named(self, dtype: str) -> GridTable | None:
+        """The GEMM grid of a table dtype name (bf16, fp8, int8_wo, int4_wo, nvfp4), or None."""
+        table = self.tables.get("gemm")
+        return None if table is None else table.grids.get((dtype,))
+
     def gemm_s(self, precision: str, m: Any, n: Any, k: Any) -> Any:
         """Time of Y[m, n] = X[m, k] W[k, n] at `precision` (None without a table for it)."""
         grid = self.gemm_table(precision)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hardware.measured import MeasuredKernels, prefill_window_factor
+from ..hardware.measured import MeasuredKernels, measured_for, prefill_window_factor, shipped_kernel_sets
 
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
              "decode_attention": "decode_attention"}
@@ -42,42 +42,54 @@ class MeasuredTiming:
     def label(self, family: str) -> str:
         return f"{self.kernels.engine} {family} table"
 
-    def lookup(self, key: tuple) -> tuple[Any, str]:
-        """(a function (x, y) -> seconds, or None; the table it reads or why none applies), made once per key."""
+    def lookup(self, key: tuple) -> tuple[Any, str, str | None]:
+        """(a function (x, y, z) -> seconds, or None; the table it reads or why none applies; the source name
+        when it is not this engine's own table), made once per key."""
         if key not in self._lookups:
             self._lookups[key] = self._find(key)
         return self._lookups[key]
 
-    def _find(self, key: tuple) -> tuple[Any, str]:
+    def _find(self, key: tuple) -> tuple[Any, str, str | None]:
         family = FAMILY_OF.get(key[0])
-        if family is None or family not in self.families:
-            return None, f"no {key[0]} table for engine {self.kernels.engine} on {self.kernels.device}"
+        if family is None:
+            return None, f"no measured table family for {key[0]}", None
+        if family not in self.families:
+            only = "/".join(self.families)
+            return None, f"{family}: on the roofline (this engine reads only the {only} tables)", None
+        if family not in self.kernels.tables and family != "gemm":
+            return None, f"no {family} table for engine {self.kernels.engine} on {self.kernels.device}", None
         k = self.kernels
         if family == "gemm":  # key ("gemm", dtype): K comes as z
             dtype = key[1]
-            grid = k.tables["gemm"].grids.get((dtype,))
-            if grid is None:
-                return None, f"no {dtype} GEMM table for engine {k.engine} on {k.device}"
-            return (lambda x, y, z: grid.time_s(x, y, z)), self.label("gemm")
+            grid = k.gemm_table_named(dtype)
+            if grid is not None:
+                return (lambda x, y, z: grid.time_s(x, y, z)), self.label("gemm"), None
+            proxy = _proxy_gemm(k.device, k.engine, dtype)
+            if proxy is None:
+                return None, f"no {dtype} GEMM table for engine {k.engine} on {k.device}", None
+            other, grid = proxy
+            return (lambda x, y, z: grid.time_s(x, y, z)), (
+                f"{other} gemm table ({dtype}), a proxy: {k.engine} has no {dtype} GEMM table on {k.device}"), (
+                f"{other} gemm (proxy)")
         if family == "moe":
             _, dtype, topk, experts, hidden, inter, tp, ep, share = key
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
-                              f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})")
-            return (lambda x, y, z: grid.time_s(x) * share), self.label("moe")
+                              f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
+            return (lambda x, y, z: grid.time_s(x) * share), self.label("moe"), None
         phase = "prefill" if family == "prefill_attention" else "decode"
         _, kv_dtype, head_dim, heads, kv_heads, *window = key
         found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)
         if found is None:
-            return None, f"no {phase} attention table for head dim {head_dim} (engine {k.engine} on {k.device})"
+            return None, f"no {phase} attention table for head dim {head_dim} (engine {k.engine} on {k.device})", None
         grid, factor, note = found
         label = self.label(family) + (f"; {note}" if note else "")
         if phase == "prefill" and window and window[0]:
             w = window[0]
             label += f"; window {w}: the causal table x the pairs the window keeps (approximation)"
-            return (lambda x, y, z: grid.time_s(x, y) * factor * prefill_window_factor(y, w)), label
-        return (lambda x, y, z: grid.time_s(x, y) * factor), label
+            return (lambda x, y, z: grid.time_s(x, y) * factor * prefill_window_factor(y, w)), label, None
+        return (lambda x, y, z: grid.time_s(x, y) * factor), label, None
 
     def all_reduce(self, group: int) -> Any:
         """Time function of the engine's all-reduce among `group` GPUs by message bytes, or None."""
@@ -85,3 +97,17 @@ class MeasuredTiming:
             return None
         grid = self.kernels.all_reduce_table(group)
         return None if grid is None else grid.time_s
+
+
+def _proxy_gemm(device: str, engine: str, dtype: str) -> tuple[str, Any] | None:
+    """Another engine's shipped GEMM table of the device for a dtype the engine's own set lacks (weight-only
+    int4/int8 kernels: TensorRT-LLM's on an A100), as (that engine, its grid); None where none has it.
+    approximation: a dequantizing GEMM runs about as fast in any engine that ships one (the same kernel family)."""
+    for other in shipped_kernel_sets().get(device, ()):
+        if other == engine:
+            continue
+        kernels = measured_for(device, other)
+        grid = kernels.gemm_table_named(dtype) if kernels is not None else None
+        if grid is not None:
+            return other, grid
+    return None

@@ -342,8 +342,10 @@ class Roofline:
                     return f"{self.measured.kernels.engine} all_reduce", ""
                 return "roofline", f"no all_reduce table for {op.group_size} GPUs"
             if op.kernel_key is not None:
-                time_at, label = self.measured.lookup(_group_key(op.kernel_key))
-                return (f"{self.measured.kernels.engine} {op.kernel_key[0]}", label) if time_at else ("roofline", label)
+                time_at, label, other = self.measured.lookup(_group_key(op.kernel_key))
+                if time_at is None:
+                    return "roofline", label
+                return other or f"{self.measured.kernels.engine} {op.kernel_key[0]}", label
         return "roofline", ""
 
     def reads_rows(self, ops: OpColumns) -> bool:
