@@ -253,11 +253,12 @@ def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, executio
     precision = MATMUL_PRECISION[act]
     matmul_flops_per_s = roofline.matmul_flops_per_s(precision)
     fraction = matmul_flops_per_s / hw.matrix_peak_flops_per_s(precision)
+    without_table = "; ops without a measured table" if roofline.measured else ""
     return {
         "dtypes": f"weights {weight}, activations {act}, KV {kv}",
         "kernels": f"attention={cost.attention}, logits={cost.logits}, mla={cost.mla}, fusion={cost.fusion}",
         "matmul_peak": f"{matmul_flops_per_s / 1e12:.1f} TFLOP/s {precision} "
-        f"({execution.efficiency}, fraction {fraction:.2f})",
+        f"({execution.efficiency}, fraction {fraction:.2f}{without_table})",
         "bandwidth": f"{roofline.bandwidth_bytes_per_s / 1e12:.3f} TB/s (fraction {roofline.memory_fraction:.2f})",
         "overhead": f"{execution.overhead}: launch {roofline.launch_s * 1e6:.1f} us, dispatch "
         f"{roofline.dispatch_s * 1e6:.1f} us per kernel",
