@@ -52,7 +52,7 @@ class MeasuredTiming:
     def _find(self, key: tuple) -> tuple[Any, str, str | None]:
         family = FAMILY_OF.get(key[0])
         if family is None:
-            return None, f"no measured table family for {key[0]}", None
+            return None, f"{key[0]}: no measured table family in llmsim yet (roofline)", None
         if family not in self.families:
             only = "/".join(self.families)
             return None, f"{family}: on the roofline (this engine reads only the {only} tables)", None

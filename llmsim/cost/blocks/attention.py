@@ -81,7 +81,9 @@ class AttentionBlocks:
     def _attention_kernel(self, attn: AttentionSpec, H: Expr, kvh: Expr) -> dict[str, Any]:
         """The measured attention kernel a fused standard attention is (per-GPU heads), read at (batch, prompt
         tokens) in prefill and (batch, keys attended) in decode; none for MLA or a cache dtype without tables."""
-        if attn.kind != "standard" or attn.head_dim != attn.v_head_dim or self.kv_table_dtype is None:
+        if attn.kind == "mla":  # named, so that a result says why it is on the roofline
+            return {"kernel_key": ("mla_attention", self.phase)}
+        if attn.head_dim != attn.v_head_dim or self.kv_table_dtype is None:
             return {}
         shape = (self.kv_table_dtype, attn.head_dim, round(float(H.value)), round(float(kvh.value)))
         if self.phase == "prefill":
