@@ -54,7 +54,11 @@ FAMILY_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "decode_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "keys")),
     "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",)),
     "all_reduce": (("num_gpus",), ("message_bytes",)),
+    "nccl": (("collective", "num_gpus"), ("message_bytes",)),
 }
+# aiconfigurator's NCCL op names -> llmsim's collective kinds
+NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "alltoall": "all_to_all",
+            "reduce_scatter": "reduce_scatter"}
 
 
 def package_root() -> Path:
@@ -82,7 +86,7 @@ def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | Non
         check_choice("family", family, tuple(FAMILY_COLUMNS))
     out_dir.mkdir(parents=True, exist_ok=True)
     readers = {"gemm": _gemm, "prefill_attention": _prefill_attention, "decode_attention": _decode_attention,
-               "moe": _moe, "all_reduce": _all_reduce}
+               "moe": _moe, "all_reduce": _all_reduce, "nccl": _nccl}
     existing = [str(out_dir / f"{family}.csv") for family in wanted if (out_dir / f"{family}.csv").exists()]
     if existing:
         raise LlmsimError(f"{existing[0]} exists: llmsim never overwrites a file; choose another --out")
@@ -263,6 +267,19 @@ def _all_reduce(system_dir: Path, engine: str, full: bool) -> Any:
     return _full_grids(out, ("num_gpus",), ("message_bytes",)), path, {"kernel_sources": _sources(rows)}
 
 
+def _nccl(system_dir: Path, engine: str, full: bool) -> Any:
+    """NCCL collectives (nccl-tests, fp16 messages), the same for every engine: the newest NCCL version folder."""
+    found = _table(system_dir, "comm", "nccl", "nccl_perf")
+    if found is None:
+        return None
+    rows, path = found
+    out = [{"collective": NCCL_OPS[r["op_name"]], "num_gpus": r["num_gpus"], "message_bytes": 2 * r["message_size"],
+            "latency_ms": r["latency"]} for r in rows if r.get("nccl_dtype") == "half" and r["op_name"] in NCCL_OPS]
+    return (_full_grids(out, ("collective", "num_gpus"), ("message_bytes",)), path,
+            {"nccl_version": path.parent.name, "note": "nccl-tests out-of-place times; message_size elements x 2 "
+             "bytes (fp16)"})
+
+
 def _sources(rows: list[dict[str, Any]]) -> str:
     return " ".join(sorted({str(r.get("kernel_source", "")) for r in rows}))
 
@@ -324,6 +341,8 @@ def _provenance(system: str, engine: str, source_file: Path, root: Path, extra: 
     except importlib.metadata.PackageNotFoundError:
         version = "unknown (tables read from a folder, not an installed package)"
     engine_version = source_file.parent.name
+    if source_file.parent.parent.name == "nccl":  # NCCL's own tables: the folder is the NCCL version
+        engine_version = f"not engine-specific (NCCL {engine_version})"
     gpu = _gpu_string(source_file)
     return {
         "source": f"aiconfigurator-core {version} (NVIDIA, Apache-2.0), measured kernel timings",

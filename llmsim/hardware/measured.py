@@ -34,6 +34,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "decode_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "keys"), True),
     "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",), False),
     "all_reduce": (("num_gpus",), ("message_bytes",), False),
+    "nccl": (("collective", "num_gpus"), ("message_bytes",), False),
 }
 _GEMM_TABLE_OF = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8_wo", "int4": "int4_wo"}
 
@@ -114,6 +115,10 @@ class MeasuredKernels:
         table = self.tables.get("moe")
         name = _GEMM_TABLE_OF.get(dtype, dtype)
         return None if table is None else table.grids.get((name, topk, experts, hidden, inter, tp, ep))
+
+    def nccl_table(self, collective: str, num_gpus: int) -> GridTable | None:
+        table = self.tables.get("nccl")
+        return None if table is None else table.grids.get((collective, num_gpus))
 
     def all_reduce_table(self, num_gpus: int) -> GridTable | None:
         table = self.tables.get("all_reduce")

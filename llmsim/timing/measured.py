@@ -91,12 +91,18 @@ class MeasuredTiming:
             return (lambda x, y, z: grid.time_s(x, y) * factor * prefill_window_factor(y, w)), label, None
         return (lambda x, y, z: grid.time_s(x, y) * factor), label, None
 
-    def all_reduce(self, group: int) -> Any:
-        """Time function of the engine's all-reduce among `group` GPUs by message bytes, or None."""
-        if "all_reduce" not in self.families:
-            return None
-        grid = self.kernels.all_reduce_table(group)
-        return None if grid is None else grid.time_s
+    def collective(self, kind: str, group: int) -> tuple[Any, str]:
+        """(time function of a collective among `group` GPUs by message bytes, or None; its family): the
+        engine's own all-reduce, else NCCL's table of that collective."""
+        if kind == "all_reduce" and "all_reduce" in self.families:
+            grid = self.kernels.all_reduce_table(group)
+            if grid is not None:
+                return grid.time_s, "all_reduce"
+        if "nccl" in self.families:
+            grid = self.kernels.nccl_table(kind, group)
+            if grid is not None:
+                return grid.time_s, "nccl"
+        return None, ""
 
 
 def _proxy_gemm(device: str, engine: str, dtype: str) -> tuple[str, Any] | None:

@@ -337,10 +337,11 @@ class Roofline:
     def source_of(self, op: Any) -> tuple[str, str]:
         """(where the op's time comes from: "<tables> <family>" or "roofline"; why no table, if one was meant)."""
         if self.measured is not None:
-            if op.collective == "all_reduce" and op.group_size > 1:
-                if self.measured.all_reduce(op.group_size) is not None:
-                    return f"{self.measured.kernels.engine} all_reduce", ""
-                return "roofline", f"no all_reduce table for {op.group_size} GPUs"
+            if op.collective and op.group_size > 1:
+                found, family = self.measured.collective(op.collective, op.group_size)
+                if found is not None:
+                    return f"{self.measured.kernels.engine} {family}", ""
+                return "roofline", f"no {op.collective} table for {op.group_size} GPUs (alpha-beta model)"
             if op.kernel_key is not None:
                 time_at, label, other = self.measured.lookup(_group_key(op.kernel_key))
                 if time_at is None:
@@ -379,7 +380,7 @@ class Roofline:
         """
         if kind is None or group <= 1:
             return 0.0
-        measured = self.measured.all_reduce(group) if self.measured is not None and kind == "all_reduce" else None
+        measured = self.measured.collective(kind, group)[0] if self.measured is not None else None
         if measured is not None:
             return measured(message_bytes)
         hw = self.hardware
