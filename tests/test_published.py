@@ -14,9 +14,11 @@ import llmsim
 from llmsim.errors import OptionError
 from llmsim.validation.published import (
     PredictOptions,
+    PublishedRow,
     Skipped,
     compare_published,
     default_csv_path,
+    plot_published,
     predict_row,
     read_rows,
     write_published_report,
@@ -35,11 +37,12 @@ COLUMNS = [
 ROWS: list[dict[str, str]] = [
     {"id": "T0001", "source_group": "lmdeploy", "category": "e2e_llm", "regime": "decode-dominated",
      "model": "Llama-3.1-8B", "gpu": "NVIDIA H100 SXM", "gpu_count": "1", "parallelism": "none",
-     "weight_dtype": "bf16", "compute_kv_dtype": "bf16", "framework": "lmdeploy", "batch_size": "1",
+     "weight_dtype": "bf16", "compute_kv_dtype": "bf16", "framework": "LMDeploy TurboMind", "batch_size": "1",
      "input_len": "128", "output_len": "128", "metric": "output throughput", "value": "150", "unit": "tokens/s",
      "throughput_scope": "total (1 GPU)", "ttft_ms": "20.0", "per_token_latency_ms": "8.0", "source": "test"},
     {"id": "T0002", "source_group": "ml-engineering (MAMF)", "category": "microbench_gemm", "regime": "compute",
      "model": "GEMM", "gpu": "NVIDIA H100 SXM", "gpu_count": "1", "weight_dtype": "bf16",
+     "framework": "PyTorch matmul (mamf-finder.py)",
      "metric": "achieved TFLOP/s", "value": "640", "unit": "TFLOP/s", "gemm_M": "8192", "gemm_N": "8192",
      "gemm_K": "8192", "source": "test"},
     {"id": "T0003", "source_group": "lmdeploy", "category": "e2e_llm", "model": "Mistral-7B",
@@ -50,6 +53,11 @@ ROWS: list[dict[str, str]] = [
      "metric": "achieved TFLOP/s", "value": "900", "unit": "TFLOP/s", "gemm_M": "8192", "gemm_N": "8192",
      "gemm_K": "8192", "source": "test"},
 ]
+
+
+def make_row(**values: str) -> PublishedRow:
+    """A PublishedRow from the CSV's columns (the ones not given are empty)."""
+    return PublishedRow.from_csv({c: values.get(c, "") for c in COLUMNS})
 
 
 @pytest.fixture
@@ -76,13 +84,21 @@ def test_small_csv_compared_and_skipped(small_csv: Path) -> None:
     assert (headline.metric, headline.primary, ttft.metric, tpot.metric) == (
         "throughput (total (1 GPU))", True, "TTFT", "per-token latency (p50)")
     assert headline.settings == "bs 1, in 128, out 128, TP1, bf16/bf16, graph"
+    # LMDeploy TurboMind has no llmsim engine: vllm's tables stand in (flag P)
+    assert headline.engine == "vllm" and headline.flags == frozenset({"P"})
     sim = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=128, tensor_parallel=1,
-                          overhead="graph", weight_dtype="bf16", activation_dtype="bf16")
+                          overhead="graph", weight_dtype="bf16", activation_dtype="bf16", engine="vllm")
     assert headline.predicted == pytest.approx(sim.throughput_tokens_per_s, rel=1e-12)
     # error = 100 * (predicted - measured) / measured, measured 150 tok/s
     assert headline.error_pct == pytest.approx(100 * (sim.throughput_tokens_per_s - 150) / 150, rel=1e-12)
     assert ttft.error_pct == pytest.approx(100 * (1e3 * sim.ttft_s - 20.0) / 20.0, rel=1e-12)
     assert tpot.error_pct == pytest.approx(100 * (1e3 * sim.tpot_s - 8.0) / 8.0, rel=1e-12)
+    # the before: engine "roofline" at the hardware file's achievable fractions, no measured tables
+    base = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=128, tensor_parallel=1,
+                           overhead="graph", weight_dtype="bf16", activation_dtype="bf16", engine="roofline",
+                           efficiency="achievable")
+    assert headline.roofline_predicted == pytest.approx(base.throughput_tokens_per_s, rel=1e-12)
+    assert tpot.roofline_predicted == pytest.approx(1e3 * base.tpot_s, rel=1e-12)
 
     # summary: headline metrics only, overall and per category
     assert set(comparison.summary) == {"all", "e2e_llm", "microbench_gemm"}
@@ -99,8 +115,75 @@ def test_gemm_error_by_hand(small_csv: Path, test_gpu_dict: dict[str, Any]) -> N
     # 402.7 MB at 2e12 * 0.9 B/s = 0.224 ms -> compute-bound: predicted 800 TFLOP/s, measured 640
     assert gemm.hardware == "test-gpu"
     assert gemm.settings == "bf16, intensity 2731 FLOP/B"  # 2*8192^3 / (6*8192^2) = 8192/3
+    assert gemm.timing == "roofline (no vllm gemm table for test-gpu)"  # no tables for the test GPU
     assert gemm.predicted == pytest.approx(800.0, rel=1e-12)
     assert gemm.error_pct == pytest.approx(25.0, rel=1e-12)  # 100 * (800 - 640) / 640
+
+
+def test_gemm_from_the_engines_table(small_csv: Path) -> None:
+    # kernels/h100-sxm/vllm/gemm.csv row "bf16,8192,8192,8192,1542" (a grid point: no interpolation):
+    # 2*8192^3 = 1.099511627776e12 FLOP in 1542 us -> 1.099511627776e12 / 1542e-6 / 1e12 = 713.04 TFLOP/s
+    gemm = next(c for c in compare_published(small_csv).comparisons if c.row_id == "T0002")
+    assert (gemm.engine, gemm.timing) == ("vllm", "vllm gemm table")
+    assert gemm.predicted == pytest.approx(2 * 8192**3 / 1542e-6 / 1e12, rel=1e-9)
+    assert gemm.predicted == pytest.approx(713.04, abs=0.01)
+    assert gemm.error_pct == pytest.approx(100 * (713.04 - 640) / 640, abs=0.01)  # +11.41 %
+    # the roofline prediction stays beside it: bf16 peak x matmul fraction (compute-bound at 8192^3)
+    h100 = llmsim.load_hardware("h100-sxm")
+    assert gemm.roofline_predicted == pytest.approx(
+        h100.matrix_peak_flops_per_s("bf16") * h100.matmul_efficiency("bf16") / 1e12, rel=1e-9)
+
+
+def test_in_sample_only_on_the_roofline(test_gpu_dict: dict[str, Any]) -> None:
+    # M0313 set h100-sxm's matmul fraction: from the vLLM table it is out of sample, on the roofline in sample
+    row = make_row(id="M0313", source_group="ml-engineering MAMF", category="microbench_gemm",
+                   gpu="NVIDIA H100 SXM", weight_dtype="BF16", framework="PyTorch matmul (mamf-finder.py)",
+                   value="794.5", gemm_M="2048", gemm_N="2048", gemm_K="13312")
+    (table,) = predict_row(row)
+    (roofline,) = predict_row(row, PredictOptions(hardware_overrides={"h100-sxm": test_gpu_dict}))
+    assert table.timing == "vllm gemm table" and "I" not in table.flags
+    assert roofline.timing.startswith("roofline") and "I" in roofline.flags
+
+
+def test_attention_from_the_prefill_table() -> None:
+    # kernels/h100-sxm/vllm/prefill_attention.csv row "bf16,128,0,16,16,1,16384,1816": causal, 1816 us. The row
+    # is non-causal (flag C): x S*S / (S(S+1)/2) = 2*16384/16385 = 1.99988 -> 3.6318 ms; tritonbench's count
+    # 4*1*16*16384^2*128 = 2.1990e12 FLOP -> 605.49 TFLOP/s
+    row = make_row(id="T0010", source_group="tritonbench (pytorch/benchmark)", category="microbench_attention",
+                   model="FlashAttention-3 (flash_v3)", gpu="NVIDIA H100 SXM", weight_dtype="bf16/fp16 (not stated)",
+                   framework="tritonbench run_benchmark.py triton --op flash_attention --metrics tflops --d-head 128",
+                   value="620.73", attn_shape_B_H_S_D="(1, 16, 16384, 128)")
+    (c,) = predict_row(row)
+    seconds = 1816e-6 * 16384 * 16384 / (16384 * 16385 / 2)
+    assert c.predicted == pytest.approx(4 * 16 * 16384**2 * 128 / seconds / 1e12, rel=1e-9)
+    assert c.predicted == pytest.approx(605.49, abs=0.01)
+    assert c.engine == "vllm" and c.flags == frozenset({"C"})
+    # FlashMLA: no MLA table, skipped with the reason
+    mla = predict_row(make_row(id="T0011", category="microbench_attention", gpu="H800 SXM5", framework="FlashMLA",
+                               value="660"))
+    assert isinstance(mla, Skipped) and mla.kind == "no table for the kernel" and "MLA" in mla.reason
+
+
+def test_torchao_row_runs_torch_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    row = make_row(id="T0012", source_group="torchao", category="e2e_llm", model="Llama-2-7B", gpu="A100-80GB",
+                   gpu_count="1", parallelism="none", weight_dtype="bf16",
+                   framework="torchao llama generate.py (torch.compile)", batch_size="1",
+                   input_len="small default prompt (not stated)", output_len="generate.py default (not stated)",
+                   metric="decode throughput", value="107.38", throughput_scope="per user (bs=1)")
+    (c,) = predict_row(row)
+    assert c.engine == "torch-compile" and c.timing == "tables: gemm"  # torch-compile reads the GEMM tables only
+    # torchao's generate.py defaults: a 6-token prompt, 200 new tokens (flag L); A100 80GB form factor unstated (V)
+    sim = llmsim.simulate("llama-2-7b", "a100-80gb-sxm", batch_size=1, prompt_len=6, gen_len=200, tensor_parallel=1,
+                          overhead="graph", weight_dtype="bf16", activation_dtype="bf16", engine="torch-compile")
+    assert c.predicted == pytest.approx(sim.throughput_tokens_per_s, rel=1e-12)
+    assert c.flags == frozenset({"L", "V"})
+    vllm = predict_row(row, PredictOptions(engine="vllm"))[0]  # an engine given for every row wins
+    assert vllm.engine == "vllm" and vllm.predicted != pytest.approx(c.predicted, rel=1e-3)
+
+
+def test_plot(small_csv: Path, tmp_path: Path) -> None:
+    out = plot_published(compare_published(small_csv), tmp_path / "published.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_engine_and_simulate_kwargs_reach_simulate(small_csv: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,15 +192,16 @@ def test_engine_and_simulate_kwargs_reach_simulate(small_csv: Path, monkeypatch:
 
     def spy(model: Any, hardware: Any, **kwargs: Any) -> llmsim.SimulationResult:
         seen.append(dict(kwargs))
-        kwargs.pop("engine", None)  # no engine models yet: the option is only threaded through
         return real(model, hardware, **kwargs)
 
     monkeypatch.setattr(e2e_module, "simulate", spy)
-    compare_published(small_csv, engine="vllm", simulate_kwargs={"attention": "math"})
-    assert seen and all(k["engine"] == "vllm" and k["attention"] == "math" for k in seen)
+    # every e2e row: its engine, then the roofline before (engine "roofline", achievable fractions)
+    compare_published(small_csv, engine="torch-compile", simulate_kwargs={"attention": "math"})
+    assert [k["engine"] for k in seen] == ["torch-compile", "roofline"]
+    assert all(k["attention"] == "math" for k in seen) and seen[1]["efficiency"] == "achievable"
     seen.clear()
-    compare_published(small_csv)
-    assert seen and all("engine" not in k and "attention" not in k for k in seen)
+    compare_published(small_csv)  # T0001 is LMDeploy TurboMind: vllm as the proxy
+    assert [k["engine"] for k in seen] == ["vllm", "roofline"] and all("attention" not in k for k in seen)
 
 
 def test_options_refuse_the_rows_workload() -> None:

@@ -1,14 +1,17 @@
-"""End-to-end rows (category e2e_llm): one static batch through llmsim.simulate, compared on the source's
-headline metric (generated tokens/s in the source's scope) and, where the row gives them, TTFT at batch 1 and
-the median per-token latency against TPOT."""
+"""End-to-end rows (category e2e_llm): one static batch through llmsim.simulate with the engine that ran the
+row (mapping.ENGINES), compared on the source's headline metric (generated tokens/s in the source's scope) and,
+where the row gives them, TTFT at batch 1 and the median per-token latency against TPOT. Each comparison also
+carries the roofline prediction (engine "roofline" at the hardware file's achievable fractions, no measured
+tables: llmsim before measured tables)."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...analysis.simulate import SimulationResult, simulate
 from ...errors import LlmsimError
-from .mapping import E2E_DTYPES, MODELS, TORCHAO_GEN_LEN, TORCHAO_PROMPT_LEN, gpu_choice, overhead_of
+from .mapping import E2E_DTYPES, MODELS, TORCHAO_GEN_LEN, TORCHAO_PROMPT_LEN, engine_of, gpu_choice, overhead_of
 from .options import PredictOptions
 from .results import Comparison, SkipError
 from .rows import PublishedRow, as_int
@@ -67,14 +70,16 @@ def e2e_bound_note(row: PublishedRow, options: PredictOptions) -> str:
         dtypes = e2e_dtypes(row)
         gen = row.output_tokens
         tp = tensor_parallel(row)
+        engine = engine_of(row, options).engine
         if gen is None or row.metric != "median latency per generated token" or row.value is None:
             return ""
         result = simulate(model, options.hardware(hw), batch_size=1, prompt_len=1, gen_len=gen,
-                          **options.simulate_options(tensor_parallel=tp, overhead=overhead_of(row), **dtypes))
+                          **options.simulate_options(tensor_parallel=tp, overhead=overhead_of(row), engine=engine,
+                                                     **dtypes))
     except (KeyError, SkipError, LlmsimError):
         return ""
     per_token_ms = 1e3 * result.e2e_s / gen
-    return (f" (bound only: llmsim with a 1-token prompt gives {per_token_ms:.1f} ms/token on "
+    return (f" (bound only: llmsim ({engine}) with a 1-token prompt gives {per_token_ms:.1f} ms/token on "
             f"{options.hardware_label(hw)} vs {row.value:.1f} measured)")
 
 
@@ -106,35 +111,50 @@ def predict_e2e(row: PublishedRow, options: PredictOptions) -> list[Comparison]:
     except SkipError as skip:
         raise SkipError(str(skip) + e2e_bound_note(row, options), skip.kind) from None
     tp = tensor_parallel(row)
+    if row.metric not in ("decode throughput", "output throughput"):
+        raise SkipError(f"metric {row.metric!r} not handled", "metric not handled")
+    choice = engine_of(row, options)
+    if choice.proxy:
+        flags.add("P")
     overhead = overhead_of(row)
-    kwargs = options.simulate_options(tensor_parallel=tp, overhead=overhead, **dtypes)
+    kwargs = options.simulate_options(tensor_parallel=tp, overhead=overhead, engine=choice.engine, **dtypes)
+    # llmsim before measured tables: the roofline at the hardware file's achievable fractions
+    roofline_kwargs = {**kwargs, "engine": "roofline", "efficiency": "achievable"}
 
-    def run(hardware: str) -> SimulationResult:
+    def run(hardware: str, run_kwargs: dict[str, Any] = kwargs) -> SimulationResult:
         return simulate(model, options.hardware(hardware), batch_size=batch, prompt_len=prompt, gen_len=gen,
-                        **kwargs)
+                        **run_kwargs)
 
     main = run(gpu.hardware)
     alt = run(gpu.alternative) if gpu.alternative else None
+    base = run(gpu.hardware, roofline_kwargs)
     if not main.memory.fits:
         flags.add("Q")
     dtype_label = "/".join(str(v) for v in dtypes.values())
     settings = f"bs {batch}, in {prompt}, out {gen}, TP{tp}, {dtype_label}, {overhead}"
     common = dict(row_id=row.id, source=row.source_group, category=row.category, model=model,
-                  hardware=options.hardware_label(gpu.hardware), settings=settings, flags=frozenset(flags))
-    if row.metric not in ("decode throughput", "output throughput"):
-        raise SkipError(f"metric {row.metric!r} not handled", "metric not handled")
+                  hardware=options.hardware_label(gpu.hardware), settings=settings, flags=frozenset(flags),
+                  engine=str(kwargs["engine"]), timing=_timing(main))
     scope = row.throughput_scope
     out = [Comparison(metric=f"throughput ({scope})", measured=row.measured(),
                       predicted=_throughput(main, scope), unit="tok/s",
-                      alt_predicted=_throughput(alt, scope) if alt else None, **common)]
+                      alt_predicted=_throughput(alt, scope) if alt else None,
+                      roofline_predicted=_throughput(base, scope), **common)]
 
     # Extra metrics of the same row: TTFT at batch 1 (at batch > 1 lmdeploy's FTL includes queueing
     # behind other requests' prefills) and the median per-token latency against TPOT.
     if row.ttft_ms is not None and batch == 1:
         out.append(Comparison(metric="TTFT", measured=row.ttft_ms, predicted=1e3 * main.ttft_s, unit="ms",
-                              primary=False, alt_predicted=1e3 * alt.ttft_s if alt else None, **common))
+                              primary=False, alt_predicted=1e3 * alt.ttft_s if alt else None,
+                              roofline_predicted=1e3 * base.ttft_s, **common))
     if row.per_token_latency_ms is not None:
         out.append(Comparison(metric="per-token latency (p50)", measured=row.per_token_latency_ms,
                               predicted=1e3 * main.tpot_s, unit="ms", primary=False,
-                              alt_predicted=1e3 * alt.tpot_s if alt else None, **common))
+                              alt_predicted=1e3 * alt.tpot_s if alt else None,
+                              roofline_predicted=1e3 * base.tpot_s, **common))
     return out
+
+
+def _timing(result: SimulationResult) -> str:
+    """Which measured tables timed the simulation's ops ("gemm, prefill_attention, ..."), or "roofline"."""
+    return "tables: " + ", ".join(result.measured_tables) if result.measured_tables else "roofline"

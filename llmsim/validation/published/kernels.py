@@ -1,6 +1,10 @@
-"""Micro-benchmark rows: one GEMM (microbench_gemm) or one fused attention forward (microbench_attention)
-on llmsim's roofline with no launch or dispatch cost (micro-benchmarks time the kernel alone), compared on
-achieved TFLOP/s."""
+"""Micro-benchmark rows: one GEMM (microbench_gemm) or one fused attention forward (microbench_attention),
+compared on achieved TFLOP/s.
+
+The time is the row's engine's measured table where one covers the device, dtype and shape (GEMM: the
+`gemm` table; attention: the `prefill_attention` table), else llmsim's roofline for one kernel with no
+launch or dispatch cost (micro-benchmarks time the kernel alone). The roofline prediction is kept on every
+row (`roofline_predicted`) as the before of the tables."""
 
 from __future__ import annotations
 
@@ -8,8 +12,10 @@ import re
 
 from ...cost.op import formula
 from ...cost.symbolic import Expr
+from ...engines.catalog import get_engine
+from ...hardware.measured import MeasuredKernels, measured_for
 from ...timing.roofline import ExecutionOptions, Roofline
-from .mapping import IN_SAMPLE, gpu_choice
+from .mapping import IN_SAMPLE, engine_of, gpu_choice
 from .options import PredictOptions
 from .results import Comparison, SkipError
 from .rows import PublishedRow
@@ -27,6 +33,28 @@ def kernel_roofline(hardware: str, options: PredictOptions) -> Roofline:
     return Roofline(options.hardware(hardware), ExecutionOptions.make(overhead="none"))
 
 
+def engine_tables(hardware: str, engine: str, family: str, options: PredictOptions
+                  ) -> tuple[MeasuredKernels | None, str]:
+    """(the engine's measured tables of the simulated device when they hold `family`, else None; why not)."""
+    spec = get_engine(engine)
+    device = options.hardware(hardware).name
+    if spec.tables is None:
+        return None, f"engine {engine} reads no tables"
+    if spec.table_families is not None and family not in spec.table_families:
+        return None, f"engine {engine} reads no {family} table"
+    kernels = measured_for(device, spec.tables)
+    if kernels is None or family not in kernels.tables:
+        return None, f"no {spec.tables} {family} table for {device}"
+    return kernels, ""
+
+
+def timed(table_s: float | None, why_not: str, roofline_s: float, table_label: str) -> tuple[float, str]:
+    """(seconds, where they came from): the table's where it gave one, else the roofline's and why."""
+    if table_s is not None:
+        return table_s, table_label
+    return roofline_s, f"roofline ({why_not})"
+
+
 def gemm_precision(row: PublishedRow) -> tuple[str, float, float, bool]:
     """(llmsim matrix precision, input bytes, output bytes, 128-block scales) of a GEMM row."""
     dtype = row.weight_dtype.lower()
@@ -38,8 +66,9 @@ def gemm_precision(row: PublishedRow) -> tuple[str, float, float, bool]:
 
 
 def predict_gemm(row: PublishedRow, options: PredictOptions) -> list[Comparison]:
-    """time = max(2MNK / achievable matrix rate, bytes / achievable bandwidth); bytes = inputs + outputs
-    (+ DeepGEMM's fp32 block scales); predicted TFLOP/s = 2MNK / time."""
+    """The engine's GEMM table at (M, N, K) where it covers the device and dtype; else the roofline:
+    time = max(2MNK / achievable matrix rate, bytes / achievable bandwidth), bytes = inputs + outputs
+    (+ DeepGEMM's fp32 block scales). Predicted TFLOP/s = 2MNK / time."""
     flags: set[str] = set()
     gpu = gpu_choice(row)
     if gpu.flag:
@@ -48,27 +77,48 @@ def predict_gemm(row: PublishedRow, options: PredictOptions) -> list[Comparison]
     if M is None or N is None or K is None:
         raise SkipError("GEMM shape not given", "shape not given")
     precision, in_bytes, out_bytes, block_scales = gemm_precision(row)
+    choice = engine_of(row, options)
+    if choice.proxy or (precision == "fp8" and "mamf" in row.framework.lower()):
+        flags.add("P")  # DeepGEMM, or torch._scaled_mm read from vLLM's fp8 lane
     flops = 2.0 * M * N * K
     moved = in_bytes * (M * K + N * K) + out_bytes * M * N
     if block_scales:  # DeepGEMM: fp32 scale per 1x128 of A and per 128x128 of B
         moved += 4.0 * (M * K / 128 + N * K / 128 / 128)
 
-    def tflops(hardware: str) -> float:
-        return flops / kernel_time_s(kernel_roofline(hardware, options), flops, 0.0, moved, precision) / 1e12
+    def roofline_s(hardware: str) -> float:
+        return kernel_time_s(kernel_roofline(hardware, options), flops, 0.0, moved, precision)
 
-    if row.id in IN_SAMPLE:
-        flags.add("I")
+    def time_s(hardware: str) -> tuple[float, str]:
+        kernels, why = engine_tables(hardware, choice.engine, "gemm", options)
+        table_s = kernels.gemm_s(precision, M, N, K) if kernels is not None else None
+        if kernels is not None and table_s is None:
+            why = f"no {precision} GEMM table for {choice.engine} on {kernels.device}"
+        return timed(table_s, why, roofline_s(hardware), f"{choice.engine} gemm table")
+
+    seconds, timing = time_s(gpu.hardware)
+    if row.id in IN_SAMPLE and timing.startswith("roofline"):
+        flags.add("I")  # the figure set the fraction this roofline prediction uses
     return [Comparison(
         row_id=row.id, source=row.source_group, category=row.category, metric="achieved TFLOP/s",
         model=f"GEMM {M}x{N}x{K}", hardware=options.hardware_label(gpu.hardware),
         settings=f"{precision}, intensity {flops / moved:.0f} FLOP/B", measured=row.measured(),
-        predicted=tflops(gpu.hardware), unit="TFLOP/s",
-        alt_predicted=tflops(gpu.alternative) if gpu.alternative else None, flags=frozenset(flags))]
+        predicted=flops / seconds / 1e12, unit="TFLOP/s",
+        alt_predicted=flops / time_s(gpu.alternative)[0] / 1e12 if gpu.alternative else None,
+        flags=frozenset(flags), engine=choice.engine, timing=timing,
+        roofline_predicted=flops / roofline_s(gpu.hardware) / 1e12)]
+
+
+def noncausal_ratio(S: int) -> float:
+    """(query, key) pairs of non-causal attention over the causal triangle's, per sequence of S tokens:
+    S*S / (S*(S+1)/2) = 2S/(S+1) (approximation: the kernel's time in proportion to the pairs it computes)."""
+    return S * S / (S * (S + 1) / 2)
 
 
 def predict_attention(row: PublishedRow, options: PredictOptions) -> list[Comparison]:
-    """llmsim's own flash_attention op, non-causal (flag C), MHA, bf16; predicted TFLOP/s = tritonbench's
-    count 4·B·H·S²·D / predicted time."""
+    """Non-causal (flag C), MHA, bf16. The engine's prefill attention table (causal) at (batch B, isl S) for
+    H heads of dim D, times the non-causal/causal pair ratio; else llmsim's own flash_attention op on the
+    roofline. Predicted TFLOP/s = tritonbench's count 4·B·H·S²·D / predicted time."""
+    choice = engine_of(row, options)
     shape = re.findall(r"\d+", row.attn_shape)
     if len(shape) != 4:
         raise SkipError("attention shape not given (a peak over an unstated sweep, or 'up to' wording)",
@@ -77,6 +127,8 @@ def predict_attention(row: PublishedRow, options: PredictOptions) -> list[Compar
     gpu = gpu_choice(row)
     if gpu.flag:
         flags.add(gpu.flag)
+    if choice.proxy or "triton_tutorial" in row.model:
+        flags.add("P")  # the Triton tutorial kernel read from vLLM's FlashAttention-3 table
     B, H, S, D = (int(x) for x in shape)
     # llmsim's own fused-attention op: non-causal, so every (query, key) pair; MHA (kvh = H), bf16
     # (tritonbench's default precision; fp16 has the same peak on Hopper).
@@ -84,15 +136,33 @@ def predict_attention(row: PublishedRow, options: PredictOptions) -> list[Compar
     op = formula("flash_attention")("attn", 1, B=c(B), H=c(H), Sq=c(S), Skv=c(S), pairs=c(S * S), d=c(D),
                                     dv=c(D), kvh=c(H), kv_values=c(2 * D), ab=c(2), kvb=c(2))
     counted_flops = 4.0 * B * H * S * S * D  # tritonbench's count (non-causal forward)
+    ratio = noncausal_ratio(S)
 
-    def tflops(hardware: str) -> float:
-        t = kernel_time_s(kernel_roofline(hardware, options), float(op.matmul_flops), float(op.vector_flops),
-                          float(op.bytes), "bf16")
-        return counted_flops / t / 1e12
+    def roofline_s(hardware: str) -> float:
+        return kernel_time_s(kernel_roofline(hardware, options), float(op.matmul_flops), float(op.vector_flops),
+                             float(op.bytes), "bf16")
 
+    def time_s(hardware: str) -> tuple[float, str]:
+        kernels, why = engine_tables(hardware, choice.engine, "prefill_attention", options)
+        found = kernels.attention_slice("prefill", "bf16", D, H, H) if kernels is not None else None
+        if kernels is not None and found is None:
+            why = f"no prefill attention table for head dim {D} ({choice.engine} on {kernels.device})"
+        table_s, label = None, ""
+        if found is not None:
+            grid, factor, note = found
+            table_s = float(grid.time_s(B, S)) * factor * ratio
+            label = (f"{choice.engine} prefill_attention table (causal) x {ratio:.4f} non-causal/causal pairs"
+                     + (f"; {note}" if note else ""))
+        return timed(table_s, why, roofline_s(hardware), label)
+
+    def tflops(seconds: float) -> float:
+        return counted_flops / seconds / 1e12
+
+    seconds, timing = time_s(gpu.hardware)
     return [Comparison(
         row_id=row.id, source=row.source_group, category=row.category, metric="attention fwd TFLOP/s",
         model=row.model.split(" (")[0], hardware=options.hardware_label(gpu.hardware),
         settings=f"B{B} H{H} S{S} D{D}, non-causal, bf16", measured=row.measured(),
-        predicted=tflops(gpu.hardware), unit="TFLOP/s",
-        alt_predicted=tflops(gpu.alternative) if gpu.alternative else None, flags=frozenset(flags))]
+        predicted=tflops(seconds), unit="TFLOP/s",
+        alt_predicted=tflops(time_s(gpu.alternative)[0]) if gpu.alternative else None, flags=frozenset(flags),
+        engine=choice.engine, timing=timing, roofline_predicted=tflops(roofline_s(gpu.hardware)))]

@@ -1,10 +1,13 @@
 """How the rows' free-text fields map onto llmsim: published model, GPU and dtype names onto shipped
-models, hardware files and dtype options; the engine each source ran; the rows that are in-sample."""
+models, hardware files and dtype options; the framework each source ran onto an llmsim engine (whose
+measured tables time the row); the rows that are in-sample."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...engines.catalog import default_engine_name
+from .options import PredictOptions
 from .results import SkipError
 from .rows import PublishedRow
 
@@ -73,6 +76,60 @@ E2E_DTYPES: dict[str, dict[str, str]] = {
     "gptq 4-bit": {"weight_dtype": "int4", "activation_dtype": "fp16"},
 }
 
+@dataclass(frozen=True)
+class EngineChoice:
+    """The llmsim engine a row is simulated with, and why; `proxy`: no llmsim engine is the one the source ran,
+    so another's measured tables stand in (flag P)."""
+
+    engine: str
+    reason: str
+    proxy: bool = False
+
+
+# the row's `framework` -> the llmsim engine that simulates it (one line of reason each)
+ENGINES: dict[str, EngineChoice] = {
+    "torchao llama generate.py (torch.compile)": EngineChoice(
+        "torch-compile", "generate.py compiles the model with torch.compile(mode='reduce-overhead'): llmsim's "
+        "torch-compile engine (cuBLAS GEMMs from vLLM's bf16 F.linear table, the rest on the roofline)"),
+    "LMDeploy TurboMind": EngineChoice(
+        "vllm", "proxy: no llmsim engine is TurboMind (lmdeploy's C++ engine with its own GEMM and attention "
+        "kernels); vLLM's measured tables stand in as the nearest serving engine", proxy=True),
+    "HF Text Generation Inference (Hugging Face LLM DLC on SageMaker)": EngineChoice(
+        "vllm", "proxy: TGI serves with flash/paged attention kernels close to vLLM's; no llmsim engine is TGI",
+        proxy=True),
+    "PyTorch matmul (mamf-finder.py)": EngineChoice(
+        "vllm", "bf16 torch.matmul is the cuBLAS kernel vLLM's bf16 GEMM rows time (torch.nn.functional.linear); "
+        "fp8 (torch._scaled_mm) reads vLLM's fp8 rows as a kernel proxy (flag P)"),
+    "DeepGEMM (JIT CUDA)": EngineChoice(
+        "vllm", "proxy: DeepGEMM's FP8 128-block-scaled kernel has no table of its own; the shipped vLLM GEMM "
+        "table's fp8 rows (aiconfigurator's fp8 lane, not its fp8_block lane) stand in", proxy=True),
+    "tritonbench run_benchmark.py triton --op flash_attention --metrics tflops --d-head 128": EngineChoice(
+        "vllm", "vLLM's prefill attention table times FlashAttention-3 (vllm_flash_attn_fa3), the flash_v3 "
+        "kernel of these rows; the Triton tutorial kernel's rows read it as a kernel proxy (flag P)"),
+    "FlashAttention-3": EngineChoice("vllm", "vLLM's prefill attention table times FlashAttention-3"),
+}
+# frameworks no llmsim table times: their rows are skipped with the reason
+NO_ENGINE: dict[str, str] = {
+    "FlashMLA": "no MLA attention table: the shipped attention tables hold head dims 64/128/256, not FlashMLA's "
+                "MLA decode (head_dim_k 576, head_dim_v 512), and the row states no shape (an 'up to' peak)",
+}
+
+
+def engine_of(row: PublishedRow, options: PredictOptions) -> EngineChoice:
+    """The llmsim engine for the row's framework; an engine given to compare_published wins; a framework with
+    no mapping gets llmsim's default GPU engine as a proxy; SkipError for frameworks no table times."""
+    given = options.engine_override
+    if given is not None:
+        return EngineChoice(given, "engine given to compare_published")
+    if row.framework in NO_ENGINE:
+        raise SkipError(NO_ENGINE[row.framework], "no table for the kernel")
+    if row.framework in ENGINES:
+        return ENGINES[row.framework]
+    default = default_engine_name("gpu")
+    return EngineChoice(default, f"proxy: framework {row.framework!r} not mapped; llmsim's default GPU engine",
+                        proxy=True)
+
+
 # The engine each source ran, as llmsim's overhead option (torch.compile in torchao's generate.py
 # uses mode="reduce-overhead", i.e. CUDA graphs; TurboMind is a C++ engine with no per-op Python).
 OVERHEAD: dict[str, str] = {"torchao": "graph", "lmdeploy": "graph", "HF TGI on SageMaker": "graph"}
@@ -83,7 +140,8 @@ DEFAULT_OVERHEAD = "graph"
 # tokens/s = 200 generated tokens / wall time including the prefill.
 TORCHAO_PROMPT_LEN, TORCHAO_GEN_LEN = 6, 200
 
-# Rows whose figure set the hardware file's achievable fraction (read from the [efficiency] sources).
+# Rows whose figure set the hardware file's achievable fraction (read from the [efficiency] sources): in-sample
+# only where the row's prediction uses that fraction, i.e. comes from the roofline (not a measured table).
 IN_SAMPLE: dict[str, str] = {
     "M0311": "a100-*-sxm matmul fraction 0.87 = M0311",
     "M0312": "a100-*-pcie matmul fraction 0.81 = M0312",

@@ -1,7 +1,8 @@
 """Options of a published comparison that change what is simulated, threaded through to every prediction.
 
-- `engine`: passed to `simulate(..., engine=engine)` for end-to-end rows when not None (llmsim's engine
-  models will read it; nothing here interprets it).
+- `engine`: the llmsim engine for every row when not None (end-to-end rows: `simulate(..., engine=engine)`;
+  micro-benchmarks: that engine's measured tables); None: each row's own engine (mapping.ENGINES, from the
+  row's `framework`).
 - `simulate_kwargs`: extra keyword options for every `simulate` call of an end-to-end row (e.g.
   `{"attention": "math"}`); they win over the row's own options (dtype, overhead, tensor_parallel). The
   workload (batch_size, prompt_len, gen_len) is the row's and cannot be replaced.
@@ -37,6 +38,11 @@ class PredictOptions:
         if "engine" in self.simulate_kwargs and self.engine is not None:
             raise OptionError("engine given twice (engine= and simulate_kwargs['engine']); give it once")
 
+    @property
+    def engine_override(self) -> str | None:
+        """The engine given for every row (engine=, or simulate_kwargs['engine']); None: each row's own."""
+        return self.engine if self.engine is not None else self.simulate_kwargs.get("engine")
+
     def hardware(self, name: str) -> HardwareSpec:
         """The hardware simulated for a mapped hardware name: its override, else the shipped file."""
         return load_hardware(self.hardware_overrides.get(name, name))
@@ -46,7 +52,8 @@ class PredictOptions:
         return self.hardware(name).name if name in self.hardware_overrides else name
 
     def simulate_options(self, **row_options: Any) -> dict[str, Any]:
-        """The keyword options of one `simulate` call: the row's, then simulate_kwargs, then engine."""
+        """The keyword options of one `simulate` call: the row's (its engine included), then simulate_kwargs,
+        then engine."""
         options = {**row_options, **self.simulate_kwargs}
         if self.engine is not None:
             options["engine"] = self.engine

@@ -20,7 +20,7 @@ _REFERENCE_DIR = Path("shared") / "reference"
 
 # The columns read; the CSV may carry more (caveats, source, quotes), which are kept out of the row.
 COLUMNS: tuple[str, ...] = (
-    "id", "source_group", "category", "model", "gpu", "gpu_count", "parallelism", "weight_dtype",
+    "id", "source_group", "category", "model", "gpu", "gpu_count", "parallelism", "weight_dtype", "framework",
     "batch_size", "input_len", "output_len", "metric", "value", "unit", "throughput_scope", "ttft_ms",
     "per_token_latency_ms", "achieved_bw_GBps", "gemm_M", "gemm_N", "gemm_K", "attn_shape_B_H_S_D",
 )
@@ -52,6 +52,7 @@ class PublishedRow:
     gpu_count: int | None
     parallelism: str
     weight_dtype: str
+    framework: str  # the engine or kernel library that produced the figure, as the source names it
     batch_size: str  # "1", "1 concurrent request", "" (continuous batching)
     input_len: str  # "128", "small default prompt (not stated)", ...
     output_len: str
@@ -92,7 +93,8 @@ class PublishedRow:
         return cls(
             id=text["id"], source_group=text["source_group"], category=text["category"], model=text["model"],
             gpu=text["gpu"], gpu_count=as_int(text["gpu_count"]), parallelism=text["parallelism"],
-            weight_dtype=text["weight_dtype"], batch_size=text["batch_size"], input_len=text["input_len"],
+            weight_dtype=text["weight_dtype"], framework=text["framework"], batch_size=text["batch_size"],
+            input_len=text["input_len"],
             output_len=text["output_len"], metric=text["metric"], value=as_float(text["value"]),
             value_text=text["value"], unit=text["unit"], throughput_scope=text["throughput_scope"],
             ttft_ms=as_float(text["ttft_ms"]), per_token_latency_ms=as_float(text["per_token_latency_ms"]),
