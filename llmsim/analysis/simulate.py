@@ -47,6 +47,8 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     cost = CostOptions.make(**{**chosen.cost, **{k: v for k, v in given.items() if k in cost_keys}})
     defaults = {**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
                 "table_families": chosen.table_families}
+    if "tables" in options and options["tables"] is None:  # tables=None given: the roofline alone
+        defaults.update(tables=None, table_families=None)
     execution = ExecutionOptions.make(**{**defaults, **{k: v for k, v in given.items() if k in exec_keys}})
     return spec, hw, cost, execution
 
@@ -242,6 +244,9 @@ def _provenance(roofline: Roofline, phases: tuple[PhaseTotals, ...]) -> dict[str
                 else:
                     family = where.split(" ")[-1]
                     tables.setdefault(family, roofline.measured.kernels.source(family))
+                    note = why.partition("; ")[2]  # the table's label, then any approximation it made
+                    if note and note not in tables[family]:
+                        tables[family] += f"; {note}"
     return {"measured_tables": tables, "roofline_reasons": list(reasons)}
 
 

@@ -6,8 +6,9 @@ shape (the caller then uses the roofline and says why). Shapes are per GPU, as t
 Rules where a table holds no exact slice (each an approximation, named where it is applied):
 - GEMM fp16 reads the bf16 table (the same tensor-core rate and bytes).
 - Attention with head counts not in the table: the measured (heads, KV heads) pair nearest in log space
-  with the same head dim and KV dtype, its time scaled by heads / heads' (prefill: work per query head)
-  or KV heads / KV heads' (decode: bytes of the KV heads read).
+  with the same head dim and KV dtype, read at the batch times heads / heads' (prefill: the work grows with
+  batch x query heads) or KV heads / KV heads' (decode: the bytes read grow with batch x KV heads). Scaling
+  the batch, not the time, keeps the kernel's fixed floor once (a 32/32-head decode is not 4 floors).
 - A sliding window: decode reads the full-attention table at the keys the window leaves (the graph's key
   count is already min(kv_len + 1, W)); prefill scales the full-attention time at the prompt length by
   the ratio of (query, key) pairs the window keeps to the causal triangle's.
@@ -79,7 +80,8 @@ class MeasuredKernels:
     # ---- attention ----------------------------------------------------------------------------------
     def attention_slice(self, phase: str, kv_dtype: str, head_dim: int, heads: int, kv_heads: int
                         ) -> tuple[GridTable, float, str] | None:
-        """(grid over (batch, isl or keys), time factor, note) for the per-GPU head counts, or None."""
+        """(grid over (batch, isl or keys), batch factor, note) for the per-GPU head counts, or None: the time
+        is the grid's at (batch x factor, isl or keys)."""
         key = (phase, kv_dtype, head_dim, heads, kv_heads)
         if key not in self._slices:
             self._slices[key] = self._find_slice(*key)
@@ -96,18 +98,20 @@ class MeasuredKernels:
         candidates = same_dtype or {k: g for k, g in candidates.items() if k[0] == "bf16"}
         if not candidates:
             return None
+        cache_note = "" if same_dtype else (f"a {kv_dtype} cache read from the bf16-cache table (approximation: "
+                                            f"no {kv_dtype} slice shipped)")
         exact = next((g for k, g in candidates.items() if k[3] == heads and k[4] == kv_heads), None)
         if exact is not None:
-            return exact, 1.0, ""
+            return exact, 1.0, cache_note
 
         def distance(k: tuple) -> float:
             return abs(math.log(k[3] / heads)) + abs(math.log(k[4] / kv_heads))
 
         best = min(candidates, key=distance)
         factor = heads / best[3] if phase == "prefill" else kv_heads / best[4]
-        note = (f"{heads}/{kv_heads} heads read from the measured {best[3]}/{best[4]} x {factor:.3g} "
-                f"(approximation: time in proportion to {'query' if phase == 'prefill' else 'KV'} heads)")
-        return candidates[best], factor, note
+        note = (f"{heads}/{kv_heads} heads read from the measured {best[3]}/{best[4]} at batch x {factor:.3g} "
+                f"(approximation: the work grows with batch x {'query' if phase == 'prefill' else 'KV'} heads)")
+        return candidates[best], factor, "; ".join(n for n in (note, cache_note) if n)
 
     # ---- MoE and collectives --------------------------------------------------------------------------
     def moe_table(self, dtype: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int

@@ -66,7 +66,9 @@ class MeasuredTiming:
                 return (lambda x, y, z: grid.time_s(x, y, z)), self.label("gemm"), None
             proxy = _proxy_gemm(k.device, k.engine, dtype)
             if proxy is None:
-                return None, f"no {dtype} GEMM table for engine {k.engine} on {k.device}", None
+                hint = " (fp8 weights with 16-bit activations are weight-only; pass activation_dtype='fp8' for " \
+                       "W8A8 GEMMs)" if dtype == "fp8_wo" else ""
+                return None, f"no {dtype} GEMM table for engine {k.engine} on {k.device}{hint}", None
             other, grid = proxy
             return (lambda x, y, z: grid.time_s(x, y, z)), (
                 f"{other} gemm table ({dtype}), a proxy: {k.engine} has no {dtype} GEMM table on {k.device}"), (
@@ -83,13 +85,13 @@ class MeasuredTiming:
         found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)
         if found is None:
             return None, f"no {phase} attention table for head dim {head_dim} (engine {k.engine} on {k.device})", None
-        grid, factor, note = found
+        grid, factor, note = found  # factor: on the batch (see hardware.measured)
         label = self.label(family) + (f"; {note}" if note else "")
         if phase == "prefill" and window and window[0]:
             w = window[0]
             label += f"; window {w}: the causal table x the pairs the window keeps (approximation)"
-            return (lambda x, y, z: grid.time_s(x, y) * factor * prefill_window_factor(y, w)), label, None
-        return (lambda x, y, z: grid.time_s(x, y) * factor), label, None
+            return (lambda x, y, z: grid.time_s(x * factor, y) * prefill_window_factor(y, w)), label, None
+        return (lambda x, y, z: grid.time_s(x * factor, y)), label, None
 
     def collective(self, kind: str, group: int) -> tuple[Any, str]:
         """(time function of a collective among `group` GPUs by message bytes, or None; its family): the
