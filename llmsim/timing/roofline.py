@@ -28,54 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
-from ..errors import OptionError, check_choice
-from ..hardware.measured import FAMILIES, load_measured, measured_for
+from ..hardware.measured import load_measured, measured_for
 from ..hardware.spec import HardwareSpec
+from .execution import EFFICIENCY_MODES, OVERHEAD_MODES, OVERLAP_POLICIES, ExecutionOptions
 from .measured import MeasuredTiming
+from .op_columns import ELEMENTWISE_KINDS, OpColumns, group_key, op_rates
 
-EFFICIENCY_MODES = ("achievable", "peak")
-OVERHEAD_MODES = ("graph", "eager", "none")
-OVERLAP_POLICIES = ("max", "sum")
+__all__ = ["BOUNDS", "EFFICIENCY_MODES", "ELEMENTWISE_KINDS", "OVERHEAD_MODES", "OVERLAP_POLICIES",
+           "ExecutionOptions", "OpColumns", "OpCost", "OpTime", "Roofline"]
+
 BOUNDS = ("compute", "memory", "overhead", "communication")
-# op kinds whose memory traffic follows the hardware file's elementwise_bytes curve, where it has one
-ELEMENTWISE_KINDS = ("norm", "elementwise", "embedding", "routing", "cache")
-
-
-class ExecutionOptions(BaseModel):
-    """How the device runs the ops.
-
-    - efficiency="achievable" (default): peaks derated by the hardware file's achievable fractions;
-      "peak": datasheet speed of light (with overhead="none", the classic roofline).
-    - overhead="graph" (default): kernel launches only, as with CUDA graphs or a compiled model;
-      "eager": plus PyTorch's per-op dispatch, as plain PyTorch and transformers run; "none".
-    - overlap="max" (default): compute and memory traffic overlap (roofline); "sum": they do not.
-    - tables: the measured kernel tables ops are timed from where they cover them (an engine's set name,
-      kernels/<device>/<tables>/, or a folder of table files); None: the roofline alone. table_families:
-      the families of the set to use (None: all). Engines set both (llmsim.engines); not read at peak.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    efficiency: str = "achievable"
-    overhead: str = "graph"
-    overlap: str = "max"
-    engine: str | None = None  # the engine these options came from (llmsim.engines), for the record
-    tables: str | None = None
-    table_families: tuple[str, ...] | None = None
-
-    @classmethod
-    def make(cls, **values: Any) -> ExecutionOptions:
-        values = {k: v for k, v in values.items() if v is not None}
-        check_choice("efficiency", values.get("efficiency", "achievable"), EFFICIENCY_MODES)
-        check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
-        check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
-        if "tables" in values and not isinstance(values["tables"], str):
-            raise OptionError(f"tables must be a table set name (vllm, sglang, trtllm) or a folder, not "
-                              f"{values['tables']!r}")
-        for family in values.get("table_families") or ():
-            check_choice("table_families", family, tuple(FAMILIES))
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -97,73 +60,6 @@ class OpTime:
     memory_part_s: Any
     overhead_part_s: Any
     communication_part_s: Any = 0.0
-
-
-@dataclass(frozen=True, eq=False)  # hashed by identity: one per op list, made once (see _op_rates)
-class OpColumns:
-    """The fields of a list of ops that the roofline reads besides their FLOPs and bytes, along an op
-    axis (index i is op i): fixed by the model, phase and options, whatever the workload."""
-
-    kinds: tuple[str, ...]
-    precision_names: tuple[str, ...]  # the precisions that occur, each once
-    precision_index: np.ndarray  # op -> its precision's index in precision_names
-    is_matmul: np.ndarray  # bool
-    launches: np.ndarray  # float
-    # (key, op indices) of the ops a shape curve may apply to: matmuls with matmul_rows by (precision,
-    # weight layout, inner dimension K) (row_groups), element-wise kinds by precision (size_groups)
-    row_groups: tuple[tuple[tuple[str, str, int], np.ndarray], ...]
-    size_groups: tuple[tuple[str, np.ndarray], ...]
-    # (kernel key, op indices) of the ops that name a measured kernel (Op.kernel_key; timing.measured): GEMMs
-    # grouped by dtype alone, each op's K in kernel_depth (one table read for all of a dtype's GEMMs)
-    kernel_groups: tuple[tuple[tuple, np.ndarray], ...] = ()
-    kernel_depth: np.ndarray | None = None
-
-    @classmethod
-    def of(cls, ops: list[Any]) -> OpColumns:
-        precisions = [op.precision for op in ops]
-        names = tuple(dict.fromkeys(precisions))
-        kinds = tuple(op.kind for op in ops)
-        has_rows = [kind == "matmul" and "matmul_rows" in op.formulas for kind, op in zip(kinds, ops)]
-        elementwise = [kind in ELEMENTWISE_KINDS for kind in kinds]
-        return cls(
-            kinds=kinds, precision_names=names,
-            precision_index=np.array([names.index(p) for p in precisions], dtype=int),
-            is_matmul=np.array([kind == "matmul" for kind in kinds], dtype=bool),
-            launches=np.array([op.launches for op in ops], dtype=float),
-            row_groups=_groups([(op.precision, op.weight_layout, op.matmul_depth) for op in ops], has_rows),
-            size_groups=_groups(precisions, elementwise),
-            kernel_groups=_groups([_group_key(op.kernel_key) for op in ops], [op.kernel_key is not None for op in ops]),
-            kernel_depth=np.array([op.kernel_key[2] if op.kernel_key and op.kernel_key[0] == "gemm" else 0
-                                   for op in ops], dtype=float),
-        )
-
-
-def _group_key(key: tuple | None) -> tuple | None:
-    """GEMM keys without their K (one group per dtype); other kernel keys whole."""
-    return key[:2] if key is not None and key[0] == "gemm" else key
-
-
-def _groups(keys: list[Any], selected: list[bool]) -> tuple[tuple[Any, np.ndarray], ...]:
-    """(key, indices) of the selected ops, one entry per key (a precision, or precision and layout)."""
-    indices: dict[Any, list[int]] = {}
-    for i, (key, chosen) in enumerate(zip(keys, selected)):
-        if chosen:
-            indices.setdefault(key, []).append(i)
-    return tuple((key, np.array(where, dtype=int)) for key, where in indices.items())
-
-
-@lru_cache(maxsize=1024)
-def _op_rates(ops: OpColumns, ndim: int, matmul_flops_per_s: tuple[float, ...], vector_flops_per_s: tuple[float, ...],
-              bandwidths_bytes_per_s: tuple[float, float]) -> tuple[np.ndarray, ...]:
-    """Each op's matrix and vector peak (given per precision of ops.precision_names), bandwidth (matmul,
-    other) and launches along the op axis, broadcasting over `ndim` workload axes (read-only: shared)."""
-    lift = (len(ops.kinds),) + (1,) * ndim
-    rates = (np.array(matmul_flops_per_s)[ops.precision_index], np.array(vector_flops_per_s)[ops.precision_index],
-             np.where(ops.is_matmul, *bandwidths_bytes_per_s), ops.launches)
-    lifted = tuple(rate.reshape(lift) for rate in rates)
-    for rate in lifted:
-        rate.flags.writeable = False
-    return lifted
 
 
 def _bytes_per_kernel(bytes_moved: Any, launches: Any) -> Any:
@@ -299,7 +195,7 @@ class Roofline:
     def rates(self, ops: OpColumns, ndim: int) -> tuple[np.ndarray, ...]:
         """Each op's matrix peak, vector peak, bandwidth and launches along the op axis of `ops`,
         broadcasting over `ndim` workload axes."""
-        return _op_rates(ops, ndim, tuple(self.matmul_flops_per_s(p) for p in ops.precision_names),
+        return op_rates(ops, ndim, tuple(self.matmul_flops_per_s(p) for p in ops.precision_names),
                          tuple(self.vector_flops_per_s(p) for p in ops.precision_names),
                          (self.matmul_bandwidth_bytes_per_s, self.bandwidth_bytes_per_s))
 
@@ -343,7 +239,7 @@ class Roofline:
                     return f"{self.measured.kernels.engine} {family}", ""
                 return "roofline", f"no {op.collective} table for {op.group_size} GPUs (alpha-beta model)"
             if op.kernel_key is not None:
-                time_at, label, other = self.measured.lookup(_group_key(op.kernel_key))
+                time_at, label, other = self.measured.lookup(group_key(op.kernel_key))
                 if time_at is None:
                     return "roofline", label
                 return other or f"{self.measured.kernels.engine} {op.kernel_key[0]}", label

@@ -1,0 +1,49 @@
+"""ExecutionOptions: how the device runs the ops (efficiency, overheads, overlap, measured tables)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import OptionError, check_choice
+from ..hardware.measured import FAMILIES
+
+EFFICIENCY_MODES = ("achievable", "peak")
+OVERHEAD_MODES = ("graph", "eager", "none")
+OVERLAP_POLICIES = ("max", "sum")
+
+
+class ExecutionOptions(BaseModel):
+    """How the device runs the ops.
+
+    - efficiency="achievable" (default): peaks derated by the hardware file's achievable fractions;
+      "peak": datasheet speed of light (with overhead="none", the classic roofline).
+    - overhead="graph" (default): kernel launches only, as with CUDA graphs or a compiled model;
+      "eager": plus PyTorch's per-op dispatch, as plain PyTorch and transformers run; "none".
+    - overlap="max" (default): compute and memory traffic overlap (roofline); "sum": they do not.
+    - tables: the measured kernel tables ops are timed from where they cover them (an engine's set name,
+      kernels/<device>/<tables>/, or a folder of table files); None: the roofline alone. table_families:
+      the families of the set to use (None: all). Engines set both (llmsim.engines); not read at peak.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    efficiency: str = "achievable"
+    overhead: str = "graph"
+    overlap: str = "max"
+    engine: str | None = None  # the engine these options came from (llmsim.engines), for the record
+    tables: str | None = None
+    table_families: tuple[str, ...] | None = None
+
+    @classmethod
+    def make(cls, **values: Any) -> ExecutionOptions:
+        values = {k: v for k, v in values.items() if v is not None}
+        check_choice("efficiency", values.get("efficiency", "achievable"), EFFICIENCY_MODES)
+        check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
+        check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
+        if "tables" in values and not isinstance(values["tables"], str):
+            raise OptionError(f"tables must be a table set name (vllm, sglang, trtllm) or a folder, not "
+                              f"{values['tables']!r}")
+        for family in values.get("table_families") or ():
+            check_choice("table_families", family, tuple(FAMILIES))
+        return cls(**values)
