@@ -128,8 +128,8 @@ def test_wheel_installs_and_runs(tmp_path: Path) -> None:
                               capture_output=True, text=True, check=True).stdout.strip()
     (Path(new_site) / "borrowed.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     # --ignore-installed: the borrowed site-packages may hold an installed llmsim (CI installs it non-editable)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", str(wheel)], check=True,
-                   env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", str(wheel)],
+                   check=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     llmsim_bin = env_dir / "bin" / "llmsim"
     clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed copy only
     work = tmp_path / "elsewhere"
