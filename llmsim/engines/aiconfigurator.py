@@ -165,25 +165,15 @@ def _gemm(system_dir: Path, engine: str, full: bool) -> tuple[list[dict[str, Any
     if found is None:
         return None
     rows, path = found
+    rows = [r for r in rows if r["gemm_dtype"] in GEMM_DTYPES]
+    # one kernel per dtype and shape: the one timing most of the dtype's rows (vLLM fp8_block on Hopper: DeepGEMM)
+    rows = _preferred_kernel(rows, lambda r: (r["gemm_dtype"], r["m"], r["n"], r["k"]))
     out = [{"dtype": GEMM_DTYPES[r["gemm_dtype"]], "m": r["m"], "n": r["n"], "k": r["k"], "latency_ms": r["latency"]}
-           for r in rows if r["gemm_dtype"] in GEMM_DTYPES]
-    out = _preferred_kernel_rows(out, rows)
+           for r in rows]
     if not full:
         out = [r for r in out if r["m"] in COMPACT_M and r["n"] in COMPACT_NK and r["k"] in COMPACT_NK
                and r["dtype"] in COMPACT_GEMM_DTYPES]
     return _full_grids(out, ("dtype",), ("m", "n", "k")), path, {"kernel_sources": _sources(rows)}
-
-
-def _preferred_kernel_rows(out: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """GEMM tables hold one kernel per dtype and shape; keep the first row of any repeat."""
-    seen: set[tuple] = set()
-    kept = []
-    for row in out:
-        key = (row["dtype"], row["m"], row["n"], row["k"])
-        if key not in seen:
-            seen.add(key)
-            kept.append(row)
-    return kept
 
 
 def _attention_rows(system_dir: Path, engine: str, table: str) -> tuple[list[dict[str, Any]], Path] | None:
