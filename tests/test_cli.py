@@ -176,3 +176,23 @@ def test_validate_runs_a_real_model(capsys: pytest.CaptureFixture[str], tmp_path
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(r["phase"], r["status"], r["threads"]) for r in rows] == [("prefill", "ok", 1), ("decode", "ok", 1)]
     assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows) and "prefill" in out
+
+
+def test_calibrate_from_aiconfigurator_refuses_missing_arguments(capsys: pytest.CaptureFixture[str],
+                                                                  tmp_path: Path) -> None:
+    code = main(["calibrate", "--from", "aiconfigurator", "--out", str(tmp_path / "k")])
+    assert code != 0
+    assert "--from aiconfigurator needs --system" in capsys.readouterr().err
+
+
+def test_engines_command_lists_the_engines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["engines"]) == 0
+    out = capsys.readouterr().out
+    assert "torch-compile" in out and "h100-sxm" in out and "roofline" in out
+
+
+def test_simulate_with_an_engine_prints_its_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "llama-3.2-1b", "--hardware", "h100-sxm", "--engine", "trtllm", "--batch-size", "2",
+                 "--prompt-len", "64", "--gen-len", "4", "--ops"]) == 0
+    out = capsys.readouterr().out
+    assert "engine      trtllm" in out and "engine_version 1.3.0rc20" in out and "trtllm gemm" in out
