@@ -112,6 +112,17 @@ def _regime_parser(sub: Any, name: str, help_text: str, vary: str) -> argparse.A
     return p
 
 
+def _install_hint(exc: ImportError) -> str:
+    """What to install for a missing module: torch is the validate extra, pyarrow and aiconfigurator_core the
+    aiconfigurator extra; anything else is a core dependency, missing from a broken install."""
+    module = (exc.name or "").split(".")[0]
+    if module == "torch":
+        return "calibrate and validate need torch: pip install 'llmsim[validate]'"
+    if module in ("pyarrow", "aiconfigurator_core"):
+        return "the importer needs: pip install 'llmsim[aiconfigurator]'"
+    return f"{module or 'a dependency'} is a core dependency: reinstall llmsim (pip install llmsim)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -422,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"llmsim: error: {exc}", file=sys.stderr)
         return 2
     except ImportError as exc:
-        print(f"llmsim: error: {exc} (for calibrate/validate: pip install 'llmsim[validate]')", file=sys.stderr)
+        print(f"llmsim: error: {exc} ({_install_hint(exc)})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("llmsim: interrupted", file=sys.stderr)

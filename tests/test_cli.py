@@ -196,3 +196,13 @@ def test_simulate_with_an_engine_prints_its_tables(capsys: pytest.CaptureFixture
                  "--prompt-len", "64", "--gen-len", "4", "--ops"]) == 0
     out = capsys.readouterr().out
     assert "engine      trtllm" in out and "engine_version 1.3.0rc20" in out and "trtllm gemm" in out
+
+
+def test_a_missing_module_is_named_with_what_to_install() -> None:
+    from llmsim.cli import _install_hint
+
+    assert "llmsim[validate]" in _install_hint(ImportError("x", name="torch"))
+    assert "llmsim[aiconfigurator]" in _install_hint(ImportError("x", name="pyarrow.parquet"))
+    # a core dependency is not blamed on an extra
+    assert _install_hint(ImportError("x", name="transformers")) == (
+        "transformers is a core dependency: reinstall llmsim (pip install llmsim)")
