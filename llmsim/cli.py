@@ -360,6 +360,8 @@ def _run(args: argparse.Namespace) -> int:
             for name, value in getattr(result, "events", {}).items():
                 print(f"  {name:<10} {'not met' if value is None else f'at {args.vary} = {value:.6g}'}")
         return 0
+    if args.command in ("roofline", "plot", "plan"):
+        _check_out(args.out)
     if args.command == "roofline":
         from .report.plot import roofline_figure
 
@@ -415,12 +417,31 @@ def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
         writer.writerows(rows)
 
 
-def _save(figure: Any, path: str) -> None:
+_FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def _check_out(path: str | None) -> None:
+    """A figure path that can be written: a known image suffix, an existing folder, no file there yet.
+    Checked before the work, so a typo costs nothing."""
     from pathlib import Path
 
-    if Path(path).exists():
+    if path is None:
+        return
+    out = Path(path)
+    if out.suffix.lower() not in _FIGURE_SUFFIXES:
+        raise LlmsimError(f"--out {path}: the file name must end in one of {', '.join(_FIGURE_SUFFIXES)}")
+    if not out.parent.is_dir():
+        raise LlmsimError(f"--out {path}: no folder {out.parent}; create it or choose another path")
+    if out.exists():
         raise LlmsimError(f"--out {path}: the file exists; choose another name (nothing is overwritten)")
-    figure.savefig(path, dpi=130, bbox_inches="tight")
+
+
+def _save(figure: Any, path: str) -> None:
+    _check_out(path)
+    try:
+        figure.savefig(path, dpi=130, bbox_inches="tight")
+    except OSError as exc:
+        raise LlmsimError(f"--out {path}: cannot write it ({exc.strerror or exc})") from None
     print(f"wrote {path}")
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy.optimize import brentq
 
+from ..cost.workload import check_count
 from ..errors import OptionError, check_choice
 from ..timing.phases import decode_totals, prefill_totals
 from ..timing.roofline import BOUNDS, Roofline
@@ -121,7 +122,7 @@ def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: di
     values = {"batch_size": 1, "seq_len": 512, "kv_len": 512}
     for key, value in fixed.items():
         check_choice("fixed argument", key, values)
-        values[key] = value
+        values[key] = check_point(spec, key, value)
     if phase == "prefill":
         def totals(x: Any) -> Any:
             args = dict(values, **{vary: x})
@@ -131,6 +132,56 @@ def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: di
             args = dict(values, **{vary: x})
             return decode_totals(spec, roofline, cost, args["batch_size"], args["kv_len"], 1)
     return totals, spec, hw
+
+
+# the smallest value of each workload variable; a decode step at kv_len attends kv_len + 1 keys
+_MINIMUM = {"batch_size": 1, "seq_len": 1, "kv_len": 0}
+
+
+def _context_limit(spec: Any, key: str) -> int | None:
+    """The largest seq_len or kv_len the model's context holds (None: batch_size, unbounded)."""
+    if key == "batch_size":
+        return None
+    return spec.max_position_embeddings - (1 if key == "kv_len" else 0)
+
+
+def check_point(spec: Any, key: str, value: Any) -> int:
+    """A fixed workload value of find_crossover / first_limit: a whole number in its allowed range."""
+    count = check_count(key, value, _MINIMUM[key])
+    if np.ndim(count):
+        raise OptionError(f"{key}={value!r}: give one value (sweep takes arrays)")
+    return int(_check_within(spec, key, int(count)))
+
+
+def _check_within(spec: Any, key: str, value: float, name: str | None = None) -> float:
+    top = _context_limit(spec, key)
+    if top is not None and value > top:
+        label = key if name is None else f"{name} ({key})"
+        raise OptionError(f"{label}={value:g} exceeds the model's context: at most {top} "
+                          f"(max_position_embeddings={spec.max_position_embeddings})")
+    return value
+
+
+def _check_bracket(spec: Any, vary: str, lo: float, hi: float, names: tuple[str, str]) -> None:
+    """The searched range of `vary`: finite, lo < hi, inside the variable's allowed range."""
+    for name, value in zip(names, (lo, hi)):
+        if not np.isfinite(value) or value < _MINIMUM[vary]:
+            raise OptionError(f"{name} ({vary})={value!r} must be a finite number >= {_MINIMUM[vary]}")
+        _check_within(spec, vary, value, name)
+    if not lo < hi:
+        raise OptionError(f"the bracket needs {names[0]} < {names[1]}, got {names[0]}={lo:g}, {names[1]}={hi:g}")
+
+
+def _check_slo(field: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not (np.isfinite(number) and number > 0):
+        raise OptionError(f"{field}={value!r} must be a positive number of seconds")
+    return number
 
 
 def _default_bracket(spec: Any, vary: str) -> tuple[float, float]:
@@ -152,10 +203,9 @@ def find_crossover(model: Any, hardware: Any, phase: str = "decode", vary: str =
     kwargs.pop(vary, None)
     totals, spec, _ = _phase_evaluator(model, hardware, phase, vary, fixed, kwargs)
     d_lo, d_hi = _default_bracket(spec, vary)
-    lo = d_lo if lo is None else float(lo)
-    hi = d_hi if hi is None else float(hi)
-    if not lo < hi:
-        raise OptionError(f"the bracket needs lo < hi, got lo={lo}, hi={hi}")
+    lo = d_lo if lo is None else _float("lo", lo)
+    hi = d_hi if hi is None else _float("hi", hi)
+    _check_bracket(spec, vary, lo, hi, ("lo", "hi"))
 
     def parts(x: float) -> dict[str, float]:
         t = totals(x)
@@ -224,12 +274,15 @@ def first_limit(model: Any, hardware: Any, vary: str = "kv_len", phase: str = "d
     """
     if phase == "prefill" and vary == "kv_len":
         vary = "seq_len"
+    tpot_slo_s = _check_slo("tpot_slo_s", tpot_slo_s)
+    ttft_slo_s = _check_slo("ttft_slo_s", ttft_slo_s)
     fixed = {k: kwargs.pop(k) for k in ("batch_size", "seq_len", "kv_len") if k in kwargs and k != vary}
-    gen_len = int(kwargs.pop("gen_len", 1))
+    gen_len = check_count("gen_len", kwargs.pop("gen_len", 1), 1)
     totals, spec, hw = _phase_evaluator(model, hardware, phase, vary, fixed, kwargs)
     d_lo, d_hi = _default_bracket(spec, vary)
-    start = max(d_lo, 1.0) if start is None else float(start)
-    stop = d_hi if stop is None else float(stop)
+    start = max(d_lo, 1.0) if start is None else _float("start", start)
+    stop = d_hi if stop is None else _float("stop", stop)
+    _check_bracket(spec, vary, start, stop, ("start", "stop"))
     crossover = find_crossover(model, hardware, phase=phase, vary=vary, lo=start, hi=stop, **fixed, **kwargs)
     events: dict[str, float | None] = {"compute": None, "bandwidth": None, "capacity": None, "slo": None}
     if crossover.value is not None and crossover.to_bound in ("compute", "memory"):
@@ -271,6 +324,13 @@ def first_limit(model: Any, hardware: Any, vary: str = "kv_len", phase: str = "d
         reason = f"{phase} stays {binding}-bound and fits over {vary} in [{start:g}, {stop:g}]"
     return FirstLimit(vary=vary, phase=phase, limit=limit, value=value, start=start, stop=stop, events=events,
                       reason=reason)
+
+
+def _float(field: str, value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise OptionError(f"{field}={value!r} must be a number") from None
 
 
 def geometric_values(start: int, stop: int, per_octave: int = 4) -> Sequence[int]:

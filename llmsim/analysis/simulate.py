@@ -50,7 +50,20 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     if "tables" in options and options["tables"] is None:  # tables=None given: the roofline alone
         defaults.update(tables=None, table_families=None)
     execution = ExecutionOptions.make(**{**defaults, **{k: v for k, v in given.items() if k in exec_keys}})
+    _check_precision(spec, hw, cost)
     return spec, hw, cost, execution
+
+
+def _check_precision(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions) -> None:
+    """The device must have a matrix unit at the precision the matmuls run at (e.g. no int4 on Hopper)."""
+    from ..dtypes import matmul_precision
+    from ..errors import OptionError
+
+    weight, act, _ = cost.resolved_dtypes(spec.dtype)
+    try:
+        hw.matrix_peak_flops_per_s(matmul_precision(act, weight))
+    except OptionError as exc:
+        raise OptionError(f"activation_dtype={act!r}: {exc}") from None
 
 
 def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[Any, Any, Any]:

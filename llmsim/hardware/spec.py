@@ -130,8 +130,6 @@ class HardwareSpec(BaseModel):
             return self.matrix_flops_per_s[precision].value
         if precision == "fp32":
             return self.vector_flops_per_s["fp32"].value
-        if precision == "int4" and "int8" in self.matrix_flops_per_s:
-            return self.matrix_flops_per_s["int8"].value  # approximation: int4 runs at the int8 rate
         raise OptionError(
             f"hardware {self.name!r} has no matrix-unit peak for {precision}; it has "
             f"{', '.join(sorted(self.matrix_flops_per_s))} (choose another activation_dtype)"

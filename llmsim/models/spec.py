@@ -58,6 +58,9 @@ class AttentionSpec(_Frozen):
             raise ValueError(
                 f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}"
             )
+        if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
+            raise ValueError(f"head_dim={self.head_dim} with rotary_dim={self.rotary_dim}: rotary embeddings "
+                             f"rotate pairs of dims, so rotary_dim must be even and at most head_dim")
         if self.kind == "mla" and (self.kv_lora_rank <= 0 or self.qk_rope_head_dim <= 0):
             raise ValueError("MLA attention needs kv_lora_rank > 0 and qk_rope_head_dim > 0")
         return self
