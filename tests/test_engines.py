@@ -120,3 +120,18 @@ def test_weight_only_gemms_read_another_engines_table_as_a_proxy() -> None:
     assert "a proxy: vllm has no int4_wo GEMM table on a100-80gb-sxm" in r.measured_tables["trtllm gemm (proxy)"]
     grid = llmsim.hardware.measured.measured_for("a100-80gb-sxm", "trtllm").gemm_table_named("int4_wo")
     assert down.time_s / down.count / 2 == pytest.approx(grid.time_s(1, 4096, 11008) + 0.875e-6, rel=1e-9)
+
+
+def test_deepseek_mla_attention_from_the_engines_mla_tables() -> None:
+    r = llmsim.simulate("deepseek-v3", "h100-sxm", engine="sglang", batch_size=8, prompt_len=1024, gen_len=3,
+                        tensor_parallel=8)
+    flash = next(op for op in r.decode.ops if op.name.endswith(".flash"))
+    assert flash.source == "sglang decode_mla"
+    grid = llmsim.hardware.measured.measured_for("h100-sxm", "sglang").tables["decode_mla"].grids[("bf16", 16)]
+    # 128 heads / tp 8 = 16 per GPU; the two decode steps attend to 1025 and 1026 keys: the middle step's
+    # measured/roofline ratio on both (the closed form), so the sum is within a hair of the two table times
+    expected = grid.time_s(8, 1025) + grid.time_s(8, 1026) + 2 * GRAPH_LAUNCH_S
+    assert flash.time_s / flash.count == pytest.approx(expected, rel=1e-3)
+    vllm = llmsim.simulate("deepseek-v3", "h100-sxm", engine="vllm", batch_size=8, prompt_len=1024, gen_len=3,
+                           tensor_parallel=8)
+    assert "no decode_mla table for engine vllm on h100-sxm" in vllm.roofline_reasons

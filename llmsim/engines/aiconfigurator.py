@@ -55,6 +55,8 @@ FAMILY_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",)),
     "all_reduce": (("num_gpus",), ("message_bytes",)),
     "nccl": (("collective", "num_gpus"), ("message_bytes",)),
+    "prefill_mla": (("kv_dtype", "num_heads"), ("batch", "isl")),
+    "decode_mla": (("kv_dtype", "num_heads"), ("batch", "keys")),
 }
 # aiconfigurator's NCCL op names -> llmsim's collective kinds
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "alltoall": "all_to_all",
@@ -86,7 +88,9 @@ def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | Non
         check_choice("family", family, tuple(FAMILY_COLUMNS))
     out_dir.mkdir(parents=True, exist_ok=True)
     readers = {"gemm": _gemm, "prefill_attention": _prefill_attention, "decode_attention": _decode_attention,
-               "moe": _moe, "all_reduce": _all_reduce, "nccl": _nccl}
+               "moe": _moe, "all_reduce": _all_reduce, "nccl": _nccl,
+               "prefill_mla": lambda d, e, f: _mla(d, e, "context_mla_perf", "isl"),
+               "decode_mla": lambda d, e, f: _mla(d, e, "generation_mla_perf", "keys")}
     existing = [str(out_dir / f"{family}.csv") for family in wanted if (out_dir / f"{family}.csv").exists()]
     if existing:
         raise LlmsimError(f"{existing[0]} exists: llmsim never overwrites a file; choose another --out")
@@ -255,6 +259,27 @@ def _all_reduce(system_dir: Path, engine: str, full: bool) -> Any:
     out = [{"num_gpus": r["num_gpus"], "message_bytes": 2 * r["message_size"], "latency_ms": r["latency"]}
            for r in rows]
     return _full_grids(out, ("num_gpus",), ("message_bytes",)), path, {"kernel_sources": _sources(rows)}
+
+
+def _mla(system_dir: Path, engine: str, table: str, axis: str) -> Any:
+    """DeepSeek-shaped MLA attention (op-level: 128 native heads, latent 512 + rope 64, nope 128, v 128), per-GPU
+    heads; prefill over isl new tokens (the expanded form), decode one step attending to step + 1 keys (the
+    absorbed form over the latent cache). The package's tp_size column only records provenance."""
+    found = _table(system_dir, "mla", engine, table)
+    if found is None:
+        return None
+    rows, path = found
+    rows = [r for r in rows if r.get("mla_dtype", "bfloat16") == "bfloat16" and r["kv_cache_dtype"] in KV_DTYPES]
+
+    def at(r: dict[str, Any]) -> int:
+        return r["isl"] if axis == "isl" else r["step"] + r["isl"]
+
+    picked = _preferred_kernel(rows, lambda r: (r["kv_cache_dtype"], r["num_heads"], r["batch_size"], at(r)))
+    out = [{"kv_dtype": KV_DTYPES[r["kv_cache_dtype"]], "num_heads": r["num_heads"], "batch": r["batch_size"],
+            axis: at(r), "latency_ms": r["latency"]} for r in picked]
+    keys, axes = FAMILY_COLUMNS["prefill_mla" if axis == "isl" else "decode_mla"]
+    return (_full_grids(out, keys, axes, fill_first_axis=True), path,
+            {"kernel_sources": _sources(picked), "shape": "DeepSeek-V3 MLA: latent 512, rope 64, nope 128, v 128"})
 
 
 def _nccl(system_dir: Path, engine: str, full: bool) -> Any:

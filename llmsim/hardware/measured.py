@@ -36,6 +36,8 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",), False),
     "all_reduce": (("num_gpus",), ("message_bytes",), False),
     "nccl": (("collective", "num_gpus"), ("message_bytes",), False),
+    "prefill_mla": (("kv_dtype", "num_heads"), ("batch", "isl"), True),
+    "decode_mla": (("kv_dtype", "num_heads"), ("batch", "keys"), True),
 }
 _GEMM_TABLE_OF = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8_wo", "int4": "int4_wo"}
 

@@ -6,6 +6,7 @@ An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the
     ("moe", dtype, topk, experts, hidden, inter, tp, ep, share)   x = tokens; time = table x share
     ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window)   x = batch, y = prompt tokens
     ("decode_attention", kv_dtype, head_dim, heads, kv_heads)     x = batch, y = keys attended
+    ("prefill_mla" | "decode_mla", kv_dtype, heads)      DeepSeek-shaped MLA, as the attention ones
 Its roofline terms (compute_s and memory_s, as the hardware file derates them) are then both scaled by
 measured / roofline, so the op's time is the measured time and its bound stays the larger roofline term.
 An op no table covers keeps the roofline; `reason` says why, per op.
@@ -18,7 +19,7 @@ from typing import Any
 from ..hardware.measured import MeasuredKernels, measured_for, prefill_window_factor, shipped_kernel_sets
 
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
-             "decode_attention": "decode_attention"}
+             "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla"}
 
 
 class MeasuredTiming:
@@ -53,6 +54,8 @@ class MeasuredTiming:
         family = FAMILY_OF.get(key[0])
         if family is None:
             return None, f"{key[0]}: no measured table family in llmsim yet (roofline)", None
+        if family not in self.kernels.tables and family != "gemm":
+            return None, f"no {family} table for engine {self.kernels.engine} on {self.kernels.device}", None
         if family not in self.families:
             only = "/".join(self.families)
             return None, f"{family}: on the roofline (this engine reads only the {only} tables)", None
@@ -80,6 +83,12 @@ class MeasuredTiming:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
             return (lambda x, y, z: grid.time_s(x) * share), self.label("moe"), None
+        if family in ("prefill_mla", "decode_mla"):  # key (family, kv_dtype, per-GPU heads)
+            grid = k.tables[family].grids.get(tuple(key[1:]))
+            if grid is None:
+                why = f"no {family} table for {key[2]} heads, {key[1]} cache (engine {k.engine} on {k.device})"
+                return None, why, None
+            return (lambda x, y, z: grid.time_s(x, y)), self.label(family), None
         phase = "prefill" if family == "prefill_attention" else "decode"
         _, kv_dtype, head_dim, heads, kv_heads, *window = key
         found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)

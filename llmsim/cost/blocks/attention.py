@@ -81,14 +81,26 @@ class AttentionBlocks:
     def _attention_kernel(self, attn: AttentionSpec, H: Expr, kvh: Expr) -> dict[str, Any]:
         """The measured attention kernel a fused standard attention is (per-GPU heads), read at (batch, prompt
         tokens) in prefill and (batch, keys attended) in decode; none for MLA or a cache dtype without tables."""
-        if attn.kind == "mla":  # named, so that a result says why it is on the roofline
-            return {"kernel_key": ("mla_attention", self.phase)}
+        if attn.kind == "mla":
+            return self._mla_kernel(attn, H)
         if attn.head_dim != attn.v_head_dim or self.kv_table_dtype is None:
             return {}
         shape = (self.kv_table_dtype, attn.head_dim, round(float(H.value)), round(float(kvh.value)))
         if self.phase == "prefill":
             return {"kernel_key": ("prefill_attention", *shape, attn.sliding_window or 0), "kernel_y": self.S}
         return {"kernel_key": ("decode_attention", *shape), "kernel_y": self._keys(attn)}
+
+    def _mla_kernel(self, attn: AttentionSpec, H: Expr) -> dict[str, Any]:
+        """The measured MLA kernel: DeepSeek's shape only (latent 512, rope 64, nope 128, v 128), prefill expanded,
+        decode absorbed; otherwise named without a table, so that a result says why it is on the roofline."""
+        deepseek = (attn.kv_lora_rank, attn.qk_rope_head_dim, attn.qk_nope_head_dim, attn.v_head_dim) == (512, 64, 128,
+                                                                                                          128)
+        heads = round(float(H.value))
+        if deepseek and self.kv_table_dtype and self.phase == "prefill":
+            return {"kernel_key": ("prefill_mla", self.kv_table_dtype, heads), "kernel_y": self.S}
+        if deepseek and self.kv_table_dtype and self.options.mla == "absorb":
+            return {"kernel_key": ("decode_mla", self.kv_table_dtype, heads), "kernel_y": self._keys(attn)}
+        return {"kernel_key": ("mla_attention", self.phase)}
 
     def core_attention(self, prefix: str, n: int, attn: AttentionSpec, *, H: Expr, kvh: Expr, d: Expr, dv: Expr,
                        kv_values: Expr, params: int = 0) -> None:
