@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtypes", default="float32,bfloat16",
                    help="comma-separated dtypes whose matmul rates and tables are measured (default: float32,bfloat16)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (seconds instead of minutes)")
+    p.add_argument("--threads", type=_positive_int, default=1,
+                   help="torch CPU threads while measuring (default: 1, the steadiest on a shared machine; see "
+                   "validation/README.md)")
     p.add_argument("--out", required=True, help="hardware .toml file to write, or with --from aiconfigurator the "
                    "folder of kernel tables (kernels/<device>/<engine>; an existing file is never overwritten)")
 
@@ -311,7 +314,8 @@ def _run(args: argparse.Namespace) -> int:
         if Path(args.out).exists():
             raise LlmsimError(f"--out {args.out}: the file exists; choose another name (nothing is overwritten)")
 
-        result = calibrate(device=args.device, dtypes=tuple(args.dtypes.split(",")), out=args.out, quick=args.quick)
+        result = calibrate(device=args.device, dtypes=tuple(args.dtypes.split(",")), out=args.out, quick=args.quick,
+                           threads=args.threads, progress=True)
         print(_table([result.summary_row()]))
         print(f"wrote {args.out}")
         return 0

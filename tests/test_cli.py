@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import llmsim
+import llmsim.validation
 from llmsim.analysis.simulate import SimulationResult
 from llmsim.cli import main
 
@@ -152,6 +154,42 @@ def test_calibrate_never_overwrites(capsys: pytest.CaptureFixture[str], tmp_path
     code, _, err = run(capsys, "calibrate", "--quick", "--out", str(existing))
     assert code == 2 and "exists" in err
     assert existing.read_text() == "# my notes\n"
+
+
+def test_calibrate_threads_default_one_and_passed_on(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmsim.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["calibrate", "--out", "x.toml"]).threads == 1  # validation/README.md: 1 thread
+    assert parser.parse_args(["calibrate", "--out", "x.toml", "--threads", "4"]).threads == 4
+    code, _, err = run(capsys, "calibrate", "--out", "x.toml", "--threads", "0")
+    assert code == 2 and "--threads" in err
+    seen: dict = {}
+
+    def fake_calibrate(**kwargs: object) -> llmsim.HardwareSpec:  # no real measurement: it takes minutes
+        seen.update(kwargs)
+        return llmsim.load_hardware("cpu-generic")
+
+    monkeypatch.setattr(llmsim.validation, "calibrate", fake_calibrate)
+    code, out, _ = run(capsys, "calibrate", "--quick", "--threads", "3", "--out", str(tmp_path / "cpu.toml"))
+    assert code == 0 and seen["threads"] == 3 and seen["progress"] is True and "wrote" in out
+
+
+def test_calibrate_floor_error_names_the_value_and_the_cure() -> None:
+    from llmsim.validation.calibrate import check_plausible
+
+    # a loaded machine: a copy at 8.2 GB/s is under the 1e10 byte/s floor of memory.bandwidth_bytes_per_s
+    data = {"name": "cpu-calibrated", "memory": {"bandwidth_bytes_per_s": {"value": 8.2e9, "unit": "byte/s",
+                                                                          "source": "measured"}}}
+    with pytest.raises(llmsim.LlmsimError) as info:
+        check_plausible(data, threads=4, load=3.5)
+    assert str(info.value) == (
+        "calibrate: measured memory.bandwidth_bytes_per_s = 8.2e+09 byte/s is below llmsim's plausibility floor of "
+        "1e+10 byte/s (hardware/spec.py): the machine was likely loaded (4 threads, 1-minute load 3.5); rerun with "
+        "--threads 1 on a quieter machine")
+    data["memory"]["bandwidth_bytes_per_s"]["value"] = 1.39e10  # validation/cpu-calibrated.toml's 13.9 GB/s: fine
+    check_plausible(data, threads=1, load=None)
 
 
 def test_option_spellings_and_their_defaults_in_help(capsys: pytest.CaptureFixture[str]) -> None:

@@ -45,6 +45,23 @@ def test_tp2_halves_sharded_weights_exactly() -> None:
     assert spec.kv_cache_bytes(4, 1000, tensor_parallel=16) * 8 == spec.kv_cache_bytes(4, 1000)
 
 
+def test_tp_pads_the_vocabulary_like_vllm() -> None:
+    # gpt2's vocab 50257 is odd: vLLM pads it to a multiple of 64 (DEFAULT_VOCAB_PADDING_SIZE) and splits it:
+    # ceil(50257/64)*64 = 786*64 = 50304 rows; /2 = 25152 = ceil(50257/128)*64 = 393*64 per GPU at tp=2
+    two = {op.name: op for op in llmsim.build_ops("gpt2", "decode", batch_size=1, kv_len=10, tensor_parallel=2)}
+    assert two["lm_head"].matmul_cols == 25152
+    assert two["embed_tokens"].param_count == 25152 * 768  # = 19316736 rows x n_embd on each GPU
+    assert two["lm_head.all_gather"].comm_bytes == 1 * 50304 * 4  # 1 decode token x padded logits x fp32
+    # tp=4: 50304/4 = 12576 (vLLM divides the 64-padded vocabulary; not ceil(50257/256)*64 = 12608)
+    four = {op.name: op for op in llmsim.build_ops("gpt2", "decode", batch_size=1, kv_len=10, tensor_parallel=4)}
+    assert four["lm_head"].matmul_cols == 12576
+    # tp=1: no padding, the exact 50257 x 768 table of transformers
+    one = {op.name: op for op in llmsim.build_ops("gpt2", "decode", batch_size=1, kv_len=10)}
+    assert one["lm_head"].matmul_cols == 50257 and one["embed_tokens"].param_count == 50257 * 768
+    result = llmsim.simulate("gpt2", "h100-sxm", batch_size=1, prompt_len=16, gen_len=4, tensor_parallel=2)
+    assert result.tpot_s > 0 and result.memory.fits
+
+
 def test_expert_parallel_spreads_whole_experts() -> None:
     ops = {op.name: op for op in llmsim.build_ops("mixtral-8x7b", "prefill", batch_size=4, seq_len=512,
                                                  tensor_parallel=4, expert_parallel=4)}

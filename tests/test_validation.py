@@ -14,8 +14,9 @@ import llmsim  # noqa: E402
 from llmsim.errors import LlmsimError  # noqa: E402
 from llmsim.validation import ValidationReport, ValidationRow, calibrate, hardware_toml, validate  # noqa: E402
 from llmsim.validation import hf_model as hf_model_module  # noqa: E402
-from llmsim.validation._device import release_free_memory  # noqa: E402
+from llmsim.validation._device import device_name, release_free_memory  # noqa: E402
 from llmsim.validation.hf_model import op_class, prepare_config  # noqa: E402
+from llmsim.validation.validate import hardware_mismatch_warning, recorded_device  # noqa: E402
 
 from .tiny_configs import TINY_CONFIGS  # noqa: E402
 
@@ -114,6 +115,7 @@ def test_validate_tiny_llama_end_to_end(calibrated: tuple) -> None:
         assert row.predicted_bound in ("compute", "memory", "overhead")
         assert sum(row.predicted_split_s.values()) == pytest.approx(row.predicted_s)
         assert row.torch_version == torch.__version__
+    assert report.warnings == []  # calibrated on this very CPU: no mismatch
     summary = report.summary()
     assert set(summary) == {"prefill", "decode"} and summary["decode"]["count"] == 2
     table = report.to_markdown()
@@ -214,8 +216,25 @@ def test_out_of_memory_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch) ->
 def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
     validate(TINY_CONFIGS["llama-gqa"], HW, seq_lens=(8,), kv_lens=(), repeats=1, warmup=0, progress=True)
     assert "1/1" in capsys.readouterr().err
-    validate(TINY_CONFIGS["llama-gqa"], HW, seq_lens=(8,), kv_lens=(), repeats=1, warmup=0)  # stderr: a pipe
-    assert capsys.readouterr().err == ""
+    report = validate(TINY_CONFIGS["llama-gqa"], HW, seq_lens=(8,), kv_lens=(), repeats=1, warmup=0)  # a pipe
+    # no bar; only the one-line warning that the shipped example file records no measured CPU
+    assert capsys.readouterr().err.splitlines() == report.warnings
+    assert len(report.warnings) == 1 and "records no measured device" in report.warnings[0]
+
+
+def test_a_hardware_file_of_another_cpu_is_warned_about(test_gpu_dict: dict) -> None:
+    running = device_name("cpu")  # "cpu: " + /proc/cpuinfo "model name" (platform.processor() elsewhere)
+    other = dict(test_gpu_dict, name="other", device_type="cpu",
+                 description="cpu: Some Other CPU, calibrated by llmsim (1 threads, torch 2.13.0+cpu)")
+    spec = llmsim.hardware.hardware_from_dict(other)
+    assert recorded_device(spec) == "cpu: Some Other CPU"
+    warning = hardware_mismatch_warning(spec, running)
+    assert warning == (f"warning: hardware 'other' was calibrated on 'cpu: Some Other CPU' but this run is on "
+                       f"{running!r}: expect large errors; calibrate this machine (`llmsim calibrate --out ...`)")
+    same = llmsim.hardware.hardware_from_dict(dict(other, description=f"{running}, calibrated by llmsim (1 threads)"))
+    assert hardware_mismatch_warning(same, running) is None
+    bare = llmsim.hardware.hardware_from_dict(dict(other, description="a datasheet"))
+    assert recorded_device(bare) is None and "records no measured device" in hardware_mismatch_warning(bare, running)
 
 
 def test_bad_arguments_are_one_line_errors() -> None:

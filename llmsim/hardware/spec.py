@@ -83,6 +83,14 @@ _FIELDS: dict[str, dict[str, tuple[str, float, float]]] = {
     },
     "price": {"usd_per_hour": ("usd/hour", 0.0, 1e4)},
 }
+
+
+def plausible_range(section: str, key: str) -> tuple[str, float, float] | None:
+    """(unit, plausible low, plausible high) of a hardware field, e.g. ("byte/s", 1e10, 1e14) for
+    memory.bandwidth_bytes_per_s; None for a field with no range (a curve, an unknown key)."""
+    return _FIELDS.get(section, {}).get(key)
+
+
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "matrix_flops_per_s": (),
     "vector_flops_per_s": ("fp32",),

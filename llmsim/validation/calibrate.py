@@ -43,16 +43,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import LlmsimError
-from ..hardware.spec import HardwareSpec, hardware_from_dict
+from ..hardware.spec import HardwareSpec, hardware_from_dict, plausible_range
 from ._device import (
     check_device,
     device_name,
+    load_average,
     median,
     release_free_memory,
     spread,
@@ -78,25 +80,57 @@ class _Measure:
 
 def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32", "bfloat16"), out: str | Path | None = None,
               quick: bool = False, name: str | None = None, dispatch: str = "op",
-              threads: int | None = None) -> HardwareSpec:
+              threads: int | None = None, progress: bool = False) -> HardwareSpec:
     """Measure `device` ("cpu" or "cuda") and return its HardwareSpec; write it as TOML to `out` if given.
 
     quick=True uses smaller sizes and fewer repeats (a few seconds on a small CPU; for tests).
     dispatch: what overhead.eager_dispatch_s holds. "op" (default): one bare tiny op. "hf": the host time
     per llmsim op of a tiny transformers Llama decode step (the model code's Python included), which is
     what eager transformers really pays per op llmsim counts. Both are measured and named in the source.
-    threads: torch CPU threads during the measurement (default: torch's current setting).
+    threads: torch CPU threads during the measurement (default: torch's current setting; 1 is steadiest on a
+    shared machine, see validation/README.md).
+    progress: a line on stderr as each measurement starts.
     """
     torch = check_device(device)
     if dispatch not in ("op", "hf"):
         raise LlmsimError(f"calibrate: dispatch={dispatch!r}; choose 'op' (a bare tiny op) or 'hf' (per llmsim op "
                           f"of a tiny transformers model)")
     with torch_threads(threads):
-        return _calibrate(torch, device, tuple(dtypes), out, quick, name, dispatch)
+        return _calibrate(torch, device, tuple(dtypes), out, quick, name, dispatch, progress)
+
+
+def _say(progress: bool, text: str) -> None:
+    if progress:
+        print(f"calibrate: {text}", file=sys.stderr, flush=True)
+
+
+def check_plausible(data: dict[str, Any], threads: int, load: float | None) -> None:
+    """Refuse, in one line with the measured value, a figure outside the plausible range of a hardware file
+    (hardware/spec.py): below its floor it was measured on a loaded machine, not read in the wrong unit."""
+    for section, fields in data.items():
+        if not isinstance(fields, dict):
+            continue
+        for key, quantity in fields.items():
+            known = plausible_range(section, key)
+            if known is None or not isinstance(quantity, dict) or "value" not in quantity:
+                continue
+            unit, low, high = known
+            value = quantity["value"]
+            if low <= value <= high:
+                continue
+            busy = f", 1-minute load {load:g}" if load is not None else ""
+            where = f"calibrate: measured {section}.{key} = {value:.4g} {unit}"
+            if value < low:
+                raise LlmsimError(
+                    f"{where} is below llmsim's plausibility floor of {low:g} {unit} (hardware/spec.py): the machine "
+                    f"was likely loaded ({threads} threads{busy}); rerun with --threads 1 on a quieter machine"
+                )
+            raise LlmsimError(f"{where} is above llmsim's plausibility ceiling of {high:g} {unit} (hardware/spec.py): "
+                              f"a timing too short to trust ({threads} threads{busy}); rerun with --threads 1")
 
 
 def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path | None, quick: bool,
-               name: str | None, dispatch: str) -> HardwareSpec:
+               name: str | None, dispatch: str, progress: bool = False) -> HardwareSpec:
     for dtype in dtypes:
         if dtype not in _PRECISION:
             raise LlmsimError(f"calibrate: dtype={dtype!r} is not supported; choose from {', '.join(_PRECISION)}")
@@ -112,40 +146,52 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
     def q(value: float, unit: str, text: str) -> dict[str, Any]:
         return {"value": float(value), "unit": unit, "source": text}
 
+    def say(text: str) -> None:
+        _say(progress, text)
+
+    say(f"{device_name(device)}, {info['threads']} threads, {'quick' if quick else 'full'} run")
     matrix: dict[str, Any] = {}
     for dtype in dtypes:
+        say(f"matmul peak, {dtype}")
         m = _matmul(torch, device, dtype, quick, repeats, warmup)
         matrix[_PRECISION[dtype]] = q(m.value, "flop/s", source(m))
     vector: dict[str, Any] = {}
     vector_dtypes = [d for d in dtypes if d == "float32"] or ["float32"]
     sixteen = [d for d in ("bfloat16", "float16") if d in dtypes]
     for dtype in vector_dtypes + sixteen[:1]:
+        say(f"element-wise (vector) rate, {dtype}")
         m = _vector(torch, device, dtype, quick, repeats, warmup)
         key = "fp32" if dtype == "float32" else "fp16"
         note = "" if key == "fp32" else f" (the {dtype} rate: llmsim reads the fp16 vector figure for bf16 and fp16)"
         vector[key] = q(m.value, "flop/s", source(m) + note)
+    say("memory bandwidth (copy)")
     bandwidth = _bandwidth(torch, device, quick, repeats, warmup)
+    say(f"matmul efficiency by rows M, F.linear layout, {', '.join(dtypes)}")
     row_curves = {
         _PRECISION[dtype]: _matmul_rows(torch, device, dtype, matrix[_PRECISION[dtype]]["value"], bandwidth.value,
                                         quick, repeats, warmup, stamp)
         for dtype in dtypes
     }
+    say(f"matmul efficiency by rows M, torch.matmul layout, {', '.join(dtypes)}")
     in_out_curves = {
         _PRECISION[dtype]: _matmul_rows(torch, device, dtype, matrix[_PRECISION[dtype]]["value"], bandwidth.value,
                                         quick, repeats, warmup, stamp, layout="in_out")
         for dtype in dtypes
     }
+    say(f"matmul efficiency by depth K, {', '.join(dtypes)}")
     depth_curves = {
         _PRECISION[dtype]: _matmul_depth(torch, device, dtype, matrix[_PRECISION[dtype]]["value"], bandwidth.value,
                                          quick, repeats, warmup, stamp)
         for dtype in dtypes
     }
+    say("element-wise bandwidth by size")
     size_curves = {
         ("fp32" if dtype == "float32" else "fp16"): _elementwise_bytes(torch, device, dtype, bandwidth.value, quick,
                                                                      repeats, warmup, stamp)
         for dtype in vector_dtypes + sixteen[:1]
     }
     capacity, capacity_source = _capacity(torch, device)
+    say("dispatch overhead: a bare tiny op, then a tiny transformers decode step")
     op_cost = _dispatch(torch, device, quick)
     hf_cost = _hf_dispatch(torch, device, quick)
     if dispatch == "op":
@@ -155,6 +201,7 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         text = source(hf_cost) + f". For comparison, a bare tiny op: {op_cost.value * 1e6:.2f} us ({op_cost.how})"
         overhead = {"eager_dispatch_s": q(hf_cost.value, "s", text)}
     if device == "cuda":
+        say("kernel launch and CUDA-graph replay")
         launch = _launch(torch, quick)
         replay = _graph_replay(torch, quick)
         overhead["kernel_launch_s"] = q(launch.value, "s", source(launch))
@@ -186,7 +233,9 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         "matmul_depth": depth_curves,
         "elementwise_bytes": size_curves,
     }
+    check_plausible(data, info["threads"], load_average())
     spec = hardware_from_dict(data, origin="calibrate")
+    say("done" + (f": writing {out}" if out is not None else ""))
     if out is not None:
         path = Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)

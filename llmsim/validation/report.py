@@ -84,6 +84,7 @@ class ValidationReport(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     rows: list[ValidationRow]
+    warnings: list[str] = Field(default_factory=list)  # e.g. a hardware file calibrated on another CPU
 
     def ok_rows(self, phase: str | None = None) -> list[ValidationRow]:
         return [r for r in self.rows if r.ok and (phase is None or r.phase == phase)]

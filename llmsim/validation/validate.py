@@ -14,6 +14,7 @@ transformers runs them), kv_cache="concat", and weight, activation and KV dtypes
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -80,6 +81,31 @@ def predict_case(data: dict[str, Any], hardware: HardwareSpec, phase: str, batch
         "bound": max(parts, key=lambda b: parts[b]),
         "split": split,
     }
+
+
+# calibrate writes description = f"{device_name(device)}, calibrated by llmsim (...)" (calibrate.py)
+_CALIBRATED = re.compile(r"^(?P<device>.+?), calibrated by llmsim\b")
+
+
+def recorded_device(hardware: HardwareSpec) -> str | None:
+    """The device a calibrated hardware file was measured on (e.g. "cpu: Intel(R) Xeon(R) Processor"), read
+    from the description calibrate writes; None where the file records none (a datasheet, a hand-written file)."""
+    match = _CALIBRATED.match(hardware.description.strip())
+    return match.group("device").strip() if match else None
+
+
+def hardware_mismatch_warning(hardware: HardwareSpec, running: str) -> str | None:
+    """A one-line warning when the hardware file was not measured on the running device `running` (as
+    device_name() gives it), or records no device at all; None when they match."""
+    recorded = recorded_device(hardware)
+    where = f"hardware {hardware.name!r}" + (f" ({hardware.path})" if hardware.path else "")
+    if recorded is None:
+        return (f"warning: {where} records no measured device (not written by `llmsim calibrate`); this run is on "
+                f"{running!r}: expect large errors unless it describes this machine")
+    if recorded != running:
+        return (f"warning: {where} was calibrated on {recorded!r} but this run is on {running!r}: expect large "
+                f"errors; calibrate this machine (`llmsim calibrate --out ...`)")
+    return None
 
 
 class _Progress:
@@ -166,8 +192,13 @@ def validate(
     done = read_results(results_path) if results_path is not None else {}
     bar = _Progress(len(cases), progress)
     rows: list[ValidationRow] = []
+    warnings: list[str] = []
     with torch_threads(threads):
         info = {**versions(), "device_name": device_name(device)}
+        mismatch = hardware_mismatch_warning(hw, info["device_name"])
+        if mismatch is not None:
+            warnings.append(mismatch)
+            print(mismatch, file=sys.stderr)
         hf_model = None
         for phase, batch, length in cases:
             key = case_key(name, phase, batch, length, dtype, num_layers, overhead, device)
@@ -205,7 +236,7 @@ def validate(
             bar.update(f"{name} {phase} b{batch} {length} {row.status}")
         del hf_model
         release_device_memory(device)
-    return ValidationReport(rows=rows)
+    return ValidationReport(rows=rows, warnings=warnings)
 
 
 def _measure(hf_model: Any, phase: str, batch: int, length: int, device: str, overhead: str, repeats: int,

@@ -4,7 +4,6 @@ them, with their tensor-parallel collectives. A mixin of GraphBuilder."""
 from __future__ import annotations
 
 from ..op import formula
-from ..symbolic import Expr
 
 
 class HeadBlocks:
@@ -13,7 +12,7 @@ class HeadBlocks:
     def embed(self) -> None:
         """Token embeddings (vocabulary-parallel under tensor parallelism) and learned position embeddings."""
         model = self.model
-        self.add(formula("embedding")("embed_tokens", 1, T=self.T, h=self.h, rows=model.vocab_size // self.tp_degree,
+        self.add(formula("embedding")("embed_tokens", 1, T=self.T, h=self.h, rows=int(self.vocab_local().value),
                                       ab=self.eb))
         self.all_reduce("embed_tokens.all_reduce", 1)  # vocabulary-parallel embedding
         if model.position_embedding == "learned":
@@ -25,8 +24,7 @@ class HeadBlocks:
         last of each sequence; tied weights are the embedding table's."""
         model = self.model
         tokens = self.T if self.options.logits == "all" or self.phase == "decode" else self.B
-        V = Expr.sym("V", model.vocab_size)
-        V_local = V / self.tp if self.tp_degree > 1 else V
+        V_local = self.vocab_local()  # padded to a multiple of 64 and split under tensor parallelism
         tied = model.tie_word_embeddings
         dtype = ("bf16" if tied else self.gemm_dtype) if self.gemm_dtype else None  # tied: the 16-bit embedding
         self.add(formula("linear")(
@@ -36,4 +34,4 @@ class HeadBlocks:
         ))
         if self.tp_degree > 1:  # gather the vocabulary slices of the logits
             self.add(formula("collective")("lm_head.all_gather", 1, kind="all_gather",
-                                           message_bytes=tokens * V * self.ab, group=self.tp_degree))
+                                           message_bytes=tokens * V_local * self.tp * self.ab, group=self.tp_degree))

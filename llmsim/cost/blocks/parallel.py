@@ -3,10 +3,22 @@ dimension, and the all-reduce that sums the partial outputs (a mixin of GraphBui
 
 from __future__ import annotations
 
+import math
+
 from ...errors import OptionError
 from ...models.spec import AttentionSpec, ModelSpec, MoESpec
 from ..op import formula
 from ..symbolic import Expr
+
+# vLLM pads the vocabulary of its VocabParallelEmbedding / ParallelLMHead to a multiple of 64
+# (DEFAULT_VOCAB_PADDING_SIZE = 64, pad_vocab_size() in vllm/model_executor/layers/vocab_parallel_embedding.py)
+# and gives each tensor-parallel GPU divide(padded, tp) rows: gpt2's 50257 -> 50304, 25152 rows per GPU at tp=2.
+VOCAB_PADDING = 64
+
+
+def padded_vocab_size(vocab_size: int) -> int:
+    """vLLM's pad_vocab_size: the vocabulary rounded up to a multiple of 64."""
+    return math.ceil(vocab_size / VOCAB_PADDING) * VOCAB_PADDING
 
 
 class ParallelBlocks:
@@ -17,7 +29,14 @@ class ParallelBlocks:
         t = self.tp_degree
         if t == 1:
             return
-        checks: list[tuple[str, int]] = [("vocab_size", model.vocab_size)]
+        # the vocabulary is padded, not refused (see vocab_local); vLLM's divide() still needs tp to divide it
+        padded = padded_vocab_size(model.vocab_size)
+        if padded % t:
+            raise OptionError(
+                f"tensor_parallel={t} does not divide vocab_size={model.vocab_size} padded to a multiple of "
+                f"{VOCAB_PADDING} ({padded})"
+            )
+        checks: list[tuple[str, int]] = []
         for group in model.layer_groups:
             attn, mlp = group.layer.attention, group.layer.mlp
             checks.append(("num_attention_heads", attn.num_heads))
@@ -38,6 +57,14 @@ class ParallelBlocks:
         for field, value in checks:
             if value % t:
                 raise OptionError(f"tensor_parallel={t} does not divide {field}={value}")
+
+    def vocab_local(self) -> Expr:
+        """Rows of the embedding / LM head on one GPU: V at tp=1 (exact parameter counts); else the
+        vocabulary padded to a multiple of 64 and split over the tp GPUs, as vLLM does."""
+        V = self.model.vocab_size
+        if self.tp_degree == 1:
+            return Expr.sym("V", V)
+        return Expr.sym("V_pad", padded_vocab_size(V)) / self.tp
 
     def heads(self, attn: AttentionSpec) -> tuple[Expr, Expr]:
         """(query heads, KV heads) on one GPU: H/tp, and kvh/tp or one replicated KV head."""
