@@ -3,6 +3,7 @@ bands, and a time breakdown per op class. Each function returns a Figure."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import matplotlib
@@ -11,42 +12,127 @@ matplotlib.use("Agg")  # files, not windows: works on machines without a display
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
 
 from ..analysis.simulate import SimulationResult
+from ..dtypes import MATMUL_PRECISION
 from ..hardware.spec import HardwareSpec, load_hardware
 
 PHASE_COLOURS = {"prefill": "tab:blue", "decode": "tab:orange"}
 BOUND_COLOURS = {"compute": "#d8e8f8", "memory": "#fde2c8", "overhead": "#e6e6e6", "none": "white"}
+ROOF_STYLES = [("tab:purple", "--"), ("tab:brown", "-."), ("tab:pink", ":"), ("tab:olive", (0, (5, 1, 1, 1, 1, 1))),
+               ("tab:cyan", (0, (1, 3))), ("0.5", (0, (8, 3)))]  # the roofs of precisions the run does not use
 OP_CLASSES = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
               "embedding": "elementwise", "routing": "elementwise", "cache": "elementwise",
               "communication": "communication"}
 
 
+def run_precisions(result: SimulationResult, hw: HardwareSpec) -> tuple[str, str]:
+    """(matrix precision, vector precision) the run's ops execute at: the matmul precision follows the
+    activation dtype (llmsim.dtypes.matmul_precision), the vector unit runs fp16 for fp16/bf16 where the
+    device has an fp16 vector peak, else fp32 (HardwareSpec.vector_peak_flops_per_s)."""
+    activation = result.options.activation_dtype
+    if activation is None:  # the model's own dtype: simulate() states it in its assumptions
+        found = re.search(r"activations (\w+)", result.assumptions.get("dtypes", ""))
+        activation = found.group(1) if found else "bfloat16"
+    matrix = MATMUL_PRECISION.get(activation, activation)
+    vector = "fp16" if matrix in ("fp16", "bf16") and "fp16" in hw.vector_flops_per_s else "fp32"
+    return matrix, vector
+
+
+def memory_warning(result: SimulationResult) -> str | None:
+    """One line when the run does not fit in the device's memory (None when it does)."""
+    m = result.memory
+    if m.fits:
+        return None
+    gib = 1024**3
+    return (f"DOES NOT FIT in memory: {m.total_bytes / gib:.1f} GiB needed per GPU of "
+            f"{m.capacity_bytes / gib:.1f} GiB (times are for a device that could hold it)")
+
+
+def _workload(result: SimulationResult) -> str:
+    gpus = f", {result.gpus} GPUs" if result.gpus > 1 else ""
+    return (f"{result.model} on {result.hardware}{gpus}: batch {result.batch_size}, prompt {result.prompt_len}, "
+            f"gen {result.gen_len}, engine {result.engine or result.execution.engine}")
+
+
+def _fmt_time(seconds: float) -> str:
+    """Seconds with the unit that keeps 3 significant figures readable (us, ms or s)."""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale * 0.9995 or unit == "us":
+            return f"{seconds / scale:.3g} {unit}"
+    raise AssertionError("unreachable")
+
+
+def _warn(ax: Any, result: SimulationResult) -> None:
+    warning = memory_warning(result)
+    if warning:
+        ax.text(0.5, 0.985, warning, transform=ax.transAxes, ha="center", va="top", fontsize=9, color="white",
+                fontweight="bold", bbox={"facecolor": "tab:red", "edgecolor": "none", "pad": 3}, zorder=10)
+
+
 def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4) -> Figure:
     """The device's ceilings and every op of both phases at its arithmetic intensity and attained
-    FLOP/s (kernel time, no overhead), sized by its share of the phase, coloured by phase."""
+    FLOP/s (kernel time, no overhead), sized by its share of the phase, coloured by phase.
+
+    The roofs the run's ops execute at (its matmul precision, its vector unit) are drawn bold with their
+    ridge points labelled; the device's other matrix precisions thin, each in its own colour and style.
+    The `label_top` ops of each phase with the largest share of its time are numbered (P1.., D1..) and
+    named in a key beside the plot."""
     hw: HardwareSpec = load_hardware(hardware)
-    fig, ax = plt.subplots(figsize=(9, 6))
+    fig, ax = plt.subplots(figsize=(13, 6.2))
+    fig.subplots_adjust(left=0.07, right=0.66, top=0.94, bottom=0.09)  # the legends to the right
     bandwidth = hw.memory_bandwidth_bytes_per_s
     ops = [(phase, op) for phase in (result.prefill, result.decode) for op in phase.ops
            if op.bytes > 0 and (op.matmul_flops + op.vector_flops) > 0]
     intensities = [(op.matmul_flops + op.vector_flops) / op.bytes for _, op in ops]
     x_lo = min([0.1, *intensities]) / 2
     x_hi = max([1e4, *intensities]) * 2
-    xs = np.geomspace(x_lo, x_hi, 200)
-    peaks = sorted(((k, q.value) for k, q in hw.matrix_flops_per_s.items()), key=lambda kv: -kv[1])
-    peaks.append(("vector fp32", hw.vector_flops_per_s["fp32"].value))
-    styles = ["-", "--", "-.", ":"]
-    for i, (name, peak) in enumerate(peaks):
-        ax.plot(xs, np.minimum(xs * bandwidth, peak), color="0.25", lw=1.2, ls=styles[i % len(styles)],
-                label=f"{name} {peak / 1e12:.0f} TFLOP/s")
+    matrix, vector = run_precisions(result, hw)
+    # used roofs first: the matrix unit at the run's precision (fp32 without a matrix peak: the vector
+    # unit), the vector unit; sdpa_math attention multiplies in fp32
+    used: dict[str, tuple[float, str, str]] = {}  # precision -> (peak, colour, what runs there)
+    vector_peak = hw.vector_flops_per_s[vector].value
+    if matrix in hw.matrix_flops_per_s:
+        used[f"{matrix} matrix"] = (hw.matrix_flops_per_s[matrix].value, "tab:red", "matmuls")
+    if result.options.attention == "sdpa_math" and matrix != "fp32":
+        if "fp32" in hw.matrix_flops_per_s:
+            used["fp32 matrix"] = (hw.matrix_flops_per_s["fp32"].value, "tab:blue", "attention scores")
+        elif vector != "fp32":
+            used["fp32 vector"] = (hw.vector_flops_per_s["fp32"].value, "tab:blue", "attention scores")
+    used[f"{vector} vector"] = (vector_peak, "tab:green", "element-wise ops" + (
+        ", matmuls" if matrix not in hw.matrix_flops_per_s else "") + (
+        ", attention scores" if result.options.attention == "sdpa_math" and vector == "fp32" else ""))
+    # the other precisions, one roof per distinct peak (fp8 and int8 often share one)
+    used_peaks = {peak for peak, _, _ in used.values()}
+    others: dict[float, list[str]] = {}
+    for k, q in sorted(hw.matrix_flops_per_s.items(), key=lambda kv: -kv[1].value):
+        if f"{k} matrix" not in used:
+            others.setdefault(q.value, []).append(k)
+    for k, q in hw.vector_flops_per_s.items():
+        if f"{k} vector" not in used:
+            others.setdefault(q.value, []).append(f"{k} vector")
+    same = {peak: names for peak, names in others.items() if peak in used_peaks}  # e.g. fp16 = bf16
+    others = {peak: names for peak, names in others.items() if peak not in used_peaks}
+    top_peak = max([*used_peaks, *others])
+    # the memory roof once, up to the highest ridge
+    ax.plot([x_lo, top_peak / bandwidth], [x_lo * bandwidth, top_peak], color="k", lw=1.6,
+            label=f"memory {bandwidth / 1e12:.2f} TB/s")
+    for (name, (peak, colour, what)) in used.items():
         ridge = peak / bandwidth
-        ax.plot([ridge], [peak], marker="|", color="0.25", ms=12)
-        if i < 2:
-            ax.annotate(f"ridge {ridge:.0f}", (ridge, peak), textcoords="offset points", xytext=(4, -14),
-                        fontsize=8, color="0.3")
-    ax.text(x_lo * 1.5, x_lo * 1.5 * bandwidth * 1.3, f"{bandwidth / 1e12:.2f} TB/s", rotation=0, fontsize=8,
-            color="0.3")
+        also = f" (= {', '.join(same[peak])})" if peak in same else ""
+        ax.plot([ridge, x_hi], [peak, peak], color=colour, lw=2.2,
+                label=f"{name} {peak / 1e12:.0f} TFLOP/s{also}: {what}")
+        ax.plot([ridge], [peak], marker="o", color=colour, ms=6)
+        ax.annotate(f"{name.split()[0]} ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points",
+                    xytext=(-8, 6), ha="right", fontsize=8, color=colour, fontweight="bold")
+    for i, (peak, names) in enumerate(others.items()):
+        colour, style = ROOF_STYLES[i % len(ROOF_STYLES)]
+        ax.plot([peak / bandwidth, x_hi], [peak, peak], color=colour, ls=style, lw=1.0, alpha=0.8,
+                label=f"{' / '.join(names)} {peak / 1e12:.0f} TFLOP/s (not used)")
+    key: list[str] = []
+    marks: list[Any] = []
     for phase_result in (result.prefill, result.decode):
         chosen = [op for p, op in ops if p is phase_result]
         if not chosen:
@@ -56,32 +142,69 @@ def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4)
         x = [(op.matmul_flops + op.vector_flops) / op.bytes for op in chosen]
         y = [(op.matmul_flops + op.vector_flops) / k for op, k in zip(chosen, kernel_s)]
         sizes = [20 + 600 * op.share for op in chosen]
-        ax.scatter(x, y, s=sizes, alpha=0.55, color=PHASE_COLOURS[phase_result.phase], edgecolor="k", lw=0.4,
+        colour = PHASE_COLOURS[phase_result.phase]
+        ax.scatter(x, y, s=sizes, alpha=0.55, color=colour, edgecolor="k", lw=0.4,
                    label=f"{phase_result.phase} ops ({phase_result.bound}-bound)")
-        # one label per point: ops at the same spot (gate/up/down of one shape) share it
-        labels: dict[tuple[float, float], list[str]] = {}
+        # the top ops by share, numbered; ops at the same spot (gate/up/down of one shape) share a number
+        spots: dict[tuple[float, float], list[int]] = {}
         for i in sorted(range(len(chosen)), key=lambda i: -chosen[i].share):
-            key = (round(float(np.log10(x[i])), 2), round(float(np.log10(y[i])), 2))
-            if key in labels or len(labels) < label_top:
-                labels.setdefault(key, []).append(chosen[i].name.removeprefix("layers."))
-        for rank, ((lx, ly), names) in enumerate(labels.items()):
-            offset = (8, 10 - 13 * rank) if phase_result.phase == "prefill" else (8, -10 - 13 * rank)
-            text = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} same shape)"
-            ax.annotate(text, (10**lx, 10**ly), textcoords="offset points",
-                        xytext=offset, fontsize=7, color=PHASE_COLOURS[phase_result.phase],
-                        arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
+            key_xy = (round(float(np.log10(x[i])), 2), round(float(np.log10(y[i])), 2))
+            if key_xy in spots or len(spots) < label_top:
+                spots.setdefault(key_xy, []).append(i)
+        # numbered by their share of the phase (ops of one shape together)
+        spots = dict(sorted(spots.items(), key=lambda kv: -sum(chosen[i].share for i in kv[1])))
+        letter = phase_result.phase[0].upper()
+        # numbers stacked below-right of their points in order of intensity, so leader lines do not cross
+        for rank, (lx, ly) in enumerate(sorted(spots, key=lambda xy: xy)):
+            number = list(spots).index((lx, ly)) + 1
+            marks.append(ax.annotate(f"{letter}{number}", (10**lx, 10**ly), textcoords="offset points",
+                        xytext=(14 + 4 * rank, -16 - 13 * rank), fontsize=8, color=colour, fontweight="bold",
+                        arrowprops={"arrowstyle": "-", "color": "0.5", "lw": 0.6}))
+        for number, members in enumerate(spots.values(), start=1):
+            names = [chosen[i].name.removeprefix("layers.") for i in members]
+            share = sum(chosen[i].share for i in members)
+            more = f" (+{len(names) - 1} same shape)" if len(names) > 1 else ""
+            key.append(f"{letter}{number}  {names[0]}{more}: {share:.0%} of {phase_result.phase}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(min(x_lo * bandwidth, 1e9), peaks[0][1] * 3)
+    ax.set_ylim(min(x_lo * bandwidth, 1e9), top_peak * 3)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attained FLOP/s")
-    ax.set_title(f"{result.model} on {hw.name}: B={result.batch_size}, prompt {result.prompt_len}, "
-                 f"gen {result.gen_len}", fontsize=10)
+    ax.set_title(f"{_workload(result)}, matmuls {matrix}", fontsize=10)
     ax.grid(True, which="both", alpha=0.2)
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    roofs = ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                      title="roofs (datasheet peaks; bold: used by this run)",
+                      title_fontsize=8)
+    if key:
+        ax.add_artist(roofs)
+        handles = [Line2D([], [], lw=0) for _ in key]
+        ax.legend(handles, key, fontsize=7.5, loc="lower left", bbox_to_anchor=(1.01, 0.0), handlelength=0,
+                  handletextpad=0, title="largest ops (share of phase time)", title_fontsize=8)
+    _spread(fig, marks)
+    _warn(ax, result)
     return fig
+
+
+def _spread(fig: Figure, marks: list[Any], step_points: float = 10.0) -> None:
+    """Moves each label down (in steps) until it overlaps none placed before it: ops of both phases can
+    sit at one spot (the norms of prefill and decode)."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    placed: list[Any] = []
+    for mark in marks:
+        for _ in range(40):
+            box = text_extent(mark, renderer)
+            if not any(box.overlaps(other) for other in placed):
+                break
+            x, y = mark.xyann
+            mark.xyann = (x, y - step_points)
+        placed.append(text_extent(mark, renderer))
+
+
+def text_extent(mark: Any, renderer: Any) -> Any:
+    """The box of an annotation's text alone (Annotation.get_window_extent includes its leader line)."""
+    mark.update_positions(renderer)
+    return Text.get_window_extent(mark, renderer)
 
 
 def sweep_figure(model: Any, hardware: Any, vary: str = "batch_size", values: Any = None, metric: str = "tpot",
@@ -142,7 +265,7 @@ def breakdown_figure(result: SimulationResult) -> Figure:
     as a share of the phase so both phases read on one axis."""
     classes = ["matmul", "attention", "elementwise", "communication", "overhead"]
     colours = ["tab:blue", "tab:purple", "tab:olive", "tab:cyan", "tab:gray"]
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(8, 4.2))
     phases = [result.prefill, result.decode]
     for j, phase in enumerate(phases):
         shares = dict.fromkeys(classes, 0.0)
@@ -158,10 +281,17 @@ def breakdown_figure(result: SimulationResult) -> Figure:
                 ax.text(bottom + shares[name] / 2, j, f"{shares[name]:.0%}", ha="center", va="center", fontsize=8,
                         color="white")
             bottom += shares[name]
-    ax.set_yticks(range(len(phases)), [f"{p.phase}\n{p.time_s * 1e3:.3g} ms" for p in phases])
+    steps = result.decode.steps
+    ax.set_yticks(range(len(phases)), [
+        f"prefill\nTTFT {_fmt_time(result.ttft_s)}",
+        f"decode\nTPOT {_fmt_time(result.tpot_s)} per token\n({steps} step{'s' if steps != 1 else ''}: "
+        f"{_fmt_time(result.decode.time_s)} in all)"])
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of phase time")
-    ax.set_title(f"{result.model} on {result.hardware}: where the time goes", fontsize=10)
+    ax.set_title(f"{_workload(result)}\nwhere the time goes", fontsize=10)
+    if not result.memory.fits:  # room above the bars for the warning
+        ax.set_ylim(-0.6, len(phases) - 0.4 + 0.3)
+        _warn(ax, result)
     ax.legend(fontsize=8, ncol=5, loc="upper center", bbox_to_anchor=(0.5, -0.22))
     fig.tight_layout()
     return fig

@@ -1,0 +1,93 @@
+"""What the figures say: the roofs of the run's precision, distinct styles, op labels apart, the
+out-of-memory warning, and the breakdown's per-token decode time and workload title."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import llmsim
+from llmsim.report.plot import breakdown_figure, roofline_figure, text_extent
+
+MODEL, GPU = "llama-3.1-8b", "h100-sxm"
+
+
+def _texts(fig) -> list[str]:  # type: ignore[no-untyped-def]
+    """Every text of the figure: titles, annotations, tick labels and legend entries."""
+    from matplotlib.text import Text
+
+    return [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+
+@pytest.fixture(scope="module")
+def bf16() -> llmsim.SimulationResult:
+    return llmsim.simulate(MODEL, GPU, batch_size=16, prompt_len=2048, gen_len=512)
+
+
+@pytest.fixture(scope="module")
+def too_big() -> llmsim.SimulationResult:
+    result = llmsim.simulate("llama-3.1-70b", GPU, batch_size=64, prompt_len=4096, gen_len=512)
+    assert not result.memory.fits
+    return result
+
+
+def test_roofline_ridge_of_the_run_precision(bf16: llmsim.SimulationResult) -> None:
+    texts = _texts(roofline_figure(bf16, GPU))
+    ridges = [t for t in texts if "ridge" in t]
+    # bf16 matmuls (989 TFLOP/s over 3.35 TB/s) and the fp16 vector unit; no fp8 ridge on a bf16 run
+    assert any(t.startswith("bf16 ridge 295") for t in ridges), ridges
+    assert any(t.startswith("fp16 ridge") for t in ridges), ridges
+    assert not any("fp8" in t for t in ridges)
+    assert any("bf16 matrix 989 TFLOP/s" in t and "matmuls" in t for t in texts)
+    assert any("matmuls bf16" in t for t in texts)  # the title names the precision
+
+
+def test_roofline_ridge_follows_the_precision() -> None:
+    result = llmsim.simulate(MODEL, GPU, batch_size=16, prompt_len=2048, gen_len=512, weight_dtype="fp8",
+                             activation_dtype="fp8")
+    ridges = [t for t in _texts(roofline_figure(result, GPU)) if "ridge" in t]
+    assert any(t.startswith("fp8 ridge 591") for t in ridges) and not any("bf16" in t for t in ridges)
+
+
+def test_roofline_roofs_distinct(bf16: llmsim.SimulationResult) -> None:
+    fig = roofline_figure(bf16, GPU)
+    roofs = [line for line in fig.axes[0].get_lines() if not line.get_label().startswith("_")]
+    styles = [(line.get_color(), str(line.get_linestyle()), line.get_linewidth()) for line in roofs]
+    assert len(roofs) >= 5 and len(set(styles)) == len(styles), styles
+    assert any("fp8 / int8" in label for label in _texts(fig))  # one roof for one peak, not two identical lines
+
+
+def test_roofline_op_labels_do_not_overlap(bf16: llmsim.SimulationResult) -> None:
+    from matplotlib.text import Annotation
+
+    fig = roofline_figure(bf16, GPU, label_top=6)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    marks = [a for a in fig.axes[0].texts if isinstance(a, Annotation) and "ridge" not in a.get_text()]
+    assert {a.get_text()[0] for a in marks} == {"P", "D"} and len(marks) >= 8
+    boxes = [text_extent(a, renderer) for a in marks]
+    for (i, a), (j, b) in itertools.combinations(enumerate(boxes), 2):
+        assert not a.overlaps(b), (marks[i].get_text(), marks[j].get_text())
+    key = [t for t in _texts(fig) if t.startswith(("P1 ", "D1 "))]
+    assert len(key) == 2 and all("%" in t for t in key)
+
+
+def test_roofline_and_breakdown_warn_when_it_does_not_fit(bf16: llmsim.SimulationResult,
+                                                          too_big: llmsim.SimulationResult) -> None:
+    for figure in (roofline_figure(too_big, GPU), breakdown_figure(too_big)):
+        assert any("DOES NOT FIT" in t for t in _texts(figure))
+    for figure in (roofline_figure(bf16, GPU), breakdown_figure(bf16)):
+        assert not any("FIT" in t for t in _texts(figure))
+
+
+def test_breakdown_decode_per_token(bf16: llmsim.SimulationResult) -> None:
+    fig = breakdown_figure(bf16)
+    ax = fig.axes[0]
+    prefill, decode = [t.get_text() for t in ax.get_yticklabels()]
+    assert "TTFT 679 ms" in prefill, prefill
+    assert f"TPOT {bf16.tpot_s * 1e3:.3g} ms per token" in decode, decode  # 8.51 ms, not the 4.35 s total
+    assert "511 steps" in decode and "4.35 s in all" in decode
+    title = ax.get_title()
+    for part in (MODEL, GPU, "batch 16", "prompt 2048", "gen 512", "engine vllm"):
+        assert part in title, title
