@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..dtypes import canonical_dtype
-from ..errors import ConfigError, LlmsimError
+from ..errors import ConfigError
+from .config_checks import check_fields, head_split
 from .spec import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
 # Keys each family's config must state (raw config.json names); the rest have faithful defaults.
@@ -42,26 +43,6 @@ _LEGACY_TYPES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
 _LEGACY_KEYS = {"falcon": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"}}
 _MOE_KEYS = {"mixtral": ("num_local_experts", "num_experts_per_tok"),
              "qwen3_moe": ("num_experts", "num_experts_per_tok", "moe_intermediate_size")}
-
-# Integer fields that must be positive where stated (null allowed: the family's default applies), with an
-# upper bound well past any published model: a larger value is a typo, and its answer would be nonsense.
-_WIDTH_MAX, _COUNT_MAX, _VOCAB_MAX, _POSITIONS_MAX = 1 << 20, 1 << 16, 1 << 24, 1 << 31
-_POSITIVE_INTS: dict[str, int] = {
-    **dict.fromkeys(("hidden_size", "n_embd", "intermediate_size", "n_inner", "ffn_hidden_size", "head_dim",
-                     "moe_intermediate_size", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
-                     "qk_nope_head_dim", "v_head_dim"), _WIDTH_MAX),
-    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "num_key_value_heads",
-                     "num_kv_heads", "num_local_experts", "n_routed_experts", "num_experts_per_tok"), _COUNT_MAX),
-    "vocab_size": _VOCAB_MAX,
-    **dict.fromkeys(("max_position_embeddings", "n_positions", "sliding_window"), _POSITIONS_MAX),
-}
-# (hidden, heads) names of the families whose head dim is hidden // heads: always (gpt2, gpt_neox, falcon)
-# or unless head_dim is stated (llama-like, gpt_oss)
-_HEAD_SPLIT = {"gpt2": ("n_embd", "n_head", True), "gpt_neox": ("hidden_size", "num_attention_heads", True),
-               "falcon": ("hidden_size", "num_attention_heads", True),
-               "llama": ("hidden_size", "num_attention_heads", False),
-               "gpt_oss": ("hidden_size", "num_attention_heads", False)}
-
 
 # ---- loading ------------------------------------------------------------------------------------
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -122,52 +103,19 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
     missing = [] if from_text_config else [key for key in required if key not in present]
     if missing:
         raise ConfigError(f"model config ({model_type}): missing field {missing[0]!r} (needed: {', '.join(missing)})")
-    _check_fields(data, model_type, family)
+    check_fields(data, model_type, family)
     fields = {k: v for k, v in data.items() if k != "model_type"}
     if "torch_dtype" in fields:  # the name transformers 5 renamed to dtype
         fields.setdefault("dtype", fields.pop("torch_dtype"))
     try:
         return transformers.AutoConfig.for_model(model_type, **fields)
     except Exception as exc:  # transformers' strict-dataclass errors are plain Exceptions
-        split = _head_split(data, family)
+        split = head_split(data, family)
         if split:  # some classes (llama, gemma2, gpt_neox) require the split even with head_dim stated
             raise ConfigError(f"model config ({model_type}): {split}; transformers' {model_type} config "
                               "requires it even with head_dim") from None
         reason = " ".join(str(exc).split())  # one line: its validation errors span several
         raise ConfigError(f"model config ({model_type}): transformers refused it: {reason}") from None
-
-
-def _head_split(data: Mapping[str, Any], family: str) -> str | None:
-    """What is wrong when the hidden size does not split evenly into the attention heads (else None)."""
-    if family not in _HEAD_SPLIT:
-        return None
-    hidden_key, heads_key, _ = _HEAD_SPLIT[family]
-    hidden, heads = data.get(hidden_key), data.get(heads_key)
-    if type(hidden) is int and type(heads) is int and heads > 0 and hidden % heads:
-        return f"{hidden_key}={hidden} is not a multiple of {heads_key}={heads}; choose {heads_key} among its divisors"
-    return None
-
-
-def _check_fields(data: Mapping[str, Any], model_type: str, family: str) -> None:
-    """Refuse by name what transformers would reject with a traceback or accept into a wrong answer:
-    non-integer or out-of-range sizes, an unknown dtype, a hidden size that does not split into heads."""
-    for key, top in _POSITIVE_INTS.items():
-        value = data.get(key)
-        if value is None:
-            continue
-        if type(value) is not int or not 1 <= value <= top:
-            raise ConfigError(f"model config ({model_type}): {key}={value!r} is not allowed; "
-                              f"give an integer in 1..{top}")
-    for key in ("torch_dtype", "dtype"):
-        if data.get(key) is not None:
-            try:
-                canonical_dtype(str(data[key]), key)
-            except LlmsimError as exc:
-                raise ConfigError(f"model config ({model_type}): {exc}") from None
-    split = _head_split(data, family)
-    if split and (_HEAD_SPLIT[family][2] or data.get("head_dim") is None):
-        fix = "" if _HEAD_SPLIT[family][2] else ", or state head_dim"
-        raise ConfigError(f"model config ({model_type}): {split}{fix}")
 
 
 def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:

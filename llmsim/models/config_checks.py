@@ -1,0 +1,62 @@
+"""Checks of a config's fields before transformers sees them: sizes are integers in range, the dtype is known,
+the hidden size splits into the heads; each refused by name in one line (ConfigError)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..dtypes import canonical_dtype
+from ..errors import ConfigError, LlmsimError
+
+# Integer fields that must be positive where stated (null allowed: the family's default applies), with an
+# upper bound well past any published model: a larger value is a typo, and its answer would be nonsense.
+_WIDTH_MAX, _COUNT_MAX, _VOCAB_MAX, _POSITIONS_MAX = 1 << 20, 1 << 16, 1 << 24, 1 << 31
+_POSITIVE_INTS: dict[str, int] = {
+    **dict.fromkeys(("hidden_size", "n_embd", "intermediate_size", "n_inner", "ffn_hidden_size", "head_dim",
+                     "moe_intermediate_size", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+                     "qk_nope_head_dim", "v_head_dim"), _WIDTH_MAX),
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "num_key_value_heads",
+                     "num_kv_heads", "num_local_experts", "n_routed_experts", "num_experts_per_tok"), _COUNT_MAX),
+    "vocab_size": _VOCAB_MAX,
+    **dict.fromkeys(("max_position_embeddings", "n_positions", "sliding_window"), _POSITIONS_MAX),
+}
+# (hidden, heads) names of the families whose head dim is hidden // heads: always (gpt2, gpt_neox, falcon)
+# or unless head_dim is stated (llama-like, gpt_oss)
+_HEAD_SPLIT = {"gpt2": ("n_embd", "n_head", True), "gpt_neox": ("hidden_size", "num_attention_heads", True),
+               "falcon": ("hidden_size", "num_attention_heads", True),
+               "llama": ("hidden_size", "num_attention_heads", False),
+               "gpt_oss": ("hidden_size", "num_attention_heads", False)}
+
+
+def head_split(data: Mapping[str, Any], family: str) -> str | None:
+    """What is wrong when the hidden size does not split evenly into the attention heads (else None)."""
+    if family not in _HEAD_SPLIT:
+        return None
+    hidden_key, heads_key, _ = _HEAD_SPLIT[family]
+    hidden, heads = data.get(hidden_key), data.get(heads_key)
+    if type(hidden) is int and type(heads) is int and heads > 0 and hidden % heads:
+        return f"{hidden_key}={hidden} is not a multiple of {heads_key}={heads}; choose {heads_key} among its divisors"
+    return None
+
+
+def check_fields(data: Mapping[str, Any], model_type: str, family: str) -> None:
+    """Refuse by name what transformers would reject with a traceback or accept into a wrong answer:
+    non-integer or out-of-range sizes, an unknown dtype, a hidden size that does not split into heads."""
+    for key, top in _POSITIVE_INTS.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if type(value) is not int or not 1 <= value <= top:
+            raise ConfigError(f"model config ({model_type}): {key}={value!r} is not allowed; "
+                              f"give an integer in 1..{top}")
+    for key in ("torch_dtype", "dtype"):
+        if data.get(key) is not None:
+            try:
+                canonical_dtype(str(data[key]), key)
+            except LlmsimError as exc:
+                raise ConfigError(f"model config ({model_type}): {exc}") from None
+    split = head_split(data, family)
+    if split and (_HEAD_SPLIT[family][2] or data.get("head_dim") is None):
+        fix = "" if _HEAD_SPLIT[family][2] else ", or state head_dim"
+        raise ConfigError(f"model config ({model_type}): {split}{fix}")
