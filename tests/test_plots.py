@@ -91,3 +91,11 @@ def test_breakdown_decode_per_token(bf16: llmsim.SimulationResult) -> None:
     title = ax.get_title()
     for part in (MODEL, GPU, "batch 16", "prompt 2048", "gen 512", "engine vllm"):
         assert part in title, title
+
+
+def test_sweep_title_names_the_fixed_workload_and_engine() -> None:
+    from llmsim.report.plot import sweep_figure
+
+    fig = sweep_figure("llama-3.2-1b", "h100-sxm", vary="batch_size", values=[1, 4, 16], prompt_len=128, gen_len=8)
+    title = fig.axes[0].get_title()
+    assert "prompt 128" in title and "gen 8" in title and "engine vllm" in title and "batch 1," not in title

@@ -214,7 +214,7 @@ def sweep_figure(model: Any, hardware: Any, vary: str = "batch_size", values: An
     from ..analysis.regime import find_crossover, geometric_values, sweep
     from ..analysis.simulate import resolve
 
-    spec, hw, _, _ = resolve(model, hardware, **options)
+    spec, hw, _, execution = resolve(model, hardware, **options)
     if values is None:
         top = 4096 if vary == "batch_size" else max(spec.max_position_embeddings - gen_len, 2)
         values = geometric_values(1 if vary == "batch_size" else 16, top, 8)
@@ -253,7 +253,10 @@ def sweep_figure(model: Any, hardware: Any, vary: str = "batch_size", values: An
     ax.set_xlim(x[0], x[-1])
     ax.set_xlabel({"batch_size": "batch size (sequences)", "prompt_len": "prompt length (tokens)"}[vary])
     ax.set_ylabel({"tpot": "TPOT (ms)", "ttft": "TTFT (ms)", "throughput": "throughput (tokens/s)"}[metric])
-    ax.set_title(f"{spec.name} on {hw.name}: {metric} against {vary.replace('_', ' ')}", fontsize=10)
+    held = {"batch_size": f"batch {batch_size}", "prompt_len": f"prompt {prompt_len}"}
+    fixed_text = ", ".join(text for name, text in held.items() if name != vary)
+    ax.set_title(f"{spec.name} on {hw.name}: {metric} against {vary.replace('_', ' ')} ({fixed_text}, gen {gen_len}, "
+                 f"engine {execution.engine})", fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
