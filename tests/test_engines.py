@@ -135,3 +135,16 @@ def test_deepseek_mla_attention_from_the_engines_mla_tables() -> None:
     vllm = llmsim.simulate("deepseek-v3", "h100-sxm", engine="vllm", batch_size=8, prompt_len=1024, gen_len=3,
                            tensor_parallel=8)
     assert "no decode_mla table for engine vllm on h100-sxm" in vllm.roofline_reasons
+
+
+def test_a_sweep_with_measured_tables_equals_simulate_point_by_point() -> None:
+    """The vectorised path (numpy table reads over the sweep) and one simulate() (plain-Python reads of a few
+    points) agree exactly, on an MoE model split over 2 GPUs (GEMM, MoE, attention and all-reduce tables)."""
+    batches, prompts, gens = [1, 8, 64, 512], [128, 4096], [2, 300]
+    s = llmsim.sweep("qwen3-30b-a3b", "h100-sxm", batch_size=batches, prompt_len=prompts, gen_len=gens,
+                     tensor_parallel=2)
+    for b, p, g in [(8, 128, 300), (512, 4096, 2), (64, 4096, 300), (1, 128, 2)]:
+        r = llmsim.simulate("qwen3-30b-a3b", "h100-sxm", batch_size=b, prompt_len=p, gen_len=g, tensor_parallel=2)
+        at = (batches.index(b), prompts.index(p), gens.index(g))
+        assert s.columns["ttft_s"].reshape(4, 2, 2)[at] == pytest.approx(r.ttft_s, rel=1e-12)
+        assert s.columns["tpot_s"].reshape(4, 2, 2)[at] == pytest.approx(r.tpot_s, rel=1e-12)
