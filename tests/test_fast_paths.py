@@ -37,6 +37,7 @@ OPTIONS: tuple[dict[str, Any], ...] = (
     {},
     {"tensor_parallel": 2},
     {"tensor_parallel": 2, "expert_parallel": 2},
+    {"tensor_parallel": 4, "expert_parallel": 2},
     {"fusion": "eager", "attention": "math", "kv_cache": "concat"},
     {"fusion": "full", "logits": "all", "mla": "expand"},
     {"fusion": "none", "weight_dtype": "int4", "kv_dtype": "fp8"},

@@ -11,6 +11,7 @@ from llmsim.hardware.spec import hardware_from_dict
 from llmsim.timing.roofline import ExecutionOptions, Roofline
 
 from .conftest import TEST_GPU
+from .tiny_configs import TINY_CONFIGS
 
 
 def test_all_reduce_time_equals_ring_closed_form() -> None:
@@ -70,9 +71,76 @@ def test_expert_parallel_spreads_whole_experts() -> None:
     assert ops["layers.mlp.experts.dispatch"].collective == "all_to_all"
 
 
+def _mixtral_expert_ops(t: int, e: int) -> dict[str, llmsim.Op]:
+    return {op.name: op for op in llmsim.build_ops("mixtral-8x7b", "prefill", batch_size=4, seq_len=512,
+                                                   tensor_parallel=t, expert_parallel=e)}
+
+
+def test_expert_parallel_below_tensor_parallel_slices_the_local_experts() -> None:
+    # Mixtral 8x7B (E=8, k=2, h=4096, I=14336, bf16) at tp=4, ep=2: the experts' tensor-parallel degree is
+    # 4/2 = 2, so each GPU holds E/ep = 4 whole experts, each sliced I/2 = 7168 columns
+    ops = _mixtral_expert_ops(4, 2)
+    for name in ("gate_proj", "up_proj", "down_proj"):
+        op = ops[f"layers.mlp.experts.{name}"]
+        assert op.param_count == 4 * 7168 * 4096  # = 117440512
+        assert op.param_bytes == 4 * 7168 * 4096 * 2  # = 234881024 bytes of bf16 on each GPU
+        # prefill of 4 x 512 tokens touches all 4 local experts: the weight traffic is the whole local slice
+        assert op.weight_bytes == 234881024
+    assert ops["layers.mlp.experts.gate_proj"].matmul_cols == 7168  # I/(tp/ep) = 14336/2
+    assert ops["layers.mlp.experts.down_proj"].matmul_depth == 7168
+    # dispatch and combine: all-to-all among the ep=2 GPUs of T*k*h*ab = 2048*2*4096*2 = 33554432 bytes
+    for name in ("dispatch", "combine_all_to_all"):
+        op = ops[f"layers.mlp.experts.{name}"]
+        assert (op.collective, op.group_size, op.comm_bytes) == ("all_to_all", 2, 33554432)
+    # the tp/ep = 2 GPUs slicing the same experts sum their [T*k/ep, h] outputs:
+    # 2048/2 * 2 * 4096 * 2 = 16777216 bytes, all-reduced among 2 GPUs
+    reduce = ops["layers.mlp.experts.all_reduce"]
+    assert (reduce.collective, reduce.group_size, reduce.comm_bytes) == ("all_reduce", 2, 16777216)
+    assert "layers.mlp.all_reduce" not in ops  # no all-reduce of the whole layer over the 4 GPUs
+    # the measured fused-MoE table is read at moe tp = 4/2 = 2, ep = 2
+    assert ops["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 2, 2, 1 / 3)
+    result = llmsim.simulate("mixtral-8x7b", "h100-sxm", batch_size=4, prompt_len=512, gen_len=4,
+                             tensor_parallel=4, expert_parallel=2)
+    assert result.expert_parallel == 2 and result.gpus == 4 and result.tpot_s > 0
+
+
+def test_expert_parallel_one_and_equal_to_tp_unchanged() -> None:
+    # ep == tp = 4: 8/4 = 2 whole experts of 14336 columns each, no slicing, no expert all-reduce, key tp=1
+    whole = _mixtral_expert_ops(4, 4)
+    assert whole["layers.mlp.experts.down_proj"].param_count == 2 * 14336 * 4096  # = 117440512
+    assert whole["layers.mlp.experts.gate_proj"].matmul_cols == 14336
+    assert whole["layers.mlp.experts.dispatch"].group_size == 4
+    assert whole["layers.mlp.experts.dispatch"].comm_bytes == 2048 * 2 * 4096 * 2  # = 33554432
+    assert "layers.mlp.experts.all_reduce" not in whole and "layers.mlp.all_reduce" not in whole
+    assert whole["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 1, 4, 1 / 3)
+    # ep == 1 at tp = 4: all 8 experts sliced 14336/4 = 3584 columns, no all-to-all, one layer all-reduce of
+    # [T, h] = 2048 * 4096 * 2 = 16777216 bytes over the 4 GPUs, key tp=4 ep=1
+    sliced = _mixtral_expert_ops(4, 1)
+    assert sliced["layers.mlp.experts.down_proj"].param_count == 8 * 3584 * 4096  # = 117440512
+    assert sliced["layers.mlp.experts.gate_proj"].matmul_cols == 3584
+    assert not any(op.collective == "all_to_all" for op in sliced.values())
+    assert "layers.mlp.experts.all_reduce" not in sliced
+    assert (sliced["layers.mlp.all_reduce"].group_size, sliced["layers.mlp.all_reduce"].comm_bytes) == (4, 16777216)
+    assert sliced["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 4, 1, 1 / 3)
+
+
+@pytest.mark.parametrize(("changes", "t", "e", "message"), [
+    # 6 experts do not spread over 4 GPUs
+    ({"num_local_experts": 6}, 4, 4, "expert_parallel=4 does not divide number of experts=6"),
+    # an odd expert width cannot be sliced over the tp/ep = 4/2 = 2 GPUs of an expert
+    ({"intermediate_size": 97}, 4, 2, r"tensor_parallel/expert_parallel=4/2=2 .* does not divide expert "
+                                      r"intermediate_size=97"),
+])
+def test_expert_splits_refused_by_name(changes: dict, t: int, e: int, message: str) -> None:
+    spec = llmsim.load_model(dict(TINY_CONFIGS["mixtral"], **changes))
+    with pytest.raises(llmsim.OptionError, match=message):
+        llmsim.build_ops(spec, "prefill", batch_size=1, seq_len=8, tensor_parallel=t, expert_parallel=e)
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"tensor_parallel": 3}, "tensor_parallel=3"),
-    ({"tensor_parallel": 2, "expert_parallel": 4}, "expert_parallel=4 must be 1 or equal"),
+    ({"tensor_parallel": 2, "expert_parallel": 4}, "expert_parallel=4 must divide tensor_parallel=2"),
+    ({"tensor_parallel": 4, "expert_parallel": 3}, "expert_parallel=3 must divide tensor_parallel=4"),
     ({"pipeline_parallel": 200}, "exceeds the model's 32 layers"),
     ({"pipeline_parallel": 2, "num_microbatches": 3}, "num_microbatches=3 must divide batch_size=4"),
 ])

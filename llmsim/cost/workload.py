@@ -44,8 +44,12 @@ class CostOptions(BaseModel):
     - tensor_parallel=t: each GPU holds 1/t of the attention heads (KV heads replicated when there
       are fewer than t), of the MLP columns/rows and of the vocabulary (Megatron-style), with an
       all-reduce after attention and after the MLP of every layer. The ops are those of one GPU.
-    - expert_parallel=e (1 or equal to tensor_parallel): the experts are spread over the tensor-parallel
-      GPUs (E/e whole experts each) with an all-to-all dispatch and combine, instead of being sliced.
+    - expert_parallel=e (a divisor of tensor_parallel=t): the experts are spread over the tensor-parallel
+      GPUs, E/e whole experts on each, each expert sliced t/e ways (the experts' tensor-parallel degree),
+      with an all-to-all dispatch and combine among e GPUs and, when t/e > 1, an all-reduce of the
+      expert outputs among the t/e GPUs that slice an expert (approximation: see cost.blocks.feedforward).
+      e == 1: every expert sliced t ways, no all-to-all; e == t: whole experts, no slicing (vLLM's
+      --enable-expert-parallel with one attention data-parallel rank; SGLang/TRT-LLM moe_tp x moe_ep = tp).
     - fused_projections=True: the Q, K and V projections run as one GEMM, and gate and up as one, whatever
       the checkpoint stores (serving engines fuse them at load); False: as the config has them.
     """
@@ -90,8 +94,9 @@ class CostOptions(BaseModel):
         if not isinstance(values.get("fused_projections", False), bool):
             raise OptionError(f"fused_projections must be True or False, not {values['fused_projections']!r}")
         ep, tp = values.get("expert_parallel", 1), values.get("tensor_parallel", 1)
-        if ep not in (1, tp):
-            raise OptionError(f"expert_parallel={ep} must be 1 or equal to tensor_parallel={tp}")
+        if tp % ep:
+            raise OptionError(f"expert_parallel={ep} must divide tensor_parallel={tp} (the experts' "
+                              f"tensor-parallel degree is tensor_parallel / expert_parallel)")
         return cls(**values)
 
     def resolved_dtypes(self, model_dtype: str) -> tuple[str, str, str]:

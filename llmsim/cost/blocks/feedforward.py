@@ -47,7 +47,8 @@ class FeedForwardBlocks:
 
     def moe(self, prefix: str, n: int, moe: MoESpec) -> None:
         """Mixture of experts: router, top-k, the routed experts' matmuls, combine, shared experts; experts
-        sliced (tensor parallel) or spread whole over GPUs with all-to-alls (expert parallel)."""
+        sliced (tensor parallel), spread whole over GPUs with all-to-alls (expert parallel, ep == tp), or both
+        (1 < ep < tp: E/ep experts per GPU, each sliced tp/ep ways)."""
         T, h = self.T, self.h
         E, k = Expr.sym("E", moe.num_experts), Expr.sym("k", moe.top_k)
         self.linear(f"{prefix}.router", n, T, h, E, bias=moe.router_bias)
@@ -55,10 +56,14 @@ class FeedForwardBlocks:
         self.elementwise(f"{prefix}.topk", n, T * E, 1, 0, 5, kind="routing", params=moe.router_extra_params)
         expert = moe.expert
         ep = self.ep_degree
+        moe_tp = self.tp_degree // ep  # the experts' tensor-parallel degree: each expert sliced moe_tp ways
         if ep > 1:
-            # whole experts spread over ep GPUs: each runs T*k/ep token-expert pairs on E/ep experts
+            # E/ep whole experts on each group of moe_tp GPUs, each expert sliced moe_tp ways (moe_tp = 1 when
+            # ep == tp): each GPU runs T*k/ep token-expert pairs on E/ep experts, I/moe_tp columns of each
             ep_sym = Expr.sym("ep", ep)
             tokens, experts, I = T / ep_sym, E / ep_sym, Expr.sym("I", expert.intermediate_size)
+            if moe_tp > 1:
+                I = I / Expr.sym("moe_tp", moe_tp)
             dispatch = T * k * h * self.ab
             self.add(formula("collective")(f"{prefix}.experts.dispatch", n, kind="all_to_all",
                                            message_bytes=dispatch, group=ep))
@@ -76,7 +81,7 @@ class FeedForwardBlocks:
             if moe_dtype is None:
                 return {}
             key = ("moe", moe_dtype, moe.top_k, moe.num_experts, self.model.hidden_size, expert.intermediate_size,
-                   1 if ep > 1 else self.tp_degree, ep, share / matrices)
+                   moe_tp, ep, share / matrices)
             return {"kernel_key": key, "kernel_tokens": T}  # the tokens entering the layer on this GPU
 
         if expert.gated and (expert.fused_gate_up or self.options.fused_projections):
@@ -86,6 +91,12 @@ class FeedForwardBlocks:
             self.expert_linear(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw, **moe_key(1))
         self._activation_op(f"{prefix}.experts.act", n, expert, tokens * k, I)
         self.expert_linear(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw, **moe_key(1))
+        if ep > 1 and moe_tp > 1:
+            # approximation: the moe_tp GPUs slicing the same experts sum their partial [T*k/ep, h] expert
+            # outputs with one all-reduce among themselves before the combine all-to-all (engines may instead
+            # all-reduce the combined [T, h] over all tensor-parallel GPUs)
+            self.add(formula("collective")(f"{prefix}.experts.all_reduce", n, kind="all_reduce",
+                                           message_bytes=tokens * k * h * self.ab, group=moe_tp))
         # out[T, h] = sum over k of weight * expert_out[T, k, h]
         self.elementwise(f"{prefix}.experts.combine", n, tokens * k * h, 1, 0, 2)
         if ep > 1:

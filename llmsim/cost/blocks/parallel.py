@@ -46,9 +46,7 @@ class ParallelBlocks:
                     f"divisor of it"
                 )
             if isinstance(mlp, MoESpec):
-                if self.ep_degree > 1:
-                    checks.append(("number of experts", mlp.num_experts))
-                else:
+                if self.ep_degree == 1:
                     checks.append(("expert intermediate_size", mlp.expert.intermediate_size))
                 if mlp.shared is not None:
                     checks.append(("shared expert intermediate_size", mlp.shared.intermediate_size))
@@ -57,6 +55,19 @@ class ParallelBlocks:
         for field, value in checks:
             if value % t:
                 raise OptionError(f"tensor_parallel={t} does not divide {field}={value}")
+        for group in model.layer_groups:
+            if isinstance(group.layer.mlp, MoESpec) and self.ep_degree > 1:
+                self._check_expert_split(group.layer.mlp)
+
+    def _check_expert_split(self, moe: MoESpec) -> None:
+        """Refuse an expert-parallel split (ep > 1) the MoE layer cannot take: ep must divide the experts and
+        tp/ep (the experts' tensor-parallel degree) their intermediate size."""
+        t, e = self.tp_degree, self.ep_degree
+        if moe.num_experts % e:
+            raise OptionError(f"expert_parallel={e} does not divide number of experts={moe.num_experts}")
+        if moe.expert.intermediate_size % (t // e):
+            raise OptionError(f"tensor_parallel/expert_parallel={t}/{e}={t // e} (the experts' tensor-parallel "
+                              f"degree) does not divide expert intermediate_size={moe.expert.intermediate_size}")
 
     def vocab_local(self) -> Expr:
         """Rows of the embedding / LM head on one GPU: V at tp=1 (exact parameter counts); else the
