@@ -175,3 +175,19 @@ def test_plan_best_meets_targets_when_resimulated() -> None:
     assert all(c.tokens_per_s_per_gpu <= best.tokens_per_s_per_gpu for c in p.candidates if c.meets_targets)
     # 70B in bf16 (141 GB) never fits one 80 GB GPU
     assert not any(c.fits for c in p.candidates if c.gpus_per_replica == 1)
+
+
+def test_experts_touched_under_expert_parallelism_count_all_experts() -> None:
+    """Mixtral (8 experts, top-2) at tensor 8 = expert 8: one local expert per GPU; a decode token picks 2 of
+    all 8, so a GPU's expert is touched with probability 1 - (1 - 2/8)^1 = 0.25 (the old formula used 2 of the
+    GPU's 1 expert: 1 - (1 - 2)^T, which is 0 or 2)."""
+    import llmsim
+
+    ops = llmsim.build_ops("mixtral-8x7b", "decode", batch_size=1, kv_len=128, tensor_parallel=8, expert_parallel=8)
+    down = next(op for op in ops if op.name.endswith("experts.down_proj"))
+    # W[14336, 4096] bf16 = 117440512 bytes per expert x 0.25 expected touched = 29360128
+    assert down.formulas["weight_bytes"].value == pytest.approx(14336 * 4096 * 2 * 0.25, rel=1e-12)
+    # batch 64 over 8 GPUs: each GPU sees its 8 tokens of the 64 routed; 1 - 0.75^64 of its expert
+    ops = llmsim.build_ops("mixtral-8x7b", "decode", batch_size=64, kv_len=128, tensor_parallel=8, expert_parallel=8)
+    down = next(op for op in ops if op.name.endswith("experts.down_proj"))
+    assert down.formulas["weight_bytes"].value == pytest.approx(14336 * 4096 * 2 * (1 - 0.75 ** 64), rel=1e-12)

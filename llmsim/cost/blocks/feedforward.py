@@ -70,7 +70,7 @@ class FeedForwardBlocks:
         else:
             tokens, experts, I = T, E, self._split(Expr.sym("I", expert.intermediate_size))
         kw = dict(T=tokens, k=k, E=experts, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision,
-                  weight_layout=expert.weight_layout)
+                  weight_layout=expert.weight_layout, spread=max(ep, 1))
         # the measured fused-MoE kernel (both expert GEMMs, activation, routing and combine in one table time),
         # shared among the expert GEMMs by their weight matrices: gated gate+up 2 of 3, down 1 of 3
         # approximation: the activation and combine ops keep their own (small) roofline times on top

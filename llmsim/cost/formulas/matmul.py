@@ -38,14 +38,18 @@ def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Ex
 @register("expert_linear")
 def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, N: Expr, wb: Expr, ab: Expr,
                   bias: bool = False, precision: str = "bf16", weight_layout: str = "out_in",
-                  kernel_key: tuple | None = None, kernel_tokens: Expr | None = None) -> Op:
+                  kernel_key: tuple | None = None, kernel_tokens: Expr | None = None, spread: int = 1) -> Op:
     """y[T*k, N] = x[T*k, K] @ W_e[K, N] over the experts the T tokens chose (k each). kernel_key: the
     measured fused-MoE kernel it is part of, read at kernel_tokens (the tokens entering the MoE layer).
 
-    Weight bytes are those of the distinct experts touched.
-    approximation: uniform routing; expected distinct experts = E * (1 - (1 - k/E)^T).
+    Weight bytes are those of the distinct experts touched. With the experts spread whole over `spread` GPUs
+    (expert parallelism), E and T are one GPU's: E local experts of the E * spread, T = its share of the
+    T * spread tokens routed; each token still picks k of all E * spread experts.
+    approximation: uniform routing; expected distinct local experts = E * (1 - (1 - k/(E*spread))^(T*spread))
+    (spread = 1: E * (1 - (1 - k/E)^T)).
     """
-    touched_value = E.value * (1.0 - (1.0 - k.value / E.value) ** np.asarray(T.value, dtype=float))
+    all_experts = E.value * spread  # k/all_experts: the chance that a token picks a given expert
+    touched_value = E.value * (1.0 - (1.0 - k.value / all_experts) ** (np.asarray(T.value, dtype=float) * spread))
     touched = scall("experts_touched", touched_value, T, k, E)
     weight = touched * K * N * wb
     params = int(value_scalar(E) * (value_scalar(K) * value_scalar(N) + (value_scalar(N) if bias else 0)))
