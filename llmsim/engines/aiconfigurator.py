@@ -87,7 +87,9 @@ def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | Non
     for family in wanted:
         check_choice("family", family, tuple(FAMILY_COLUMNS))
     out_dir.mkdir(parents=True, exist_ok=True)
-    readers = {"gemm": _gemm, "prefill_attention": _prefill_attention, "decode_attention": _decode_attention,
+    readers = {"gemm": _gemm,
+               "prefill_attention": lambda d, e, f: _attention(d, e, f, "context_attention_perf", "isl"),
+               "decode_attention": lambda d, e, f: _attention(d, e, f, "generation_attention_perf", "keys"),
                "moe": _moe, "all_reduce": _all_reduce, "nccl": _nccl,
                "prefill_mla": lambda d, e, f: _mla(d, e, "context_mla_perf", "isl"),
                "decode_mla": lambda d, e, f: _mla(d, e, "generation_mla_perf", "keys")}
@@ -201,31 +203,23 @@ def _compact_heads(row: dict[str, Any]) -> bool:
             and row["num_heads"] in COMPACT_HEADS and row["num_kv_heads"] in COMPACT_KV_HEADS)
 
 
-def _prefill_attention(system_dir: Path, engine: str, full: bool) -> Any:
-    found = _attention_rows(system_dir, engine, "context_attention_perf")
+def _attention(system_dir: Path, engine: str, full: bool, table: str, axis: str) -> Any:
+    """Prefill (axis "isl": new tokens per sequence) or decode (axis "keys": a step with `step` tokens cached
+    attends to step + isl (= 1) keys) attention rows of the table, one kernel per key."""
+    found = _attention_rows(system_dir, engine, table)
     if found is None:
         return None
     rows, path = found
-    picked = _preferred_kernel(rows, lambda r: (*_attention_key(r).values(), r["batch_size"], r["isl"]))
-    out = [{**_attention_key(r), "batch": r["batch_size"], "isl": r["isl"], "latency_ms": r["latency"]} for r in picked]
-    if not full:
-        out = [r for r in out if r["batch"] in COMPACT_BATCH and r["isl"] in COMPACT_ISL and _compact_heads(r)]
-    keys, axes = FAMILY_COLUMNS["prefill_attention"]
-    return _full_grids(out, keys, axes, fill_first_axis=True), path, {"kernel_sources": _sources(picked)}
 
+    def at(r: dict[str, Any]) -> int:
+        return r["isl"] if axis == "isl" else r["step"] + r["isl"]
 
-def _decode_attention(system_dir: Path, engine: str, full: bool) -> Any:
-    found = _attention_rows(system_dir, engine, "generation_attention_perf")
-    if found is None:
-        return None
-    rows, path = found
-    picked = _preferred_kernel(rows, lambda r: (*_attention_key(r).values(), r["batch_size"], r["step"]))
-    # step = tokens already cached; the step attends to step + isl (= 1) keys
-    out = [{**_attention_key(r), "batch": r["batch_size"], "keys": r["step"] + r["isl"], "latency_ms": r["latency"]}
-           for r in picked]
+    picked = _preferred_kernel(rows, lambda r: (*_attention_key(r).values(), r["batch_size"], at(r)))
+    out = [{**_attention_key(r), "batch": r["batch_size"], axis: at(r), "latency_ms": r["latency"]} for r in picked]
     if not full:
-        out = [r for r in out if r["batch"] in COMPACT_BATCH and r["keys"] in COMPACT_KEYS and _compact_heads(r)]
-    keys, axes = FAMILY_COLUMNS["decode_attention"]
+        points = COMPACT_ISL if axis == "isl" else COMPACT_KEYS
+        out = [r for r in out if r["batch"] in COMPACT_BATCH and r[axis] in points and _compact_heads(r)]
+    keys, axes = FAMILY_COLUMNS["prefill_attention" if axis == "isl" else "decode_attention"]
     return _full_grids(out, keys, axes, fill_first_axis=True), path, {"kernel_sources": _sources(picked)}
 
 

@@ -65,9 +65,8 @@ class MeasuredKernels:
     # ---- GEMM ---------------------------------------------------------------------------------------
     def gemm_table(self, precision: str) -> GridTable | None:
         """The GEMM grid for a matmul precision (None without one)."""
-        table = self.tables.get("gemm")
         name = _GEMM_TABLE_OF.get(precision)
-        return None if table is None or name is None else table.grids.get((name,))
+        return None if name is None else self.gemm_table_named(name)
 
     def gemm_table_named(self, dtype: str) -> GridTable | None:
         """The GEMM grid of a table dtype name (bf16, fp8, int8_wo, int4_wo, nvfp4), or None."""
