@@ -13,6 +13,8 @@ from .errors import ConfigError, HardwareError, LlmsimError, OptionError
 from .hardware.spec import HardwareSpec, load_hardware
 from .models.loading import load_model
 from .models.spec import ModelSpec
+from .serving.results import ServingResult
+from .serving.serve import serve
 
 __version__ = "0.2.0"
 
@@ -26,6 +28,7 @@ __all__ = [
     "Op",
     "OptionError",
     "Plan",
+    "ServingResult",
     "SimulationResult",
     "__version__",
     "build_ops",
@@ -38,6 +41,7 @@ __all__ = [
     "max_context",
     "num_parameters",
     "plan",
+    "serve",
     "simulate",
     "sweep",
 ]
