@@ -91,12 +91,15 @@ class StepLog:
 
 
 def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndarray, gen_len: np.ndarray,
-                    arrival_s: np.ndarray | None, concurrency: int | None) -> tuple[RequestLog, StepLog]:
-    """Run every request through the engine. Open loop: arrival_s given (sorted). Closed loop: concurrency
-    clients, each sending its next request the moment its previous one finishes (arrival_s None)."""
+                    arrival_s: np.ndarray, concurrency: int | None) -> tuple[RequestLog, StepLog]:
+    """Run every request through the engine. Open loop (concurrency None): request i arrives at
+    arrival_s[i] (sorted). Closed loop: concurrency clients, client i sending its first request at
+    arrival_s[i] and each next one the moment its previous one finishes."""
     n = len(prompt_len)
-    closed = arrival_s is None
-    arrivals = np.zeros(n) if closed else np.asarray(arrival_s, dtype=float)
+    closed = concurrency is not None
+    arrivals = np.asarray(arrival_s, dtype=float)
+    if closed:
+        arrivals = np.concatenate([arrivals[:concurrency], np.full(max(n - concurrency, 0), np.inf)])
     log = RequestLog(np.asarray(prompt_len, dtype=np.int64), np.asarray(gen_len, dtype=np.int64), arrivals.copy())
     steps = StepLog()
     prompt = log.prompt_len.tolist()
@@ -108,10 +111,9 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     free_blocks = limits.kv_blocks
     running: list[int] = []
     waiting: deque[int] = deque()
-    released = min(concurrency, n) if closed else 0  # closed loop: requests sent so far
-    next_arrival = 0  # open loop: the next request not yet arrived
-    if closed:
-        waiting.extend(range(released))
+    known = min(concurrency, n) if closed else n  # requests whose arrival time is known up front
+    released = known  # closed loop: requests sent so far
+    next_arrival = 0  # the next request (of the known ones) not yet arrived
     clock = 0.0
     finished = 0
 
@@ -119,10 +121,9 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
         return -(-tokens // bs)
 
     while finished < n:
-        if not closed:
-            while next_arrival < n and arrivals[next_arrival] <= clock:
-                waiting.append(next_arrival)
-                next_arrival += 1
+        while next_arrival < known and arrivals[next_arrival] <= clock:
+            waiting.append(next_arrival)
+            next_arrival += 1
         if not running and not waiting:
             clock = max(clock, float(arrivals[next_arrival]))
             continue
@@ -134,13 +135,12 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 k, kv = _decode_run_length(ids, computed, blocks, gen_len=log.gen_len, emitted=emitted, bs=bs,
                                            free_blocks=free_blocks)
                 if k >= 2:
-                    limit_s = float(arrivals[next_arrival]) if (not closed and next_arrival < n
+                    limit_s = float(arrivals[next_arrival]) if (next_arrival < known
                                                                 and len(running) < limits.max_num_seqs) else None
                     k, times = _decode_run_times(cost, ids, computed, k, clock, limit_s)
                     if k >= 2:
                         starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
-                        queued = len(waiting) + (np.searchsorted(arrivals, starts, side="right") - next_arrival
-                                                 if not closed else 0)
+                        queued = len(waiting) + np.searchsorted(arrivals[:known], starts, side="right") - next_arrival
                         steps.extend(starts, times, len(ids), len(ids), queued,
                                      limits.kv_blocks - free_blocks + kv[:k])
                         clock = float(starts[-1] + times[-1])

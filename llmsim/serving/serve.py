@@ -37,13 +37,14 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           concurrency: int | None = None, prompt_len: Any = 512, gen_len: Any = 128, num_requests: int = 1000,
           arrival: str = "poisson", burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
           max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
-          gpu_memory_utilization: float | None = None, block_size: int | None = None,
+          gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
           **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
     `burstiness`) or concurrency (a closed loop of that many clients, as vLLM's benchmark_serving
-    --max-concurrency and published serving sweeps measure): exactly one of the two.
+    --max-concurrency and published serving sweeps measure): exactly one of the two. ramp_s: a closed
+    loop's clients send their first requests evenly over ramp_s seconds (0: all at once).
     Lengths: prompt_len and gen_len, each an integer, a list, or "uniform:LOW:HIGH" / "normal:MEAN:STD" /
     "lognormal:MEAN:STD"; or lengths_csv, a CSV of (prompt_len, gen_len) pairs. seed: the draws.
     Engine knobs (default: the engine's own, llmsim.serving.engine_limits): max_num_seqs,
@@ -67,13 +68,16 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     if longest > spec.max_position_embeddings:
         raise OptionError(f"prompt_len + gen_len - 1 = {longest} exceeds the model's context of "
                           f"{spec.max_position_embeddings} tokens (max_position_embeddings)")
-    arrivals = None
     if request_rate is not None:
         arrivals = arrival_times(request_rate, count, arrival, burstiness, rng)
     else:
         concurrency = check_count("concurrency", concurrency, 1)
         if not isinstance(concurrency, int):
             raise OptionError("concurrency must be a single integer")
+        if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not (np.isfinite(ramp_s)
+                                                                                   and ramp_s >= 0):
+            raise OptionError(f"ramp_s={ramp_s!r} must be a finite number of seconds >= 0")
+        arrivals = np.arange(min(concurrency, count)) * (ramp_s / concurrency)
     engine_name = execution.engine or "vllm"
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
                               gpu_memory_utilization, block_size)

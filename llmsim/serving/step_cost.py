@@ -7,7 +7,7 @@ composed from per-op totals evaluated once, on grids, by the same cost model `si
 (timing.phases), split by what each op's cost depends on:
 
     step_s = tokens_s(T) + lm_head_s(n_emit) + decode_attention_s(n_decode, mean cached length)
-             + sum over prefill chunks of (prefill_attention_s(c + q) - prefill_attention_s(c))
+             + prefill_attention_s(chunks, pair-equivalent length)
 
 - tokens_s(T): every op but the attention core and the LM head, for T = prefill tokens + decode tokens
   run together (GEMMs at m = T, norms, rotary, KV writes, MoE, collectives, their launch overheads).
@@ -17,13 +17,15 @@ composed from per-op totals evaluated once, on grids, by the same cost model `si
 - decode_attention_s(n, L): the attention core of n decode requests at L cached tokens each.
   approximation: requests at different lengths are priced at their mean length (exact for the roofline,
   whose attention cost is linear in the cached tokens; a measured table is read at the mean).
-- prefill_attention_s(S): the attention core of a causal prefill of S tokens from nothing; a chunk of q
-  tokens after c cached ones costs the difference (exact for the causal pair count, c*q + q*q/2).
-  approximation: with measured tables the difference of two measured prefills stands for the chunk.
+- prefill_attention_s(k, S): the attention core of k causal prefills of S tokens each from nothing, one
+  kernel for all of them (varlen flash attention). The step's chunks (q new tokens after c cached ones,
+  c*q + q*q/2 causal query-key pairs each) are priced as k equal fresh prefills with as many pairs in all:
+  S = sqrt(2 * pairs / k). Exact for equal fresh prompts (a static batch).
+  approximation: unequal chunks and chunks after a cached prefix are priced at that pair-equivalent length.
 
 Grids: tokens_s and lm_head_s at every integer up to the step's token budget and batch limit (exact);
-prefill_attention_s and decode_attention_s on a geometric grid of lengths (ratio about 1.03), linearly
-interpolated (approximation: well under 0.1 % for the smooth curves these are).
+lengths on a geometric grid (ratio about 1.03) and prefill batches 1..16 then geometric (ratio about 1.1),
+linearly interpolated (approximation: well under 0.1 % for lengths, the smooth curves these are).
 """
 
 from __future__ import annotations
@@ -49,6 +51,16 @@ def length_grid(longest: int) -> np.ndarray:
     steps = max(int(np.ceil(doublings * _LENGTH_POINTS_PER_DOUBLING)), 1)
     large = np.unique(np.round(64 * 2 ** (np.arange(1, steps + 1) * doublings / steps)))
     return np.concatenate([small, large[large > 64]])
+
+
+def batch_grid(largest: int) -> np.ndarray:
+    """Batch sizes 1..16 one by one, then geometrically (ratio about 1.1) to `largest` (included)."""
+    small = np.arange(1, min(largest, 16) + 1, dtype=float)
+    if largest <= 16:
+        return small
+    steps = max(int(np.ceil(np.log(largest / 16) / np.log(1.1))), 1)
+    large = np.unique(np.round(16 * (largest / 16) ** (np.arange(1, steps + 1) / steps)))
+    return np.concatenate([small, large[large > 16]])
 
 
 def _split(totals: PhaseTotals) -> tuple[Any, Any, Any]:
@@ -90,15 +102,25 @@ class StepCost:
         grid = decode_totals(model, roofline, options, batch[:, None], self.lengths[None, :], 1)
         attention, _, _ = _split(grid)
         self.decode_attention_s = np.broadcast_to(attention, (len(batch), len(self.lengths))).copy()
-        # the attention core of a prefill of S tokens from nothing, S on the length grid
-        attention, _, _ = _split(prefill_totals(model, roofline, options, 1, self.lengths))
-        self.prefill_attention_s = np.broadcast_to(attention, self.lengths.shape).copy()
+        # the attention core of k prefills of S tokens from nothing, k on a batch grid, S on the length grid
+        self.prefill_batches = batch_grid(max_seqs)
+        attention, _, _ = _split(prefill_totals(model, roofline, options, self.prefill_batches[:, None],
+                                                self.lengths[None, :]))
+        self.prefill_attention_s = np.broadcast_to(attention, (len(self.prefill_batches), len(self.lengths))).copy()
 
     # ---- the parts --------------------------------------------------------------------------------
-    def prefill_attention(self, length: Any) -> Any:
-        """Attention core of a causal prefill of `length` tokens from nothing (0 at length 0)."""
-        length = np.asarray(length, dtype=float)
-        return np.where(length > 0, np.interp(length, self.lengths, self.prefill_attention_s), 0.0)
+    def prefill_attention(self, chunks: int, pairs: float) -> float:
+        """Attention core of `chunks` prefill chunks with `pairs` causal query-key pairs in all."""
+        if chunks == 0:
+            return 0.0
+        length = np.sqrt(2.0 * pairs / chunks)  # pair-equivalent length of each of k fresh prefills
+        k = np.searchsorted(self.prefill_batches, chunks)  # first grid batch >= chunks
+        upper = float(np.interp(length, self.lengths, self.prefill_attention_s[k]))
+        if self.prefill_batches[k] == chunks:
+            return upper
+        lower = float(np.interp(length, self.lengths, self.prefill_attention_s[k - 1]))
+        b0, b1 = self.prefill_batches[k - 1], self.prefill_batches[k]
+        return lower + (upper - lower) * (chunks - b0) / (b1 - b0)
 
     def decode_attention(self, n: int, mean_len: Any) -> Any:
         """Attention core of n decode requests at mean_len cached tokens each (arrays of lengths allowed)."""
@@ -120,6 +142,7 @@ class StepCost:
         time_s = self.tokens(prefill_tokens, n_decode) + float(self.lm_head_s[n_emit])
         if n_decode:
             time_s += float(self.decode_attention(n_decode, decode_lengths_sum / n_decode))
-        for q, c in chunks:
-            time_s += float(self.prefill_attention(c + q) - (self.prefill_attention(c) if c else 0.0))
+        if chunks:
+            pairs = sum(q * c + q * q / 2 for q, c in chunks)
+            time_s += self.prefill_attention(len(chunks), pairs)
         return time_s
