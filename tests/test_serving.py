@@ -146,3 +146,16 @@ def test_bad_inputs_are_refused_in_one_line(kwargs, field) -> None:
 def test_a_model_that_leaves_no_kv_cache_is_refused() -> None:
     with pytest.raises(OptionError, match="KV cache holds"):
         llmsim.serve("llama-3.1-70b", GPU, concurrency=1, prompt_len=1000, gen_len=10, num_requests=1)
+
+
+def test_cli_serve_prints_the_table_and_writes_the_plot(tmp_path, capsys) -> None:
+    from llmsim.cli import main
+
+    out = tmp_path / "serve.png"
+    code = main(["serve", MODEL, "--hardware", GPU, "--request-rate", "4", "--prompt-len", "uniform:100:400",
+                 "--gen-len", "32", "--num-requests", "50", "--plot", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "TTFT" in text and "p99" in text
+    assert out.stat().st_size > 10_000  # a PNG with three panels
+    assert main(["serve", MODEL, "--hardware", GPU, "--concurrency", "2", "--prompt-len", "zipf:1:2"]) == 2
+    assert "prompt_len" in capsys.readouterr().err
