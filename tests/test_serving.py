@@ -159,3 +159,20 @@ def test_cli_serve_prints_the_table_and_writes_the_plot(tmp_path, capsys) -> Non
     assert out.stat().st_size > 10_000  # a PNG with three panels
     assert main(["serve", MODEL, "--hardware", GPU, "--concurrency", "2", "--prompt-len", "zipf:1:2"]) == 2
     assert "prompt_len" in capsys.readouterr().err
+
+
+def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
+    from pathlib import Path
+
+    from llmsim.validation.serving import compare_serving
+
+    fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
+    c = compare_serving(fixture)
+    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b"]
+    reasons = [reason for _, reason in c.skipped]
+    assert any("disagg" in r for r in reasons) and any("not shipped" in r for r in reasons)
+    eight_b = c.rows[0]
+    # the measured row: TensorRT-LLM, 8 clients of 1024-in/128-out on one H100, mean TPOT 7.94 ms
+    assert eight_b["measured_tpot_ms"] == pytest.approx(7.94357745)
+    assert eight_b["tpot_error_pct"] == pytest.approx(100 * (eight_b["tpot_ms"] / 7.94357745 - 1))
+    assert abs(eight_b["tpot_error_pct"]) < 25  # a sanity bound on the model, not a fitted figure

@@ -24,8 +24,9 @@ composed from per-op totals evaluated once, on grids, by the same cost model `si
   approximation: unequal chunks and chunks after a cached prefix are priced at that pair-equivalent length.
 
 Grids: tokens_s and lm_head_s at every integer up to the step's token budget and batch limit (exact);
-lengths on a geometric grid (ratio about 1.03) and prefill batches 1..16 then geometric (ratio about 1.1),
-linearly interpolated (approximation: well under 0.1 % for lengths, the smooth curves these are).
+lengths on a geometric grid (ratio about 1.03) and attention batches 1..16 then geometric (ratio about 1.1),
+linearly interpolated (approximation: well under 0.1 % along lengths; along batches exact for the roofline,
+whose attention time is linear in the batch, a linear reading of a measured table between its points).
 """
 
 from __future__ import annotations
@@ -98,35 +99,40 @@ class StepCost:
         _, head, rest = _split(step)
         self.decode_tokens_s = np.concatenate([[0.0], np.broadcast_to(rest, batch.shape)])  # [n + 1]
         self.lm_head_s = np.concatenate([[0.0], np.broadcast_to(head, batch.shape)])  # [n + 1]
-        # the decode attention core at [n, L] (batch along rows, cached length along columns)
-        grid = decode_totals(model, roofline, options, batch[:, None], self.lengths[None, :], 1)
+        # the decode attention core at [n, L]: n on the batch grid (rows), cached length L on the length grid
+        self.batches = batch_grid(max_seqs)
+        grid = decode_totals(model, roofline, options, self.batches[:, None], self.lengths[None, :], 1)
         attention, _, _ = _split(grid)
-        self.decode_attention_s = np.broadcast_to(attention, (len(batch), len(self.lengths))).copy()
-        # the attention core of k prefills of S tokens from nothing, k on a batch grid, S on the length grid
-        self.prefill_batches = batch_grid(max_seqs)
+        self.decode_attention_s = np.broadcast_to(attention, (len(self.batches), len(self.lengths))).copy()
+        # the attention core of k prefills of S tokens from nothing, k on the batch grid, S on the length grid
+        self.prefill_batches = self.batches
         attention, _, _ = _split(prefill_totals(model, roofline, options, self.prefill_batches[:, None],
                                                 self.lengths[None, :]))
         self.prefill_attention_s = np.broadcast_to(attention, (len(self.prefill_batches), len(self.lengths))).copy()
 
     # ---- the parts --------------------------------------------------------------------------------
+    def _on_grid(self, table: np.ndarray, batch: int, length: Any) -> Any:
+        """table[batch, length] interpolated linearly along the length grid, then the batch grid."""
+        k = int(np.searchsorted(self.batches, batch))  # first grid batch >= batch
+        upper = np.interp(length, self.lengths, table[k])
+        if self.batches[k] == batch:
+            return upper
+        lower = np.interp(length, self.lengths, table[k - 1])
+        b0, b1 = self.batches[k - 1], self.batches[k]
+        return lower + (upper - lower) * ((batch - b0) / (b1 - b0))
+
     def prefill_attention(self, chunks: int, pairs: float) -> float:
         """Attention core of `chunks` prefill chunks with `pairs` causal query-key pairs in all."""
         if chunks == 0:
             return 0.0
         length = np.sqrt(2.0 * pairs / chunks)  # pair-equivalent length of each of k fresh prefills
-        k = np.searchsorted(self.prefill_batches, chunks)  # first grid batch >= chunks
-        upper = float(np.interp(length, self.lengths, self.prefill_attention_s[k]))
-        if self.prefill_batches[k] == chunks:
-            return upper
-        lower = float(np.interp(length, self.lengths, self.prefill_attention_s[k - 1]))
-        b0, b1 = self.prefill_batches[k - 1], self.prefill_batches[k]
-        return lower + (upper - lower) * (chunks - b0) / (b1 - b0)
+        return float(self._on_grid(self.prefill_attention_s, chunks, length))
 
     def decode_attention(self, n: int, mean_len: Any) -> Any:
         """Attention core of n decode requests at mean_len cached tokens each (arrays of lengths allowed)."""
         if n == 0:
             return np.zeros(np.shape(mean_len)) if np.ndim(mean_len) else 0.0
-        return np.interp(mean_len, self.lengths, self.decode_attention_s[n - 1])
+        return self._on_grid(self.decode_attention_s, n, mean_len)
 
     def tokens(self, prefill_tokens: int, decode_tokens: int) -> float:
         """Every op but attention and LM head over the step's tokens."""
