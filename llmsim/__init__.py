@@ -13,6 +13,7 @@ from .errors import ConfigError, HardwareError, LlmsimError, OptionError
 from .hardware.spec import HardwareSpec, load_hardware
 from .models.loading import load_model
 from .models.spec import ModelSpec
+from .serving.plan import ServingPlan, plan_serving
 from .serving.results import ServingResult
 from .serving.serve import serve
 
@@ -28,6 +29,7 @@ __all__ = [
     "Op",
     "OptionError",
     "Plan",
+    "ServingPlan",
     "ServingResult",
     "SimulationResult",
     "__version__",
@@ -41,6 +43,7 @@ __all__ = [
     "max_context",
     "num_parameters",
     "plan",
+    "plan_serving",
     "serve",
     "simulate",
     "sweep",

@@ -259,6 +259,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ttft-slo-s", type=float)
     p.add_argument("--tpot-slo-s", type=float)
     p.add_argument("--target-tokens-per-s", type=float)
+    p.add_argument("--request-rate", type=float, help="serving mode: replicas and shape for this many requests/s "
+                   "within p99 TTFT/TPOT objectives (llmsim.plan_serving)")
+    p.add_argument("--percentile", type=int, default=99, help="serving mode: the objectives' percentile")
     p.add_argument("--max-gpus", type=_positive_int, default=64)
     p.add_argument("--usd-per-gpu-hour", type=float)
     p.add_argument("--out", help="also write the Pareto front plot (PNG)")
@@ -425,6 +428,15 @@ def _run(args: argparse.Namespace) -> int:
         _save(sweep_figure(args.model, args.hardware, vary=args.vary, values=args.values, metric=args.metric,
                            batch_size=args.batch_size, prompt_len=args.prompt_len, gen_len=args.gen_len, **options),
               args.out)
+        return 0
+    if args.command == "plan" and args.request_rate is not None:
+        from .serving.plan import plan_serving
+
+        result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
+                              gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
+                              percentile=args.percentile, max_gpus=args.max_gpus,
+                              usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     if args.command == "plan":
         from .analysis.plan import plan

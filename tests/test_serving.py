@@ -176,3 +176,30 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     assert eight_b["measured_tpot_ms"] == pytest.approx(7.94357745)
     assert eight_b["tpot_error_pct"] == pytest.approx(100 * (eight_b["tpot_ms"] / 7.94357745 - 1))
     assert abs(eight_b["tpot_error_pct"]) < 25  # a sanity bound on the model, not a fitted figure
+
+
+PLAN = dict(request_rate=30.0, prompt_len=1024, gen_len=64, ttft_slo_s=0.5, tpot_slo_s=0.05, tensor_parallel=[1, 2],
+            max_num_seqs=[128], num_requests=150)
+
+
+def test_plan_serving_finds_the_fewest_gpus_within_the_objectives() -> None:
+    p = llmsim.plan_serving(MODEL, GPU, **PLAN)
+    assert p.best is not None and len(p.candidates) == 2
+    for c in p.candidates:
+        # the rate found meets the objectives; replicas cover the target rate
+        assert c.ttft_p_s <= 0.5 and c.tpot_p_s <= 0.05
+        assert c.replicas * c.max_rate_per_replica >= 30.0
+        check = llmsim.serve(MODEL, GPU, request_rate=c.max_rate_per_replica, prompt_len=1024, gen_len=64,
+                             num_requests=150, tensor_parallel=c.tensor_parallel, max_num_seqs=128)
+        assert check.ttft_s.p99 == pytest.approx(c.ttft_p_s) and check.tpot_s.p99 == pytest.approx(c.tpot_p_s)
+    assert p.best.gpus == min(c.gpus for c in p.candidates)
+    with pytest.raises(OptionError, match="ttft_slo_s, tpot_slo_s"):
+        llmsim.plan_serving(MODEL, GPU, request_rate=1.0)
+
+
+def test_plan_serving_runs_unchanged_on_a_dask_cluster() -> None:
+    distributed = pytest.importorskip("distributed")  # in the test extra: a real local cluster, no mock
+    with distributed.Client(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as client:
+        on_dask = llmsim.plan_serving(MODEL, GPU, executor=client.get_executor(), **PLAN)
+    here = llmsim.plan_serving(MODEL, GPU, **PLAN)
+    assert on_dask.model_dump() == here.model_dump()
