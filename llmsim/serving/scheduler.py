@@ -90,6 +90,45 @@ class StepLog:
         return {name: np.asarray(values) for name, values in vars(self).items()}
 
 
+class _Running:
+    """The running requests in scheduling order, as parallel arrays (slices, not fancy indexing, per step)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.m = 0
+        self.ids = np.zeros(capacity, dtype=np.int64)
+        self.prompt = np.zeros(capacity, dtype=np.int64)
+        self.gen = np.zeros(capacity, dtype=np.int64)
+        self.computed = np.zeros(capacity, dtype=np.int64)  # tokens in the KV cache
+        self.emitted = np.zeros(capacity, dtype=np.int64)  # tokens sampled
+        self.blocks = np.zeros(capacity, dtype=np.int64)  # KV blocks held
+        self.prefilling = 0  # how many are not decoding (prompt or recompute tokens left)
+
+    def fields(self) -> tuple[np.ndarray, ...]:
+        return self.ids, self.prompt, self.gen, self.computed, self.emitted, self.blocks
+
+    def append(self, r: int, prompt: int, gen: int, computed: int, emitted: int, blocks: int) -> None:
+        i = self.m
+        self.ids[i], self.prompt[i], self.gen[i] = r, prompt, gen
+        self.computed[i], self.emitted[i], self.blocks[i] = computed, emitted, blocks
+        self.m += 1
+        self.prefilling += 1  # admitted requests start with prompt (or recompute) tokens to compute
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep the requests where mask (over the first m) is true, in order."""
+        k = int(mask.sum())
+        for f in self.fields():
+            f[:k] = f[:self.m][mask]
+        self.m = k
+
+    def leading_decodes(self) -> int:
+        """How many requests at the front decode this step (one token each)."""
+        m = self.m
+        if self.prefilling == 0:
+            return m
+        decoding = (self.emitted[:m] > 0) & (self.computed[:m] == self.prompt[:m] + self.emitted[:m] - 1)
+        return m if decoding.all() else int(np.argmin(decoding))
+
+
 def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndarray, gen_len: np.ndarray,
                     arrival_s: np.ndarray, concurrency: int | None) -> tuple[RequestLog, StepLog]:
     """Run every request through the engine. Open loop (concurrency None): request i arrives at
@@ -102,161 +141,145 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
         arrivals = np.concatenate([arrivals[:concurrency], np.full(max(n - concurrency, 0), np.inf)])
     log = RequestLog(np.asarray(prompt_len, dtype=np.int64), np.asarray(gen_len, dtype=np.int64), arrivals.copy())
     steps = StepLog()
-    prompt = log.prompt_len.tolist()
-    gen = log.gen_len.tolist()
-    computed = np.zeros(n, dtype=np.int64)  # tokens in the KV cache (prompt, then generated)
-    emitted = np.zeros(n, dtype=np.int64)  # tokens sampled
-    blocks = np.zeros(n, dtype=np.int64)  # KV blocks held
+    prompt_of = log.prompt_len.tolist()
+    gen_of = log.gen_len.tolist()
+    emitted_of = [0] * n  # tokens sampled by requests not running (preempted ones keep theirs)
     bs = limits.block_size
     free_blocks = limits.kv_blocks
-    running: list[int] = []
+    run = _Running(limits.max_num_seqs + 1)
     waiting: deque[int] = deque()
     known = min(concurrency, n) if closed else n  # requests whose arrival time is known up front
     released = known  # closed loop: requests sent so far
     next_arrival = 0  # the next request (of the known ones) not yet arrived
-    clock = 0.0
+    clock = last_step_s = 0.0
     finished = 0
-
-    def blocks_for(tokens: int) -> int:
-        return -(-tokens // bs)
 
     while finished < n:
         while next_arrival < known and arrivals[next_arrival] <= clock:
             waiting.append(next_arrival)
             next_arrival += 1
-        if not running and not waiting:
+        m = run.m
+        if m == 0 and not waiting:
             clock = max(clock, float(arrivals[next_arrival]))
             continue
 
         # ---- a run of pure decode steps at once --------------------------------------------------------
-        if running and (not waiting or len(running) >= limits.max_num_seqs):
-            ids = np.asarray(running)
-            if np.all(emitted[ids] > 0) and np.all(computed[ids] == log.prompt_len[ids] + emitted[ids] - 1):
-                k, kv = _decode_run_length(ids, computed, blocks, gen_len=log.gen_len, emitted=emitted, bs=bs,
-                                           free_blocks=free_blocks)
-                if k >= 2:
-                    limit_s = float(arrivals[next_arrival]) if (next_arrival < known
-                                                                and len(running) < limits.max_num_seqs) else None
-                    k, times = _decode_run_times(cost, ids, computed, k, clock, limit_s)
-                    if k >= 2:
-                        starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
-                        queued = len(waiting) + np.searchsorted(arrivals[:known], starts, side="right") - next_arrival
-                        steps.extend(starts, times, len(ids), len(ids), queued,
-                                     limits.kv_blocks - free_blocks + kv[:k])
-                        clock = float(starts[-1] + times[-1])
-                        computed[ids] += k
-                        emitted[ids] += k
-                        need = -(-computed[ids] // bs)
-                        free_blocks -= int(np.sum(need - blocks[ids]))
-                        blocks[ids] = need
-                        finished, released = _finish(running, ids, emitted, log, clock, blocks, n, closed,
-                                                     released, waiting, finished)
-                        free_blocks = limits.kv_blocks - int(blocks.sum())
-                        continue
+        limit_s = float(arrivals[next_arrival]) if next_arrival < known and m < limits.max_num_seqs else None
+        if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
+                limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
+            k, times, kv = _decode_run(cost, run, bs, free_blocks, clock, limit_s)
+            if k >= 2:
+                starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
+                queued = len(waiting) + np.searchsorted(arrivals[:known], starts, side="right") - next_arrival
+                steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
+                clock = float(starts[-1] + times[-1])
+                last_step_s = float(times[-1])
+                run.computed[:m] += k
+                run.emitted[:m] += k
+                need = -(-run.computed[:m] // bs)
+                free_blocks -= int(np.sum(need - run.blocks[:m]))
+                run.blocks[:m] = need
+                finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
+                free_blocks = limits.kv_blocks - int(run.blocks[:run.m].sum())
+                continue
 
         # ---- one step: running requests first, then waiting ones ---------------------------------------
         budget = limits.max_num_batched_tokens
-        # the leading running requests that decode (one token each), allocated together when their blocks fit
-        ids = np.asarray(running, dtype=np.int64)
-        decoding = (emitted[ids] > 0) & (computed[ids] == log.prompt_len[ids] + emitted[ids] - 1)
-        lead = len(ids) if decoding.all() else int(np.argmin(decoding))
-        lead = min(lead, budget)
-        dec = ids[:lead]
-        need_dec = -(-(computed[dec] + 1) // bs) - blocks[dec]
-        if lead and int(need_dec.sum()) <= free_blocks:
-            free_blocks -= int(need_dec.sum())
-            blocks[dec] += need_dec
+        lead = min(run.leading_decodes(), budget)
+        crossing = run.computed[:lead] % bs == 0  # a decode whose next token opens a new block
+        need = int(np.count_nonzero(crossing))
+        if lead and need <= free_blocks:
+            free_blocks -= need
+            run.blocks[:lead] += crossing
             budget -= lead
             i = lead
         else:
-            dec, i = dec[:0], 0
-        scheduled: list[tuple[int, int]] = []  # the others: (request, new tokens)
-        while i < len(running) and budget > 0:
-            r = running[i]
-            new = min(prompt[r] + int(emitted[r]) - int(computed[r]), budget)
-            need = blocks_for(int(computed[r]) + new) - int(blocks[r])
-            while need > free_blocks:  # preempt from the back until the blocks fit (or r itself goes)
-                victim = running.pop()
-                free_blocks += int(blocks[victim])
-                blocks[victim] = 0
-                computed[victim] = 0
+            lead = i = 0
+        scheduled: list[tuple[int, int]] = []  # the others: (position in run, new tokens)
+        while i < run.m and budget > 0:
+            new = min(int(run.prompt[i] + run.emitted[i] - run.computed[i]), budget)
+            need = -(-(int(run.computed[i]) + new) // bs) - int(run.blocks[i])
+            while need > free_blocks and run.m > i:  # preempt from the back until the blocks fit (or i goes)
+                j = run.m - 1
+                victim = int(run.ids[j])
+                free_blocks += int(run.blocks[j])
+                emitted_of[victim] = int(run.emitted[j])
+                if not (run.emitted[j] > 0 and run.computed[j] == run.prompt[j] + run.emitted[j] - 1):
+                    run.prefilling -= 1
+                run.m -= 1
                 log.preemptions[victim] += 1
                 waiting.appendleft(victim)
-                if victim == r:
-                    break
-            if r not in running[i:i + 1]:
+            if i >= run.m:
                 break
             free_blocks -= need
-            blocks[r] += need
-            scheduled.append((r, new))
+            run.blocks[i] += need
+            scheduled.append((i, new))
             budget -= new
             i += 1
-        admitted = True
-        while waiting and admitted and budget > 0 and len(running) < limits.max_num_seqs:
+        while waiting and budget > 0 and run.m < limits.max_num_seqs:
             r = waiting[0]
-            new = min(prompt[r] + int(emitted[r]) - int(computed[r]), budget)
-            need = blocks_for(int(computed[r]) + new) - int(blocks[r])
-            admitted = need <= free_blocks
-            if admitted:
-                waiting.popleft()
-                running.append(r)
-                free_blocks -= need
-                blocks[r] += need
-                scheduled.append((r, new))
-                budget -= new
-        if not scheduled and not len(dec):  # nothing fits: refused before the simulation starts
+            new = min(prompt_of[r] + emitted_of[r], budget)  # recompute: prompt and tokens so far
+            need = -(-new // bs)
+            if need > free_blocks:
+                break
+            waiting.popleft()
+            free_blocks -= need
+            run.append(r, prompt_of[r], gen_of[r], 0, emitted_of[r], need)
+            scheduled.append((run.m - 1, new))
+            budget -= new
+        if not scheduled and not lead:  # nothing fits: refused before the simulation starts
             raise RuntimeError("the KV cache cannot hold a single request")  # pragma: no cover
 
         chunks: list[tuple[int, int]] = []
-        decode_sum = int(computed[dec].sum())
-        n_decode = n_emit = len(dec)
-        for r, new in scheduled:
-            total = prompt[r] + int(emitted[r])
-            if int(computed[r]) + new == total:
+        decode_sum = int(run.computed[:lead].sum())
+        n_decode = n_emit = lead
+        for i, new in scheduled:
+            computed, total = int(run.computed[i]), int(run.prompt[i] + run.emitted[i])
+            if computed + new == total:
                 n_emit += 1
-            if emitted[r] > 0 and new == 1 and int(computed[r]) == total - 1:
+            if run.emitted[i] > 0 and new == 1 and computed == total - 1:
                 n_decode += 1
-                decode_sum += int(computed[r])
+                decode_sum += computed
             else:
-                chunks.append((new, int(computed[r])))
+                chunks.append((new, computed))
         time_s = cost.step_s(decode_sum, n_decode, chunks, n_emit)
-        steps.add(clock, time_s, sum(q for q, _ in chunks), n_decode, len(running), len(waiting),
+        steps.add(clock, time_s, sum(q for q, _ in chunks), n_decode, run.m, len(waiting),
                   limits.kv_blocks - free_blocks)
         clock += time_s
-        computed[dec] += 1
-        emitted[dec] += 1
-        done = dec[emitted[dec] >= log.gen_len[dec]].tolist()
-        for r, new in scheduled:
-            computed[r] += new
-            if int(computed[r]) == prompt[r] + int(emitted[r]):
-                emitted[r] += 1
-                if emitted[r] == 1:
-                    log.first_token_s[r] = clock
-                if emitted[r] >= gen[r]:
-                    done.append(r)
-        if done:
-            finished, released = _finish(running, np.asarray(done), emitted, log, clock, blocks, n, closed,
-                                         released, waiting, finished)
-            free_blocks = limits.kv_blocks - int(blocks.sum())
+        last_step_s = time_s
+        run.computed[:lead] += 1
+        run.emitted[:lead] += 1
+        any_done = lead and bool(np.any(run.emitted[:lead] >= run.gen[:lead]))
+        for i, new in scheduled:
+            was_decoding = run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1
+            run.computed[i] += new
+            if run.computed[i] == run.prompt[i] + run.emitted[i]:
+                run.emitted[i] += 1
+                if not was_decoding:
+                    run.prefilling -= 1  # its prompt (or recompute) is done: it decodes from now on
+                if run.emitted[i] == 1:
+                    log.first_token_s[run.ids[i]] = clock
+                any_done = any_done or run.emitted[i] >= run.gen[i]
+        if any_done:
+            finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
+            free_blocks = limits.kv_blocks - int(run.blocks[:run.m].sum())
     return log, steps
 
 
-def _finish(running: list[int], ids: np.ndarray, emitted: np.ndarray, log: RequestLog, clock: float,
-            blocks: np.ndarray, n: int, closed: bool, released: int, waiting: deque[int],
-            finished: int) -> tuple[int, int]:
-    """Retire the requests of `ids` that have all their tokens; a closed loop sends the next ones."""
-    done = ids[emitted[ids] >= log.gen_len[ids]]
-    if len(done) == 0:
+def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float, n: int, closed: bool,
+            released: int, waiting: deque[int], finished: int) -> tuple[int, int]:
+    """Retire the running requests that have all their tokens; a closed loop sends the next ones."""
+    m = run.m
+    done = run.emitted[:m] >= run.gen[:m]
+    count = int(np.count_nonzero(done))
+    if count == 0:
         return finished, released
-    for r in done.tolist():
-        running.remove(r)
-        log.finish_s[r] = clock
-        if log.gen_len[r] == 1 and np.isnan(log.first_token_s[r]):
-            log.first_token_s[r] = clock
-    blocks[done] = 0
-    finished += len(done)
+    ids = run.ids[:m][done]
+    log.finish_s[ids] = clock
+    run.keep(~done)
+    finished += count
     if closed:
-        for _ in range(len(done)):
+        for _ in range(count):
             if released < n:
                 log.arrival_s[released] = clock
                 waiting.append(released)
@@ -264,37 +287,27 @@ def _finish(running: list[int], ids: np.ndarray, emitted: np.ndarray, log: Reque
     return finished, released
 
 
-def _decode_run_length(ids: np.ndarray, computed: np.ndarray, blocks: np.ndarray, *, gen_len: np.ndarray,
-                       emitted: np.ndarray, bs: int, free_blocks: int) -> tuple[int, np.ndarray]:
-    """How many pure decode steps the running requests take before one finishes or the blocks run out,
-    and the blocks in use (beyond those held now) at each of those steps."""
-    k = int(np.min(gen_len[ids] - emitted[ids]))  # the step after which the first request finishes
-    c, held = computed[ids], blocks[ids]
+def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock: float,
+                limit_s: float | None) -> tuple[int, np.ndarray, np.ndarray]:
+    """The pure decode steps the running requests take before one finishes, the blocks run out, or a step
+    would start at or after limit_s (an arrival that could be admitted): (steps, their times, the blocks in
+    use beyond those held now at each)."""
+    m = run.m
+    k = int(np.min(run.gen[:m] - run.emitted[:m]))  # the step after which the first request finishes
+    k = min(k, max(4_000_000 // m, 1))  # very long runs: in pieces
+    c, held = run.computed[:m], run.blocks[:m]
     j = np.arange(1, k + 1)
-    extra = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1) if k * len(ids) < 4_000_000 else None
-    if extra is None:  # very long runs: take them in pieces
-        k = 4_000_000 // len(ids)
-        j = np.arange(1, k + 1)
-        extra = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)
-    fits = int(np.searchsorted(extra, free_blocks, side="right"))  # steps whose blocks fit
-    k = min(k, fits)
-    return k, extra[:k] if k > 0 else np.zeros(0, dtype=np.int64)
-
-
-def _decode_run_times(cost: StepCost, ids: np.ndarray, computed: np.ndarray, k: int, clock: float,
-                      limit_s: float | None) -> tuple[int, np.ndarray]:
-    """Times of k pure decode steps of the requests `ids` (each step one token more cached for each); cut
-    before the first step that starts at or after limit_s (an arrival that could be admitted)."""
-    n = len(ids)
-    mean0 = float(np.mean(computed[ids]))
-    fixed = cost.tokens(0, n) + float(cost.lm_head_s[n])
-    times = fixed + cost.decode_attention(n, mean0 + np.arange(k, dtype=float))
+    extra = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)  # blocks for c + j tokens
+    k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
+    if k < 2:
+        return k, np.zeros(0), np.zeros(0, dtype=np.int64)
+    mean0 = float(c.sum()) / m
+    times = cost.tokens(0, m) + float(cost.lm_head_s[m]) + cost.decode_attention(m, mean0 + np.arange(k, dtype=float))
     if limit_s is not None:
         starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
-        k = int(np.searchsorted(starts, limit_s, side="left"))  # steps starting before the arrival
-        k = max(k, 1)
+        k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival
         times = times[:k]
-    return k, np.asarray(times, dtype=float)
+    return k, np.asarray(times, dtype=float), extra[:k]
 
 
 def percentile_summary(values: Any, weights: Any = None) -> dict[str, float]:

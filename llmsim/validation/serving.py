@@ -26,6 +26,8 @@ MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weigh
     "nvidia/Llama-3.1-8B-Instruct-FP8": ("llama-3.1-8b", "fp8"),
     "meta-llama/Llama-3.1-70B": ("llama-3.1-70b", None),
     "Qwen/Qwen3-32B": ("qwen3-32b", None),
+    "deepseek-ai/DeepSeek-V3": ("deepseek-v3", None),
+    "deepseek-ai/DeepSeek-R1": ("deepseek-v3", None),  # the same architecture and config fields as V3
 }
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
@@ -67,6 +69,8 @@ def _why_not(row: dict[str, str]) -> str | None:
         return f"system {row['system']} has no hardware file"
     if row["gemm_quant_mode"] not in PRECISIONS:
         return f"gemm_quant_mode {row['gemm_quant_mode']} is not priced yet"
+    if row["moe_quant_mode"] not in PRECISIONS:
+        return f"moe_quant_mode {row['moe_quant_mode']} is not priced yet"
     if row["attention_dp_size"] not in ("", "0.0", "1.0", "0", "1"):
         return f"attention_dp_size {row['attention_dp_size']} (attention data parallelism) is not simulated"
     if row["pp_size"] not in ("", "1.0", "1"):
@@ -87,6 +91,9 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             options["kv_dtype"] = "bf16"  # approximation: the KV cache at the checkpoint's 16-bit dtype
     concurrency = int(float(row["batch_size"]))
     tp = int(float(row["tp_size"] or 1))
+    ep = int(float(row["moe_ep_size"] or 1))
+    if ep > 1:
+        options["expert_parallel"] = ep
     r = serve(model, SYSTEMS[row["system"]], engine=row["backend"], concurrency=concurrency,
               prompt_len=int(row["isl"]), gen_len=int(row["osl"]),
               num_requests=REQUESTS_PER_CLIENT * concurrency, tensor_parallel=tp, **options)
