@@ -13,6 +13,7 @@ from .errors import ConfigError, HardwareError, LlmsimError, OptionError
 from .hardware.spec import HardwareSpec, load_hardware
 from .models.loading import load_model
 from .models.spec import ModelSpec
+from .serving.disaggregated import Pool, serve_disaggregated
 from .serving.plan import ServingPlan, plan_serving
 from .serving.results import ServingResult
 from .serving.serve import serve
@@ -29,6 +30,7 @@ __all__ = [
     "Op",
     "OptionError",
     "Plan",
+    "Pool",
     "ServingPlan",
     "ServingResult",
     "SimulationResult",
@@ -45,6 +47,7 @@ __all__ = [
     "plan",
     "plan_serving",
     "serve",
+    "serve_disaggregated",
     "simulate",
     "sweep",
 ]

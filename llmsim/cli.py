@@ -112,6 +112,14 @@ def _regime_parser(sub: Any, name: str, help_text: str, vary: str) -> argparse.A
     return p
 
 
+def _pool_arg(text: str) -> dict[str, int]:
+    """--prefill-pool / --decode-pool: REPLICASxTP, e.g. 2x4."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: write REPLICASxTP with two integers >= 1, e.g. 2x4")
+    return {"replicas": int(parts[0]), "tensor_parallel": int(parts[1])}
+
+
 def _length_arg(text: str) -> int | str:
     """--prompt-len / --gen-len: an integer, else a distribution string (checked by serve())."""
     return int(text) if text.strip().lstrip("-").isdigit() else text
@@ -172,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-num-batched-tokens", type=_positive_int, help="default: the engine's")
     p.add_argument("--gpu-memory-utilization", type=float, help="default: the engine's")
     p.add_argument("--block-size", type=_positive_int, help="default: the engine's")
+    p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
+    p.add_argument("--decode-pool", type=_pool_arg, help="disaggregated: REPLICASxTP decode instances, e.g. 1x8")
+    p.add_argument("--kv-transfer-bytes-per-s", type=float, help="disaggregated: per-GPU link (default: the "
+                   "device's inter-node bandwidth)")
     p.add_argument("--plot", help="write latency percentiles and batch occupancy over time to this PNG")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -363,6 +375,22 @@ def _run(args: argparse.Namespace) -> int:
             if args.ops:
                 print()
                 print(result.ops_table())
+        return 0
+    if args.command == "serve" and (args.prefill_pool or args.decode_pool):
+        from .serving.disaggregated import serve_disaggregated
+
+        if not (args.prefill_pool and args.decode_pool) or args.tensor_parallel or args.expert_parallel:
+            raise LlmsimError("disaggregated serving takes both --prefill-pool and --decode-pool (REPLICASxTP) and "
+                              "no --tensor-parallel / --expert-parallel")
+        options = {k: v for k, v in options.items() if k not in ("tensor_parallel", "expert_parallel")}
+        result = serve_disaggregated(
+            args.model, args.hardware, prefill=args.prefill_pool, decode=args.decode_pool,
+            request_rate=args.request_rate, concurrency=args.concurrency, prompt_len=_length_arg(args.prompt_len),
+            gen_len=_length_arg(args.gen_len), lengths_csv=args.lengths_csv, num_requests=args.num_requests,
+            arrival=args.arrival, burstiness=args.burstiness, seed=args.seed,
+            kv_transfer_bytes_per_s=args.kv_transfer_bytes_per_s, gpu_memory_utilization=args.gpu_memory_utilization,
+            block_size=args.block_size, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     if args.command == "serve":
         from .serving.serve import serve

@@ -203,3 +203,35 @@ def test_plan_serving_runs_unchanged_on_a_dask_cluster() -> None:
         on_dask = llmsim.plan_serving(MODEL, GPU, executor=client.get_executor(), **PLAN)
     here = llmsim.plan_serving(MODEL, GPU, **PLAN)
     assert on_dask.model_dump() == here.model_dump()
+
+
+def test_disaggregated_at_low_rate_is_prefill_then_transfer_then_decode() -> None:
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    pre = llmsim.simulate("llama-3.1-70b", GPU, batch_size=1, prompt_len=2048, gen_len=2, tensor_parallel=4)
+    dec = llmsim.simulate("llama-3.1-70b", GPU, batch_size=1, prompt_len=2048, gen_len=65, tensor_parallel=2)
+    r = serve_disaggregated("llama-3.1-70b", GPU, prefill={"tensor_parallel": 4}, decode={"tensor_parallel": 2},
+                            request_rate=0.001, arrival="constant", prompt_len=2048, gen_len=65, num_requests=3)
+    assert r.mode == "disaggregated" and r.gpus == 6
+    assert r.ttft_s.p50 == pytest.approx(pre.ttft_s, rel=1e-3)
+    # KV of 2048 tokens: 80 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes x 2048 = 671,088,640 bytes over
+    # min(4, 2) = 2 GPU links of 50e9 byte/s each (H100 SXM inter-node) = 6.71 ms
+    transfer_s = 671_088_640 / (2 * 50e9)
+    assert r.e2e_s.p50 == pytest.approx(pre.ttft_s + transfer_s + dec.decode.time_s, rel=1e-3)
+    # TPOT over the 64 later tokens includes the transfer, spread over them
+    assert r.tpot_s.p50 == pytest.approx((transfer_s + dec.decode.time_s) / 64, rel=1e-3)
+
+
+def test_disaggregated_closed_loop_obeys_littles_law() -> None:
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    r = serve_disaggregated(MODEL, GPU, prefill={"replicas": 2}, decode={"replicas": 1}, concurrency=32,
+                            prompt_len=1024, gen_len=128, num_requests=400)
+    assert np.all(np.isfinite(r.requests["finish_s"]))
+    # the fixed point: requests arrive at the rate 32 clients at the mean latency E sustain, 32 / E (to a few %)
+    arrivals = r.requests["arrival_s"]
+    assert (len(arrivals) - 1) / arrivals[-1] == pytest.approx(32 / r.e2e_s.mean, rel=0.05)
+    with pytest.raises(OptionError, match="per pool"):
+        serve_disaggregated(MODEL, GPU, prefill={}, decode={}, concurrency=2, tensor_parallel=2)
+    with pytest.raises(OptionError, match="decode"):
+        serve_disaggregated(MODEL, GPU, prefill={}, decode={"replicas": 0}, concurrency=2)

@@ -60,6 +60,8 @@ class ServingResult(BaseModel):
     peak_kv_fraction: float
     preemptions: int
     steps: int
+    mode: str = "aggregated"  # or "disaggregated": prefill and decode on separate pools (then the limits and
+    # the step counts are the decode pool's, and step_log has an `instance` column)
     assumptions: dict[str, str] = {}
     _requests: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
     _steps: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
@@ -100,8 +102,8 @@ class ServingResult(BaseModel):
         load = (f"{self.request_rate:g} req/s ({self.arrival})" if self.request_rate is not None
                 else f"concurrency {self.concurrency}")
         lines = [
-            f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, tensor_parallel={self.tensor_parallel}): "
-            f"{self.num_requests} requests at {load}",
+            f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, tensor_parallel={self.tensor_parallel}"
+            f"{', ' + self.mode if self.mode != 'aggregated' else ''}): {self.num_requests} requests at {load}",
             f"  engine: max_num_seqs {self.max_num_seqs}, max_num_batched_tokens {self.max_num_batched_tokens}, "
             f"KV cache {self.kv_cache_tokens:,} tokens (block {self.block_size})",
             f"  TTFT  {self.ttft_s}",

@@ -111,7 +111,8 @@ class _Running:
         self.ids[i], self.prompt[i], self.gen[i] = r, prompt, gen
         self.computed[i], self.emitted[i], self.blocks[i] = computed, emitted, blocks
         self.m += 1
-        self.prefilling += 1  # admitted requests start with prompt (or recompute) tokens to compute
+        if not (emitted > 0 and computed == prompt + emitted - 1):
+            self.prefilling += 1  # prompt (or recompute) tokens to compute; a prefilled request decodes at once
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep the requests where mask (over the first m) is true, in order."""
@@ -130,10 +131,12 @@ class _Running:
 
 
 def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndarray, gen_len: np.ndarray,
-                    arrival_s: np.ndarray, concurrency: int | None) -> tuple[RequestLog, StepLog]:
+                    arrival_s: np.ndarray, concurrency: int | None,
+                    prefilled: bool = False) -> tuple[RequestLog, StepLog]:
     """Run every request through the engine. Open loop (concurrency None): request i arrives at
     arrival_s[i] (sorted). Closed loop: concurrency clients, client i sending its first request at
-    arrival_s[i] and each next one the moment its previous one finishes."""
+    arrival_s[i] and each next one the moment its previous one finishes. prefilled: every request arrives
+    with its prompt's KV cache and first token (a disaggregated decode instance); it only decodes."""
     n = len(prompt_len)
     closed = concurrency is not None
     arrivals = np.asarray(arrival_s, dtype=float)
@@ -143,7 +146,8 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     steps = StepLog()
     prompt_of = log.prompt_len.tolist()
     gen_of = log.gen_len.tolist()
-    emitted_of = [0] * n  # tokens sampled by requests not running (preempted ones keep theirs)
+    emitted_of = [1 if prefilled else 0] * n  # tokens sampled by requests not running (preempted ones keep theirs)
+    computed_of = list(prompt_of) if prefilled else [0] * n  # tokens in the KV cache of requests not running
     bs = limits.block_size
     free_blocks = limits.kv_blocks
     run = _Running(limits.max_num_seqs + 1)
@@ -204,6 +208,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 victim = int(run.ids[j])
                 free_blocks += int(run.blocks[j])
                 emitted_of[victim] = int(run.emitted[j])
+                computed_of[victim] = 0  # recompute
                 if not (run.emitted[j] > 0 and run.computed[j] == run.prompt[j] + run.emitted[j] - 1):
                     run.prefilling -= 1
                 run.m -= 1
@@ -218,13 +223,14 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             i += 1
         while waiting and budget > 0 and run.m < limits.max_num_seqs:
             r = waiting[0]
-            new = min(prompt_of[r] + emitted_of[r], budget)  # recompute: prompt and tokens so far
-            need = -(-new // bs)
+            done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
+            new = min(prompt_of[r] + emitted_of[r] - done_tokens, budget)  # recompute: prompt and tokens so far
+            need = -(-(done_tokens + new) // bs)
             if need > free_blocks:
                 break
             waiting.popleft()
             free_blocks -= need
-            run.append(r, prompt_of[r], gen_of[r], 0, emitted_of[r], need)
+            run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need)
             scheduled.append((run.m - 1, new))
             budget -= new
         if not scheduled and not lead:  # nothing fits: refused before the simulation starts

@@ -52,6 +52,22 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
     """
     spec, hw, cost, execution = resolve(model, hardware, engine, **options)
+    prompts, gens, arrivals, concurrency = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
+                                                         num_requests, arrival, burstiness, lengths_csv, seed, ramp_s)
+    longest = int(np.max(prompts + gens - 1))
+    engine_name = execution.engine or "vllm"
+    limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
+                              gpu_memory_utilization, block_size)
+    step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
+                           max(longest, 2))
+    log, steps = simulate_engine(step_cost, limits, prompts, gens, arrivals, concurrency)
+    return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps)
+
+
+def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_len: Any, gen_len: Any,
+                  num_requests: Any, arrival: str, burstiness: Any, lengths_csv: Any, seed: Any,
+                  ramp_s: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+    """Checked lengths and arrival times (a closed loop's: its clients' first requests) of every request."""
     count = check_count("num_requests", num_requests, 1)
     if not isinstance(count, int):
         raise OptionError("num_requests must be a single integer")
@@ -69,27 +85,20 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         raise OptionError(f"prompt_len + gen_len - 1 = {longest} exceeds the model's context of "
                           f"{spec.max_position_embeddings} tokens (max_position_embeddings)")
     if request_rate is not None:
-        arrivals = arrival_times(request_rate, count, arrival, burstiness, rng)
-    else:
-        concurrency = check_count("concurrency", concurrency, 1)
-        if not isinstance(concurrency, int):
-            raise OptionError("concurrency must be a single integer")
-        if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not (np.isfinite(ramp_s)
-                                                                                   and ramp_s >= 0):
-            raise OptionError(f"ramp_s={ramp_s!r} must be a finite number of seconds >= 0")
-        arrivals = np.arange(min(concurrency, count)) * (ramp_s / concurrency)
-    engine_name = execution.engine or "vllm"
-    limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
-                              gpu_memory_utilization, block_size)
-    step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
-                           max(longest, 2))
-    log, steps = simulate_engine(step_cost, limits, prompts, gens, arrivals, concurrency)
-    return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps)
+        return prompts, gens, arrival_times(request_rate, count, arrival, burstiness, rng), None
+    concurrency = check_count("concurrency", concurrency, 1)
+    if not isinstance(concurrency, int):
+        raise OptionError("concurrency must be a single integer")
+    if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not (np.isfinite(ramp_s) and ramp_s >= 0):
+        raise OptionError(f"ramp_s={ramp_s!r} must be a finite number of seconds >= 0")
+    return prompts, gens, np.arange(min(concurrency, count)) * (ramp_s / concurrency), concurrency
 
 
 def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, request_rate: float | None,
-            concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any) -> ServingResult:
-    step = steps.arrays()
+            concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any,
+            **overrides: Any) -> ServingResult:
+    """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's)."""
+    step = steps if isinstance(steps, dict) else steps.arrays()
     ttft = log.first_token_s - log.arrival_s
     e2e = log.finish_s - log.arrival_s
     several = log.gen_len > 1
@@ -101,7 +110,7 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
     requests = {"arrival_s": log.arrival_s, "first_token_s": log.first_token_s, "finish_s": log.finish_s,
                 "prompt_len": log.prompt_len, "gen_len": log.gen_len, "ttft_s": ttft, "tpot_s": tpot,
                 "e2e_s": e2e, "preemptions": log.preemptions}
-    result = ServingResult(
+    fields = dict(
         model=spec.name, hardware=hw.name, engine=engine, tensor_parallel=cost.tensor_parallel,
         gpus=cost.tensor_parallel, num_requests=len(ttft), request_rate=request_rate, concurrency=concurrency,
         arrival=arrival if request_rate is not None else "closed loop",
@@ -124,6 +133,8 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
             "prefix caching": "off (every prompt computed in full)",
         },
     )
+    fields.update(overrides)
+    result = ServingResult(**fields)
     result._requests = requests
     result._steps = step
     return result
