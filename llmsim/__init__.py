@@ -13,6 +13,7 @@ from .errors import ConfigError, HardwareError, LlmsimError, OptionError
 from .hardware.spec import HardwareSpec, load_hardware
 from .models.loading import load_model
 from .models.spec import ModelSpec
+from .profiles import Kernel, Profile, read_profile
 
 __version__ = "0.2.0"
 
@@ -21,11 +22,13 @@ __all__ = [
     "CostOptions",
     "HardwareError",
     "HardwareSpec",
+    "Kernel",
     "LlmsimError",
     "ModelSpec",
     "Op",
     "OptionError",
     "Plan",
+    "Profile",
     "SimulationResult",
     "__version__",
     "build_ops",
@@ -38,6 +41,7 @@ __all__ = [
     "max_context",
     "num_parameters",
     "plan",
+    "read_profile",
     "simulate",
     "sweep",
 ]

@@ -3,9 +3,10 @@
 Told apart by content, not by file name:
 - JSON with "traceEvents" (also .json.gz): a torch.profiler Chrome trace (profiles.torch_trace)
 - CSV with "Metric Name" and "Metric Value" columns: `ncu --csv` (details page, long format; profiles.ncu)
-- CSV with "Kernel Name" and metric-name columns: `ncu --csv --page raw` (wide format; profiles.ncu)
-- CSV with "Total Time (ns)" and "Instances": `nsys stats --report cuda_gpu_kern_sum --format csv`
-- CSV with "Start (ns)" and "Duration (ns)": `nsys stats --report cuda_gpu_trace --format csv` (profiles.nsys)
+- CSV with "ID" and "Kernel Name" columns and no "Metric Name": `ncu --csv --page raw` (wide format)
+- CSV with "Total Time (ns)": `nsys stats --report cuda_gpu_kern_sum --format csv` (profiles.nsys)
+- CSV with "Start (ns)": `nsys stats --report cuda_gpu_trace --format csv` (profiles.nsys)
+The header picks the reader; the reader then refuses, naming them, columns it needs and does not find.
 Lines before the CSV header (ncu's ==PROF== lines, the program's own output, nsys's "Processing ..." lines)
 are skipped.
 """
@@ -65,11 +66,11 @@ def _csv_kind(header: list[str]) -> str | None:
     names = {h.strip() for h in header}
     if {"Metric Name", "Metric Value"} <= names:
         return "ncu details"
-    if "Kernel Name" in names and any("__" in n for n in names):
+    if {"ID", "Kernel Name"} <= names:
         return "ncu raw"
-    if "Instances" in names and any(n.startswith("Total Time") for n in names) and "Name" in names:
+    if any(n.startswith("Total Time") for n in names) and ("Name" in names or "Instances" in names):
         return "nsys cuda_gpu_kern_sum"
-    if "Start (ns)" in names and "Duration (ns)" in names:
+    if "Start (ns)" in names:
         return "nsys cuda_gpu_trace"
     return None
 

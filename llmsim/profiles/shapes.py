@@ -69,9 +69,10 @@ def _matmul(base: str, tensors: list[tuple[list[int], str, int]], precision: str
     (a, _, _), (b, _, wsize) = pair
     batch = a[0] if base in ("bmm", "baddbmm") and len(a) == 3 else 1
     M, K, N = a[-2], a[-1], b[-1]
-    # approximation: the bias add of addmm (M*N FLOPs) is not counted, as torch's FlopCounterMode does not
+    # addmm's bias add counts M*N FLOPs, as llmsim's linear(bias=True) does (torch's FlopCounterMode counts
+    # only the 2*M*K*N of the product)
     op = formula("linear")("profile", 1, T=Expr.sym("T", M), K=Expr.sym("K", K), N=Expr.sym("N", N),
-                           wb=Expr.sym("wb", wsize), ab=Expr.sym("ab", size))
+                           wb=Expr.sym("wb", wsize), ab=Expr.sym("ab", size), bias=base in ("addmm", "baddbmm"))
     return float(batch * (op.matmul_flops + op.vector_flops)), float(batch * op.bytes), precision
 
 

@@ -176,18 +176,30 @@ def _device_profile(path: Path, device: list[dict[str, Any]], events: list[dict[
     # split-K reduction, get none)
     carries = {id(max(kernels, key=lambda e: float(e["dur"]))) for kernels in by_op.values()}
     groups: dict[tuple[str, str], list[tuple[float, Any]]] = defaultdict(list)
+    classes: dict[tuple[str, str], str] = {}
     for e in device:
         op = launcher.get(e.get("args", {}).get("correlation"))
         cost = op.cost if op is not None and id(e) in carries else None
-        groups[(e["name"], op.shapes if op is not None else "")].append((float(e["dur"]) * _US, cost))
-    kernels = [_kernel(name, shapes, "copy" if name.startswith(("Memcpy", "Memset")) else kernel_class(name),
-                       [t for t, _ in items], [c for _, c in items]) for (name, shapes), items in groups.items()]
+        key = (e["name"], op.shapes if op is not None else "")
+        groups[key].append((float(e["dur"]) * _US, cost))
+        classes[key] = _device_class(e, op)
+    kernels = [_kernel(name, shapes, classes[(name, shapes)], [t for t, _ in items], [c for _, c in items])
+               for (name, shapes), items in groups.items()]
     intervals = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in device]
     span_us = max(e for _, e in intervals) - min(s for s, _ in intervals)
     host_us = sum(float(c["dur"]) for c in launches if "Launch" in c.get("name", ""))
     return Profile(format="torch.profiler (CUDA)", path=str(path), device="gpu", kernels=_sorted(kernels),
                    span_s=span_us * _US, idle_s=(span_us - covered_s(intervals)) * _US,
                    host_launch_s=host_us * _US, notes=notes)
+
+
+def _device_class(event: dict[str, Any], op: _Op | None) -> str:
+    """The class of the aten op that launched a kernel where it names one (aten::mm -> matmul), else the
+    kernel name's (copies are "copy")."""
+    if event.get("cat") != "kernel":
+        return "copy"
+    launched_by = aten_class(op.name) if op is not None else "other"
+    return launched_by if launched_by not in ("other", "host") else kernel_class(event["name"])
 
 
 def _innermost(nodes: list[_Op], ts: float) -> _Op | None:
