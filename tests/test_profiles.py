@@ -260,3 +260,35 @@ def test_cli_profile_prints_the_table_and_writes_the_plot(tmp_path: Path, capsys
     assert main(["profile", str(FIXTURES / "polyfhe_memaccess_ncu_dram_only.csv"), "--hardware", "a100-80gb-sxm",
                  "--out", str(tmp_path / "q.png")]) == 2
     assert "gpu__time_duration.sum" in capsys.readouterr().err
+
+
+# ---- torch.profiler on CUDA ---------------------------------------------------------------------------
+def test_torch_cuda_trace_real_export_hta_alexnet_a100() -> None:
+    """A real torch.profiler CUDA trace (PARAM AlexNet forward on an A100, recorded without shapes) from
+    HolisticTraceAnalysis' test data: device kernels, copies, launch calls and the device's idle time."""
+    import gzip
+    import json
+
+    path = FIXTURES / "hta_simple_add_a100_trace.json.gz"
+    p = llmsim.read_profile(path)
+    assert (p.format, p.device) == ("torch.profiler (CUDA)", "gpu")
+    with gzip.open(path, "rt") as handle:
+        events = json.load(handle)["traceEvents"]
+    device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    # every device event is one kernel call, its time the event's duration (microseconds in the file)
+    assert sum(k.calls for k in p.kernels) == len(device) == 98
+    assert p.kernel_time_s == pytest.approx(sum(e["dur"] for e in device) * 1e-6)
+    start, end = min(e["ts"] for e in device), max(e["ts"] + e["dur"] for e in device)
+    assert p.span_s == pytest.approx((end - start) * 1e-6)
+    busy = covered_s([(e["ts"], e["ts"] + e["dur"]) for e in device])
+    assert p.idle_s == pytest.approx((end - start - busy) * 1e-6)  # 99.7% idle: the run includes its set-up
+    launches = [e for e in events if e.get("cat") == "cuda_runtime" and "Launch" in e["name"]]
+    assert p.host_launch_s == pytest.approx(sum(e["dur"] for e in launches) * 1e-6)
+    by_name = {k.name: k for k in p.kernels}
+    # classes from the aten op that launched each kernel: aten::addmm's sgemm, aten::add's element-wise kernel
+    assert by_name["ampere_sgemm_32x32_sliced1x4_tn"].op_class == "matmul"
+    assert by_name["ampere_sgemm_32x32_sliced1x4_tn"].precision == "fp32"
+    add = next(k for k in p.kernels if "CUDAFunctor_add" in k.name)
+    assert add.op_class == "elementwise"
+    assert "recorded without record_shapes=True" in p.notes[0]
+    assert p.rows("a100-80gb-sxm")[0]["kernel"] == "(idle: no kernel running)"

@@ -61,8 +61,9 @@ def kernel_class(name: str) -> str:
     """matmul / attention / elementwise / copy / other for a GPU kernel name (aten names: aten_class)."""
     if name.startswith("aten::"):
         return aten_class(name)
+    bare = name.split("(", 1)[0]  # without the argument list: "cudnn::reduced_divisor" arguments say nothing
     for op_class, pattern in _GPU_PATTERNS:
-        if pattern.search(name):
+        if pattern.search(bare):
             return op_class
     return "other"
 
@@ -89,7 +90,8 @@ _NAME_PRECISIONS = (("fp8", re.compile(r"e4m3|e5m2|fp8|f8f8|_f8_", re.IGNORECASE
 
 def name_precision(name: str) -> str | None:
     """The precision a GPU kernel name states (e.g. "ampere_bf16_s16816gemm..." -> bf16), else None."""
+    bare = name.split("(", 1)[0]
     for precision, pattern in _NAME_PRECISIONS:
-        if pattern.search(name):
+        if pattern.search(bare):
             return precision
     return None
