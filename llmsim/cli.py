@@ -70,6 +70,11 @@ def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -
     if hardware:
         parser.add_argument("--hardware", "--hw", required=True,
                             help="a shipped device (see `llmsim hardware`) or a hardware .toml file")
+    _add_cost_options(parser)
+
+
+def _add_cost_options(parser: argparse.ArgumentParser) -> None:
+    """The cost model, engine and execution options of a prediction."""
     from .cost.workload import CostOptions
 
     group = parser.add_argument_group("cost model options (see CostOptions)")
@@ -249,11 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="prompt tokens (prefill) or tokens already cached (one decode step)")
     p.add_argument("--phase", choices=("prefill", "decode"), default="prefill",
                    help="what the profile ran: one prefill, or one decode step (default: prefill)")
-    from .engines.catalog import ENGINE_NAMES
-
-    p.add_argument("--engine", choices=ENGINE_NAMES, help="the engine of the prediction (default: the device's)")
     p.add_argument("--top", type=_positive_int, default=30, help="kernel rows to print (default: 30)")
     p.add_argument("--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png)")
+    _add_cost_options(p)
 
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
@@ -441,7 +444,7 @@ def _profile(args: argparse.Namespace) -> int:
         from .analysis.simulate import simulate
 
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
-                          gen_len=2, engine=args.engine)
+                          gen_len=2, **_options(args))
         comparison = profile.compare(result, phase=args.phase)
         profile = comparison.profile  # FLOPs and bytes of matched kernels filled in
     print(profile.kernels_table(args.hardware, top=args.top))

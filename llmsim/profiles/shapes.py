@@ -21,6 +21,9 @@ _POINTWISE = frozenset({"add", "add_", "sub", "sub_", "mul", "mul_", "div", "div
                         "sin", "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "minimum", "maximum",
                         "reciprocal", "abs", "erf"})
 _REDUCTIONS = frozenset({"mean", "sum", "amax", "var", "var_mean"})  # over all input elements
+_COPIES = frozenset({"copy_", "_to_copy", "clone", "cat", "index_select"})  # read once, written once
+_NORMS = {"native_layer_norm": "layernorm", "layer_norm": "layernorm", "rms_norm": "rmsnorm",
+          "_fused_rms_norm": "rmsnorm"}
 
 
 def _numel(dims: Sequence[int]) -> int:
@@ -54,6 +57,17 @@ def op_cost(name: str, dims: list[Any], types: list[str], concrete: list[Any] | 
         out = max(_numel(d) for d, _, _ in tensors)  # approximation: the output has the largest input's size
         read = sum(_numel(d) * s for d, _, s in tensors)
         return float(out), float(read + out * size), precision
+    if base in _NORMS:
+        *rows, n = tensors[0][0]
+        op = formula("norm")("profile", 1, T=Expr.sym("T", math.prod(rows)), n=Expr.sym("n", n),
+                             ab=Expr.sym("ab", size), kind=_NORMS[base], params_per_norm=0)
+        return float(op.flops), float(op.bytes), precision  # llmsim's norm: LayerNorm 7, RMSNorm 4 FLOPs/element
+    if base in _COPIES:
+        if base == "index_select":  # out[len(index), ...] rows gathered from the table
+            moved = _numel(tensors[1][0]) * _numel(tensors[0][0][1:]) * size
+        else:  # copy_(dst, src): src; cat: every input
+            moved = sum(_numel(d) * s for d, _, s in (tensors[1:2] if base == "copy_" else tensors))
+        return 0.0, float(2 * moved), precision
     if base in _REDUCTIONS:
         n = _numel(tensors[0][0])
         return float(n), float(n * size), precision  # approximation: the (small) reduced output is not counted

@@ -132,7 +132,7 @@ def _cpu_profile(path: Path, roots: dict[tuple[Any, Any], list[_Op]], notes: lis
     kernels = []
     for (name, shapes), nodes in groups.items():
         op_class = aten_class(name)
-        if op_class != "host" and any(n.rule_below for n in nodes):
+        if op_class != "host" and any(_wrapper(n) for n in nodes):
             op_class = "host"  # its work is a child op's: what is left is dispatch around it
         kernels.append(_kernel(name, shapes, op_class, [n.self_us * _US for n in nodes], [n.cost for n in nodes]))
     intervals = [(n.ts, n.end) for top in roots.values() for n in top]
@@ -140,6 +140,13 @@ def _cpu_profile(path: Path, roots: dict[tuple[Any, Any], list[_Op]], notes: lis
     idle_us = span_us - covered_s(intervals)
     return Profile(format="torch.profiler (CPU)", path=str(path), device="cpu", kernels=_sorted(kernels),
                    span_s=span_us * _US, idle_s=idle_us * _US, notes=notes)
+
+
+def _wrapper(node: _Op) -> bool:
+    """An op whose work a child op does: a FLOPs rule below it (aten::linear over aten::addmm), or no rule
+    of its own and a child that computes (aten::layer_norm over aten::native_layer_norm)."""
+    return node.rule_below or (node.cost is None and any(
+        aten_class(c.name) not in ("host", "other") for c in node.children))
 
 
 def _kernel(name: str, shapes: str, op_class: str, times_s: list[float],
