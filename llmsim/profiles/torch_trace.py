@@ -106,16 +106,24 @@ def _op_trees(ops: list[dict[str, Any]]) -> dict[tuple[Any, Any], list[_Op]]:
     return roots
 
 
-def _cost(node: _Op) -> bool:
-    """Fill node.cost where a rule covers it and no descendant's does; True if any op in the subtree has one."""
-    below = False
+def _family(name: str) -> str:
+    return "compute" if aten_class(name) in ("matmul", "attention") else "memory"
+
+
+def _cost(node: _Op) -> set[str]:
+    """Fill node.cost where a rule covers it and no descendant of its family (matmul and attention, or the
+    rest) has one: aten::linear's FLOPs are its aten::addmm's, aten::layer_norm's its
+    aten::native_layer_norm's, while aten::addmm keeps its own beside the bias copy_ it calls. Returns the
+    families with a rule in the subtree."""
+    below: set[str] = set()
     for child in node.children:
-        below = _cost(child) or below
+        below |= _cost(child)
     args = node.args
     cost = op_cost(node.name, args.get("Input Dims", []), args.get("Input type", []), args.get("Concrete Inputs"))
-    node.rule_below = below
-    node.cost = cost if not below else None
-    return below or cost is not None
+    family = _family(node.name)
+    node.rule_below = family in below or (cost is None and bool(below & {"compute"}))
+    node.cost = None if node.rule_below else cost
+    return below | ({family} if cost is not None else set())
 
 
 def _walk(nodes: list[_Op]) -> Any:
