@@ -49,7 +49,7 @@ def profile_roofline_figure(profile: Profile, hardware: Any, result: Any = None,
                        lw=0.4, label=f"measured {op_class} ({len(chosen)})")
     if result is not None:
         _predicted(ax, result, phase)
-    left_out = len(profile.kernels) - len(placed)
+    left_out = sum(1 for k in profile.kernels if k.op_class != "host") - len(placed)
     if left_out:
         ax.text(0.01, 0.01, f"{left_out} kernels without both FLOPs and bytes not drawn (see kernels_table)",
                 transform=ax.transAxes, fontsize=8, color="0.3")
