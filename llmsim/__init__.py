@@ -14,6 +14,9 @@ from .hardware.spec import HardwareSpec, load_hardware
 from .models.loading import load_model
 from .models.spec import ModelSpec
 from .profiles import Kernel, Profile, read_profile
+from .serving.plan import ServingPlan, plan_serving
+from .serving.results import ServingResult
+from .serving.serve import serve
 
 __version__ = "0.2.0"
 
@@ -29,6 +32,8 @@ __all__ = [
     "OptionError",
     "Plan",
     "Profile",
+    "ServingPlan",
+    "ServingResult",
     "SimulationResult",
     "__version__",
     "build_ops",
@@ -41,7 +46,9 @@ __all__ = [
     "max_context",
     "num_parameters",
     "plan",
+    "plan_serving",
     "read_profile",
+    "serve",
     "simulate",
     "sweep",
 ]

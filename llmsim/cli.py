@@ -117,6 +117,11 @@ def _regime_parser(sub: Any, name: str, help_text: str, vary: str) -> argparse.A
     return p
 
 
+def _length_arg(text: str) -> int | str:
+    """--prompt-len / --gen-len: an integer, else a distribution string (checked by serve())."""
+    return int(text) if text.strip().lstrip("-").isdigit() else text
+
+
 def _install_hint(exc: ImportError) -> str:
     """What to install for a missing module: torch is the validate extra, pyarrow and aiconfigurator_core the
     aiconfigurator extra; anything else is a core dependency, missing from a broken install."""
@@ -150,6 +155,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-parallel", type=_positive_int, default=1)
     p.add_argument("--ops", action="store_true", help="also print the per-op table")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
+
+    p = sub.add_parser("serve", help="an engine under load: continuous batching, request rate or concurrency, "
+                       "latency percentiles")
+    _add_model_options(p)
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--request-rate", type=float, help="requests per second (open loop)")
+    load.add_argument("--concurrency", type=_positive_int, help="clients in a closed loop")
+    p.add_argument("--prompt-len", default="512", help="an integer or uniform:LOW:HIGH, normal:MEAN:STD, "
+                   "lognormal:MEAN:STD")
+    p.add_argument("--gen-len", default="128", help="as --prompt-len")
+    p.add_argument("--lengths-csv", help="a CSV of prompt_len,gen_len (or input_len,output_len) pairs")
+    p.add_argument("--num-requests", type=_positive_int, default=1000)
+    p.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default="poisson")
+    p.add_argument("--burstiness", type=float, default=1.0, help="gamma arrivals' shape (1: Poisson)")
+    p.add_argument("--ramp-s", type=float, default=0.0, help="closed loop: clients start evenly over this many s")
+    p.add_argument("--seed", type=_non_negative_int, default=0)
+    p.add_argument("--tensor-parallel", type=_positive_int)
+    p.add_argument("--expert-parallel", type=_positive_int)
+    p.add_argument("--max-num-seqs", type=_positive_int, help="default: the engine's")
+    p.add_argument("--max-num-batched-tokens", type=_positive_int, help="default: the engine's")
+    p.add_argument("--gpu-memory-utilization", type=float, help="default: the engine's")
+    p.add_argument("--block-size", type=_positive_int, help="default: the engine's")
+    p.add_argument("--plot", help="write latency percentiles and batch occupancy over time to this PNG")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     p = sub.add_parser("sweep", help="simulate a grid of batch sizes and lengths in one pass")
     _add_model_options(p)
@@ -235,6 +264,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ttft-slo-s", type=float)
     p.add_argument("--tpot-slo-s", type=float)
     p.add_argument("--target-tokens-per-s", type=float)
+    p.add_argument("--request-rate", type=float, help="serving mode: replicas and shape for this many requests/s "
+                   "within p99 TTFT/TPOT objectives (llmsim.plan_serving)")
+    p.add_argument("--percentile", type=int, default=99, help="serving mode: the objectives' percentile")
     p.add_argument("--max-gpus", type=_positive_int, default=64)
     p.add_argument("--usd-per-gpu-hour", type=float)
     p.add_argument("--out", help="also write the Pareto front plot (PNG)")
@@ -357,6 +389,23 @@ def _run(args: argparse.Namespace) -> int:
                 print()
                 print(result.ops_table())
         return 0
+    if args.command == "serve":
+        from .serving.serve import serve
+
+        result = serve(args.model, args.hardware, request_rate=args.request_rate, concurrency=args.concurrency,
+                       prompt_len=_length_arg(args.prompt_len), gen_len=_length_arg(args.gen_len),
+                       lengths_csv=args.lengths_csv, num_requests=args.num_requests, arrival=args.arrival,
+                       burstiness=args.burstiness, ramp_s=args.ramp_s, seed=args.seed,
+                       max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+                       gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
+        if args.plot:
+            from .report.serving_plot import serving_figure
+
+            serving_figure(result, args.plot)
+            if not args.json:
+                print(f"wrote {args.plot}")
+        return 0
     if args.command == "sweep":
         result = regime.sweep(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
                               gen_len=args.gen_len, **options)
@@ -404,6 +453,15 @@ def _run(args: argparse.Namespace) -> int:
         _save(sweep_figure(args.model, args.hardware, vary=args.vary, values=args.values, metric=args.metric,
                            batch_size=args.batch_size, prompt_len=args.prompt_len, gen_len=args.gen_len, **options),
               args.out)
+        return 0
+    if args.command == "plan" and args.request_rate is not None:
+        from .serving.plan import plan_serving
+
+        result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
+                              gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
+                              percentile=args.percentile, max_gpus=args.max_gpus,
+                              usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     if args.command == "plan":
         from .analysis.plan import plan

@@ -1,0 +1,129 @@
+"""serve(): an engine replica under load, request by request and step by step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..analysis.simulate import resolve
+from ..cost.workload import CostOptions, check_count
+from ..errors import OptionError
+from ..hardware.spec import HardwareSpec
+from ..models.spec import ModelSpec
+from ..timing.execution import ExecutionOptions
+from ..timing.roofline import Roofline
+from .engine_limits import scheduler_limits
+from .results import Percentiles, ServingResult
+from .scheduler import percentile_summary, simulate_engine
+from .step_cost import StepCost
+from .workload import arrival_times, draw_lengths, lengths_from_csv
+
+_STEP_COSTS: dict[tuple, StepCost] = {}
+
+
+def _step_cost(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
+               max_tokens: int, max_seqs: int, max_len: int) -> StepCost:
+    """The step-cost grids, kept for the last few setups (a planner calls serve() many times)."""
+    key = (model, hardware.model_dump_json(), cost, execution, max_tokens, max_seqs, max_len)
+    if key not in _STEP_COSTS:
+        if len(_STEP_COSTS) >= 16:
+            _STEP_COSTS.pop(next(iter(_STEP_COSTS)))
+        _STEP_COSTS[key] = StepCost(model, Roofline(hardware, execution), cost, max_tokens, max_seqs, max_len)
+    return _STEP_COSTS[key]
+
+
+def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate: float | None = None,
+          concurrency: int | None = None, prompt_len: Any = 512, gen_len: Any = 128, num_requests: int = 1000,
+          arrival: str = "poisson", burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
+          max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+          gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
+          **options: Any) -> ServingResult:
+    """Simulate one engine replica serving `num_requests` requests.
+
+    Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
+    `burstiness`) or concurrency (a closed loop of that many clients, as vLLM's benchmark_serving
+    --max-concurrency and published serving sweeps measure): exactly one of the two. ramp_s: a closed
+    loop's clients send their first requests evenly over ramp_s seconds (0: all at once).
+    Lengths: prompt_len and gen_len, each an integer, a list, or "uniform:LOW:HIGH" / "normal:MEAN:STD" /
+    "lognormal:MEAN:STD"; or lengths_csv, a CSV of (prompt_len, gen_len) pairs. seed: the draws.
+    Engine knobs (default: the engine's own, llmsim.serving.engine_limits): max_num_seqs,
+    max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization, block_size.
+    options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
+    """
+    spec, hw, cost, execution = resolve(model, hardware, engine, **options)
+    count = check_count("num_requests", num_requests, 1)
+    if not isinstance(count, int):
+        raise OptionError("num_requests must be a single integer")
+    if (request_rate is None) == (concurrency is None):
+        raise OptionError("give exactly one of request_rate (requests per second) and concurrency (clients)")
+    seed = check_count("seed", seed, 0)
+    rng = np.random.default_rng(int(seed))
+    if lengths_csv is not None:
+        prompts, gens = lengths_from_csv(lengths_csv, count)
+    else:
+        prompts = draw_lengths("prompt_len", prompt_len, count, rng)
+        gens = draw_lengths("gen_len", gen_len, count, rng)
+    longest = int(np.max(prompts + gens - 1))
+    if longest > spec.max_position_embeddings:
+        raise OptionError(f"prompt_len + gen_len - 1 = {longest} exceeds the model's context of "
+                          f"{spec.max_position_embeddings} tokens (max_position_embeddings)")
+    if request_rate is not None:
+        arrivals = arrival_times(request_rate, count, arrival, burstiness, rng)
+    else:
+        concurrency = check_count("concurrency", concurrency, 1)
+        if not isinstance(concurrency, int):
+            raise OptionError("concurrency must be a single integer")
+        if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not (np.isfinite(ramp_s)
+                                                                                   and ramp_s >= 0):
+            raise OptionError(f"ramp_s={ramp_s!r} must be a finite number of seconds >= 0")
+        arrivals = np.arange(min(concurrency, count)) * (ramp_s / concurrency)
+    engine_name = execution.engine or "vllm"
+    limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
+                              gpu_memory_utilization, block_size)
+    step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
+                           max(longest, 2))
+    log, steps = simulate_engine(step_cost, limits, prompts, gens, arrivals, concurrency)
+    return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps)
+
+
+def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, request_rate: float | None,
+            concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any) -> ServingResult:
+    step = steps.arrays()
+    ttft = log.first_token_s - log.arrival_s
+    e2e = log.finish_s - log.arrival_s
+    several = log.gen_len > 1
+    tpot = np.full(len(ttft), np.nan)
+    tpot[several] = (log.finish_s[several] - log.first_token_s[several]) / (log.gen_len[several] - 1)
+    start = float(np.min(log.arrival_s))
+    duration = float(np.max(log.finish_s)) - start
+    busy = float(np.sum(step["time_s"]))
+    requests = {"arrival_s": log.arrival_s, "first_token_s": log.first_token_s, "finish_s": log.finish_s,
+                "prompt_len": log.prompt_len, "gen_len": log.gen_len, "ttft_s": ttft, "tpot_s": tpot,
+                "e2e_s": e2e, "preemptions": log.preemptions}
+    result = ServingResult(
+        model=spec.name, hardware=hw.name, engine=engine, tensor_parallel=cost.tensor_parallel,
+        gpus=cost.tensor_parallel, num_requests=len(ttft), request_rate=request_rate, concurrency=concurrency,
+        arrival=arrival if request_rate is not None else "closed loop",
+        max_num_seqs=limits.max_num_seqs, max_num_batched_tokens=limits.max_num_batched_tokens,
+        kv_cache_tokens=limits.kv_blocks * limits.block_size, block_size=limits.block_size,
+        ttft_s=Percentiles(**percentile_summary(ttft)), tpot_s=Percentiles(**percentile_summary(tpot[several])),
+        itl_s=Percentiles(**percentile_summary(step["time_s"], step["decode_requests"])),
+        e2e_s=Percentiles(**percentile_summary(e2e)),
+        duration_s=duration, requests_per_s=len(ttft) / duration if duration > 0 else 0.0,
+        output_tokens_per_s=float(log.gen_len.sum()) / duration if duration > 0 else 0.0,
+        input_tokens_per_s=float(log.prompt_len.sum()) / duration if duration > 0 else 0.0,
+        mean_running=float(np.sum(step["running"] * step["time_s"]) / busy) if busy > 0 else 0.0,
+        peak_kv_fraction=float(np.max(step["kv_blocks_used"]) / limits.kv_blocks) if len(step["time_s"]) else 0.0,
+        preemptions=int(log.preemptions.sum()), steps=len(step["time_s"]),
+        assumptions={
+            "scheduler": "vLLM V1 continuous batching: running requests first, then waiting ones first come "
+                         "first served; chunked prefill within max_num_batched_tokens; recompute on preemption",
+            "step time": "one forward pass of the mixed batch from the per-op cost model; decode attention at "
+                         "the batch's mean cached length; no per-step engine cost (scheduling, sampling) yet",
+            "prefix caching": "off (every prompt computed in full)",
+        },
+    )
+    result._requests = requests
+    result._steps = step
+    return result
