@@ -13,6 +13,7 @@ from .errors import ConfigError, HardwareError, LlmsimError, OptionError
 from .hardware.spec import HardwareSpec, load_hardware
 from .models.loading import load_model
 from .models.spec import ModelSpec
+from .profiles import Kernel, Profile, read_profile
 from .serving.disaggregated import Pool, serve_disaggregated
 from .serving.plan import ServingPlan, plan_serving
 from .serving.results import ServingResult
@@ -25,12 +26,14 @@ __all__ = [
     "CostOptions",
     "HardwareError",
     "HardwareSpec",
+    "Kernel",
     "LlmsimError",
     "ModelSpec",
     "Op",
     "OptionError",
     "Plan",
     "Pool",
+    "Profile",
     "ServingPlan",
     "ServingResult",
     "SimulationResult",
@@ -46,6 +49,7 @@ __all__ = [
     "num_parameters",
     "plan",
     "plan_serving",
+    "read_profile",
     "serve",
     "serve_disaggregated",
     "simulate",

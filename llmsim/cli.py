@@ -70,6 +70,11 @@ def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -
     if hardware:
         parser.add_argument("--hardware", "--hw", required=True,
                             help="a shipped device (see `llmsim hardware`) or a hardware .toml file")
+    _add_cost_options(parser)
+
+
+def _add_cost_options(parser: argparse.ArgumentParser) -> None:
+    """The cost model, engine and execution options of a prediction."""
     from .cost.workload import CostOptions
 
     group = parser.add_argument_group("cost model options (see CostOptions)")
@@ -279,6 +284,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="also write the Pareto front plot (PNG)")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("profile", help="a measured profile's kernels on the roofline: time, FLOPs, bytes, bound and "
+                       "why; beside a prediction with --model",
+                       description="Read a torch.profiler Chrome trace (JSON), an `ncu --csv` export or an `nsys stats "
+                       "--format csv` report (cuda_gpu_kern_sum, cuda_gpu_trace); print its kernels and write the "
+                       "roofline plot. See docs/profiling.md.")
+    p.add_argument("path", help="the export to read")
+    p.add_argument("--hardware", "--hw", required=True,
+                   help="the device it ran on: a shipped device (see `llmsim hardware`) or a hardware .toml file")
+    p.add_argument("--model", help="also compare with llmsim's prediction for this model (shipped name or config)")
+    p.add_argument("--batch-size", type=_positive_int, default=1)
+    p.add_argument("--prompt-len", type=_positive_int, default=512,
+                   help="prompt tokens (prefill) or tokens already cached (one decode step)")
+    p.add_argument("--phase", choices=("prefill", "decode"), default="prefill",
+                   help="what the profile ran: one prefill, or one decode step (default: prefill)")
+    p.add_argument("--top", type=_positive_int, default=30, help="kernel rows to print (default: 30)")
+    p.add_argument("--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png)")
+    _add_cost_options(p)
+
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
     sub.add_parser("engines", help="the engines, what they run and the devices with measured tables for them")
@@ -363,6 +386,8 @@ def _run(args: argparse.Namespace) -> int:
         print(_table([result.summary_row()]))
         print(f"wrote {args.out}")
         return 0
+    if args.command == "profile":
+        return _profile(args)
     options = _options(args)
     if args.command == "simulate":
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
@@ -489,6 +514,31 @@ def _run(args: argparse.Namespace) -> int:
         print(report.to_markdown())
         return 0
     raise LlmsimError(f"unknown command {args.command!r}")
+
+
+def _profile(args: argparse.Namespace) -> int:
+    """`llmsim profile`: the kernel table, the comparison with a prediction (--model) and the plot."""
+    from pathlib import Path
+
+    from .profiles import read_profile
+
+    out = args.out or f"{Path(args.path).name.split('.')[0]}-roofline.png"
+    _check_out(out)
+    profile = read_profile(args.path)
+    result = None
+    if args.model:
+        from .analysis.simulate import simulate
+
+        result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
+                          gen_len=2, **_options(args))
+        comparison = profile.compare(result, phase=args.phase)
+        profile = comparison.profile  # FLOPs and bytes of matched kernels filled in
+    print(profile.kernels_table(args.hardware, top=args.top))
+    if result is not None:
+        print()
+        print(comparison)
+    _save(profile.roofline_figure(args.hardware, result, phase=args.phase), out)
+    return 0
 
 
 def _short(value: Any) -> Any:
