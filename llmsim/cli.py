@@ -185,6 +185,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-num-batched-tokens", type=_positive_int, help="default: the engine's")
     p.add_argument("--gpu-memory-utilization", type=float, help="default: the engine's")
     p.add_argument("--block-size", type=_positive_int, help="default: the engine's")
+    p.add_argument("--shared-prefix-len", type=_non_negative_int, default=0,
+                   help="every prompt starts with one of --prefix-groups shared prefixes of this many tokens")
+    p.add_argument("--prefix-groups", type=_positive_int, default=1)
+    p.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=True,
+                   help="compute each shared prefix once (default: on, as the engines run)")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
     p.add_argument("--decode-pool", type=_pool_arg, help="disaggregated: REPLICASxTP decode instances, e.g. 1x8")
     p.add_argument("--kv-transfer-bytes-per-s", type=float, help="disaggregated: per-GPU link (default: the "
@@ -425,7 +430,9 @@ def _run(args: argparse.Namespace) -> int:
                        lengths_csv=args.lengths_csv, num_requests=args.num_requests, arrival=args.arrival,
                        burstiness=args.burstiness, ramp_s=args.ramp_s, seed=args.seed,
                        max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
-                       gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size, **options)
+                       gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
+                       shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
+                       prefix_caching=args.prefix_caching, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.plot:
             from .report.serving_plot import serving_figure

@@ -235,3 +235,18 @@ def test_disaggregated_closed_loop_obeys_littles_law() -> None:
         serve_disaggregated(MODEL, GPU, prefill={}, decode={}, concurrency=2, tensor_parallel=2)
     with pytest.raises(OptionError, match="decode"):
         serve_disaggregated(MODEL, GPU, prefill={}, decode={"replicas": 0}, concurrency=2)
+
+
+def test_prefix_caching_computes_each_shared_prefix_once() -> None:
+    kwargs = dict(request_rate=5.0, arrival="constant", prompt_len=1200, gen_len=50, num_requests=100)
+    plain = llmsim.serve(MODEL, GPU, **kwargs)
+    assert plain.step_log["prefill_tokens"].sum() == 100 * 1200
+    r = llmsim.serve(MODEL, GPU, shared_prefix_len=1000, prefix_groups=4, **kwargs)
+    # 4 groups: the first request of each computes all 1200 tokens; the other 96 skip the prefix's whole
+    # blocks, 1000 // 16 = 62 blocks = 992 tokens: 120000 - 96 * 992 = 24768 tokens prefilled
+    assert r.step_log["prefill_tokens"].sum() == 24_768
+    assert r.ttft_s.p50 < 0.5 * plain.ttft_s.p50  # 208 tokens after a cached prefix instead of 1200
+    off = llmsim.serve(MODEL, GPU, shared_prefix_len=1000, prefix_groups=4, prefix_caching=False, **kwargs)
+    assert off.model_dump(exclude={"assumptions"}) == plain.model_dump(exclude={"assumptions"})
+    with pytest.raises(OptionError, match="shared_prefix_len"):
+        llmsim.serve(MODEL, GPU, shared_prefix_len=1200, **kwargs)

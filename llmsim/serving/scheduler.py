@@ -100,16 +100,17 @@ class _Running:
         self.gen = np.zeros(capacity, dtype=np.int64)
         self.computed = np.zeros(capacity, dtype=np.int64)  # tokens in the KV cache
         self.emitted = np.zeros(capacity, dtype=np.int64)  # tokens sampled
-        self.blocks = np.zeros(capacity, dtype=np.int64)  # KV blocks held
+        self.blocks = np.zeros(capacity, dtype=np.int64)  # KV blocks in use (its share of cached prefixes included)
+        self.shared = np.zeros(capacity, dtype=np.int64)  # of those, blocks of a cached prefix (not its own)
         self.prefilling = 0  # how many are not decoding (prompt or recompute tokens left)
 
     def fields(self) -> tuple[np.ndarray, ...]:
-        return self.ids, self.prompt, self.gen, self.computed, self.emitted, self.blocks
+        return self.ids, self.prompt, self.gen, self.computed, self.emitted, self.blocks, self.shared
 
-    def append(self, r: int, prompt: int, gen: int, computed: int, emitted: int, blocks: int) -> None:
+    def append(self, r: int, prompt: int, gen: int, computed: int, emitted: int, blocks: int, shared: int) -> None:
         i = self.m
         self.ids[i], self.prompt[i], self.gen[i] = r, prompt, gen
-        self.computed[i], self.emitted[i], self.blocks[i] = computed, emitted, blocks
+        self.computed[i], self.emitted[i], self.blocks[i], self.shared[i] = computed, emitted, blocks, shared
         self.m += 1
         if not (emitted > 0 and computed == prompt + emitted - 1):
             self.prefilling += 1  # prompt (or recompute) tokens to compute; a prefilled request decodes at once
@@ -121,6 +122,10 @@ class _Running:
             f[:k] = f[:self.m][mask]
         self.m = k
 
+    def own_blocks(self) -> int:
+        """Blocks the running requests hold beyond the cached prefixes they share."""
+        return int(self.blocks[:self.m].sum() - self.shared[:self.m].sum())
+
     def leading_decodes(self) -> int:
         """How many requests at the front decode this step (one token each)."""
         m = self.m
@@ -131,12 +136,15 @@ class _Running:
 
 
 def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndarray, gen_len: np.ndarray,
-                    arrival_s: np.ndarray, concurrency: int | None,
-                    prefilled: bool = False) -> tuple[RequestLog, StepLog]:
+                    arrival_s: np.ndarray, concurrency: int | None, prefilled: bool = False,
+                    prefix_group: np.ndarray | None = None, prefix_len: int = 0) -> tuple[RequestLog, StepLog]:
     """Run every request through the engine. Open loop (concurrency None): request i arrives at
     arrival_s[i] (sorted). Closed loop: concurrency clients, client i sending its first request at
     arrival_s[i] and each next one the moment its previous one finishes. prefilled: every request arrives
-    with its prompt's KV cache and first token (a disaggregated decode instance); it only decodes."""
+    with its prompt's KV cache and first token (a disaggregated decode instance); it only decodes.
+    Prefix caching: request i's prompt starts with shared prefix prefix_group[i] (-1: none) of prefix_len
+    tokens; once one request of a group has computed the prefix, its whole blocks stay cached and later
+    requests of the group start after them (approximation: cached prefixes are never evicted)."""
     n = len(prompt_len)
     closed = concurrency is not None
     arrivals = np.asarray(arrival_s, dtype=float)
@@ -150,6 +158,10 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     computed_of = list(prompt_of) if prefilled else [0] * n  # tokens in the KV cache of requests not running
     bs = limits.block_size
     free_blocks = limits.kv_blocks
+    hit_blocks = prefix_len // bs  # whole blocks of a shared prefix, the part a cache can hold
+    groups = prefix_group.tolist() if prefix_group is not None and hit_blocks else None
+    cached: set[int] = set()  # groups whose prefix blocks are cached
+    pinned = 0  # blocks held by cached prefixes
     run = _Running(limits.max_num_seqs + 1)
     waiting: deque[int] = deque()
     known = min(concurrency, n) if closed else n  # requests whose arrival time is known up front
@@ -184,7 +196,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 free_blocks -= int(np.sum(need - run.blocks[:m]))
                 run.blocks[:m] = need
                 finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
-                free_blocks = limits.kv_blocks - int(run.blocks[:run.m].sum())
+                free_blocks = limits.kv_blocks - pinned - run.own_blocks()
                 continue
 
         # ---- one step: running requests first, then waiting ones ---------------------------------------
@@ -206,7 +218,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             while need > free_blocks and run.m > i:  # preempt from the back until the blocks fit (or i goes)
                 j = run.m - 1
                 victim = int(run.ids[j])
-                free_blocks += int(run.blocks[j])
+                free_blocks += int(run.blocks[j] - run.shared[j])
                 emitted_of[victim] = int(run.emitted[j])
                 computed_of[victim] = 0  # recompute
                 if not (run.emitted[j] > 0 and run.computed[j] == run.prompt[j] + run.emitted[j] - 1):
@@ -224,13 +236,15 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
         while waiting and budget > 0 and run.m < limits.max_num_seqs:
             r = waiting[0]
             done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
+            shared = hit_blocks if groups is not None and done_tokens == 0 and groups[r] in cached else 0
+            done_tokens += shared * bs  # a cached prefix: computed already
             new = min(prompt_of[r] + emitted_of[r] - done_tokens, budget)  # recompute: prompt and tokens so far
             need = -(-(done_tokens + new) // bs)
-            if need > free_blocks:
+            if need - shared > free_blocks:
                 break
             waiting.popleft()
-            free_blocks -= need
-            run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need)
+            free_blocks -= need - shared
+            run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need, shared)
             scheduled.append((run.m - 1, new))
             budget -= new
         if not scheduled and not lead:  # nothing fits: refused before the simulation starts
@@ -259,6 +273,12 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
         for i, new in scheduled:
             was_decoding = run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1
             run.computed[i] += new
+            if groups is not None and run.shared[i] == 0 and run.computed[i] >= hit_blocks * bs:
+                group = groups[int(run.ids[i])]
+                if group >= 0 and group not in cached:  # its prefix blocks now stay cached
+                    cached.add(group)
+                    pinned += hit_blocks
+                    run.shared[i] = hit_blocks
             if run.computed[i] == run.prompt[i] + run.emitted[i]:
                 run.emitted[i] += 1
                 if not was_decoding:
@@ -268,7 +288,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 any_done = any_done or run.emitted[i] >= run.gen[i]
         if any_done:
             finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
-            free_blocks = limits.kv_blocks - int(run.blocks[:run.m].sum())
+            free_blocks = limits.kv_blocks - pinned - run.own_blocks()
     return log, steps
 
 

@@ -38,6 +38,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           arrival: str = "poisson", burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
           max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
           gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
+          shared_prefix_len: int = 0, prefix_groups: int = 1, prefix_caching: bool = True,
           **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
@@ -47,6 +48,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     loop's clients send their first requests evenly over ramp_s seconds (0: all at once).
     Lengths: prompt_len and gen_len, each an integer, a list, or "uniform:LOW:HIGH" / "normal:MEAN:STD" /
     "lognormal:MEAN:STD"; or lengths_csv, a CSV of (prompt_len, gen_len) pairs. seed: the draws.
+    shared_prefix_len, prefix_groups: every prompt starts with one of prefix_groups shared prefixes (a system
+    prompt, a few-shot preamble) of that many tokens, drawn per request; prefix_caching (on, as vLLM V1,
+    SGLang's radix cache and TensorRT-LLM's block reuse run by default) computes each prefix once.
     Engine knobs (default: the engine's own, llmsim.serving.engine_limits): max_num_seqs,
     max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization, block_size.
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
@@ -55,13 +59,20 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     prompts, gens, arrivals, concurrency = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
                                                          num_requests, arrival, burstiness, lengths_csv, seed, ramp_s)
     longest = int(np.max(prompts + gens - 1))
+    groups = prefix_groups_of(prompts, shared_prefix_len, prefix_groups, seed)
     engine_name = execution.engine or "vllm"
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
                               gpu_memory_utilization, block_size)
     step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
                            max(longest, 2))
-    log, steps = simulate_engine(step_cost, limits, prompts, gens, arrivals, concurrency)
-    return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps)
+    if not isinstance(prefix_caching, bool):
+        raise OptionError(f"prefix_caching={prefix_caching!r} must be True or False")
+    log, steps = simulate_engine(step_cost, limits, prompts, gens, arrivals, concurrency,
+                                 prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len)
+    note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks never evicted"
+            if groups is not None and prefix_caching else "no shared prefixes cached (every prompt computed in full)")
+    return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps,
+                   prefix_note=note)
 
 
 def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_len: Any, gen_len: Any,
@@ -94,9 +105,24 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
     return prompts, gens, np.arange(min(concurrency, count)) * (ramp_s / concurrency), concurrency
 
 
+def prefix_groups_of(prompts: np.ndarray, shared_prefix_len: Any, prefix_groups: Any, seed: Any) -> np.ndarray | None:
+    """The shared prefix each request's prompt starts with (None: no shared prefixes)."""
+    length = check_count("shared_prefix_len", shared_prefix_len, 0)
+    groups = check_count("prefix_groups", prefix_groups, 1)
+    if not isinstance(length, int) or not isinstance(groups, int):
+        raise OptionError("shared_prefix_len and prefix_groups must be single integers")
+    if length == 0:
+        return None
+    if int(prompts.min()) <= length:
+        raise OptionError(f"shared_prefix_len={length} must be shorter than every prompt (the shortest has "
+                          f"{int(prompts.min())} tokens)")
+    rng = np.random.default_rng([int(seed), 1])  # its own stream: the lengths drawn do not change
+    return rng.integers(0, groups, len(prompts))
+
+
 def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, request_rate: float | None,
             concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any,
-            **overrides: Any) -> ServingResult:
+            prefix_note: str = "off (every prompt computed in full)", **overrides: Any) -> ServingResult:
     """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's)."""
     step = steps if isinstance(steps, dict) else steps.arrays()
     ttft = log.first_token_s - log.arrival_s
@@ -130,7 +156,7 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
                          "first served; chunked prefill within max_num_batched_tokens; recompute on preemption",
             "step time": "one forward pass of the mixed batch from the per-op cost model; decode attention at "
                          "the batch's mean cached length; no per-step engine cost (scheduling, sampling) yet",
-            "prefix caching": "off (every prompt computed in full)",
+            "prefix caching": prefix_note,
         },
     )
     fields.update(overrides)
