@@ -117,6 +117,18 @@ def _regime_parser(sub: Any, name: str, help_text: str, vary: str) -> argparse.A
     return p
 
 
+def _speculative_arg(text: str) -> dict[str, Any]:
+    """--speculative METHOD:K:ACCEPTANCE[:DRAFT_MODEL] (checked further by serve())."""
+    parts = text.split(":", 3)
+    try:
+        spec: dict[str, Any] = {"method": parts[0], "num_tokens": int(parts[1]), "acceptance_rate": float(parts[2])}
+    except (IndexError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r}: write METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. ngram:4:0.7") from None
+    if len(parts) == 4:
+        spec["draft_model"] = parts[3]
+    return spec
+
+
 def _pool_arg(text: str) -> dict[str, int]:
     """--prefill-pool / --decode-pool: REPLICASxTP, e.g. 2x4."""
     parts = text.lower().split("x")
@@ -190,6 +202,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefix-groups", type=_positive_int, default=1)
     p.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=True,
                    help="compute each shared prefix once (default: on, as the engines run)")
+    p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
+                   "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
     p.add_argument("--decode-pool", type=_pool_arg, help="disaggregated: REPLICASxTP decode instances, e.g. 1x8")
     p.add_argument("--kv-transfer-bytes-per-s", type=float, help="disaggregated: per-GPU link (default: the "
@@ -432,7 +446,7 @@ def _run(args: argparse.Namespace) -> int:
                        max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
                        gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
                        shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
-                       prefix_caching=args.prefix_caching, **options)
+                       prefix_caching=args.prefix_caching, speculative=args.speculative, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.plot:
             from .report.serving_plot import serving_figure

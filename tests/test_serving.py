@@ -250,3 +250,22 @@ def test_prefix_caching_computes_each_shared_prefix_once() -> None:
     assert off.model_dump(exclude={"assumptions"}) == plain.model_dump(exclude={"assumptions"})
     with pytest.raises(OptionError, match="shared_prefix_len"):
         llmsim.serve(MODEL, GPU, shared_prefix_len=1200, **kwargs)
+
+
+def test_speculative_decoding_keeps_the_expected_tokens_per_step() -> None:
+    base = dict(request_rate=0.01, arrival="constant", prompt_len=1024, gen_len=257, num_requests=2)
+    plain = llmsim.serve(MODEL, GPU, **base)
+    r = llmsim.serve(MODEL, GPU, speculative={"method": "ngram", "num_tokens": 4, "acceptance_rate": 0.7}, **base)
+    # (1 - 0.7**5) / (1 - 0.7) = 2.7731 tokens per step: 256 later tokens take ceil(256 / 2.7731) = 93 steps
+    # each, after the prefill step: 2 x 94 steps in all
+    assert r.steps == 2 * 94 and plain.steps == 2 * 257
+    assert r.requests["gen_len"].tolist() == [257, 257]
+    # each step verifies 5 tokens per request: a little dearer than one decode step, 93 instead of 256 of them
+    assert plain.tpot_s.p50 * 93 / 256 < r.tpot_s.p50 < 1.2 * plain.tpot_s.p50 * 93 / 256
+    with pytest.raises(OptionError, match="acceptance_rate"):
+        llmsim.serve(MODEL, GPU, speculative={"method": "ngram", "num_tokens": 4}, **base)
+    with pytest.raises(OptionError, match="draft_model"):
+        llmsim.serve(MODEL, GPU, speculative={"method": "draft", "acceptance_rate": 0.5}, **base)
+    draft = llmsim.serve(MODEL, GPU, speculative={"method": "draft", "num_tokens": 4, "acceptance_rate": 0.7,
+                                                  "draft_model": "llama-3.2-1b"}, **base)
+    assert draft.tpot_s.p50 > r.tpot_s.p50  # the draft model's four steps cost time an n-gram lookup does not

@@ -167,6 +167,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     known = min(concurrency, n) if closed else n  # requests whose arrival time is known up front
     released = known  # closed loop: requests sent so far
     next_arrival = 0  # the next request (of the known ones) not yet arrived
+    grow = cost.speculation.tokens_per_step if cost.speculation else 1.0  # tokens per decode step
     clock = last_step_s = 0.0
     finished = 0
 
@@ -183,7 +184,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
         limit_s = float(arrivals[next_arrival]) if next_arrival < known and m < limits.max_num_seqs else None
         if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
                 limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
-            k, times, kv = _decode_run(cost, run, bs, free_blocks, clock, limit_s)
+            k, times, kv = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
             if k >= 2:
                 starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
                 queued = len(waiting) + np.searchsorted(arrivals[:known], starts, side="right") - next_arrival
@@ -251,7 +252,9 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             raise RuntimeError("the KV cache cannot hold a single request")  # pragma: no cover
 
         chunks: list[tuple[int, int]] = []
-        decode_sum = int(run.computed[:lead].sum())
+        decode_sum = float(run.computed[:lead].sum())
+        if grow != 1.0:  # speculative decoding: a decode step adds `grow` tokens; the cache holds the prompt
+            decode_sum = grow * decode_sum + (1 - grow) * float(run.prompt[:lead].sum())  # and grow per step
         n_decode = n_emit = lead
         for i, new in scheduled:
             computed, total = int(run.computed[i]), int(run.prompt[i] + run.emitted[i])
@@ -259,7 +262,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 n_emit += 1
             if run.emitted[i] > 0 and new == 1 and computed == total - 1:
                 n_decode += 1
-                decode_sum += computed
+                decode_sum += grow * computed + (1 - grow) * int(run.prompt[i])
             else:
                 chunks.append((new, computed))
         time_s = cost.step_s(decode_sum, n_decode, chunks, n_emit)
@@ -314,7 +317,7 @@ def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float,
 
 
 def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock: float,
-                limit_s: float | None) -> tuple[int, np.ndarray, np.ndarray]:
+                limit_s: float | None, grow: float = 1.0) -> tuple[int, np.ndarray, np.ndarray]:
     """The pure decode steps the running requests take before one finishes, the blocks run out, or a step
     would start at or after limit_s (an arrival that could be admitted): (steps, their times, the blocks in
     use beyond those held now at each)."""
@@ -327,8 +330,9 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
     k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
     if k < 2:
         return k, np.zeros(0), np.zeros(0, dtype=np.int64)
-    mean0 = float(c.sum()) / m
-    times = cost.tokens(0, m) + float(cost.lm_head_s[m]) + cost.decode_attention(m, mean0 + np.arange(k, dtype=float))
+    mean0 = (grow * float(c.sum()) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached tokens, mean
+    means = mean0 + grow * np.arange(k, dtype=float)
+    times = cost.tokens(0, m) + cost.lm_head(m, m) + cost.decode_attention(m, means) + cost.proposals(m, means)
     if limit_s is not None:
         starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
         k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival

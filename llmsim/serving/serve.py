@@ -16,20 +16,21 @@ from ..timing.roofline import Roofline
 from .engine_limits import scheduler_limits
 from .results import Percentiles, ServingResult
 from .scheduler import percentile_summary, simulate_engine
-from .step_cost import StepCost
+from .step_cost import Speculation, StepCost
 from .workload import arrival_times, draw_lengths, lengths_from_csv
 
 _STEP_COSTS: dict[tuple, StepCost] = {}
 
 
 def _step_cost(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
-               max_tokens: int, max_seqs: int, max_len: int) -> StepCost:
+               max_tokens: int, max_seqs: int, max_len: int, speculation: Speculation | None = None) -> StepCost:
     """The step-cost grids, kept for the last few setups (a planner calls serve() many times)."""
-    key = (model, hardware.model_dump_json(), cost, execution, max_tokens, max_seqs, max_len)
+    key = (model, hardware.model_dump_json(), cost, execution, max_tokens, max_seqs, max_len, speculation)
     if key not in _STEP_COSTS:
         if len(_STEP_COSTS) >= 16:
             _STEP_COSTS.pop(next(iter(_STEP_COSTS)))
-        _STEP_COSTS[key] = StepCost(model, Roofline(hardware, execution), cost, max_tokens, max_seqs, max_len)
+        _STEP_COSTS[key] = StepCost(model, Roofline(hardware, execution), cost, max_tokens, max_seqs, max_len,
+                                    speculation)
     return _STEP_COSTS[key]
 
 
@@ -39,7 +40,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
           gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
           shared_prefix_len: int = 0, prefix_groups: int = 1, prefix_caching: bool = True,
-          **options: Any) -> ServingResult:
+          speculative: dict[str, Any] | None = None, **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
@@ -51,6 +52,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     shared_prefix_len, prefix_groups: every prompt starts with one of prefix_groups shared prefixes (a system
     prompt, a few-shot preamble) of that many tokens, drawn per request; prefix_caching (on, as vLLM V1,
     SGLang's radix cache and TensorRT-LLM's block reuse run by default) computes each prefix once.
+    speculative: {"method": "ngram" | "draft" | "mtp", "num_tokens": k, "acceptance_rate": a, "draft_model":
+    name (for "draft")}: every decode step verifies k proposals and keeps (1 - a**(k+1)) / (1 - a) tokens.
     Engine knobs (default: the engine's own, llmsim.serving.engine_limits): max_num_seqs,
     max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization, block_size.
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
@@ -63,16 +66,25 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     engine_name = execution.engine or "vllm"
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
                               gpu_memory_utilization, block_size)
+    speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
     step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
-                           max(longest, 2))
+                           max(longest, 2), speculation)
+    run_gens = gens
+    if speculation is not None:  # decode steps a request takes: its first token, then tokens_per_step a step
+        run_gens = 1 + np.ceil((gens - 1) / speculation.tokens_per_step).astype(np.int64)
     if not isinstance(prefix_caching, bool):
         raise OptionError(f"prefix_caching={prefix_caching!r} must be True or False")
-    log, steps = simulate_engine(step_cost, limits, prompts, gens, arrivals, concurrency,
+    log, steps = simulate_engine(step_cost, limits, prompts, run_gens, arrivals, concurrency,
                                  prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len)
+    log.gen_len = gens  # the tokens each request produced (with speculation, more than its decode steps)
     note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks never evicted"
             if groups is not None and prefix_caching else "no shared prefixes cached (every prompt computed in full)")
+    extra = {} if speculation is None else {"speculative decoding": (
+        f"{speculation.method}, {speculation.num_tokens} proposals per step at acceptance "
+        f"{speculation.acceptance_rate:g}: {speculation.tokens_per_step:.2f} tokens per decode step; the verifying "
+        "tokens read the KV cache once; KV blocks grow one token per step")}
     return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps,
-                   prefix_note=note)
+                   prefix_note=note, extra_assumptions=extra)
 
 
 def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_len: Any, gen_len: Any,
@@ -105,6 +117,43 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
     return prompts, gens, np.arange(min(concurrency, count)) * (ramp_s / concurrency), concurrency
 
 
+SPECULATION_METHODS = ("ngram", "draft", "mtp")
+
+
+def _speculation(given: Any, spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
+                 limits: Any, max_len: int) -> Speculation | None:
+    """The checked speculative-decoding setup (a draft model's step costs on the same GPUs and options)."""
+    if given is None:
+        return None
+    if not isinstance(given, dict):
+        raise OptionError("speculative must be a dict like {'method': 'ngram', 'num_tokens': 4, "
+                          "'acceptance_rate': 0.7}")
+    from ..errors import check_choice
+    from ..models.loading import load_model
+
+    unknown = set(given) - {"method", "num_tokens", "acceptance_rate", "draft_model"}
+    if unknown:
+        raise OptionError(f"speculative: unknown key {sorted(unknown)[0]!r}; allowed: method, num_tokens, "
+                          f"acceptance_rate, draft_model")
+    method = given.get("method", "ngram")
+    check_choice("speculative method", method, SPECULATION_METHODS)
+    k = check_count("speculative num_tokens", given.get("num_tokens", 4), 1)
+    a = given.get("acceptance_rate")
+    if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 1:
+        raise OptionError(f"speculative acceptance_rate={a!r} must be a number in [0, 1] (the chance each "
+                          f"proposed token is accepted)")
+    draft = None
+    if method == "draft":
+        if "draft_model" not in given:
+            raise OptionError("speculative method 'draft' needs draft_model (a shipped name or a config)")
+        draft = StepCost(load_model(given["draft_model"]), Roofline(hw, execution), cost,
+                         limits.max_num_batched_tokens, limits.max_num_seqs, max_len)
+    elif "draft_model" in given:
+        raise OptionError(f"speculative draft_model is for method 'draft', not {method!r}")
+    return Speculation(method=method, num_tokens=int(k), acceptance_rate=float(a), draft=draft,
+                       num_layers=spec.num_layers)
+
+
 def prefix_groups_of(prompts: np.ndarray, shared_prefix_len: Any, prefix_groups: Any, seed: Any) -> np.ndarray | None:
     """The shared prefix each request's prompt starts with (None: no shared prefixes)."""
     length = check_count("shared_prefix_len", shared_prefix_len, 0)
@@ -122,7 +171,8 @@ def prefix_groups_of(prompts: np.ndarray, shared_prefix_len: Any, prefix_groups:
 
 def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, request_rate: float | None,
             concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any,
-            prefix_note: str = "off (every prompt computed in full)", **overrides: Any) -> ServingResult:
+            prefix_note: str = "off (every prompt computed in full)", extra_assumptions: dict[str, str] | None = None,
+            **overrides: Any) -> ServingResult:
     """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's)."""
     step = steps if isinstance(steps, dict) else steps.arrays()
     ttft = log.first_token_s - log.arrival_s
@@ -157,6 +207,7 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
             "step time": "one forward pass of the mixed batch from the per-op cost model; decode attention at "
                          "the batch's mean cached length; no per-step engine cost (scheduling, sampling) yet",
             "prefix caching": prefix_note,
+            **(extra_assumptions or {}),
         },
     )
     fields.update(overrides)

@@ -31,6 +31,7 @@ whose attention time is linear in the batch, a linear reading of a measured tabl
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -77,6 +78,28 @@ def _split(totals: PhaseTotals) -> tuple[Any, Any, Any]:
     return attention, head, rest
 
 
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding: each decode step verifies num_tokens proposed tokens plus one in the target
+    model and keeps tokens_per_step of them on average; proposing costs nothing ("ngram": a lookup in the
+    prompt on the CPU), num_tokens steps of a draft model ("draft"), or num_tokens passes of one extra
+    decoder layer and the LM head ("mtp", DeepSeek-style multi-token prediction; approximation: a layer
+    costs 1/num_layers of a target decode step)."""
+
+    method: str
+    num_tokens: int
+    acceptance_rate: float
+    draft: StepCost | None = None
+    num_layers: int = 1
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens per verification with i.i.d. acceptance a of each of k proposals:
+        (1 - a**(k + 1)) / (1 - a) (Leviathan et al. 2023, eq. 1); k + 1 when every proposal is accepted."""
+        a, k = self.acceptance_rate, self.num_tokens
+        return float(k + 1) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
+
+
 class StepCost:
     """Per-step time of one engine replica (one GPU of its tensor-parallel group: all GPUs run in step).
 
@@ -85,10 +108,13 @@ class StepCost:
     """
 
     def __init__(self, model: ModelSpec, roofline: Roofline, options: CostOptions, max_tokens: int,
-                 max_seqs: int, max_len: int) -> None:
+                 max_seqs: int, max_len: int, speculation: Speculation | None = None) -> None:
         self.max_tokens, self.max_seqs, self.max_len = max_tokens, max_seqs, max_len
-        tokens = np.arange(1, max_tokens + 1, dtype=float)  # T = 1 .. budget
-        batch = np.arange(1, max_seqs + 1, dtype=float)  # n = 1 .. max_seqs
+        self.speculation = speculation
+        self.query = speculation.num_tokens + 1 if speculation else 1  # target tokens per decode request
+        rows = max_seqs * self.query
+        tokens = np.arange(1, max_tokens + rows + 1, dtype=float)  # T = 1 .. budget (+ verified proposals)
+        batch = np.arange(1, rows + 1, dtype=float)  # decode rows 1 .. max_seqs x query
         self.lengths = length_grid(max_len)
 
         # prefill graph at B = 1, S = T: GEMMs at m = T; its attention core at S = T is unused here
@@ -134,21 +160,46 @@ class StepCost:
             return np.zeros(np.shape(mean_len)) if np.ndim(mean_len) else 0.0
         return self._on_grid(self.decode_attention_s, n, mean_len)
 
-    def tokens(self, prefill_tokens: int, decode_tokens: int) -> float:
-        """Every op but attention and LM head over the step's tokens."""
+    def tokens(self, prefill_tokens: int, decode_requests: int) -> float:
+        """Every op but attention and LM head over the step's tokens (each decode request's query tokens)."""
         if prefill_tokens == 0:
-            return float(self.decode_tokens_s[decode_tokens])
-        return float(self.prefill_tokens_s[prefill_tokens + decode_tokens])
+            return float(self.decode_tokens_s[decode_requests * self.query])
+        return float(self.prefill_tokens_s[prefill_tokens + decode_requests * self.query])
+
+    def lm_head(self, n_emit: int, n_decode: int) -> float:
+        """LM head over the sampled positions: one per emitting request, query per decode request."""
+        return float(self.lm_head_s[n_emit + n_decode * (self.query - 1)])
+
+    def proposals(self, n_decode: int, mean_len: Any, prefill_tokens: int = 0, pairs: float = 0.0,
+                  chunks: int = 0) -> Any:
+        """Time to propose the speculative tokens of n_decode requests (and, for a draft model, to prefill
+        the step's prompt chunks too); 0 without speculation."""
+        spec = self.speculation
+        if spec is None or spec.method == "ngram" or (n_decode == 0 and spec.method == "mtp"):
+            return 0.0
+        k = spec.num_tokens
+        if spec.method == "mtp":  # k passes of one more layer, each with the LM head
+            one_layer = (self.decode_tokens_s[n_decode] + self.decode_attention(n_decode, mean_len)) / spec.num_layers
+            return k * (one_layer + float(self.lm_head_s[n_decode]))
+        draft = spec.draft
+        step = (draft.tokens(0, n_decode) + float(draft.lm_head_s[n_decode])
+                + draft.decode_attention(n_decode, mean_len) if n_decode else 0.0)
+        prefill = draft.tokens(prefill_tokens, 0) + draft.prefill_attention(chunks, pairs) if prefill_tokens else 0.0
+        return k * step + prefill
 
     # ---- one step -----------------------------------------------------------------------------------
     def step_s(self, decode_lengths_sum: float, n_decode: int, chunks: list[tuple[int, int]], n_emit: int) -> float:
         """Time of one step: n_decode decode requests with decode_lengths_sum cached tokens in all, the
         prefill chunks (q new tokens after c cached) and n_emit requests sampling a token."""
         prefill_tokens = sum(q for q, _ in chunks)
-        time_s = self.tokens(prefill_tokens, n_decode) + float(self.lm_head_s[n_emit])
+        time_s = self.tokens(prefill_tokens, n_decode) + self.lm_head(n_emit, n_decode)
+        pairs = sum(q * c + q * q / 2 for q, c in chunks)
+        mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
         if n_decode:
-            time_s += float(self.decode_attention(n_decode, decode_lengths_sum / n_decode))
+            # approximation: with speculation the query tokens of a request read its KV cache once, as one
+            time_s += float(self.decode_attention(n_decode, mean_len))
+        if self.speculation is not None:  # proposals, and a draft model's own prefill of the chunks
+            time_s += float(self.proposals(n_decode, mean_len, prefill_tokens, pairs, len(chunks)))
         if chunks:
-            pairs = sum(q * c + q * q / 2 for q, c in chunks)
             time_s += self.prefill_attention(len(chunks), pairs)
         return time_s
