@@ -123,7 +123,8 @@ def _speculative_arg(text: str) -> dict[str, Any]:
     try:
         spec: dict[str, Any] = {"method": parts[0], "num_tokens": int(parts[1]), "acceptance_rate": float(parts[2])}
     except (IndexError, ValueError):
-        raise argparse.ArgumentTypeError(f"{text!r}: write METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. ngram:4:0.7") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: write METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
+                                         f"ngram:4:0.7") from None
     if len(parts) == 4:
         spec["draft_model"] = parts[3]
     return spec
