@@ -246,3 +246,17 @@ def test_configs_saved_by_transformers_5_load(tmp_path: object) -> None:
         if name == "qwen3_moe":
             assert "num_local_experts" in written and "num_experts" not in written  # transformers 5's name
         assert llmsim.num_parameters(llmsim.load_model(folder)) == llmsim.num_parameters(data), name
+
+
+@pytest.mark.parametrize(("qc", "message"), [
+    ({"quant_method": "awq", "bits": "four"}, "(awq): bits='four' is not allowed; give one of 4, 8"),
+    ({"quant_method": "gptq", "group_size": -7}, "group_size=-7 is not allowed"),
+    ({"quant_method": "fp8", "weight_block_size": [128]}, "weight_block_size=[128] is not allowed"),
+    ({"quant_method": "awq", "modules_to_not_convert": "lm_head"}, "modules_to_not_convert must be a list"),
+    ({"quant_method": "compressed-tensors", "config_groups": {}}, "no config_groups entry with weights"),
+    ({"quant_method": "bitsandbytes"}, "neither load_in_4bit nor load_in_8bit is true"),
+    ("int4", "quantization_config must be an object, not str"),
+])
+def test_bad_quantization_configs_are_refused_in_one_line(qc: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        llmsim.load_model(_llama8b(qc))  # type: ignore[arg-type]

@@ -185,8 +185,11 @@ def _gemm_table_dtype(weight_dtype: str, act_dtype: str) -> str | None:
     """The measured GEMM table of a (weight, activation) pair, as llmsim's cost model reads the pair: bf16
     (fp16 reads it too: the same tensor-core rate and bytes); fp8 weights and fp8 activations: "fp8" (W8A8);
     weight-only with 16-bit activations: "int8_wo", "int4_wo", "fp8_wo" (dequantizing GEMMs; no fp8_wo table
-    ships, so those fall back to the roofline and say so); None for float32 or int activations."""
+    ships, so those fall back to the roofline and say so); nvfp4 weights and activations: "nvfp4" (W4A4); None
+    for float32 or int activations."""
     if act_dtype in ("bfloat16", "float16"):
-        return {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8_wo", "int8": "int8_wo", "int4": "int4_wo"}.get(
-            weight_dtype)
-    return "fp8" if act_dtype == weight_dtype == "fp8" else None
+        return {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8_wo", "int8": "int8_wo", "int4": "int4_wo",
+                "mxfp4": "mxfp4_wo", "nvfp4": "nvfp4_wo"}.get(weight_dtype)
+    if act_dtype == weight_dtype and act_dtype in ("fp8", "nvfp4"):
+        return act_dtype
+    return None

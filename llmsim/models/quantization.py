@@ -214,29 +214,75 @@ def _fp4_format(dtype: str, activations: bool, method: str) -> WeightFormat:
                         f"{', fp4 activations' if activations else ''})")
 
 
+def _int_field(qc: Mapping[str, Any], key: str, default: int, allowed: Sequence[int] | None = None,
+               minimum: int = 1) -> int:
+    """An integer field of a quantization_config, refused in one line when it is not one of `allowed` (or
+    below `minimum`)."""
+    value = qc.get(key, default)
+    ok = type(value) is int and (value in allowed if allowed is not None else value >= minimum)
+    if not ok:
+        rule = f"one of {', '.join(map(str, allowed))}" if allowed is not None else f"an integer >= {minimum}"
+        raise ConfigError(f"quantization_config ({qc.get('quant_method')}): {key}={value!r} is not allowed; "
+                          f"give {rule}")
+    return int(value)
+
+
+def _group_field(qc: Mapping[str, Any], key: str = "group_size", default: int = 128) -> int:
+    """A group size: a positive integer, or -1 / 0 for one scale per output column."""
+    value = qc.get(key, default)
+    if type(value) is not int or value < -1:
+        raise ConfigError(f"quantization_config ({qc.get('quant_method')}): {key}={value!r} is not allowed; give "
+                          f"a positive integer, or -1 for one scale per output column")
+    return value
+
+
+def _list_field(qc: Mapping[str, Any], *keys: str) -> list[str]:
+    """The first of `keys` present, as a list of module name patterns (null: none)."""
+    for key in keys:
+        value = qc.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"quantization_config ({qc.get('quant_method')}): {key} must be a list of module "
+                              f"names, not {value!r}")
+        return list(value)
+    return []
+
+
+def _block_field(qc: Mapping[str, Any]) -> list[int] | None:
+    block = qc.get("weight_block_size")
+    if block is None:
+        return None
+    if (not isinstance(block, (list, tuple)) or len(block) != 2
+            or not all(type(b) is int and b > 0 for b in block)):
+        raise ConfigError(f"quantization_config (fp8): weight_block_size={block!r} is not allowed; give two "
+                          f"positive integers [rows, columns], e.g. [128, 128]")
+    return list(block)
+
+
 def _method_formats(qc: Mapping[str, Any], base_bytes: float) -> tuple[str, dict[str, WeightFormat], list[str], bool]:
     """(method, role -> format, patterns of modules not converted, lm_head converted)."""
     method = str(qc.get("quant_method", "")).lower()
-    skip = list(qc.get("modules_to_not_convert") or [])
+    skip = _list_field(qc, "modules_to_not_convert")
     if method == "mxfp4":
         return method, {"experts": _fp4_format("mxfp4", False, "mxfp4")}, skip, False
     if method == "fp8":
-        fmt = _fp8_format(qc.get("weight_block_size"), qc.get("activation_scheme", "dynamic") == "static")
+        fmt = _fp8_format(_block_field(qc), qc.get("activation_scheme", "dynamic") == "static")
         return method, dict.fromkeys(_LINEAR_ROLES, fmt), skip, False
     if method == "awq":
-        bits, group = int(qc.get("bits", qc.get("w_bit", 4))), int(qc.get("group_size", qc.get("q_group_size", 128)))
+        bits, group = _int_field(qc, "bits", 4, (4, 8)), _group_field(qc)
         fmt = _int_format(bits, group, bool(qc.get("zero_point", True)), method="awq")
         return method, dict.fromkeys(_LINEAR_ROLES, fmt), skip, False
     if method == "gptq":
-        bits, group = int(qc.get("bits", 4)), int(qc.get("group_size", 128))
+        bits, group = _int_field(qc, "bits", 4, (2, 3, 4, 8)), _group_field(qc)
         # GPTQ checkpoints store qzeros even when symmetric, and an int32 g_idx per input row
         fmt = _int_format(bits, group, True, method="gptq", row_bytes=4.0)
         return method, dict.fromkeys(_LINEAR_ROLES, fmt), skip, bool(qc.get("lm_head", False))
     if method == "bitsandbytes":
-        return method, dict.fromkeys(_LINEAR_ROLES, _bnb_format(qc)), list(qc.get("llm_int8_skip_modules") or []), False
+        return method, dict.fromkeys(_LINEAR_ROLES, _bnb_format(qc)), _list_field(qc, "llm_int8_skip_modules"), False
     if method == "modelopt":
         algo = str(qc.get("quant_algo", "")).upper()
-        skip = list(qc.get("exclude_modules") or qc.get("ignore") or skip)
+        skip = _list_field(qc, "exclude_modules", "ignore", "modules_to_not_convert")
         if algo == "NVFP4":
             return method, dict.fromkeys(_LINEAR_ROLES, _fp4_format("nvfp4", True, "modelopt")), skip, False
         if algo == "FP8":  # per-tensor weight and input scales
@@ -246,7 +292,7 @@ def _method_formats(qc: Mapping[str, Any], base_bytes: float) -> tuple[str, dict
                           f"quant_method='modelopt'; supported: FP8, NVFP4")
     if method == "compressed-tensors":
         return method, dict.fromkeys(_LINEAR_ROLES, _compressed_tensors_format(qc, base_bytes)), \
-            list(qc.get("ignore") or []), False
+            _list_field(qc, "ignore"), False
     raise ConfigError(f"quantization_config: quant_method={qc.get('quant_method')!r} is not supported; "
                       f"supported: awq, bitsandbytes, compressed-tensors, fp8, gptq, modelopt, mxfp4 "
                       f"(pass weight_dtype=... to cost it as a plain dtype)")
@@ -284,7 +330,10 @@ def _compressed_tensors_format(qc: Mapping[str, Any], base_bytes: float) -> Weig
         raise ConfigError("quantization_config (compressed-tensors): no config_groups entry with weights")
     w = scheme["weights"]
     act = scheme.get("input_activations") or None
-    bits, kind = int(w.get("num_bits", 8)), str(w.get("type", "int"))
+    if not isinstance(w, Mapping) or not (act is None or isinstance(act, Mapping)):
+        raise ConfigError("quantization_config (compressed-tensors): config_groups weights and input_activations "
+                          "must be objects")
+    bits, kind = _int_field(w, "num_bits", 8, (4, 8)), str(w.get("type", "int"))
     strategy = str(w.get("strategy", "tensor"))
     fmt_name = str(qc.get("format", ""))
     if kind == "float" and bits == 4:  # nvfp4: tensor_group strategy, group 16
@@ -296,7 +345,7 @@ def _compressed_tensors_format(qc: Mapping[str, Any], base_bytes: float) -> Weig
         fmt = _fp8_format(block, bool(act and not act.get("dynamic", False)), scale_bytes=base_bytes,
                           granularity=granularity, method="compressed-tensors")
         return fmt if act_dtype == "fp8" else fmt.weight_only()
-    group = int(w.get("group_size") or 0) if strategy == "group" else 0
+    group = _group_field(w, default=0) if strategy == "group" else 0
     packed = fmt_name == "pack-quantized"
     fmt = _int_format(bits, group, not w.get("symmetric", True), method="compressed-tensors",
                       scale_bytes=base_bytes)
