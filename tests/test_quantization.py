@@ -87,7 +87,7 @@ def _meta_fp8_bytes(data: dict, block: list[int] | None, not_convert: list[str])
     transformers = pytest.importorskip("transformers")
     from transformers.integrations.finegrained_fp8 import replace_with_fp8_linear
 
-    fields = {k: v for k, v in data.items() if k not in ("model_type", "quantization_config")}
+    fields = {k: v for k, v in data.items() if k not in ("model_type", "quantization_config", "auto_map")}
     config = transformers.AutoConfig.for_model(data["model_type"], **fields)
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
@@ -115,6 +115,18 @@ def test_fp8_bytes_equal_transformers_quantized_layout_on_meta(data: dict, block
     if block is None and data["model_type"] == "deepseek_v3":
         pytest.skip("transformers' FP8Experts needs a block size")
     assert _weights(data) == _meta_fp8_bytes(data, block, skip)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["deepseek-v3", "qwen3-235b-a22b-fp8"])
+def test_shipped_fp8_checkpoints_equal_transformers_quantized_layout_on_meta(name: str) -> None:
+    # the whole 671B / 235B models in transformers' FineGrainedFP8 layout (fp8 weights, float32 block scales),
+    # lm_head kept as transformers' quantizer keeps it, plus the config's modules_to_not_convert:
+    # deepseek-v3 673,150,552,416 bytes, qwen3-235b-a22b-fp8 236,445,455,360 (by hand above)
+    data = json.loads((llmsim.shipped.model_configs_dir() / f"{name}.json").read_text())
+    qc = data["quantization_config"]
+    skip = ["lm_head", *(qc.get("modules_to_not_convert") or [])]
+    assert _weights(name) == _meta_fp8_bytes(data, qc["weight_block_size"], skip)
 
 
 # ---- AWQ, GPTQ -------------------------------------------------------------------------------------------
