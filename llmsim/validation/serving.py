@@ -21,13 +21,16 @@ import numpy as np
 
 REQUESTS_PER_CLIENT = 5
 
-MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weight/activation dtype or None)
+CONFIG = "config"  # the checkpoint's quantization_config decides (fp8 block scales, MXFP4 experts)
+MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weight/activation dtype, None or CONFIG)
     "meta-llama/Llama-3.1-8B-Instruct": ("llama-3.1-8b", None),
     "nvidia/Llama-3.1-8B-Instruct-FP8": ("llama-3.1-8b", "fp8"),
     "meta-llama/Llama-3.1-70B": ("llama-3.1-70b", None),
     "Qwen/Qwen3-32B": ("qwen3-32b", None),
-    "deepseek-ai/DeepSeek-V3": ("deepseek-v3", None),
-    "deepseek-ai/DeepSeek-R1": ("deepseek-v3", None),  # the same architecture and config fields as V3
+    "deepseek-ai/DeepSeek-V3": ("deepseek-v3", CONFIG),
+    "deepseek-ai/DeepSeek-R1": ("deepseek-v3", CONFIG),  # the same architecture, config and fp8 checkpoint as V3
+    "Qwen/Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b-fp8", CONFIG),
+    "openai/gpt-oss-120b": ("gpt-oss-120b", CONFIG),  # MXFP4 experts (the file labels them nvfp4)
 }
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
@@ -67,9 +70,13 @@ def _why_not(row: dict[str, str]) -> str | None:
         return f"model {row['model_path']} is not shipped"
     if row["system"] not in SYSTEMS:
         return f"system {row['system']} has no hardware file"
-    if row["gemm_quant_mode"] not in PRECISIONS:
+    if MODELS[row["model_path"]][1] == CONFIG:
+        native = {"openai/gpt-oss-120b": ("nvfp4",)}.get(row["model_path"], ("fp8", "fp8_block"))
+        if row["gemm_quant_mode"] not in native:
+            return f"gemm_quant_mode {row['gemm_quant_mode']} is not the checkpoint's own format"
+    elif row["gemm_quant_mode"] not in PRECISIONS:
         return f"gemm_quant_mode {row['gemm_quant_mode']} is not priced yet"
-    if row["moe_quant_mode"] not in PRECISIONS:
+    elif row["moe_quant_mode"] not in PRECISIONS:
         return f"moe_quant_mode {row['moe_quant_mode']} is not priced yet"
     if row["attention_dp_size"] not in ("", "0.0", "1.0", "0", "1"):
         return f"attention_dp_size {row['attention_dp_size']} (attention data parallelism) is not simulated"
@@ -83,7 +90,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     from ..serving.serve import serve
 
     model, forced = MODELS[row["model_path"]]
-    dtype = forced or PRECISIONS[row["gemm_quant_mode"]]
+    dtype = None if forced == CONFIG else forced or PRECISIONS[row["gemm_quant_mode"]]
     options: dict[str, Any] = {}
     if dtype is not None:
         options.update(weight_dtype=dtype, activation_dtype=dtype)
@@ -100,7 +107,8 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
     return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"],
-            "precision": dtype or "bf16", "tp": tp, "concurrency": concurrency, "isl": int(row["isl"]),
+            "precision": "config" if forced == CONFIG else dtype or "bf16", "tp": tp, "concurrency": concurrency,
+            "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
             "measured_tpot_ms": measured_tpot,
             "ttft_error_pct": 100 * (ttft - measured_ttft) / measured_ttft,
