@@ -43,6 +43,9 @@ class AttentionSpec(_Frozen):
     o_bias: bool = False
     fused_qkv: bool = False
     qk_norm: bool = False
+    qk_norm_weights: Literal["shared", "per_head"] = Field(
+        default="shared", description="QK norm weights: one [d] vector for all query heads and one for all key "
+        "heads (Qwen3, Gemma 3), or one per head, [H*d] and [kvh*d] (OLMo 2 and Cohere)")
     sliding_window: int | None = Field(default=None, gt=1)
     sinks: bool = False
     rotary_dim: int = Field(default=0, ge=0, description="dims per head that rotary rotates (0: none)")
@@ -64,6 +67,15 @@ class AttentionSpec(_Frozen):
         if self.kind == "mla" and (self.kv_lora_rank <= 0 or self.qk_rope_head_dim <= 0):
             raise ValueError("MLA attention needs kv_lora_rank > 0 and qk_rope_head_dim > 0")
         return self
+
+    @property
+    def qk_norm_params(self) -> int:
+        """Weights of the Q and K norms (without a LayerNorm's biases): [d] + [d], or [H*d] + [kvh*d]."""
+        if not self.qk_norm:
+            return 0
+        if self.qk_norm_weights == "per_head":
+            return (self.num_heads + self.num_kv_heads) * self.head_dim
+        return 2 * self.head_dim
 
     @property
     def kv_cache_values_per_token(self) -> int:
@@ -100,6 +112,8 @@ class MoESpec(_Frozen):
     shared: MLPSpec | None = None
     router_bias: bool = False
     router_extra_params: int = Field(default=0, ge=0, description="e.g. DeepSeek's score correction bias")
+    shared_gate: bool = Field(default=False, description="the shared expert's output scaled by sigmoid(x W[h, 1]) "
+                              "(Qwen2-MoE, Qwen3-Next)")
 
     @model_validator(mode="after")
     def _check(self) -> MoESpec:
@@ -109,19 +123,23 @@ class MoESpec(_Frozen):
 
 
 class LayerSpec(_Frozen):
-    """One decoder layer. Norm placement: pre-attention, optional pre-MLP (absent when a parallel
-    block shares one norm), optional post-attention and post-MLP sandwich norms (Gemma 2/3)."""
+    """One decoder layer. Norm placement: pre-attention (absent in OLMo 2, which normalises only the
+    branch outputs), optional pre-MLP (absent when a parallel block shares one norm), optional
+    post-attention and post-MLP sandwich norms (Gemma 2/3, GLM-4, OLMo 2)."""
 
     attention: AttentionSpec
     mlp: MLPSpec | MoESpec
     parallel: bool = False
+    input_norm: bool = True
     pre_mlp_norm: bool = True
     post_attn_norm: bool = False
     post_mlp_norm: bool = False
+    residual_scale: bool = Field(default=False, description="each branch output multiplied by a constant before "
+                                 "its residual add (Granite's residual_multiplier)")
 
     @property
     def norms(self) -> int:
-        return 1 + int(self.pre_mlp_norm) + int(self.post_attn_norm) + int(self.post_mlp_norm)
+        return int(self.input_norm) + int(self.pre_mlp_norm) + int(self.post_attn_norm) + int(self.post_mlp_norm)
 
     @property
     def is_moe(self) -> bool:
@@ -151,6 +169,13 @@ class ModelSpec(_Frozen):
     position_embedding: Literal["rotary", "learned", "none"] = "rotary"
     tie_word_embeddings: bool = False
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    norm_bias: bool | None = Field(default=None, description="the norms add a bias (None: LayerNorm does, RMSNorm "
+                                   "does not; Cohere's LayerNorm has none)")
+    embedding_scale: bool = Field(default=False, description="the token embeddings multiplied by a constant "
+                                  "(Gemma: sqrt(h); Granite: embedding_multiplier)")
+    logit_scale: bool = Field(default=False, description="the logits multiplied by a constant (Cohere: "
+                              "logit_scale; Granite: 1 / logits_scaling)")
+    lm_head_bias: bool = False
     dtype: str = "bfloat16"
 
     @model_validator(mode="after")
@@ -168,8 +193,12 @@ class ModelSpec(_Frozen):
 
     @property
     def norm_params(self) -> int:
-        """Parameters of one norm over the hidden size: weight, plus bias for LayerNorm."""
-        return self.hidden_size * (2 if self.norm == "layernorm" else 1)
+        """Parameters of one norm over the hidden size: weight, plus bias for LayerNorm (unless norm_bias=False)."""
+        return self.hidden_size * (2 if self.has_norm_bias else 1)
+
+    @property
+    def has_norm_bias(self) -> bool:
+        return self.norm == "layernorm" if self.norm_bias is None else self.norm_bias
 
     @property
     def attention_kinds(self) -> str:

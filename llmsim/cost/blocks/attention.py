@@ -63,7 +63,8 @@ class AttentionBlocks:
             self.linear(f"{prefix}.k_proj", n, T, h, kvh * d, bias=attn.qkv_bias, weight_layout=layout)
             self.linear(f"{prefix}.v_proj", n, T, h, kvh * dv, bias=attn.qkv_bias, weight_layout=layout)
         if attn.qk_norm:
-            self.norm(f"{prefix}.qk_norm", n, (H + kvh) * d, params_per_norm=2 * attn.head_dim)
+            bias = 2 if self.model.has_norm_bias else 1  # a LayerNorm's bias per weight (Phi's qk_layernorm)
+            self.norm(f"{prefix}.qk_norm", n, (H + kvh) * d, params_per_norm=attn.qk_norm_params * bias)
         if attn.rotary_dim and self.fusion == "eager":
             # x * cos + rotate_half(x) * sin per PyTorch op, for q and for k: neg (of half) a/2 read, a/2
             # written; cat a, a; x * cos a, a; * sin a, a; add 2a, a: 5.5a read, 4.5a written, 5 kernels each

@@ -1,0 +1,118 @@
+"""Model families beyond Llama: each family's stated differences reach the spec and the graph; configs as
+transformers itself writes them load. (Parameters, FLOPs and KV bytes of every tiny config are checked
+against the real models in test_cost_model_reference.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import llmsim
+from llmsim.errors import ConfigError
+
+from .hf_reference import hf_config, meta_parameter_count
+from .tiny_configs import TINY_CONFIGS
+
+BF16_UNFUSED = {"fusion": "none", "logits": "all", "activation_dtype": "bfloat16", "weight_dtype": "bfloat16"}
+
+
+def _ops(name: str, phase: str = "prefill", **options: object) -> dict[str, llmsim.Op]:
+    model = llmsim.load_model(TINY_CONFIGS[name])
+    sizes = {"seq_len": 3} if phase == "prefill" else {"kv_len": 3}
+    return {op.name: op for op in llmsim.build_ops(model, phase, batch_size=2, **sizes, **options)}
+
+
+@pytest.mark.parametrize("name", sorted(TINY_CONFIGS))
+def test_config_as_transformers_writes_it_loads(name: str) -> None:
+    # transformers 5's to_dict(): e.g. qwen3_moe's num_experts written as num_local_experts, qwen2_moe's
+    # sliding_window=0 when use_sliding_window is false
+    written = json.loads(json.dumps(hf_config(TINY_CONFIGS[name]).to_dict()))
+    assert llmsim.num_parameters(written) == meta_parameter_count(TINY_CONFIGS[name])
+
+
+def test_granite_multipliers_are_elementwise_ops() -> None:
+    ops = _ops("granite", **BF16_UNFUSED)
+    # B=2, S=3: T=6 tokens, h=64, V=128, bf16 (2 bytes); one multiply per element
+    assert (ops["embed_scale"].bytes_read, ops["embed_scale"].bytes_written) == (6 * 64 * 2, 6 * 64 * 2)
+    assert ops["embed_scale"].vector_flops == 6 * 64
+    for branch in ("attn", "mlp"):
+        op = ops[f"layers.{branch}_residual_scale"]
+        assert (op.count, op.vector_flops, op.bytes_read) == (2, 6 * 64, 6 * 64 * 2)  # 2 layers
+    assert ops["logit_scale"].vector_flops == 6 * 128  # logits="all": [T, V]
+    assert ops["logit_scale"].bytes_written == 6 * 128 * 2
+
+
+def test_logit_scale_reads_last_positions_only_in_generation() -> None:
+    ops = _ops("cohere", logits="last", activation_dtype="bfloat16")
+    assert ops["logit_scale"].vector_flops == 2 * 128  # one position per sequence: [B, V]
+
+
+def test_gemma_families_scale_their_embeddings() -> None:
+    for name in ("gemma", "gemma2", "gemma3_text"):
+        assert llmsim.load_model(TINY_CONFIGS[name]).embedding_scale
+        assert "embed_scale" in _ops(name)
+    assert "embed_scale" not in _ops("llama-gqa")
+
+
+def test_phi_is_a_parallel_block_with_one_layernorm_and_biased_head() -> None:
+    model = llmsim.load_model(TINY_CONFIGS["phi"])
+    layer = model.layer_groups[0].layer
+    assert (layer.parallel, layer.pre_mlp_norm, model.norm, model.lm_head_bias) == (True, False, "layernorm", True)
+    assert layer.attention.rotary_dim == 8  # head_dim 16 * partial_rotary_factor 0.5
+    assert not layer.mlp.gated and layer.mlp.activation == "gelu_new"
+    # 1 norm per layer (weight + bias), no pre-MLP norm; lm_head: 64 * 128 weights + 128 biases
+    ops = _ops("phi")
+    assert ops["layers.input_norm"].param_count == 2 * 64 and "layers.pre_mlp_norm" not in ops
+    assert ops["lm_head"].param_count == 64 * 128 + 128
+
+
+def test_qk_norm_weights_shared_or_per_head() -> None:
+    # H=4, kvh=2, d=16. OLMo 2: RMSNorm over the whole q [H*d] and k [kvh*d]; Cohere: a LayerNorm weight per
+    # head (no bias); Phi's qk_layernorm: one LayerNorm [d] for q and one for k, weight + bias
+    assert _ops("olmo2")["layers.attn.qk_norm"].param_count == (4 + 2) * 16
+    assert _ops("cohere")["layers.attn.qk_norm"].param_count == (4 + 2) * 16
+    assert _ops("phi-qk-layernorm")["layers.attn.qk_norm"].param_count == 2 * 16 * 2
+
+
+def test_olmo2_norms_follow_the_branches_and_keep_their_adds() -> None:
+    ops = _ops("olmo2", fusion="elementwise")
+    assert {"layers.post_attn_norm", "layers.post_mlp_norm", "final_norm"} <= set(ops)
+    assert not [name for name in ops if "input" in name or "pre_mlp" in name or "add_norm" in name]
+    assert ops["layers.attn_residual_add"].count == ops["layers.mlp_residual_add"].count == 2
+
+
+def test_cohere_layernorm_has_no_bias() -> None:
+    model = llmsim.load_model(TINY_CONFIGS["cohere"])
+    assert (model.norm, model.norm_params) == ("layernorm", 64)
+
+
+def test_smollm3_groups_rope_and_nope_layers() -> None:
+    model = llmsim.load_model(TINY_CONFIGS["smollm3"])
+    # no_rope_layer_interval 2: layers 1 and 3 (every 2nd) have no rotary
+    assert model.layer_pattern == (0, 1, 0, 1)
+    assert [(g.tag, g.count, g.layer.attention.rotary_dim) for g in model.layer_groups] == [
+        ("rope", 2, 16), ("nope", 2, 0)]
+
+
+def test_qwen2_moe_shared_expert_gate() -> None:
+    ops = _ops("qwen2_moe", **BF16_UNFUSED)
+    gate = ops["layers.moe.mlp.shared_expert_gate"]
+    # x[T=6, h=64] @ W[64, 1], 2 MoE layers of 3 (mlp_only_layers=[1])
+    assert (gate.count, gate.matmul_flops, gate.param_count) == (2, 2 * 6 * 64 * 1, 64)
+    assert ops["layers.moe.mlp.shared_experts.gate_proj"].param_count == 64 * 48
+
+
+def test_glm4_sandwich_norms_and_fused_gate_up() -> None:
+    layer = llmsim.load_model(TINY_CONFIGS["glm4"]).layer_groups[0].layer
+    assert (layer.input_norm, layer.pre_mlp_norm, layer.post_attn_norm, layer.post_mlp_norm) == (True,) * 4
+    assert layer.mlp.fused_gate_up and layer.attention.qkv_bias and not layer.attention.o_bias
+    assert layer.attention.rotary_dim == 8  # head_dim 16 * the GLM-4 default partial_rotary_factor 0.5
+
+
+@pytest.mark.parametrize(("model_type", "missing"), [("gemma", "head_dim"), ("glm4", "head_dim"),
+                                                     ("qwen2_moe", "shared_expert_intermediate_size")])
+def test_family_needs_its_keys(model_type: str, missing: str) -> None:
+    data = next(c for c in TINY_CONFIGS.values() if c["model_type"] == model_type)
+    with pytest.raises(ConfigError, match=f"missing field '{missing}'"):
+        llmsim.load_model({k: v for k, v in data.items() if k != missing})
