@@ -17,9 +17,9 @@ from .tiny_configs import TINY_CONFIGS
 BF16_UNFUSED = {"fusion": "none", "logits": "all", "activation_dtype": "bfloat16", "weight_dtype": "bfloat16"}
 
 
-def _ops(name: str, phase: str = "prefill", **options: object) -> dict[str, llmsim.Op]:
+def _ops(name: str, phase: str = "prefill", length: int = 3, **options: object) -> dict[str, llmsim.Op]:
     model = llmsim.load_model(TINY_CONFIGS[name])
-    sizes = {"seq_len": 3} if phase == "prefill" else {"kv_len": 3}
+    sizes = {"seq_len": length} if phase == "prefill" else {"kv_len": length}
     return {op.name: op for op in llmsim.build_ops(model, phase, batch_size=2, **sizes, **options)}
 
 
@@ -116,3 +116,32 @@ def test_family_needs_its_keys(model_type: str, missing: str) -> None:
     data = next(c for c in TINY_CONFIGS.values() if c["model_type"] == model_type)
     with pytest.raises(ConfigError, match=f"missing field '{missing}'"):
         llmsim.load_model({k: v for k, v in data.items() if k != missing})
+
+
+def test_llama4_layers_chunked_rope_and_global_nope() -> None:
+    model = llmsim.load_model(TINY_CONFIGS["llama4_text"])
+    # no_rope_layer_interval 2: layers 1, 3 global without rotary; interleave_moe_layer_step 2: MoE on 1, 3
+    assert model.layer_pattern == (0, 1, 0, 1)
+    chunked, nope = (g.layer for g in model.layer_groups)
+    assert (chunked.attention.chunked, chunked.attention.sliding_window, chunked.attention.qk_norm) == (True, 8, True)
+    assert chunked.attention.qk_norm_params == 0  # an L2 norm: no weights
+    assert (nope.attention.rotary_dim, nope.attention.sliding_window, nope.attention.qk_norm) == (0, None, False)
+    assert nope.is_moe and nope.mlp.shared is not None and nope.mlp.expert.weight_layout == "in_out"
+    assert chunked.mlp.intermediate_size == 96  # intermediate_size_mlp
+
+
+def test_chunked_attention_prefill_pairs_are_one_triangle_per_chunk() -> None:
+    ops = _ops("llama4_text", length=20)
+    # chunk W=8, S=20: chunks of 8, 8, 4 queries: 2 * 8*9/2 + 4*5/2 = 82 pairs per head (a window of 8 would
+    # see 8*9/2 + 12*8 = 132); flash FLOPs 2 * B * H * pairs * (d + dv) = 2 * 2 * 4 * 82 * 32
+    assert ops["layers.chunked.dense.rope.attn.flash"].matmul_flops == 2 * 2 * 4 * 82 * 32
+    assert ops["layers.full.moe.nope.attn.flash"].matmul_flops == 2 * 2 * 4 * (20 * 21 // 2) * 32
+
+
+
+def test_measured_prefill_attention_scales_by_the_chunks_pairs() -> None:
+    from llmsim.hardware.measured import prefill_window_factor
+
+    # S=20, chunks of 8: 82 pairs of the causal 20*21/2 = 210; a window of 8: 132 of 210
+    assert prefill_window_factor(20, 8, chunked=True) == 82 / 210
+    assert prefill_window_factor(20, 8) == 132 / 210

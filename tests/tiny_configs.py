@@ -76,4 +76,8 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                          "moe_intermediate_size": 32, "first_k_dense_replace": 1, "n_routed_experts": 8,
                          "num_experts_per_tok": 2, "n_shared_experts": 2, "q_lora_rank": None, "kv_lora_rank": 16,
                          "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8},
+    "llama4_text": {"model_type": "llama4_text", **_BASE, "num_hidden_layers": 4, "num_key_value_heads": 2,
+                    "head_dim": 16, "intermediate_size": 32, "intermediate_size_mlp": 96, "num_local_experts": 4,
+                    "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "no_rope_layer_interval": 2,
+                    "attention_chunk_size": 8, "pad_token_id": 0},
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import ConfigError
 from .config_fields import activation, get, layer_windows, rotary_fraction
 from .spec import AttentionSpec, LayerSpec, MLPSpec, MoESpec
 
@@ -27,6 +28,7 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "smollm3": _BASE_KEYS,
     "qwen2_moe": (*_BASE_KEYS, "num_experts", "num_experts_per_tok", "moe_intermediate_size",
                   "shared_expert_intermediate_size"),
+    "llama4_text": (*_BASE_KEYS, "head_dim", "intermediate_size_mlp", "num_local_experts", "num_experts_per_tok"),
 }
 
 
@@ -151,6 +153,36 @@ def _qwen2_moe(config: Any) -> dict[str, Any]:
     return model_fields(config, layers)
 
 
+def _llama4_text(config: Any) -> dict[str, Any]:
+    """Llama 4 (text): rotary layers with chunked local attention (layer_types chunked_attention, chunks of
+    attention_chunk_size) and a weightless L2 norm of Q and K (use_qk_norm), every no_rope_layer_interval-th
+    layer global attention without rotary (NoPE); MoE on moe_layers (every interleave_moe_layer_step-th):
+    top-k sigmoid router, experts with fused gate/up stored W[E, in, out], one shared expert; dense layers use
+    intermediate_size_mlp.
+
+    approximation: the NoPE layers' attention temperature tuning (q scaled per position: T * H * d multiplies)
+    is not counted.
+    """
+    act = activation(config)
+    expert = MLPSpec(gated=True, intermediate_size=config.intermediate_size, fused_gate_up=True, activation=act,
+                     weight_layout="in_out")
+    moe = MoESpec(num_experts=config.num_local_experts, top_k=config.num_experts_per_tok, expert=expert,
+                  shared=MLPSpec(gated=True, intermediate_size=config.intermediate_size, activation=act))
+    dense = MLPSpec(gated=True, intermediate_size=config.intermediate_size_mlp, activation=act)
+    chunk = get(config, "attention_chunk_size", None)
+    layers = []
+    for i, (rope, layer_type) in enumerate(zip(config.no_rope_layers, config.layer_types, strict=True)):
+        if layer_type not in ("chunked_attention", "full_attention"):
+            raise ConfigError(f"model config (llama4_text): layer_types[{i}]={layer_type!r}; supported: "
+                              "chunked_attention, full_attention")
+        chunked = layer_type == "chunked_attention" and chunk is not None
+        attn = attention(config, **_biases(config), qk_norm=bool(rope and get(config, "use_qk_norm", True)),
+                         qk_norm_weights="none", sliding_window=chunk if chunked else None, chunked=chunked)
+        layers.append(LayerSpec(attention=attn if rope else attn.model_copy(update={"rotary_dim": 0}),
+                                mlp=moe if i in config.moe_layers else dense))
+    return model_fields(config, layers)
+
+
 ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "gemma": _gemma,
     "phi": _phi,
@@ -161,4 +193,5 @@ ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "glm4": _glm4,
     "smollm3": _smollm3,
     "qwen2_moe": _qwen2_moe,
+    "llama4_text": _llama4_text,
 }

@@ -167,7 +167,8 @@ def _group_layers(layers: list[LayerSpec]) -> tuple[tuple[LayerGroup, ...], tupl
             unique.append(layer)
         pattern.append(unique.index(layer))
     features = [
-        ("sliding" if u.attention.sliding_window else "full", "moe" if u.is_moe else "dense",
+        ("full" if not u.attention.sliding_window else "chunked" if u.attention.chunked else "sliding",
+         "moe" if u.is_moe else "dense",
          "rope" if u.attention.rotary_dim else "nope") for u in unique
     ]
     varying = [i for i in range(3) if len({f[i] for f in features}) > 1]

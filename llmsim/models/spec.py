@@ -43,9 +43,12 @@ class AttentionSpec(_Frozen):
     o_bias: bool = False
     fused_qkv: bool = False
     qk_norm: bool = False
-    qk_norm_weights: Literal["shared", "per_head"] = Field(
+    qk_norm_weights: Literal["shared", "per_head", "none"] = Field(
         default="shared", description="QK norm weights: one [d] vector for all query heads and one for all key "
-        "heads (Qwen3, Gemma 3), or one per head, [H*d] and [kvh*d] (OLMo 2 and Cohere)")
+        "heads (Qwen3, Gemma 3), one per head, [H*d] and [kvh*d] (OLMo 2 and Cohere), or none (Llama 4's L2 norm)")
+    chunked: bool = Field(default=False, description="sliding_window is a chunk size: each query attends to the "
+                          "keys of its own aligned chunk (Llama 4's chunked local attention); the cache keeps "
+                          "W - 1 tokens, as for a window")
     sliding_window: int | None = Field(default=None, gt=1)
     sinks: bool = False
     rotary_dim: int = Field(default=0, ge=0, description="dims per head that rotary rotates (0: none)")
@@ -64,6 +67,8 @@ class AttentionSpec(_Frozen):
         if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             raise ValueError(f"head_dim={self.head_dim} with rotary_dim={self.rotary_dim}: rotary embeddings "
                              f"rotate pairs of dims, so rotary_dim must be even and at most head_dim")
+        if self.chunked and self.sliding_window is None:
+            raise ValueError("chunked attention needs its chunk size in sliding_window")
         if self.kind == "mla" and (self.kv_lora_rank <= 0 or self.qk_rope_head_dim <= 0):
             raise ValueError("MLA attention needs kv_lora_rank > 0 and qk_rope_head_dim > 0")
         return self
@@ -71,7 +76,7 @@ class AttentionSpec(_Frozen):
     @property
     def qk_norm_params(self) -> int:
         """Weights of the Q and K norms (without a LayerNorm's biases): [d] + [d], or [H*d] + [kvh*d]."""
-        if not self.qk_norm:
+        if not self.qk_norm or self.qk_norm_weights == "none":
             return 0
         if self.qk_norm_weights == "per_head":
             return (self.num_heads + self.num_kv_heads) * self.head_dim
@@ -217,7 +222,7 @@ class ModelSpec(_Frozen):
             else:
                 kind = f"GQA {attn.num_heads}/{attn.num_kv_heads}"
             if attn.sliding_window:
-                kind += f" window {attn.sliding_window}"
+                kind += f" {'chunk' if attn.chunked else 'window'} {attn.sliding_window}"
             parts.append(f"{count}x {kind}" if len(counts) > 1 else kind)
         return "; ".join(dict.fromkeys(parts))
 

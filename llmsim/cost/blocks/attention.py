@@ -8,7 +8,7 @@ from typing import Any
 
 from ...models.spec import AttentionSpec
 from ..op import formula
-from ..symbolic import Expr, smin
+from ..symbolic import Expr, sfloordiv, smin
 
 
 class AttentionBlocks:
@@ -34,17 +34,26 @@ class AttentionBlocks:
         return self._keys(attn) - 1  # L, or W - 1 once a window is full
 
     def _pairs(self, attn: AttentionSpec) -> Expr:
-        """(query, key) pairs per head a fused kernel computes: causal triangle, clipped by the window.
+        """(query, key) pairs per head a fused kernel computes: causal triangle, clipped by the window, or one
+        triangle per chunk.
 
-        approximation: exact triangle, ignoring the kernel's tile granularity on the diagonal.
+        approximation: exact triangle, ignoring the kernel's tile granularity on the diagonal. A chunked
+        layer's decode step is costed as a window's, min(L + 1, W) keys, where the kernel attends to the
+        (L mod W) + 1 keys of the current chunk (about W / 2 on average once L > W): an upper bound that keeps
+        the decode sum's quantities affine in L.
         """
         if self.phase == "decode":
             return self._keys(attn)
         S = self.S
         if attn.sliding_window is None:
             return S * (S + 1) / 2  # sum_{i=1..S} i
-        m = smin(S, Expr.sym("W", attn.sliding_window))
-        return m * (m + 1) / 2 + (S - m) * Expr.sym("W", attn.sliding_window)
+        W = Expr.sym("W", attn.sliding_window)
+        if attn.chunked:  # n = S // W full chunks of W(W+1)/2 pairs, and a last one of r = S - n W queries
+            n = sfloordiv(S, W)
+            r = S - n * W
+            return n * (W * (W + 1) / 2) + r * (r + 1) / 2
+        m = smin(S, W)
+        return m * (m + 1) / 2 + (S - m) * W
 
     def attention(self, prefix: str, n: int, attn: AttentionSpec) -> None:
         """Q, K, V projections (fused or not), QK norm, rotary, the cache append, core attention, output
@@ -88,7 +97,8 @@ class AttentionBlocks:
             return {}
         shape = (self.kv_table_dtype, attn.head_dim, round(float(H.value)), round(float(kvh.value)))
         if self.phase == "prefill":
-            return {"kernel_key": ("prefill_attention", *shape, attn.sliding_window or 0), "kernel_y": self.S}
+            return {"kernel_key": ("prefill_attention", *shape, attn.sliding_window or 0, attn.chunked),
+                    "kernel_y": self.S}
         return {"kernel_key": ("decode_attention", *shape), "kernel_y": self._keys(attn)}
 
     def _mla_kernel(self, attn: AttentionSpec, H: Expr) -> dict[str, Any]:
