@@ -145,3 +145,31 @@ def test_measured_prefill_attention_scales_by_the_chunks_pairs() -> None:
     # S=20, chunks of 8: 82 pairs of the causal 20*21/2 = 210; a window of 8: 132 of 210
     assert prefill_window_factor(20, 8, chunked=True) == 82 / 210
     assert prefill_window_factor(20, 8) == 132 / 210
+
+
+def test_qwen3_next_layers_and_recurrent_state() -> None:
+    model = llmsim.load_model(TINY_CONFIGS["qwen3_next"])
+    # full_attention_interval 2: layers 1, 3 full attention; mlp_only_layers [0]: layer 0 dense
+    assert model.layer_pattern == (0, 1, 2, 1)
+    assert [g.tag for g in model.layer_groups] == ["linear.dense", "full.moe", "linear.moe"]
+    # per sequence, per linear layer: conv state [C = 2*2*8 + 4*16 = 96, K = 4] bf16 = 768 bytes and the
+    # float32 recurrent state [Hv=4, dk=8, dv=16] = 2048 bytes; per full layer: 10 tokens x kvh 2 x (16 + 16) x 2
+    # B=2, S=10: 2 linear x 2 x (768 + 2048) + 2 full x 2 x 10 x 64 x 2 = 11264 + 5120
+    assert model.kv_cache_bytes(batch_size=2, seq_len=10, kv_dtype="bfloat16") == 11264 + 5120
+
+
+def test_gated_delta_scan_runs_in_chunks_of_64() -> None:
+    from .hf_reference import prefill_flops
+    from .test_cost_model_reference import REFERENCE_OPTIONS, convolution_flops, matmul_flops
+
+    model = llmsim.load_model(TINY_CONFIGS["qwen3_next"])
+    ops = llmsim.build_ops(model, "prefill", batch_size=1, seq_len=70, **REFERENCE_OPTIONS)
+    scan = next(op for op in ops if op.name == "layers.linear.dense.attn.scan")
+    # 70 tokens: 2 chunks of c=64; per chunk and value head 2c (2c dk + c dv + 3 dk dv), dk=8, dv=16:
+    # 128 * (1024 + 1024 + 384) = 311296; B=1, Hv=4
+    assert scan.matmul_flops == 1 * 4 * 2 * 311296
+    assert matmul_flops(ops) == prefill_flops("qwen3_next", 1, 70) - convolution_flops("qwen3_next", 1, 70 + 3)
+    decode = llmsim.build_ops(model, "decode", batch_size=2, kv_len=9, activation_dtype="bfloat16")
+    update = next(op for op in decode if op.name.endswith("update"))
+    # the float32 state [B=2, Hv=4, 8, 16] read and written once per token; the output [B, Hv*dv] in bf16
+    assert update.matmul_flops == 0 and update.bytes_written == 2 * 4 * 8 * 16 * 4 + 2 * 4 * 16 * 2

@@ -80,4 +80,9 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                     "head_dim": 16, "intermediate_size": 32, "intermediate_size_mlp": 96, "num_local_experts": 4,
                     "num_experts_per_tok": 1, "interleave_moe_layer_step": 2, "no_rope_layer_interval": 2,
                     "attention_chunk_size": 8, "pad_token_id": 0},
+    "qwen3_next": {"model_type": "qwen3_next", **_BASE, "num_hidden_layers": 4, "num_key_value_heads": 2,
+                   "head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                   "shared_expert_intermediate_size": 48, "linear_num_value_heads": 4, "linear_num_key_heads": 2,
+                   "linear_key_head_dim": 8, "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
+                   "full_attention_interval": 2, "mlp_only_layers": [0]},
 }

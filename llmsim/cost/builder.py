@@ -25,6 +25,7 @@ from ..models.spec import LayerGroup, LayerSpec, ModelSpec, MoESpec
 from .blocks.attention import AttentionBlocks
 from .blocks.feedforward import FeedForwardBlocks
 from .blocks.head import HeadBlocks
+from .blocks.linear_attention import LinearAttentionBlocks
 from .blocks.mla import MLABlocks
 from .blocks.parallel import ParallelBlocks
 from .op import Op, formula, value_scalar
@@ -34,7 +35,7 @@ from .workload import CostOptions
 _UNFUSED = ("none", "eager")  # fusion policies without the fused residual add + norm
 
 
-class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, ParallelBlocks):
+class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks, FeedForwardBlocks, ParallelBlocks):
     """Builds the op list; one method per block, shared by every model family."""
 
     def __init__(self, model: ModelSpec, phase: str, B: Any, S: Any, L: Any, options: CostOptions) -> None:

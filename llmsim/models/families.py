@@ -29,6 +29,9 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "qwen2_moe": (*_BASE_KEYS, "num_experts", "num_experts_per_tok", "moe_intermediate_size",
                   "shared_expert_intermediate_size"),
     "llama4_text": (*_BASE_KEYS, "head_dim", "intermediate_size_mlp", "num_local_experts", "num_experts_per_tok"),
+    "qwen3_next": (*_BASE_KEYS, "head_dim", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                   "shared_expert_intermediate_size", "linear_num_value_heads", "linear_num_key_heads",
+                   "linear_key_head_dim", "linear_value_head_dim"),
 }
 
 
@@ -183,6 +186,33 @@ def _llama4_text(config: Any) -> dict[str, Any]:
     return model_fields(config, layers)
 
 
+def _qwen3_next(config: Any) -> dict[str, Any]:
+    """Qwen3-Next: gated DeltaNet (linear attention) layers, every full_attention_interval-th layer full
+    attention with an output gate in q_proj, RMSNorm of each Q and K head and partial rotary; MoE every
+    decoder_sparse_step-th layer outside mlp_only_layers (fused gate/up experts, a shared expert scaled by a
+    sigmoid gate)."""
+    act = activation(config)
+    expert = MLPSpec(gated=True, intermediate_size=config.moe_intermediate_size, fused_gate_up=True, activation=act)
+    shared = config.shared_expert_intermediate_size
+    moe = MoESpec(num_experts=config.num_experts, top_k=config.num_experts_per_tok, expert=expert,
+                  shared=MLPSpec(gated=True, intermediate_size=shared, activation=act) if shared else None,
+                  shared_gate=bool(shared))
+    dense = MLPSpec(gated=True, intermediate_size=config.intermediate_size, activation=act)
+    full = attention(config, **_biases(config), qk_norm=True, output_gate=True)
+    linear = AttentionSpec(kind="linear", num_heads=config.linear_num_value_heads,
+                           num_kv_heads=config.linear_num_key_heads, head_dim=config.linear_key_head_dim,
+                           v_head_dim=config.linear_value_head_dim, conv_kernel=config.linear_conv_kernel_dim)
+    layers = []
+    for i, layer_type in enumerate(config.layer_types):
+        if layer_type not in ("linear_attention", "full_attention"):
+            raise ConfigError(f"model config (qwen3_next): layer_types[{i}]={layer_type!r}; supported: "
+                              "full_attention, linear_attention")
+        sparse = i not in (config.mlp_only_layers or []) and (i + 1) % config.decoder_sparse_step == 0
+        layers.append(LayerSpec(attention=linear if layer_type == "linear_attention" else full,
+                                mlp=moe if sparse and config.num_experts > 0 else dense))
+    return model_fields(config, layers)
+
+
 ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "gemma": _gemma,
     "phi": _phi,
@@ -194,4 +224,5 @@ ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "smollm3": _smollm3,
     "qwen2_moe": _qwen2_moe,
     "llama4_text": _llama4_text,
+    "qwen3_next": _qwen3_next,
 }

@@ -167,12 +167,13 @@ def _group_layers(layers: list[LayerSpec]) -> tuple[tuple[LayerGroup, ...], tupl
             unique.append(layer)
         pattern.append(unique.index(layer))
     features = [
-        ("full" if not u.attention.sliding_window else "chunked" if u.attention.chunked else "sliding",
+        ("linear" if u.attention.kind == "linear" else "full" if not u.attention.sliding_window
+         else "chunked" if u.attention.chunked else "sliding",
          "moe" if u.is_moe else "dense",
-         "rope" if u.attention.rotary_dim else "nope") for u in unique
+         "" if u.attention.kind == "linear" else "rope" if u.attention.rotary_dim else "nope") for u in unique
     ]
-    varying = [i for i in range(3) if len({f[i] for f in features}) > 1]
-    tags = [".".join(f[i] for i in varying) for f in features]
+    varying = [i for i in range(3) if len({f[i] for f in features} - {""}) > 1]
+    tags = [".".join(f[i] for i in varying if f[i]) for f in features]
     if len(set(tags)) < len(tags):
         tags = [f"{t}{i}" if t else f"group{i}" for i, t in enumerate(tags)]
     groups = tuple(

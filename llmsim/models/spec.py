@@ -32,9 +32,12 @@ class AttentionSpec(_Frozen):
     kind "standard" covers MHA (num_kv_heads == num_heads), GQA and MQA (num_kv_heads == 1).
     kind "mla" is DeepSeek's multi-head latent attention: the cache holds a latent of
     kv_lora_rank + qk_rope_head_dim values per token, shared by all heads.
+    kind "linear" is a gated DeltaNet layer (Qwen3-Next): num_heads value heads of v_head_dim, num_kv_heads
+    query/key heads of head_dim, a causal depthwise convolution of conv_kernel taps over q, k and v; no KV
+    cache, but a recurrent state of fixed size per sequence (see recurrent_state_bytes).
     """
 
-    kind: Literal["standard", "mla"] = "standard"
+    kind: Literal["standard", "mla", "linear"] = "standard"
     num_heads: int = Field(gt=0)
     num_kv_heads: int = Field(gt=0)
     head_dim: int = Field(gt=0, description="q and k dims per head (MLA: qk_nope + qk_rope)")
@@ -46,6 +49,9 @@ class AttentionSpec(_Frozen):
     qk_norm_weights: Literal["shared", "per_head", "none"] = Field(
         default="shared", description="QK norm weights: one [d] vector for all query heads and one for all key "
         "heads (Qwen3, Gemma 3), one per head, [H*d] and [kvh*d] (OLMo 2 and Cohere), or none (Llama 4's L2 norm)")
+    output_gate: bool = Field(default=False, description="the output multiplied by sigmoid(gate), the gate a "
+                              "second half of q_proj's output (Qwen3-Next's full attention)")
+    conv_kernel: int = Field(default=0, ge=0, description="linear attention: taps of the causal convolution")
     chunked: bool = Field(default=False, description="sliding_window is a chunk size: each query attends to the "
                           "keys of its own aligned chunk (Llama 4's chunked local attention); the cache keeps "
                           "W - 1 tokens, as for a window")
@@ -71,7 +77,23 @@ class AttentionSpec(_Frozen):
             raise ValueError("chunked attention needs its chunk size in sliding_window")
         if self.kind == "mla" and (self.kv_lora_rank <= 0 or self.qk_rope_head_dim <= 0):
             raise ValueError("MLA attention needs kv_lora_rank > 0 and qk_rope_head_dim > 0")
+        if self.kind == "linear" and self.conv_kernel <= 0:
+            raise ValueError("linear attention needs linear_conv_kernel_dim > 0")
         return self
+
+    def recurrent_state_bytes(self, batch_size: np.ndarray | int, kv_bytes: float, tensor_parallel: int = 1
+                              ) -> np.ndarray | float:
+        """A linear-attention layer's state per batch, as transformers' LinearAttentionLayer holds it: the
+        convolution's last conv_kernel inputs [B, 2*Hk*dk + Hv*dv, K] at the cache dtype, and the recurrent
+        state [B, Hv, dk, dv] in float32 (the torch gated delta rule computes and returns it in float32).
+        With tensor_parallel=t, one GPU's heads (Hv/t, and Hk/t or one replicated head when Hk < t, as for KV
+        heads). 0 for attention layers."""
+        if self.kind != "linear":
+            return 0.0
+        hv, hk = self.num_heads / tensor_parallel, max(self.num_kv_heads // tensor_parallel, 1)
+        conv_channels = 2 * hk * self.head_dim + hv * self.v_head_dim
+        recurrent = hv * self.head_dim * self.v_head_dim
+        return np.asarray(batch_size) * (conv_channels * self.conv_kernel * kv_bytes + recurrent * 4.0)
 
     @property
     def qk_norm_params(self) -> int:
@@ -87,6 +109,8 @@ class AttentionSpec(_Frozen):
         """Values cached per token per layer: K and V of every KV head, or MLA's latent and rope key."""
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim  # latent [r] + shared rope key [d_rope]
+        if self.kind == "linear":
+            return 0  # a state of fixed size instead (recurrent_state_bytes)
         return self.num_kv_heads * (self.head_dim + self.v_head_dim)  # K [kvh, d] + V [kvh, dv]
 
     def cached_tokens(self, seq_len: np.ndarray | int) -> np.ndarray | int:
@@ -215,6 +239,8 @@ class ModelSpec(_Frozen):
         for attn, count in counts.items():
             if attn.kind == "mla":
                 kind = f"MLA r={attn.kv_lora_rank}"
+            elif attn.kind == "linear":
+                kind = f"gated DeltaNet {attn.num_kv_heads}/{attn.num_heads}"
             elif attn.num_kv_heads == attn.num_heads:
                 kind = f"MHA {attn.num_heads}"
             elif attn.num_kv_heads == 1:
@@ -238,8 +264,9 @@ class ModelSpec(_Frozen):
 
         Sums over layers: B * cached_tokens(S) * values_per_token * bytes. Sliding-window layers hold
         W - 1 tokens once full (as transformers' DynamicSlidingWindowLayer does); MLA layers hold the
-        compressed latent and the rope key, not per-head K and V. With tensor_parallel=t, the bytes on
-        one GPU: kvh/t KV heads (one replicated head when kvh < t); MLA's latent is replicated.
+        compressed latent and the rope key, not per-head K and V; linear-attention layers hold their
+        recurrent state (AttentionSpec.recurrent_state_bytes), whatever the length. With tensor_parallel=t,
+        the bytes on one GPU: kvh/t KV heads (one replicated head when kvh < t); MLA's latent is replicated.
         """
         kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
         total: float | np.ndarray = 0.0
@@ -251,5 +278,5 @@ class ModelSpec(_Frozen):
             # [B, tokens, values_per_token] per layer
             total = total + group.count * np.asarray(batch_size) * attn.cached_tokens(
                 np.asarray(seq_len)
-            ) * values * kv_bytes
+            ) * values * kv_bytes + group.count * attn.recurrent_state_bytes(batch_size, kv_bytes, tensor_parallel)
         return total if isinstance(total, np.ndarray) and total.ndim else float(total)

@@ -61,14 +61,19 @@ class AttentionBlocks:
         if attn.kind == "mla":
             self.mla(prefix, n, attn)
             return
+        if attn.kind == "linear":
+            self.linear_attention(prefix, n, attn)
+            return
         h, T = self.h, self.T
         H, kvh = self.heads(attn)
         d, dv = Expr.sym("d", attn.head_dim), Expr.sym("dv", attn.v_head_dim)
         layout = attn.weight_layout
+        q_width = 2 * H * d if attn.output_gate else H * d  # the output gate rides in q_proj: [T, H*(d + d)]
         if attn.fused_qkv or self.options.fused_projections:
-            self.linear(f"{prefix}.qkv_proj", n, T, h, H * d + kvh * (d + dv), bias=attn.qkv_bias, weight_layout=layout)
+            self.linear(f"{prefix}.qkv_proj", n, T, h, q_width + kvh * (d + dv), bias=attn.qkv_bias,
+                        weight_layout=layout)
         else:
-            self.linear(f"{prefix}.q_proj", n, T, h, H * d, bias=attn.qkv_bias, weight_layout=layout)
+            self.linear(f"{prefix}.q_proj", n, T, h, q_width, bias=attn.qkv_bias, weight_layout=layout)
             self.linear(f"{prefix}.k_proj", n, T, h, kvh * d, bias=attn.qkv_bias, weight_layout=layout)
             self.linear(f"{prefix}.v_proj", n, T, h, kvh * dv, bias=attn.qkv_bias, weight_layout=layout)
         if attn.qk_norm:
@@ -85,6 +90,8 @@ class AttentionBlocks:
                                       kv_window=self._decode_window(attn)))
         self.core_attention(prefix, n, attn, H=H, kvh=kvh, d=d, dv=dv, kv_values=d + dv,
                             params=attn.num_heads // self.tp_degree if attn.sinks else 0)
+        if attn.output_gate:  # out[T, H*dv] * sigmoid(gate[T, H*dv])
+            self.elementwise(f"{prefix}.output_gate", n, T * H * dv, 2, 1, 5)
         self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias, weight_layout=layout)
         self.all_reduce(f"{prefix}.all_reduce", n)
 
