@@ -156,6 +156,7 @@ def test_qwen3_next_layers_and_recurrent_state() -> None:
     # float32 recurrent state [Hv=4, dk=8, dv=16] = 2048 bytes; per full layer: 10 tokens x kvh 2 x (16 + 16) x 2
     # B=2, S=10: 2 linear x 2 x (768 + 2048) + 2 full x 2 x 10 x 64 x 2 = 11264 + 5120
     assert model.kv_cache_bytes(batch_size=2, seq_len=10, kv_dtype="bfloat16") == 11264 + 5120
+    assert model.recurrent_state_bytes(batch_size=2, kv_dtype="bfloat16") == 11264  # whatever the length
 
 
 def test_gated_delta_scan_runs_in_chunks_of_64() -> None:

@@ -265,11 +265,11 @@ class ModelSpec(_Frozen):
         Sums over layers: B * cached_tokens(S) * values_per_token * bytes. Sliding-window layers hold
         W - 1 tokens once full (as transformers' DynamicSlidingWindowLayer does); MLA layers hold the
         compressed latent and the rope key, not per-head K and V; linear-attention layers hold their
-        recurrent state (AttentionSpec.recurrent_state_bytes), whatever the length. With tensor_parallel=t,
-        the bytes on one GPU: kvh/t KV heads (one replicated head when kvh < t); MLA's latent is replicated.
+        recurrent state (recurrent_state_bytes), whatever the length. With tensor_parallel=t, the bytes on
+        one GPU: kvh/t KV heads (one replicated head when kvh < t); MLA's latent is replicated.
         """
         kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
-        total: float | np.ndarray = 0.0
+        total: float | np.ndarray = self.recurrent_state_bytes(batch_size, kv_dtype, tensor_parallel)
         for group in self.layer_groups:
             attn = group.layer.attention
             values = attn.kv_cache_values_per_token
@@ -278,5 +278,18 @@ class ModelSpec(_Frozen):
             # [B, tokens, values_per_token] per layer
             total = total + group.count * np.asarray(batch_size) * attn.cached_tokens(
                 np.asarray(seq_len)
-            ) * values * kv_bytes + group.count * attn.recurrent_state_bytes(batch_size, kv_bytes, tensor_parallel)
+            ) * values * kv_bytes
+        return total if isinstance(total, np.ndarray) and total.ndim else float(total)
+
+    def recurrent_state_bytes(
+        self, batch_size: int | np.ndarray = 1, kv_dtype: str | None = None, tensor_parallel: int = 1
+    ) -> float | np.ndarray:
+        """The part of kv_cache_bytes that does not grow with the tokens: the linear-attention layers' states
+        (a fixed amount per sequence, AttentionSpec.recurrent_state_bytes); 0 for a model without them. A
+        per-token KV size (e.g. for paged blocks) is kv_cache_bytes(1, 1) minus recurrent_state_bytes(1)."""
+        kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
+        total: float | np.ndarray = 0.0
+        for group in self.layer_groups:
+            total = total + group.count * group.layer.attention.recurrent_state_bytes(batch_size, kv_bytes,
+                                                                                       tensor_parallel)
         return total if isinstance(total, np.ndarray) and total.ndim else float(total)
