@@ -174,3 +174,8 @@ def test_gated_delta_scan_runs_in_chunks_of_64() -> None:
     update = next(op for op in decode if op.name.endswith("update"))
     # the float32 state [B=2, Hv=4, 8, 16] read and written once per token; the output [B, Hv*dv] in bf16
     assert update.matmul_flops == 0 and update.bytes_written == 2 * 4 * 8 * 16 * 4 + 2 * 4 * 16 * 2
+
+
+def test_linear_attention_heads_named_in_errors() -> None:
+    with pytest.raises(ConfigError, match="linear_num_value_heads=3 is not a multiple of linear_num_key_heads=2"):
+        llmsim.load_model(dict(TINY_CONFIGS["qwen3_next"], linear_num_value_heads=3))

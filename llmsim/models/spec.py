@@ -67,9 +67,9 @@ class AttentionSpec(_Frozen):
     @model_validator(mode="after")
     def _check(self) -> AttentionSpec:
         if self.num_heads % self.num_kv_heads:
-            raise ValueError(
-                f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}"
-            )
+            heads, kv_heads = (("linear_num_value_heads", "linear_num_key_heads") if self.kind == "linear"
+                               else ("num_attention_heads", "num_key_value_heads"))
+            raise ValueError(f"{heads}={self.num_heads} is not a multiple of {kv_heads}={self.num_kv_heads}")
         if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             raise ValueError(f"head_dim={self.head_dim} with rotary_dim={self.rotary_dim}: rotary embeddings "
                              f"rotate pairs of dims, so rotary_dim must be even and at most head_dim")
