@@ -11,7 +11,7 @@ Rules where a table holds no exact slice (each an approximation, named where it 
   the batch, not the time, keeps the kernel's fixed floor once (a 32/32-head decode is not 4 floors).
 - A sliding window: decode reads the full-attention table at the keys the window leaves (the graph's key
   count is already min(kv_len + 1, W)); prefill scales the full-attention time at the prompt length by
-  the ratio of (query, key) pairs the window keeps to the causal triangle's.
+  the ratio of (query, key) pairs the window (or chunked attention's chunks) keeps to the causal triangle's.
 - MoE: the exact model shape (hidden, intermediate, top-k, experts, TP, EP) must be in the table.
 """
 
@@ -169,12 +169,17 @@ def measured_for(device: str, engine: str) -> MeasuredKernels | None:
     return load_measured(str(folder), device, engine) if folder.is_dir() else None
 
 
-def prefill_window_factor(isl: Any, window: int | None) -> Any:
-    """(query, key) pairs a causal window W keeps over the full causal triangle's, per sequence of isl tokens
-    (approximation: a windowed kernel's time scales with the pairs it computes)."""
+def prefill_window_factor(isl: Any, window: int | None, chunked: bool = False) -> Any:
+    """(query, key) pairs a causal window W (or chunked attention in chunks of W) keeps over the full causal
+    triangle's, per sequence of isl tokens (approximation: a windowed kernel's time scales with the pairs it
+    computes)."""
     if window is None:
         return 1.0
     s = np.asarray(isl, dtype=float)
+    if chunked:  # one causal triangle per chunk (the graph's own pair count, cost.blocks.attention._pairs)
+        n = np.floor_divide(s, window)
+        r = s - n * window
+        return (n * window * (window + 1) / 2 + r * (r + 1) / 2) / (s * (s + 1) / 2)
     m = np.minimum(s, window)
-    kept = m * (m + 1) / 2 + (s - m) * window  # the graph's own pair count (cost.graph._pairs)
+    kept = m * (m + 1) / 2 + (s - m) * window  # the graph's own pair count (cost.blocks.attention._pairs)
     return kept / (s * (s + 1) / 2)

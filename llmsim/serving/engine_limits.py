@@ -49,7 +49,8 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         kv_blocks = floor((utilization x capacity - weights - activations - workspace) / (block x kv/token))
 
     approximation: every layer keeps a full KV cache (sliding-window layers are not trimmed), as vLLM
-    allocates without its hybrid allocator.
+    allocates without its hybrid allocator; linear-attention layers' fixed states are reserved for
+    max_num_seqs sequences up front.
     """
     defaults = engine_defaults(engine, hardware)
     seqs = check_count("max_num_seqs", defaults["max_num_seqs"] if max_num_seqs is None else max_num_seqs, 1)
@@ -62,10 +63,12 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     if tokens < seqs:
         seqs = tokens  # approximation: vLLM refuses max_num_batched_tokens < max_num_seqs; one token each
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
-    per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype,
-                                           tensor_parallel=options.tensor_parallel))
+    tp = options.tensor_parallel
+    state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp))  # per sequence, fixed
+    per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) - state
+    # linear-attention states (Qwen3-Next) are held per running sequence: reserved for max_num_seqs of them
     free = (util * hardware.memory_capacity_bytes - weights_bytes(model, options)
-            - float(peak_activation_bytes(model, options, 1, tokens)) - workspace_bytes(hardware))
+            - float(peak_activation_bytes(model, options, 1, tokens)) - workspace_bytes(hardware) - seqs * state)
     blocks = int(free // (block * per_token)) if per_token > 0 else 1 << 40
     need = -(-longest_request // block)
     if blocks < need:
