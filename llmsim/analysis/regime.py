@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy.optimize import brentq
 
 from ..cost.workload import check_count
 from ..errors import OptionError, check_choice
@@ -228,6 +227,13 @@ def find_crossover(model: Any, hardware: Any, phase: str = "decode", vary: str =
     return Crossover(phase=phase, vary=vary, value=float(value), from_bound=from_bound, to_bound=to_bound,
                      bracket=(lo, hi), per_op=per_op,
                      reason=f"{phase} turns from {from_bound}- to {to_bound}-bound at {vary} = {value:.4g}")
+
+
+def brentq(f: Callable[[float], float], a: float, b: float, **tolerances: float) -> float:
+    """scipy.optimize.brentq, imported on first use (scipy.optimize alone takes longer to import than llmsim)."""
+    from scipy.optimize import brentq as scipy_brentq
+
+    return float(scipy_brentq(f, a, b, **tolerances))
 
 
 def _op_crossovers(totals: Callable[[Any], Any], lo: float, hi: float) -> dict[str, float]:
