@@ -5,10 +5,22 @@ No timings here (benchmarks/ prints those): these tests pin the behaviour the sp
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
 
 import llmsim
+from llmsim.hardware.spec import hardware_from_dict
+from llmsim.models.hf_config import read_config_file, spec_from_hf_config
+from llmsim.shipped import hardware_dir, model_configs_dir
+
+from .tiny_configs import TINY_CONFIGS
 
 
 def _modules_after(code: str) -> set[str]:
@@ -36,3 +48,66 @@ def test_import_llmsim_loads_no_heavy_library() -> None:
 def test_simulate_by_name_needs_no_scipy() -> None:
     loaded = _modules_after('import llmsim\nllmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=2)')
     assert not loaded & {"scipy", "matplotlib"}
+
+
+# ---- memoised loads ------------------------------------------------------------------------------
+def _touch_later(path: Path) -> None:
+    """Move the file's modification time on by a second (a rewrite within one clock tick keeps it)."""
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+def test_shipped_specs_are_memoised_and_equal_fresh_reads() -> None:
+    for name in ("llama-3.1-8b", "deepseek-v3", "gemma-3-27b"):
+        fresh = spec_from_hf_config(read_config_file(model_configs_dir() / f"{name}.json"), name=name)
+        assert llmsim.load_model(name) == fresh
+        assert llmsim.load_model(name) is llmsim.load_model(name)
+    assert llmsim.load_model("llama-3.1-8b", name="other").name == "other"  # the name is part of the key
+    hw = llmsim.load_hardware("h100-sxm")
+    assert hw is llmsim.load_hardware("h100-sxm")
+    assert hw == hardware_from_dict(tomllib.loads((hardware_dir() / "h100-sxm.toml").read_text()),
+                                    origin="x").model_copy(update={"path": hw.path})
+
+
+def test_a_changed_config_file_is_read_again(tmp_path: Path) -> None:
+    file = tmp_path / "config.json"
+    file.write_text(json.dumps(TINY_CONFIGS["llama-gqa"]))
+    first = llmsim.load_model(tmp_path)
+    assert llmsim.load_model(file) == first  # the folder and its config.json: one file
+    file.write_text(json.dumps({**TINY_CONFIGS["llama-gqa"], "hidden_size": 128}))
+    _touch_later(file)
+    assert llmsim.load_model(tmp_path).hidden_size == 128  # was 64
+    file.unlink()
+    with pytest.raises(llmsim.ConfigError, match="no file"):
+        llmsim.load_model(file)
+
+
+def test_a_changed_hardware_file_is_read_again(tmp_path: Path, test_gpu_dict: dict[str, Any]) -> None:
+    file = tmp_path / "gpu.toml"
+    file.write_text(_toml(test_gpu_dict))
+    assert llmsim.load_hardware(file).memory_bandwidth_bytes_per_s == 2e12
+    test_gpu_dict["memory"]["bandwidth_bytes_per_s"]["value"] = 3e12
+    file.write_text(_toml(test_gpu_dict))
+    _touch_later(file)
+    assert llmsim.load_hardware(str(file)).memory_bandwidth_bytes_per_s == 3e12
+
+
+def test_a_dict_changed_in_place_is_not_served_stale(test_gpu_dict: dict[str, Any]) -> None:
+    config = dict(TINY_CONFIGS["llama-gqa"])
+    assert llmsim.load_model(config).hidden_size == 64
+    config["hidden_size"] = 128
+    assert llmsim.load_model(config).hidden_size == 128
+    assert llmsim.load_hardware(test_gpu_dict).memory_bandwidth_bytes_per_s == 2e12
+    test_gpu_dict["memory"]["bandwidth_bytes_per_s"]["value"] = 4e12  # a nested change
+    assert llmsim.load_hardware(test_gpu_dict).memory_bandwidth_bytes_per_s == 4e12
+
+
+def _toml(data: dict[str, Any]) -> str:
+    """The test GPU as TOML: top-level strings, then one inline table per quantity."""
+    lines = [f"{k} = {json.dumps(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for section, values in data.items():
+        if isinstance(values, dict):
+            lines.append(f"[{section}]")
+            lines += [f"{k} = {{ value = {q['value']!r}, unit = {json.dumps(q['unit'])}, "
+                      f"source = {json.dumps(q['source'])} }}" for k, q in values.items()]
+    return "\n".join(lines) + "\n"
