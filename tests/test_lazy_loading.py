@@ -12,13 +12,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import tomllib
 
 import llmsim
+from llmsim import disk_cache
+from llmsim.hardware.kernel_table import read_table_file, read_table_file_cached
+from llmsim.hardware.measured import FAMILIES
 from llmsim.hardware.spec import hardware_from_dict
+from llmsim.models import loading
 from llmsim.models.hf_config import read_config_file, spec_from_hf_config
-from llmsim.shipped import hardware_dir, model_configs_dir
+from llmsim.models.spec import ModelSpec
+from llmsim.shipped import hardware_dir, kernels_dir, model_configs_dir, shipped_model_names
 
 from .tiny_configs import TINY_CONFIGS
 
@@ -45,9 +51,12 @@ def test_import_llmsim_loads_no_heavy_library() -> None:
     assert not loaded & {"numpy", "scipy", "pydantic", "transformers", "torch"}
 
 
-def test_simulate_by_name_needs_no_scipy() -> None:
+def test_simulate_by_name_needs_no_scipy_and_once_cached_no_transformers() -> None:
+    # the spec read in this process fills the (session's) disk cache; a fresh process reads it from there
+    loading._SPECS.clear()
+    llmsim.load_model("llama-3.1-8b")
     loaded = _modules_after('import llmsim\nllmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=2)')
-    assert not loaded & {"scipy", "matplotlib"}
+    assert not loaded & {"scipy", "matplotlib", "transformers", "torch"}
 
 
 # ---- memoised loads ------------------------------------------------------------------------------
@@ -111,3 +120,76 @@ def _toml(data: dict[str, Any]) -> str:
             lines += [f"{k} = {{ value = {q['value']!r}, unit = {json.dumps(q['unit'])}, "
                       f"source = {json.dumps(q['source'])} }}" for k, q in values.items()]
     return "\n".join(lines) + "\n"
+
+
+# ---- the disk cache ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", shipped_model_names())
+def test_cached_spec_of_every_shipped_config_equals_the_transformers_one(name: str, tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMSIM_CACHE_DIR", str(tmp_path))
+    file = model_configs_dir() / f"{name}.json"
+    reference = spec_from_hf_config(read_config_file(file), name=name)  # through transformers
+    loading._SPECS.clear()
+    assert llmsim.load_model(name) == reference  # built, then stored
+    assert len(list((tmp_path / "specs").iterdir())) == 1
+    loading._SPECS.clear()
+    cached = llmsim.load_model(name)  # read back from the disk cache
+    assert cached == reference and cached.model_dump() == reference.model_dump()
+
+
+def _grids_equal(a: Any, b: Any) -> bool:
+    return (a.family, a.path, a.provenance, a.keys, a.axes) == (b.family, b.path, b.provenance, b.keys, b.axes) and (
+        a.grids.keys() == b.grids.keys() and all(
+            g.axes == h.axes and all(np.array_equal(p, q) for p, q in zip(g.points, h.points, strict=True))
+            and np.array_equal(g.times_s, h.times_s) for g, h in ((a.grids[k], b.grids[k]) for k in a.grids)))
+
+
+def _check_tables(files: list[Path], folder: Path) -> None:
+    for file in files:
+        keys, axes, fill = FAMILIES[file.stem]
+        parsed = read_table_file(file, file.stem, keys, axes, fill)
+        assert _grids_equal(read_table_file_cached(file, file.stem, keys, axes, fill), parsed)  # stored
+        assert _grids_equal(read_table_file_cached(file, file.stem, keys, axes, fill), parsed)  # read back
+    assert len(list((folder / "kernel-tables").iterdir())) == len(files)
+
+
+def test_cached_kernel_tables_equal_parsed_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMSIM_CACHE_DIR", str(tmp_path))
+    _check_tables(sorted((kernels_dir() / "h100-sxm" / "vllm").glob("*.csv")), tmp_path)
+
+
+@pytest.mark.slow
+def test_every_shipped_kernel_table_cached_equals_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMSIM_CACHE_DIR", str(tmp_path))
+    _check_tables(sorted(kernels_dir().glob("*/*/*.csv")), tmp_path)
+
+
+def test_disk_cache_location_and_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LLMSIM_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert disk_cache.cache_root() == tmp_path / "llmsim"
+    monkeypatch.setenv("LLMSIM_CACHE_DIR", "")
+    assert disk_cache.cache_root() is None
+    calls = []
+    for _ in range(2):  # off: derived every time
+        disk_cache.cached("t", b"x", "f", lambda: calls.append(1) or 1, dump=lambda v: v, load=lambda d: d)
+    assert len(calls) == 2
+
+
+def test_a_corrupt_or_unwritable_cache_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMSIM_CACHE_DIR", str(tmp_path))
+    spec = llmsim.load_model(TINY_CONFIGS["llama-gqa"])
+
+    def via_cache() -> ModelSpec:
+        return disk_cache.cached("specs", b"tiny", "f", lambda: spec, dump=lambda s: s.model_dump(mode="json"),
+                                 load=ModelSpec.model_validate)
+
+    assert via_cache() == spec
+    (entry,) = (tmp_path / "specs").iterdir()
+    entry.write_text('{"name": "truncated')  # a corrupt entry: derived again and rewritten
+    assert via_cache() == spec
+    assert ModelSpec.model_validate_json(entry.read_text()) == spec
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("LLMSIM_CACHE_DIR", str(blocked))  # a file where the folder should be: nothing written
+    assert via_cache() == spec

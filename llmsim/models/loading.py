@@ -1,7 +1,8 @@
 """load_model: a ModelSpec from a shipped name, a config.json path or folder, a dict or a config.
 
 Specs are memoised (llmsim.memo): one read from a file while the file is unchanged, one built from a dict
-under a hash of its content. A ModelSpec is frozen, so callers share it safely.
+under a hash of its content. A ModelSpec is frozen, so callers share it safely. Specs of config files are
+also cached on disk (spec_cache), so a config read once before needs no transformers import.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..memo import Memo, content_key, file_stamp, shipped_file
 from ..shipped import model_configs_dir
 from .hf_config import read_config_file, spec_from_hf_config
 from .spec import ModelSpec
+from .spec_cache import cached_spec
 
 _SPECS = Memo(64)
 
@@ -56,6 +58,14 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
 
 
 def _from_file(file: Path, name: str) -> ModelSpec:
-    """The spec of a config.json, read again only when the file changed."""
-    return _SPECS.get(("file", str(file.absolute()), name), file_stamp(file),
-                      lambda: spec_from_hf_config(read_config_file(file), name=name))
+    """The spec of a config.json, read again only when the file changed; from the disk cache of specs
+    (spec_cache) where this content was read before, so without importing transformers."""
+    def read() -> ModelSpec:
+        build = lambda: spec_from_hf_config(read_config_file(file), name=name)  # noqa: E731
+        try:
+            content = file.read_bytes()
+        except OSError:  # read_config_file says what is wrong
+            return build()
+        return cached_spec(content, name, build)
+
+    return _SPECS.get(("file", str(file.absolute()), name), file_stamp(file), read)
