@@ -14,6 +14,7 @@ import pytest
 from scipy.optimize import brentq
 
 import llmsim
+from llmsim.analysis import regime
 from llmsim.analysis.regime import _phase_evaluator, find_crossover
 from llmsim.analysis.roots import bracketed_roots
 from llmsim.analysis.simulate import resolve
@@ -107,3 +108,20 @@ def test_bracketed_roots_finds_smooth_roots_and_jumps_at_once() -> None:
 def test_crossover_result_is_unchanged_in_shape() -> None:
     c = llmsim.find_crossover("llama-3.1-8b", "h100-sxm", phase="decode", vary="kv_len", batch_size=8)
     assert c.bracket == (0.0, 131071.0) and isinstance(c.per_op, dict)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "gemma-3-27b"])
+def test_sweep_in_blocks_equals_the_sweep_in_one_block(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    grid = {"batch_size": [1, 2, 5, 64, 300], "prompt_len": [16, 100, 3000, 5000], "gen_len": [1, 2, 129]}
+    monkeypatch.setattr(regime, "SWEEP_CHUNK_POINTS", 10**9)
+    whole = llmsim.sweep(model, "h100-sxm", **grid)
+    for points in (1, 7, 20):  # a row at a time; blocks that split the longest axis unevenly
+        monkeypatch.setattr(regime, "SWEEP_CHUNK_POINTS", points)
+        blocks = llmsim.sweep(model, "h100-sxm", **grid)
+        assert list(blocks.columns) == list(whole.columns)
+        for key, values in whole.columns.items():
+            assert blocks.columns[key].dtype == values.dtype, key
+            if values.dtype.kind == "f":  # a measured table reads a few points in Python, many with numpy: ulps
+                np.testing.assert_allclose(blocks.columns[key], values, rtol=1e-12, atol=0, err_msg=key)
+            else:
+                assert np.array_equal(blocks.columns[key], values), key

@@ -74,18 +74,50 @@ def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512,
     # open grid: each quantity is only as large as the axes it depends on (weights: batch only)
     B, P, G = (axis.reshape([-1 if i == j else 1 for j in range(3)]) for i, axis in enumerate(axes))
     B, P, G = (np.asarray(x) for x in check_workload(spec, B, P, G))
+    shape = np.broadcast_shapes(B.shape, P.shape, G.shape)
+    # the grid in blocks of at most SWEEP_CHUNK_POINTS points along its longest axis, each block's results
+    # written into columns allocated once: memory of one block's intermediates, not of the whole grid's
+    columns: dict[str, np.ndarray] = {}
+    for block in _grid_blocks(shape):
+        b, p, g = (x[tuple(s if n > 1 else slice(None) for s, n in zip(block, x.shape))] for x in (B, P, G))
+        for key, values in _sweep_columns(spec, hw, cost, execution, b, p, g).items():
+            if key not in columns:
+                columns[key] = np.empty(shape, dtype=_COLUMN_DTYPES.get(key, values.dtype))
+            columns[key][block] = values
+    columns = {key: values.ravel() for key, values in columns.items()}  # C order: the grid's flat order
+    return SweepResult(model=spec.name, hardware=hw.name, columns=columns)
+
+
+SWEEP_CHUNK_POINTS = 1 << 16
+# the bound columns hold any bound name or "none" (a block's own values may be shorter strings)
+_COLUMN_DTYPES = {"prefill_bound": np.asarray((*BOUNDS, "none")).dtype, "decode_bound": np.asarray(
+    (*BOUNDS, "none")).dtype}
+
+
+def _grid_blocks(shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """The grid `shape` as blocks of at most SWEEP_CHUNK_POINTS points (at least one row) along its longest axis."""
+    axis = int(np.argmax(shape))
+    other = max(int(np.prod(shape)) // max(shape[axis], 1), 1)
+    step = max(SWEEP_CHUNK_POINTS // other, 1)
+    return [tuple(slice(i, i + step) if k == axis else slice(None) for k in range(len(shape)))
+            for i in range(0, shape[axis], step)]
+
+
+def _sweep_columns(spec: Any, hw: Any, cost: Any, execution: Any, B: np.ndarray, P: np.ndarray, G: np.ndarray
+                   ) -> dict[str, np.ndarray]:
+    """Every result column over one block of the open grid B x P x G (arrays of the block's shape)."""
     prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G)
     shape = np.broadcast_shapes(B.shape, P.shape, G.shape)
 
     def full(x: Any) -> np.ndarray:
-        return np.broadcast_to(np.asarray(x), shape).ravel()
+        return np.broadcast_to(np.asarray(x), shape)
 
     steps = G - 1
     ttft = prefill.total("time_s")
     decode_time = decode.total("time_s")
     tpot = np.where(steps > 0, decode_time / np.maximum(steps, 1), 0.0)
     e2e = ttft + decode_time
-    columns = {
+    return {
         "batch_size": full(B), "prompt_len": full(P), "gen_len": full(G),
         "ttft_s": full(ttft), "tpot_s": full(tpot), "e2e_s": full(e2e),
         "throughput_tokens_per_s": full(B * G / e2e),
@@ -95,7 +127,6 @@ def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512,
            for key in ("weights_bytes", "kv_cache_bytes", "activation_bytes", "total_bytes")},
         "fits": full(memory["fits"]),
     }
-    return SweepResult(model=spec.name, hardware=hw.name, columns=columns)
 
 
 # ---- crossovers ----------------------------------------------------------------------------------
