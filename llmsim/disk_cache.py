@@ -32,24 +32,28 @@ def cache_root() -> Path | None:
     return Path(base) / "llmsim"
 
 
-def source_fingerprint(files: Iterable[Path], *extra: str) -> str:
-    """A hash of llmsim's version, the given source files' bytes and any extra strings (library versions)."""
+def source_fingerprint(files: Iterable[Path], *extra: str) -> str | None:
+    """A hash of llmsim's version, the given source files' bytes and any extra strings (library versions);
+    None where a source file cannot be read (then nothing is cached: a change to it would go unseen)."""
     from . import __version__
 
     digest = hashlib.blake2b(digest_size=16)
     for part in (f"llmsim {__version__}", *extra):
         digest.update(part.encode() + b"\0")
-    for file in files:
-        digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    try:
+        for file in files:
+            digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    except OSError:
+        return None
     return digest.hexdigest()
 
 
-def cached(kind: str, content: bytes, fingerprint: str, derive: Callable[[], T],
+def cached(kind: str, content: bytes, fingerprint: str | None, derive: Callable[[], T],
            dump: Callable[[T], Any], load: Callable[[Any], T]) -> T:
     """load(the JSON cached for this content) where an entry exists and loads, else derive() (stored as
     dump(value) for later runs). `content` is the input's bytes (and anything else naming it, such as a name)."""
     root = cache_root()
-    if root is None:
+    if root is None or fingerprint is None:
         return derive()
     key = hashlib.blake2b(content + b"\0" + fingerprint.encode(), digest_size=20).hexdigest()
     entry = root / kind / f"{key}.json"

@@ -174,6 +174,11 @@ def test_disk_cache_location_and_switch(tmp_path: Path, monkeypatch: pytest.Monk
     for _ in range(2):  # off: derived every time
         disk_cache.cached("t", b"x", "f", lambda: calls.append(1) or 1, dump=lambda v: v, load=lambda d: d)
     assert len(calls) == 2
+    monkeypatch.setenv("LLMSIM_CACHE_DIR", str(tmp_path))
+    for _ in range(2):  # source that could not be read (no fingerprint): derived every time, nothing written
+        disk_cache.cached("t", b"x", None, lambda: calls.append(1) or 1, dump=lambda v: v, load=lambda d: d)
+    assert len(calls) == 4 and not (tmp_path / "t").exists()
+    assert disk_cache.source_fingerprint([tmp_path / "missing.py"]) is None
 
 
 def test_a_corrupt_or_unwritable_cache_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

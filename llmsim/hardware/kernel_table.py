@@ -241,7 +241,7 @@ def read_table_file_cached(path: Path, family: str, keys: tuple[str, ...], axes:
 
 
 @cache
-def _reader_fingerprint() -> str:
+def _reader_fingerprint() -> str | None:
     return source_fingerprint([Path(__file__)])
 
 

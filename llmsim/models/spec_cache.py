@@ -18,7 +18,7 @@ from .spec import ModelSpec
 
 
 @cache
-def builder_fingerprint() -> str:
+def builder_fingerprint() -> str | None:
     """What turns a config into a spec, hashed: llmsim/models/*.py, dtypes.py, transformers' version."""
     package = Path(__file__).resolve().parent.parent
     files = [*sorted((package / "models").glob("*.py")), package / "dtypes.py"]
