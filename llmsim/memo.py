@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +27,7 @@ class Memo:
     def __init__(self, size: int = 64) -> None:
         self.size = size
         self._entries: dict[Hashable, tuple[Hashable, Any]] = {}
+        self._lock = threading.Lock()
 
     def get(self, key: Hashable, stamp: Hashable, compute: Callable[[], T]) -> T:
         """The value kept under `key` if it was computed under `stamp`, else compute() (kept, then returned).
@@ -34,14 +36,16 @@ class Memo:
         if entry is not None and entry[0] == stamp:
             return entry[1]  # type: ignore[no-any-return]
         value = compute()
-        self._entries.pop(key, None)
-        while len(self._entries) >= self.size:
-            self._entries.pop(next(iter(self._entries)))
-        self._entries[key] = (stamp, value)
+        with self._lock:  # eviction iterates the dict: not while another thread changes it
+            self._entries.pop(key, None)
+            while len(self._entries) >= self.size:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = (stamp, value)
         return value
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
 
 def file_stamp(path: str | Path) -> tuple[int, int, int] | None:

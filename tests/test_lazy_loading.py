@@ -198,3 +198,17 @@ def test_a_corrupt_or_unwritable_cache_is_skipped(tmp_path: Path, monkeypatch: p
     blocked.write_text("")
     monkeypatch.setenv("LLMSIM_CACHE_DIR", str(blocked))  # a file where the folder should be: nothing written
     assert via_cache() == spec
+
+
+def test_memo_keeps_the_newest_values_and_recomputes_on_a_new_stamp() -> None:
+    from llmsim.memo import Memo
+
+    memo, calls = Memo(2), []
+
+    def compute(value: int) -> Any:
+        return lambda: calls.append(value) or value
+
+    assert [memo.get(k, 0, compute(k)) for k in (1, 2, 1)] == [1, 2, 1] and calls == [1, 2]  # 1 kept
+    memo.get(3, 0, compute(3))  # evicts the oldest entry, 1
+    assert memo.get(1, 0, compute(1)) == 1 and calls == [1, 2, 3, 1]
+    assert memo.get(1, "changed", compute(10)) == 10  # a new stamp: computed again
