@@ -1,7 +1,7 @@
 """llmsim: predict how fast a large language model runs, explain why, and check it against reality.
 
 The public names are imported on first use (PEP 562): `import llmsim` costs a few milliseconds, and
-`llmsim.simulate` loads only the modules a simulation needs (not scipy, not the planner or the sweeps).
+`llmsim.simulate` loads only the modules a simulation needs (not scipy, the planner, sweeps, serving or profiles).
 """
 
 from __future__ import annotations
@@ -35,6 +35,15 @@ _LAZY = {
     "load_hardware": ".hardware.spec",
     "load_model": ".models.loading",
     "ModelSpec": ".models.spec",
+    "Kernel": ".profiles",
+    "Profile": ".profiles",
+    "read_profile": ".profiles",
+    "Pool": ".serving.disaggregated",
+    "serve_disaggregated": ".serving.disaggregated",
+    "ServingPlan": ".serving.plan",
+    "plan_serving": ".serving.plan",
+    "ServingResult": ".serving.results",
+    "serve": ".serving.serve",
 }
 
 __all__ = [
@@ -42,11 +51,16 @@ __all__ = [
     "CostOptions",
     "HardwareError",
     "HardwareSpec",
+    "Kernel",
     "LlmsimError",
     "ModelSpec",
     "Op",
     "OptionError",
     "Plan",
+    "Pool",
+    "Profile",
+    "ServingPlan",
+    "ServingResult",
     "SimulationResult",
     "__version__",
     "build_ops",
@@ -59,6 +73,10 @@ __all__ = [
     "max_context",
     "num_parameters",
     "plan",
+    "plan_serving",
+    "read_profile",
+    "serve",
+    "serve_disaggregated",
     "simulate",
     "sweep",
 ]
@@ -89,3 +107,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from .hardware.spec import HardwareSpec, load_hardware
     from .models.loading import load_model
     from .models.spec import ModelSpec
+    from .profiles import Kernel, Profile, read_profile
+    from .serving.disaggregated import Pool, serve_disaggregated
+    from .serving.plan import ServingPlan, plan_serving
+    from .serving.results import ServingResult
+    from .serving.serve import serve

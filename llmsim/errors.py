@@ -36,3 +36,8 @@ def check_choice(field: str, value: str, allowed: Iterable[str]) -> str:
     if value not in allowed_set:
         raise choice_error(field, value, allowed_set)
     return value
+
+
+class AssumptionWarning(UserWarning):
+    """llmsim filled in something the input did not state (e.g. a config without torch_dtype); the message
+    says what was assumed and why, and the result records it."""

@@ -31,7 +31,7 @@ from ..memo import Memo, content_key, file_stamp, shipped_file
 from ..shipped import hardware_dir
 from .curves import DepthCurve, RowCurve, SizeCurve
 
-MATRIX_PRECISIONS = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp32")
+MATRIX_PRECISIONS = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32")
 VECTOR_PRECISIONS = ("fp32", "fp16")
 
 
