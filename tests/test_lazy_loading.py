@@ -212,3 +212,22 @@ def test_memo_keeps_the_newest_values_and_recomputes_on_a_new_stamp() -> None:
     memo.get(3, 0, compute(3))  # evicts the oldest entry, 1
     assert memo.get(1, 0, compute(1)) == 1 and calls == [1, 2, 3, 1]
     assert memo.get(1, "changed", compute(10)) == 10  # a new stamp: computed again
+
+
+def test_a_cached_spec_warns_its_assumptions_as_a_built_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmsim.errors import AssumptionWarning
+
+    monkeypatch.setenv("LLMSIM_CACHE_DIR", str(tmp_path / "cache"))
+    config = {k: v for k, v in TINY_CONFIGS["llama-gqa"].items() if k not in ("torch_dtype", "dtype")}
+    file = tmp_path / "no-dtype.json"
+    file.write_text(json.dumps(config))
+    for _ in range(2):  # built (then on disk), then read back from the disk cache
+        loading._SPECS.clear()
+        with pytest.warns(AssumptionWarning, match="states no torch_dtype"):
+            assert llmsim.load_model(file).dtype == "bfloat16"
+    with pytest.warns(AssumptionWarning, match="states no torch_dtype"):  # from the in-process memo
+        llmsim.load_model(file)
+    with pytest.warns(AssumptionWarning, match="states no torch_dtype"):  # a dict, twice
+        llmsim.load_model(config)
+    with pytest.warns(AssumptionWarning, match="states no torch_dtype"):
+        llmsim.load_model(config)

@@ -17,7 +17,7 @@ from ..memo import Memo, content_key, file_stamp, shipped_file
 from ..shipped import model_configs_dir
 from .hf_config import read_config_file, spec_from_hf_config
 from .spec import ModelSpec
-from .spec_cache import cached_spec
+from .spec_cache import Noted, build_noted, cached_spec, replay
 
 _SPECS = Memo(64)
 
@@ -37,18 +37,19 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
         key = content_key(source)
         if key is None:  # not JSON-like: built every time
             return spec_from_hf_config(source, name=label)
-        return _SPECS.get(("dict", key, label), None, lambda: spec_from_hf_config(source, name=label))
+        return replay(_SPECS.get(("dict", key, label), None,
+                                 lambda: build_noted(lambda: spec_from_hf_config(source, name=label))))
     if isinstance(source, (str, Path)):
         if isinstance(source, str) and "/" not in source and not source.endswith(".json") and not os.path.exists(
                 os.path.expanduser(source)):  # a shipped name (os.path: the by-name hot path skips pathlib)
             file = Path(shipped_file("model", source, model_configs_dir(), ".json"))
-            return _from_file(file, name or file.stem)
+            return replay(_from_file(file, name or file.stem))
         path = Path(source).expanduser()
         if path.exists():
             stem = path.name if path.is_dir() else path.stem
             if stem == "config":
                 stem = path.parent.name if not path.is_dir() else path.name
-            return _from_file(path / "config.json" if path.is_dir() else path, name or stem)
+            return replay(_from_file(path / "config.json" if path.is_dir() else path, name or stem))
         raise ConfigError(f"model config: no file at {path}")
     if hasattr(source, "model_type") and hasattr(source, "to_dict"):
         return spec_from_hf_config(source, name=name)
@@ -57,15 +58,15 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
     )
 
 
-def _from_file(file: Path, name: str) -> ModelSpec:
-    """The spec of a config.json, read again only when the file changed; from the disk cache of specs
-    (spec_cache) where this content was read before, so without importing transformers."""
-    def read() -> ModelSpec:
+def _from_file(file: Path, name: str) -> Noted:
+    """The spec of a config.json (with its assumption notes), read again only when the file changed; from the
+    disk cache of specs (spec_cache) where this content was read before, so without importing transformers."""
+    def read() -> Noted:
         build = lambda: spec_from_hf_config(read_config_file(file), name=name)  # noqa: E731
         try:
             content = file.read_bytes()
         except OSError:  # read_config_file says what is wrong
-            return build()
+            return build_noted(build)
         return cached_spec(content, name, build)
 
     return _SPECS.get(("file", str(file.absolute()), name), file_stamp(file), read)

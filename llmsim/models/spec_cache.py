@@ -9,12 +9,17 @@ defaults fill keys a config leaves out; read from its metadata, transformers its
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from ..disk_cache import cached, source_fingerprint
+from ..errors import AssumptionWarning
 from .spec import ModelSpec
+
+# a spec and the AssumptionWarnings building it raised (replayed on every load: a cached spec warns as a built one)
+Noted = tuple[ModelSpec, tuple[str, ...]]
 
 
 @cache
@@ -34,7 +39,31 @@ def _transformers_version() -> str:
         return "none"
 
 
-def cached_spec(config_bytes: bytes, name: str, build: Callable[[], ModelSpec]) -> ModelSpec:
-    """The spec cached for this config file content and name, else build() (then cached for later runs)."""
-    return cached("specs", config_bytes + b"\0" + name.encode(), builder_fingerprint(), build,
-                  dump=lambda spec: spec.model_dump(mode="json"), load=ModelSpec.model_validate)
+def cached_spec(config_bytes: bytes, name: str, build: Callable[[], ModelSpec]) -> Noted:
+    """The spec cached for this config file content and name (with its build's assumption notes), else
+    build_noted(build) (then cached for later runs)."""
+    return cached("specs", config_bytes + b"\0" + name.encode(), builder_fingerprint(), lambda: build_noted(build),
+                  dump=lambda noted: {"spec": noted[0].model_dump(mode="json"), "notes": list(noted[1])},
+                  load=lambda data: (ModelSpec.model_validate(data["spec"]), tuple(map(str, data["notes"]))))
+
+
+def build_noted(build: Callable[[], ModelSpec]) -> Noted:
+    """build(), with the messages of the AssumptionWarnings it raised (held for replay); other warnings go on."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = build()
+    notes = []
+    for w in caught:
+        if issubclass(w.category, AssumptionWarning):
+            notes.append(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return spec, tuple(notes)
+
+
+def replay(noted: Noted) -> ModelSpec:
+    """The spec, after warning its notes again, at the caller of load_model."""
+    spec, notes = noted
+    for note in notes:
+        warnings.warn(note, AssumptionWarning, stacklevel=3)
+    return spec
