@@ -35,7 +35,7 @@ def cache_root() -> Path | None:
 def source_fingerprint(files: Iterable[Path], *extra: str) -> str | None:
     """A hash of llmsim's version, the given source files' bytes and any extra strings (library versions);
     None where a source file cannot be read (then nothing is cached: a change to it would go unseen)."""
-    from . import __version__
+    from ._version import __version__
 
     digest = hashlib.blake2b(digest_size=16)
     for part in (f"llmsim {__version__}", *extra):

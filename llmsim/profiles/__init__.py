@@ -4,9 +4,10 @@ the bound of each kernel and why (bound), and the comparison with a SimulationRe
 
 Layout: read (format detection), torch_trace / ncu / nsys (one reader each), shapes (FLOPs and bytes from
 recorded shapes through llmsim's op formulas), classify (op class from a name), bound, table, compare,
-timeline. The figure lives in llmsim.report.profile_plot (matplotlib only there)."""
+timeline. The figure lives in llmsim.profiles.figure (matplotlib only there)."""
 
-from .model import Kernel, Profile
+from .model import Kernel
+from .profile import Profile
 from .read import read_profile
 
 __all__ = ["Kernel", "Profile", "read_profile"]

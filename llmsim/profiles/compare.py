@@ -1,4 +1,4 @@
-"""A measured Profile beside a SimulationResult: per op class, and kernel by kernel where they match.
+"""A measured ProfileData beside a SimulationResult: per op class, and kernel by kernel where they match.
 
 The profile is taken to be one forward pass of the simulated workload: a prefill (phase="prefill") or one
 decode step (phase="decode": the predicted decode totals divided by its steps).
@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import check_choice
-from .model import Kernel, Profile
+from .model import Kernel, ProfileData
 
 KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
               "embedding": "elementwise", "routing": "elementwise", "cache": "elementwise",
@@ -67,7 +67,7 @@ class ProfileComparison(BaseModel):
     matches: list[KernelMatch]
     unmatched_kernels: list[str]
     unmatched_ops: list[str]
-    profile: Profile
+    profile: ProfileData
 
     def __str__(self) -> str:
         lines = [f"{self.profile.path} against {self.model} on {self.hardware} ({self.phase}, one pass)",
@@ -102,7 +102,7 @@ def _predicted(result: Any, phase: str) -> list[dict[str, Any]]:
     return out
 
 
-def compare(profile: Profile, result: Any, phase: str = "prefill") -> ProfileComparison:
+def compare(profile: ProfileData, result: Any, phase: str = "prefill") -> ProfileComparison:
     check_choice("phase", phase, ("prefill", "decode"))
     predicted = _predicted(result, phase)
     matches: list[KernelMatch] = []
@@ -174,7 +174,7 @@ def _match(k: Kernel, ops: list[dict[str, Any]]) -> KernelMatch:
                            ops[0]["flops"] if ops else None))
 
 
-def _classes(profile: Profile, predicted: list[dict[str, Any]]) -> list[ClassRow]:
+def _classes(profile: ProfileData, predicted: list[dict[str, Any]]) -> list[ClassRow]:
     measured: dict[str, float] = defaultdict(float)
     for k in profile.kernels:
         measured["overhead" if k.op_class == "host" else k.op_class] += k.time_s

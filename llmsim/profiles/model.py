@@ -8,8 +8,6 @@ formulas: torch.profiler with record_shapes=True) or "matched op" (the predicted
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 SOURCES = ("counters", "shapes", "matched op")
@@ -42,8 +40,9 @@ class Kernel(BaseModel):
         return None if self.flops is None or not self.calls else self.flops / self.calls
 
 
-class Profile(BaseModel):
-    """A measured run: its kernels, and the timeline around them where the export has one.
+class ProfileData(BaseModel):
+    """A measured run: its kernels, and the timeline around them where the export has one (the data of
+    llmsim.profiles.profile.Profile, which adds the table, the comparison and the figure).
 
     span_s: first kernel start to last kernel end (None for summary exports without a timeline).
     idle_s: the part of span_s with no kernel running (host work the device waits on: overhead).
@@ -62,32 +61,6 @@ class Profile(BaseModel):
     @property
     def kernel_time_s(self) -> float:
         return sum(k.time_s for k in self.kernels)
-
-    def rows(self, hardware: Any = None) -> list[dict[str, Any]]:
-        """One dict per kernel (largest time first) and one for the idle time: calls, time, FLOPs, bytes,
-        achieved FLOP/s and bytes/s, % of the roofline, bound and why, and where FLOPs and bytes came from."""
-        from .table import kernel_rows
-
-        return kernel_rows(self, hardware)
-
-    def kernels_table(self, hardware: Any = None, top: int | None = None) -> str:
-        """The kernels as a text table (see rows), largest time first."""
-        from .table import format_table
-
-        return format_table(self, hardware, top)
-
-    def compare(self, result: Any, phase: str = "prefill") -> Any:
-        """Measured kernels beside a SimulationResult's predicted ops (see llmsim.profiles.compare)."""
-        from .compare import compare
-
-        return compare(self, result, phase)
-
-    def roofline_figure(self, hardware: Any, result: Any = None, phase: str = "prefill") -> Any:
-        """The device's roofline with the measured kernels on it, the predicted ops of `result` beside
-        them (matplotlib Figure)."""
-        from ..report.profile_plot import profile_roofline_figure
-
-        return profile_roofline_figure(self, hardware, result, phase)
 
     def __str__(self) -> str:
         span = "" if self.span_s is None else f", span {self.span_s * 1e3:.3f} ms"

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from ..errors import LlmsimError
 from .classify import kernel_class, name_precision
-from .model import Kernel, Profile
-from .read import missing_columns
+from .columns import missing_columns
+from .model import Kernel
+from .profile import Profile
 
 DURATION = ("gpu__time_duration.sum", "Duration")
 SM_PCT = ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "Compute (SM) Throughput")

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from ..errors import LlmsimError
 from .classify import kernel_class, name_precision
-from .model import Kernel, Profile
-from .read import missing_columns
+from .columns import missing_columns
+from .model import Kernel
+from .profile import Profile
 from .timeline import covered_s
 
 _NS = 1e-9

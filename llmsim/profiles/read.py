@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import LlmsimError
-from .model import Profile
+from .profile import Profile
 
 _BINARY = {
     ".ncu-rep": "export it first: ncu --import FILE.ncu-rep --csv --page raw > FILE.csv",
@@ -85,8 +85,3 @@ def _text_lines(path: Path) -> list[str]:
         return path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError as exc:
         raise LlmsimError(f"profile {path}: cannot read it ({exc.strerror or exc})") from None
-
-
-def missing_columns(kind: str, path: Path, missing: list[str], hint: str) -> LlmsimError:
-    """The one-line refusal of an export that lacks columns (or metrics) a reader needs."""
-    return LlmsimError(f"{kind} export {path}: missing {', '.join(missing)}; {hint}")

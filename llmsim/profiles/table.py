@@ -7,12 +7,12 @@ from typing import Any
 
 from ..hardware.spec import load_hardware
 from .bound import classify
-from .model import Profile
+from .model import ProfileData
 
 IDLE_ROW = "(idle: no kernel running)"
 
 
-def kernel_rows(profile: Profile, hardware: Any = None) -> list[dict[str, Any]]:
+def kernel_rows(profile: ProfileData, hardware: Any = None) -> list[dict[str, Any]]:
     hw = load_hardware(hardware) if hardware is not None else None
     total_s = (profile.span_s if profile.span_s else profile.kernel_time_s) or 1.0
     rows = []
@@ -43,7 +43,7 @@ def _num(value: float | None, scale: float, digits: str = ".3g") -> str:
     return "-" if value is None else format(value / scale, digits)
 
 
-def format_table(profile: Profile, hardware: Any = None, top: int | None = None) -> str:
+def format_table(profile: ProfileData, hardware: Any = None, top: int | None = None) -> str:
     rows = kernel_rows(profile, hardware)
     shown = rows[: top or None]
     header = (f"{'kernel':<58} {'class':<11} {'calls':>5} {'time ms':>9} {'share':>6} {'GFLOP':>8} {'MB':>8} "

@@ -25,7 +25,8 @@ from typing import Any
 
 from ..errors import LlmsimError
 from .classify import aten_class, kernel_class, name_precision
-from .model import Kernel, Profile
+from .model import Kernel
+from .profile import Profile
 from .shapes import op_cost
 from .timeline import covered_s
 

@@ -13,15 +13,15 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from ..hardware.spec import HardwareSpec, load_hardware
-from ..profiles.bound import peak_flops_per_s
-from ..profiles.compare import KIND_CLASS
-from ..profiles.model import Profile
+from .bound import peak_flops_per_s
+from .compare import KIND_CLASS
+from .model import ProfileData
 
 CLASS_COLOURS = {"matmul": "tab:blue", "attention": "tab:purple", "elementwise": "tab:olive", "copy": "tab:cyan",
                  "other": "tab:gray"}
 
 
-def profile_roofline_figure(profile: Profile, hardware: Any, result: Any = None, phase: str = "prefill") -> Figure:
+def profile_roofline_figure(profile: ProfileData, hardware: Any, result: Any = None, phase: str = "prefill") -> Figure:
     """The roofline of `hardware` (memory roof, the matrix roof at the profile's main matmul precision, the
     vector roof) with the measured kernels on it and, given a SimulationResult, its predicted ops."""
     hw: HardwareSpec = load_hardware(hardware)
