@@ -6,20 +6,12 @@ Run: python benchmarks/bench_serving.py"""
 from __future__ import annotations
 
 import platform
-import statistics
 import time
+
+from bench_simulate import median_s  # run as a script: this folder is first on sys.path
 
 import llmsim
 from llmsim.serving import serve as serve_module
-
-
-def timed(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -35,7 +27,7 @@ def main() -> None:
             return llmsim.serve("llama-3.1-8b", "h100-sxm", prompt_len=1024, gen_len=250, num_requests=10_000, **load)
 
         r = run()
-        seconds = timed(run, 3)
+        seconds = median_s(run, 3)
         print(f"serve 10,000 requests ({label}): {seconds:.3f} s median of 3, {r.steps:,} engine steps, "
               f"{int(r.requests['gen_len'].sum()):,} tokens (target < 0.5 s)")
 
