@@ -170,6 +170,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     next_arrival = 0  # the next request (of the known ones) not yet arrived
     grow = cost.speculation.tokens_per_step if cost.speculation else 1.0  # tokens per decode step
     clock = last_step_s = 0.0
+    force_decode = False  # a prefill-only step found nothing to prefill: decode instead
     finished = 0
 
     while finished < n:
@@ -204,7 +205,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
         # ---- one step: running requests first, then waiting ones ---------------------------------------
         budget = limits.max_num_batched_tokens
         # SGLang's default (no mixed chunks): while prompts wait and can start, steps prefill only
-        prefill_only = not limits.mixed_batches and (run.prefilling > 0 or (
+        prefill_only = not limits.mixed_batches and not force_decode and (run.prefilling > 0 or (
             bool(waiting) and run.m < limits.max_num_seqs
             and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) <= free_blocks))
         lead = 0 if prefill_only else min(run.leading_decodes(), budget)
@@ -256,6 +257,10 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need, shared)
             scheduled.append((run.m - 1, new))
             budget -= new
+        force_decode = False
+        if prefill_only and not scheduled:  # no prompt could go on (blocks): this step decodes after all
+            force_decode = True
+            continue
         if not scheduled and not lead:  # nothing fits: refused before the simulation starts
             raise RuntimeError("the KV cache cannot hold a single request")  # pragma: no cover
 
