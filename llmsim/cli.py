@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefix-groups", type=_positive_int, default=1)
     p.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=True,
                    help="compute each shared prefix once (default: on, as the engines run)")
+    p.add_argument("--mixed-batches", action=argparse.BooleanOptionalAction, default=None,
+                   help="prefill chunks share steps with decodes (default: the engine's; --no-mixed-batches: prefill "
+                   "first, as SGLang)")
     p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
                    "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
@@ -447,7 +450,8 @@ def _run(args: argparse.Namespace) -> int:
                        max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
                        gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
                        shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
-                       prefix_caching=args.prefix_caching, speculative=args.speculative, **options)
+                       prefix_caching=args.prefix_caching, speculative=args.speculative,
+                       mixed_batches=args.mixed_batches, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.plot:
             from .report.serving_plot import serving_figure

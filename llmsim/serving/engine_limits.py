@@ -43,7 +43,8 @@ def engine_defaults(engine: str, hardware: HardwareSpec) -> dict[str, Any]:
 
 def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, engine: str,
                      longest_request: int, max_num_seqs: Any = None, max_num_batched_tokens: Any = None,
-                     gpu_memory_utilization: Any = None, block_size: Any = None) -> SchedulerLimits:
+                     gpu_memory_utilization: Any = None, block_size: Any = None,
+                     mixed_batches: Any = None) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace:
 
@@ -61,6 +62,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     util = defaults["gpu_memory_utilization"] if gpu_memory_utilization is None else gpu_memory_utilization
     if isinstance(util, bool) or not isinstance(util, (int, float)) or not 0 < util <= 1:
         raise OptionError(f"gpu_memory_utilization={util!r} must be a number in (0, 1]")
+    if mixed_batches is not None and not isinstance(mixed_batches, bool):
+        raise OptionError(f"mixed_batches={mixed_batches!r} must be True (prefill chunks ride with decodes) or False "
+                          f"(prefill first, as SGLang's default)")
     if tokens < seqs:
         seqs = tokens  # approximation: vLLM refuses max_num_batched_tokens < max_num_seqs; one token each
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
@@ -78,4 +82,5 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
             f"({weights_bytes(model, options) / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the "
             f"longest request's {longest_request}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
-                           block_size=int(block), mixed_batches=defaults["mixed_batches"])
+                           block_size=int(block),
+                           mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches)

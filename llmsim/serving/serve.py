@@ -40,7 +40,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
           gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
           shared_prefix_len: int = 0, prefix_groups: int = 1, prefix_caching: bool = True,
-          speculative: dict[str, Any] | None = None, **options: Any) -> ServingResult:
+          speculative: dict[str, Any] | None = None, mixed_batches: bool | None = None,
+          **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
@@ -55,7 +56,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     speculative: {"method": "ngram" | "draft" | "mtp", "num_tokens": k, "acceptance_rate": a, "draft_model":
     name (for "draft")}: every decode step verifies k proposals and keeps (1 - a**(k+1)) / (1 - a) tokens.
     Engine knobs (default: the engine's own, llmsim.serving.engine_limits): max_num_seqs,
-    max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization, block_size.
+    max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization, block_size,
+    mixed_batches (True: prefill chunks share a step with decodes, vLLM and TensorRT-LLM; False: prefill
+    first, a step prefills while prompts can start, SGLang's default).
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
     """
     spec, hw, cost, execution = resolve(model, hardware, engine, **options)
@@ -65,7 +68,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     groups = prefix_groups_of(prompts, shared_prefix_len, prefix_groups, seed)
     engine_name = execution.engine or "vllm"
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
-                              gpu_memory_utilization, block_size)
+                              gpu_memory_utilization, block_size, mixed_batches)
     speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
     step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
                            max(longest, 2), speculation)
