@@ -105,6 +105,8 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
         raise ConfigError(f"model config ({model_type}): missing field {missing[0]!r} (needed: {', '.join(missing)})")
     check_fields(data, model_type, family)
     fields = {k: v for k, v in data.items() if k != "model_type"}
+    if family == "falcon":  # transformers derives Falcon's head_dim (a read-only property); checked equal above
+        fields.pop("head_dim", None)
     if "torch_dtype" in fields:  # the name transformers 5 renamed to dtype
         fields.setdefault("dtype", fields.pop("torch_dtype"))
     try:
