@@ -273,6 +273,11 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("max-context-string-gen", _max_context(gen_len="4"), OptionError, "gen_len='4' must be an integer"),
     ("simulate-tables-typo", _simulate(tables="vlm"), OptionError, "tables='vlm' is neither a table set name"),
     ("simulate-tables-number", _simulate(tables=5), OptionError, "tables=5 is neither"),
+    ("simulate-tables-empty", _simulate(tables=""), OptionError, "tables='' is neither"),  # was: no tables
+    ("simulate-table-families-number", _simulate(table_families=5), OptionError,
+     "table_families=5 must be a list of family names"),  # was: TypeError
+    ("simulate-table-families-unknown", _simulate(table_families=["gemmx"]), OptionError,
+     "table_families='gemmx' is not allowed; choose one of"),
 ]
 
 

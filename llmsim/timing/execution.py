@@ -50,10 +50,16 @@ class ExecutionOptions(BaseModel):
         check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
         check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
         tables = values.get("tables")
-        if tables is not None and (not isinstance(tables, str) or (tables not in _table_set_names()
-                                                                   and not Path(tables).is_dir())):
+        if tables is not None and (not isinstance(tables, str) or not tables or (
+                tables not in _table_set_names() and not Path(tables).is_dir())):
             raise OptionError(f"tables={tables!r} is neither a table set name ({', '.join(_table_set_names())}) "
                               "nor an existing folder of tables")
-        for family in values.get("table_families") or ():
-            check_choice("table_families", family, tuple(FAMILIES))
+        families = values.get("table_families")
+        if families is not None:
+            if not isinstance(families, (list, tuple)):
+                raise OptionError(f"table_families={families!r} must be a list of family names "
+                                  f"({', '.join(FAMILIES)})")
+            for family in families:
+                check_choice("table_families", family, tuple(FAMILIES))
+            values["table_families"] = tuple(families)
         return cls(**values)
