@@ -374,6 +374,10 @@ _FUZZED: dict[str, tuple[Callable[..., Any], dict[str, Any], tuple[str, ...]]] =
                     ("start", "stop", "kv_len", "tpot_slo_s", "gen_len")),
     "fusion_savings": (llmsim.fusion_savings, {"batch_size": 1, "prompt_len": 16, "gen_len": 4},
                        ("batch_size", "prompt_len", "gen_len")),
+    "simulate": (llmsim.simulate, {"batch_size": 2, "prompt_len": 16, "gen_len": 4},
+                 ("num_microbatches", "pipeline_parallel", "data_parallel", "tensor_parallel", "expert_parallel",
+                  "attention", "fusion", "weight_dtype", "kv_dtype", "overhead", "tables", "table_families",
+                  "fused_projections", "engine")),
 }
 _ANY_VALUE = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70), st.integers(min_value=-3, max_value=300),

@@ -143,7 +143,7 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
             raise OptionError(f"{name} must be a single integer in simulate(); use llmsim.sweep for several")
     p, r = _parallel_degrees(spec, pipeline_parallel, data_parallel)
     m = num_microbatches if num_microbatches is not None else (p if B % p == 0 else 1)
-    m = check_count("num_microbatches", m, 1)
+    m = check_one("num_microbatches", m, 1)
     if B % m:
         from ..errors import OptionError
 
