@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from ..cost.op import formula
 from ..cost.symbolic import Expr
 from ..cost.workload import BATCH_MAX, CostOptions, check_count, check_one
-from ..engines.catalog import default_engine_name, get_engine
+from ..engines.catalog import check_tables_device, default_engine_name, get_engine
 from ..hardware.spec import HardwareSpec, load_hardware
 from ..models.loading import load_model
 from ..models.spec import ModelSpec
@@ -50,6 +50,7 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     if "tables" in options and options["tables"] is None:  # tables=None given: the roofline alone
         defaults.update(tables=None, table_families=None)
     execution = ExecutionOptions.make(**{**defaults, **{k: v for k, v in given.items() if k in exec_keys}})
+    check_tables_device(hw.name, execution.tables)
     _check_precision(spec, hw, cost)
     return spec, hw, cost, execution
 
