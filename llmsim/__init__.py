@@ -13,6 +13,11 @@ from .errors import ConfigError, HardwareError, LlmsimError, OptionError
 from .hardware.spec import HardwareSpec, load_hardware
 from .models.loading import load_model
 from .models.spec import ModelSpec
+from .profiles import Kernel, Profile, read_profile
+from .serving.disaggregated import Pool, serve_disaggregated
+from .serving.plan import ServingPlan, plan_serving
+from .serving.results import ServingResult
+from .serving.serve import serve
 
 __version__ = "0.2.0"
 
@@ -21,11 +26,16 @@ __all__ = [
     "CostOptions",
     "HardwareError",
     "HardwareSpec",
+    "Kernel",
     "LlmsimError",
     "ModelSpec",
     "Op",
     "OptionError",
     "Plan",
+    "Pool",
+    "Profile",
+    "ServingPlan",
+    "ServingResult",
     "SimulationResult",
     "__version__",
     "build_ops",
@@ -38,6 +48,10 @@ __all__ = [
     "max_context",
     "num_parameters",
     "plan",
+    "plan_serving",
+    "read_profile",
+    "serve",
+    "serve_disaggregated",
     "simulate",
     "sweep",
 ]

@@ -74,6 +74,11 @@ def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -
     if hardware:
         parser.add_argument("--hardware", "--hw", required=True,
                             help="a shipped device (see `llmsim hardware`) or a hardware .toml file")
+    _add_cost_options(parser)
+
+
+def _add_cost_options(parser: argparse.ArgumentParser) -> None:
+    """The cost model, engine and execution options of a prediction."""
     from .cost.workload import CostOptions
 
     group = parser.add_argument_group("cost model options (see CostOptions)")
@@ -116,6 +121,32 @@ def _regime_parser(sub: Any, name: str, help_text: str, vary: str) -> argparse.A
     return p
 
 
+def _speculative_arg(text: str) -> dict[str, Any]:
+    """--speculative METHOD:K:ACCEPTANCE[:DRAFT_MODEL] (checked further by serve())."""
+    parts = text.split(":", 3)
+    try:
+        spec: dict[str, Any] = {"method": parts[0], "num_tokens": int(parts[1]), "acceptance_rate": float(parts[2])}
+    except (IndexError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r}: write METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
+                                         f"ngram:4:0.7") from None
+    if len(parts) == 4:
+        spec["draft_model"] = parts[3]
+    return spec
+
+
+def _pool_arg(text: str) -> dict[str, int]:
+    """--prefill-pool / --decode-pool: REPLICASxTP, e.g. 2x4."""
+    parts = text.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: write REPLICASxTP with two integers >= 1, e.g. 2x4")
+    return {"replicas": int(parts[0]), "tensor_parallel": int(parts[1])}
+
+
+def _length_arg(text: str) -> int | str:
+    """--prompt-len / --gen-len: an integer, else a distribution string (checked by serve())."""
+    return int(text) if text.strip().lstrip("-").isdigit() else text
+
+
 def _install_hint(exc: ImportError) -> str:
     """What to install for a missing module: torch is the validate extra, pyarrow and aiconfigurator_core the
     aiconfigurator extra; anything else is a core dependency, missing from a broken install."""
@@ -149,6 +180,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-parallel", type=_positive_int, default=1)
     p.add_argument("--ops", action="store_true", help="also print the per-op table")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
+
+    p = sub.add_parser("serve", help="an engine under load: continuous batching, request rate or concurrency, "
+                       "latency percentiles")
+    _add_model_options(p)
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--request-rate", type=float, help="requests per second (open loop)")
+    load.add_argument("--concurrency", type=_positive_int, help="clients in a closed loop")
+    p.add_argument("--prompt-len", default="512", help="an integer or uniform:LOW:HIGH, normal:MEAN:STD, "
+                   "lognormal:MEAN:STD")
+    p.add_argument("--gen-len", default="128", help="as --prompt-len")
+    p.add_argument("--lengths-csv", help="a CSV of prompt_len,gen_len (or input_len,output_len) pairs")
+    p.add_argument("--num-requests", type=_positive_int, default=1000)
+    p.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default="poisson")
+    p.add_argument("--burstiness", type=float, default=1.0, help="gamma arrivals' shape (1: Poisson)")
+    p.add_argument("--ramp-s", type=float, default=0.0, help="closed loop: clients start evenly over this many s")
+    p.add_argument("--seed", type=_non_negative_int, default=0)
+    p.add_argument("--tensor-parallel", type=_positive_int)
+    p.add_argument("--expert-parallel", type=_positive_int)
+    p.add_argument("--max-num-seqs", type=_positive_int, help="default: the engine's")
+    p.add_argument("--max-num-batched-tokens", type=_positive_int, help="default: the engine's")
+    p.add_argument("--gpu-memory-utilization", type=float, help="default: the engine's")
+    p.add_argument("--block-size", type=_positive_int, help="default: the engine's")
+    p.add_argument("--shared-prefix-len", type=_non_negative_int, default=0,
+                   help="every prompt starts with one of --prefix-groups shared prefixes of this many tokens")
+    p.add_argument("--prefix-groups", type=_positive_int, default=1)
+    p.add_argument("--prefix-caching", action=argparse.BooleanOptionalAction, default=True,
+                   help="compute each shared prefix once (default: on, as the engines run)")
+    p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
+                   "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
+    p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
+    p.add_argument("--decode-pool", type=_pool_arg, help="disaggregated: REPLICASxTP decode instances, e.g. 1x8")
+    p.add_argument("--kv-transfer-bytes-per-s", type=float, help="disaggregated: per-GPU link (default: the "
+                   "device's inter-node bandwidth)")
+    p.add_argument("--plot", help="write latency percentiles and batch occupancy over time to this PNG")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     p = sub.add_parser("sweep", help="simulate a grid of batch sizes and lengths in one pass")
     _add_model_options(p)
@@ -234,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ttft-slo-s", type=float)
     p.add_argument("--tpot-slo-s", type=float)
     p.add_argument("--target-tokens-per-s", type=float)
+    p.add_argument("--request-rate", type=float, help="serving mode: replicas and shape for this many requests/s "
+                   "within p99 TTFT/TPOT objectives (llmsim.plan_serving)")
+    p.add_argument("--percentile", type=int, default=99, help="serving mode: the objectives' percentile")
     p.add_argument("--max-gpus", type=_positive_int, default=64)
     p.add_argument("--usd-per-gpu-hour", type=float)
     p.add_argument("--batch-sizes", type=_int_list, help="batch sizes searched, e.g. 1,8,64 or 1:1024 (default: "
@@ -246,6 +315,24 @@ def build_parser() -> argparse.ArgumentParser:
                    "divisor of its tensor-parallel degree; MoE models)")
     p.add_argument("--out", help="also write the Pareto front plot (PNG)")
     p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("profile", help="a measured profile's kernels on the roofline: time, FLOPs, bytes, bound and "
+                       "why; beside a prediction with --model",
+                       description="Read a torch.profiler Chrome trace (JSON), an `ncu --csv` export or an `nsys stats "
+                       "--format csv` report (cuda_gpu_kern_sum, cuda_gpu_trace); print its kernels and write the "
+                       "roofline plot. See docs/profiling.md.")
+    p.add_argument("path", help="the export to read")
+    p.add_argument("--hardware", "--hw", required=True,
+                   help="the device it ran on: a shipped device (see `llmsim hardware`) or a hardware .toml file")
+    p.add_argument("--model", help="also compare with llmsim's prediction for this model (shipped name or config)")
+    p.add_argument("--batch-size", type=_positive_int, default=1)
+    p.add_argument("--prompt-len", type=_positive_int, default=512,
+                   help="prompt tokens (prefill) or tokens already cached (one decode step)")
+    p.add_argument("--phase", choices=("prefill", "decode"), default="prefill",
+                   help="what the profile ran: one prefill, or one decode step (default: prefill)")
+    p.add_argument("--top", type=_positive_int, default=30, help="kernel rows to print (default: 30)")
+    p.add_argument("--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png)")
+    _add_cost_options(p)
 
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
@@ -331,6 +418,8 @@ def _run(args: argparse.Namespace) -> int:
         print(_table([result.summary_row()]))
         print(f"wrote {args.out}")
         return 0
+    if args.command == "profile":
+        return _profile(args)
     options = _options(args)
     if args.command == "simulate":
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
@@ -343,6 +432,41 @@ def _run(args: argparse.Namespace) -> int:
             if args.ops:
                 print()
                 print(result.ops_table())
+        return 0
+    if args.command == "serve" and (args.prefill_pool or args.decode_pool):
+        from .serving.disaggregated import serve_disaggregated
+
+        if not (args.prefill_pool and args.decode_pool) or args.tensor_parallel or args.expert_parallel:
+            raise LlmsimError("disaggregated serving takes both --prefill-pool and --decode-pool (REPLICASxTP) and "
+                              "no --tensor-parallel / --expert-parallel")
+        options = {k: v for k, v in options.items() if k not in ("tensor_parallel", "expert_parallel")}
+        result = serve_disaggregated(
+            args.model, args.hardware, prefill=args.prefill_pool, decode=args.decode_pool,
+            request_rate=args.request_rate, concurrency=args.concurrency, prompt_len=_length_arg(args.prompt_len),
+            gen_len=_length_arg(args.gen_len), lengths_csv=args.lengths_csv, num_requests=args.num_requests,
+            arrival=args.arrival, burstiness=args.burstiness, seed=args.seed,
+            kv_transfer_bytes_per_s=args.kv_transfer_bytes_per_s, gpu_memory_utilization=args.gpu_memory_utilization,
+            block_size=args.block_size, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
+        return 0
+    if args.command == "serve":
+        from .serving.serve import serve
+
+        result = serve(args.model, args.hardware, request_rate=args.request_rate, concurrency=args.concurrency,
+                       prompt_len=_length_arg(args.prompt_len), gen_len=_length_arg(args.gen_len),
+                       lengths_csv=args.lengths_csv, num_requests=args.num_requests, arrival=args.arrival,
+                       burstiness=args.burstiness, ramp_s=args.ramp_s, seed=args.seed,
+                       max_num_seqs=args.max_num_seqs, max_num_batched_tokens=args.max_num_batched_tokens,
+                       gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
+                       shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
+                       prefix_caching=args.prefix_caching, speculative=args.speculative, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
+        if args.plot:
+            from .report.serving_plot import serving_figure
+
+            serving_figure(result, args.plot)
+            if not args.json:
+                print(f"wrote {args.plot}")
         return 0
     if args.command == "sweep":
         if args.csv:
@@ -394,6 +518,21 @@ def _run(args: argparse.Namespace) -> int:
                            batch_size=args.batch_size, prompt_len=args.prompt_len, gen_len=args.gen_len, **options),
               args.out)
         return 0
+    if args.command == "plan" and args.request_rate is not None:
+        from .serving.plan import plan_serving
+
+        static = [flag for flag, value in (("--batch-sizes", args.batch_sizes), ("--pipeline-parallel",
+                  args.pipeline_parallel), ("--target-tokens-per-s", args.target_tokens_per_s)) if value is not None]
+        if static:  # they would be silently ignored
+            raise LlmsimError(f"{static[0]} belongs to the static plan; a serving plan (--request-rate) searches "
+                              "--tensor-parallel and the engine's max_num_seqs")
+
+        result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
+                              gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
+                              percentile=args.percentile, max_gpus=args.max_gpus,
+                              usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
+        return 0
     if args.command == "plan":
         from .analysis.plan import plan
 
@@ -419,6 +558,31 @@ def _run(args: argparse.Namespace) -> int:
         print(report.to_markdown())
         return 0
     raise LlmsimError(f"unknown command {args.command!r}")
+
+
+def _profile(args: argparse.Namespace) -> int:
+    """`llmsim profile`: the kernel table, the comparison with a prediction (--model) and the plot."""
+    from pathlib import Path
+
+    from .profiles import read_profile
+
+    out = args.out or f"{Path(args.path).name.split('.')[0]}-roofline.png"
+    _check_out(out)
+    profile = read_profile(args.path)
+    result = None
+    if args.model:
+        from .analysis.simulate import simulate
+
+        result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
+                          gen_len=2, **_options(args))
+        comparison = profile.compare(result, phase=args.phase)
+        profile = comparison.profile  # FLOPs and bytes of matched kernels filled in
+    print(profile.kernels_table(args.hardware, top=args.top))
+    if result is not None:
+        print()
+        print(comparison)
+    _save(profile.roofline_figure(args.hardware, result, phase=args.phase), out)
+    return 0
 
 
 def _short(value: Any) -> Any:

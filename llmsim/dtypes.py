@@ -1,7 +1,13 @@
 """Numeric formats: bytes per element, and the bytes of quantization scales.
 
-Names users type: float32, bfloat16, float16, fp8, int8, int4 (aliases: fp32, bf16, fp16, float8,
-float8_e4m3fn, half, float).
+Names users type: float32, bfloat16, float16, fp8, int8, int4, mxfp4, nvfp4 (aliases: fp32, bf16, fp16,
+float8, float8_e4m3fn, half, float).
+
+The two 4-bit float formats carry block scales in their own definition (OCP Microscaling Formats (MX)
+v1.0 spec, section 5; NVIDIA's NVFP4 in the Blackwell/ModelOpt documentation):
+- mxfp4: E2M1 values, one E8M0 (8-bit) scale per 32 values -> 0.5 + 1/32 = 0.53125 bytes per value.
+- nvfp4: E2M1 values, one FP8 E4M3 scale per 16 values and one float32 scale per tensor ->
+  0.5 + 1/16 = 0.5625 bytes per value (+ 4 bytes per tensor).
 """
 
 from __future__ import annotations
@@ -15,6 +21,14 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5,
+    "mxfp4": 0.5,  # the packed E2M1 values; their block scales: BLOCK_SCALED
+    "nvfp4": 0.5,
+}
+
+# 4-bit float formats with block scales: name -> (values per scale, bytes per scale, bytes per tensor)
+BLOCK_SCALED: dict[str, tuple[int, float, float]] = {
+    "mxfp4": (32, 1.0, 0.0),  # E8M0 scale per 32 values
+    "nvfp4": (16, 1.0, 4.0),  # FP8 E4M3 scale per 16 values + a float32 scale per tensor
 }
 
 _ALIASES: dict[str, str] = {
@@ -43,6 +57,8 @@ MATMUL_PRECISION: dict[str, str] = {
     "fp8": "fp8",
     "int8": "int8",
     "int4": "int4",
+    "mxfp4": "fp4",  # Blackwell's FP4 tensor cores take both block-scaled 4-bit formats
+    "nvfp4": "fp4",
 }
 
 
@@ -63,8 +79,12 @@ def dtype_bytes(name: str) -> float:
 
 
 def weight_bytes_per_param(name: str) -> float:
-    """Bytes per weight element including group scales for int8/int4 weights."""
+    """Bytes per weight element including group scales for int8/int4 weights and the block scales of
+    mxfp4/nvfp4 (approximation: nvfp4's 4-byte per-tensor scale is left out of this per-element rate)."""
     per_element = DTYPE_BYTES[name]
+    if name in BLOCK_SCALED:
+        values, scale, _ = BLOCK_SCALED[name]
+        return per_element + scale / values  # mxfp4: 0.5 + 1/32; nvfp4: 0.5 + 1/16
     if name in ("int8", "int4"):
         # int4: 0.5 + 2/128 = 0.515625 bytes per weight
         per_element += WEIGHT_QUANT_SCALE_BYTES / WEIGHT_QUANT_GROUP_SIZE

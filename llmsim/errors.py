@@ -53,3 +53,8 @@ def check_positive(field: str, value: object, unit: str) -> float:
     if not (math.isfinite(number) and number > 0):
         raise OptionError(f"{field}={value!r} must be a positive number of {unit}")
     return float(number)
+
+
+class AssumptionWarning(UserWarning):
+    """llmsim filled in something the input did not state (e.g. a config without torch_dtype); the message
+    says what was assumed and why, and the result records it."""

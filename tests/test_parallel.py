@@ -52,7 +52,8 @@ def test_tp_pads_the_vocabulary_like_vllm() -> None:
     two = {op.name: op for op in llmsim.build_ops("gpt2", "decode", batch_size=1, kv_len=10, tensor_parallel=2)}
     assert two["lm_head"].matmul_cols == 25152
     assert two["embed_tokens"].param_count == 25152 * 768  # = 19316736 rows x n_embd on each GPU
-    assert two["lm_head.all_gather"].comm_bytes == 1 * 50304 * 4  # 1 decode token x padded logits x fp32
+    # 1 decode token x padded logits x bf16 (gpt2's config states no dtype: assumed bfloat16, models.dtype_default)
+    assert two["lm_head.all_gather"].comm_bytes == 1 * 50304 * 2
     # tp=4: 50304/4 = 12576 (vLLM divides the 64-padded vocabulary; not ceil(50257/256)*64 = 12608)
     four = {op.name: op for op in llmsim.build_ops("gpt2", "decode", batch_size=1, kv_len=10, tensor_parallel=4)}
     assert four["lm_head"].matmul_cols == 12576

@@ -12,10 +12,11 @@ torch = pytest.importorskip("torch")
 
 import llmsim  # noqa: E402
 from llmsim.errors import LlmsimError  # noqa: E402
+from llmsim.profiles.classify import aten_class  # noqa: E402
 from llmsim.validation import ValidationReport, ValidationRow, calibrate, hardware_toml, validate  # noqa: E402
 from llmsim.validation import hf_model as hf_model_module  # noqa: E402
 from llmsim.validation._device import device_name, release_free_memory  # noqa: E402
-from llmsim.validation.hf_model import op_class, prepare_config  # noqa: E402
+from llmsim.validation.hf_model import prepare_config  # noqa: E402
 from llmsim.validation.validate import (  # noqa: E402
     busy_machine_warning,
     hardware_mismatch_warning,
@@ -288,11 +289,13 @@ def test_summary_statistics() -> None:
 
 
 def test_op_classes_of_aten_names() -> None:
-    assert op_class("aten::addmm") == op_class("aten::mm") == op_class("aten::linear") == "matmul"
-    assert op_class("aten::_scaled_dot_product_flash_attention_for_cpu") == "attention"
-    assert op_class("aten::_softmax") == "attention"
-    assert op_class("aten::silu") == op_class("aten::rsqrt") == op_class("aten::mul") == "elementwise"
-    assert op_class("aten::view") == op_class("aten::empty") == "other"
+    assert aten_class("aten::addmm") == aten_class("aten::mm") == "matmul"
+    assert aten_class("aten::_scaled_dot_product_flash_attention_for_cpu") == "attention"
+    assert aten_class("aten::_softmax") == "attention"
+    assert aten_class("aten::silu") == aten_class("aten::rsqrt") == aten_class("aten::mul") == "elementwise"
+    # no kernel of their own: views, and wrappers whose work is their child's (aten::linear -> aten::addmm)
+    assert aten_class("aten::view") == aten_class("aten::empty") == aten_class("aten::linear") == "host"
+    assert aten_class("aten::some_new_op") == "other"
 
 
 @pytest.mark.parametrize("name", ["llama-gqa", "mistral-sliding", "deepseek_v3"])

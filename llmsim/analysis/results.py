@@ -123,8 +123,10 @@ class SimulationResult(BaseModel):
             f"({'fits' if m.fits else 'DOES NOT FIT'}): weights {m.weights_bytes / gib:.2f}, "
             f"KV cache {m.kv_cache_bytes / gib:.2f}, activations {m.activation_bytes / gib:.2f}, "
             f"workspace {m.workspace_bytes / gib:.2f}",
-            "  assumptions: " + "; ".join(f"{k}={v}" for k, v in self.assumptions.items()),
+            "  assumptions: " + "; ".join(f"{k}={v}" for k, v in self.assumptions.items() if k != "weights"),
         ]
+        if "weights" in self.assumptions:  # the weights' format and where it came from (config or argument)
+            lines.insert(-1, f"  weights     {self.assumptions['weights']}")
         if self.engine:
             lines.append(f"  engine      {self.engine}")
         for family, source in self.measured_tables.items():

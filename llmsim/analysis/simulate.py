@@ -21,6 +21,7 @@ from ..cost.symbolic import Expr
 from ..cost.workload import BATCH_MAX, CostOptions, check_count, check_one
 from ..engines.catalog import check_tables_device, default_engine_name, get_engine
 from ..hardware.spec import HardwareSpec, load_hardware
+from ..models.dtype_default import served_model
 from ..models.loading import load_model
 from ..models.spec import ModelSpec
 from ..timing.phases import PhaseTotals, decode_totals, pipelined, prefill_totals
@@ -44,6 +45,12 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     spec, hw = load_model(model), load_hardware(hardware)
     chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type))
     given = {k: v for k, v in options.items() if v is not None}
+    spec = served_model(spec, chosen.serves_float32_as, chosen.name,
+                        (given.get("weight_dtype"), given.get("activation_dtype")))
+    if spec.quantization is not None:  # fp8/fp4 GEMMs need those tensor cores; else weight-only kernels
+        quantization = spec.quantization.for_precisions(tuple(hw.matrix_flops_per_s))
+        if quantization is not spec.quantization:
+            spec = spec.model_copy(update={"quantization": quantization})
     cost = CostOptions.make(**{**chosen.cost, **{k: v for k, v in given.items() if k in cost_keys}})
     defaults = {**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
                 "table_families": chosen.table_families}
@@ -275,7 +282,9 @@ def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, executio
     fraction = matmul_flops_per_s / hw.matrix_peak_flops_per_s(precision)
     without_table = "; ops without a measured table" if roofline.measured else ""
     return {
-        "dtypes": f"weights {weight}, activations {act}, KV {kv}",
+        "weights": _weights_line(model, cost),
+        "dtypes": f"weights {'per the weights line' if model.quantization and not cost.weight_dtype else weight}, "
+                  f"activations {act}, KV {kv}",
         "kernels": f"attention={cost.attention}, logits={cost.logits}, mla={cost.mla}, fusion={cost.fusion}",
         "matmul_peak": f"{matmul_flops_per_s / 1e12:.1f} TFLOP/s {precision} "
         f"({execution.efficiency}, fraction {fraction:.2f}{without_table})",
@@ -284,6 +293,18 @@ def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, executio
         f"{roofline.dispatch_s * 1e6:.1f} us per kernel",
         "overlap": execution.overlap,
     }
+
+
+def _weights_line(model: ModelSpec, cost: CostOptions) -> str:
+    """How the weights are costed and where that comes from: the weight_dtype argument, or the config's
+    quantization_config per module role, or the config's dtype (or what was assumed and why)."""
+    if cost.weight_dtype:
+        over = f", overrides quantization_config {model.quantization.method}" if model.quantization else ""
+        return f"{cost.weight_dtype} everywhere (weight_dtype argument{over})"
+    line = model.weights_source()
+    if model.quantization is not None and model.dtype_source and not model.dtype_source.endswith("(config)"):
+        line += f"; {model.dtype_source}"
+    return line
 
 
 def max_batch_size(model: Any, hardware: Any, prompt_len: int, gen_len: int, limit: int = 1 << 20,

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
+from ..models.quantization import WeightFormat, compute_precision
 from ..models.spec import LayerGroup, ModelSpec, MoESpec
 from .blocks.attention import AttentionBlocks
 from .blocks.feedforward import FeedForwardBlocks
@@ -52,6 +53,11 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
         self.ab = Expr.sym("ab", dtype_bytes(act_dtype))
         self.kvb = Expr.sym("kvb", dtype_bytes(kv_dtype))
         self.eb = Expr.sym("eb", dtype_bytes(canonical_dtype(model.dtype)))  # embedding/norm storage
+        # a quantized checkpoint's formats per module role, unless weight_dtype overrides them all
+        self.quantization = None if options.weight_dtype else model.quantization
+        self.act_dtype = act_dtype
+        self.role = "attention"  # the module role the block being built belongs to (models.quantization.ROLES)
+        self.layer_unquantized: tuple[str, ...] = ()
         self.fusion = options.fusion
         self.tp_degree, self.ep_degree = options.tensor_parallel, options.expert_parallel
         self.tp = Expr.sym("tp", self.tp_degree)
@@ -70,10 +76,29 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
             op = op.scaled(formulas=formulas, launches=0)
         self.ops.append(op)
 
+    def weight_format(self, role: str) -> WeightFormat | None:
+        """The quantized format of a role's weights in the current layer (None: the plain weight dtype)."""
+        if self.quantization is None or role in self.layer_unquantized:
+            return None
+        return self.quantization.format_of(role)
+
+    def role_terms(self, role: str, K: Expr, N: Expr) -> dict[str, Any]:
+        """wb (bytes per weight: packed values + scales + zeros of this [N, K] matrix), bias bytes, matmul
+        precision and measured GEMM table of a role's matmul."""
+        fmt = self.weight_format(role)
+        if fmt is None:
+            return {"wb": self.wb, "precision": self.precision, "gemm": self.gemm_dtype, "bias_bytes_per": None}
+        wb = Expr.sym("wb", fmt.bytes_per_weight(float(value_scalar(K)), float(value_scalar(N))))
+        precision = compute_precision(fmt, self.act_dtype)
+        gemm = fmt.gemm_table if fmt.compute or self.act_dtype in ("bfloat16", "float16") else None
+        return {"wb": wb, "precision": precision, "gemm": gemm, "bias_bytes_per": float(self.eb.value)}
+
     def linear(self, name: str, count: int, T: Expr, K: Expr, N: Expr, bias: bool = False, **kw: Any) -> None:
-        key = ("gemm", self.gemm_dtype, int(value_scalar(K))) if self.gemm_dtype else None
-        self.add(formula("linear")(name, count, T=T, K=K, N=N, wb=self.wb, ab=self.ab, bias=bias,
-                                   precision=self.precision, kernel_key=key, **kw))
+        terms = self.role_terms(kw.pop("role", self.role), K, N)
+        key = ("gemm", terms["gemm"], int(value_scalar(K))) if terms["gemm"] else None
+        self.add(formula("linear")(name, count, T=T, K=K, N=N, wb=terms["wb"], ab=self.ab, bias=bias,
+                                   precision=terms["precision"], kernel_key=key,
+                                   bias_bytes_per=terms["bias_bytes_per"], **kw))
 
     def norm(self, name: str, count: int, n: Expr, norms: int = 1, params_per_norm: int | None = None) -> None:
         params = params_per_norm if params_per_norm is not None else self.model.norm_params
@@ -85,7 +110,10 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
                                  params_per_norm=params, norms=norms))
 
     def expert_linear(self, name: str, count: int, **kw: Any) -> None:
-        """An experts' matmul (formula "expert_linear"), its call recorded in self.calls."""
+        """An experts' matmul (formula "expert_linear"), its call recorded in self.calls; its weight bytes and
+        precision are the experts' format's."""
+        terms = self.role_terms("experts", kw["K"], kw["N"])
+        kw = dict(kw, wb=terms["wb"], precision=terms["precision"], bias_bytes_per=terms["bias_bytes_per"])
         self.calls[len(self.ops)] = ("expert_linear", name, count, kw)
         self.add(formula("expert_linear")(name, count, **kw))
 
@@ -113,6 +141,7 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
         """One layer type, run group.count times: norms, attention, MLP or MoE, residual adds."""
         layer, n = group.layer, group.count
         T, h = self.T, self.h
+        self.layer_unquantized = layer.unquantized
         # With fusion, each residual add runs inside the next norm's kernel (fused add + norm), as
         # serving engines do; parallel blocks (attention and MLP both read x) keep their adds.
         fuse_add = self.fusion not in _UNFUSED and not layer.parallel
@@ -120,6 +149,7 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
             self._add_norm(f"{prefix}.input_add_norm", n)  # x += previous mlp out; norm(x)
         else:
             self.norm(f"{prefix}.input_norm", n, h)
+        self.role = "attention"
         self.attention(f"{prefix}.attn", n, layer.attention)
         if layer.post_attn_norm:
             self.norm(f"{prefix}.post_attn_norm", n, h)
@@ -131,6 +161,7 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
         else:
             self.elementwise(f"{prefix}.attn_residual_add", n, T * h, 2, 1, 1)
             self.norm(f"{prefix}.pre_mlp_norm", n, h)
+        self.role = "mlp"
         if isinstance(layer.mlp, MoESpec):
             self.moe(f"{prefix}.mlp", n, layer.mlp)
         else:
@@ -154,8 +185,11 @@ def _gemm_table_dtype(weight_dtype: str, act_dtype: str) -> str | None:
     """The measured GEMM table of a (weight, activation) pair, as llmsim's cost model reads the pair: bf16
     (fp16 reads it too: the same tensor-core rate and bytes); fp8 weights and fp8 activations: "fp8" (W8A8);
     weight-only with 16-bit activations: "int8_wo", "int4_wo", "fp8_wo" (dequantizing GEMMs; no fp8_wo table
-    ships, so those fall back to the roofline and say so); None for float32 or int activations."""
+    ships, so those fall back to the roofline and say so); nvfp4 weights and activations: "nvfp4" (W4A4); None
+    for float32 or int activations."""
     if act_dtype in ("bfloat16", "float16"):
-        return {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8_wo", "int8": "int8_wo", "int4": "int4_wo"}.get(
-            weight_dtype)
-    return "fp8" if act_dtype == weight_dtype == "fp8" else None
+        return {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8_wo", "int8": "int8_wo", "int4": "int4_wo",
+                "mxfp4": "mxfp4_wo", "nvfp4": "nvfp4_wo"}.get(weight_dtype)
+    if act_dtype == weight_dtype and act_dtype in ("fp8", "nvfp4"):
+        return act_dtype
+    return None

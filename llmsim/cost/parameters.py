@@ -19,7 +19,8 @@ def num_parameters(model: Any) -> int:
 
 
 def model_summary_row(spec: ModelSpec) -> dict[str, object]:
-    """The row of `llmsim models`: name, family, parameters, layers, hidden size, attention, MoE, context, dtype."""
+    """The row of `llmsim models`: name, family, parameters, layers, hidden size, attention, MoE, context, dtype,
+    quantization method."""
     return {
         "name": spec.name,
         "model_type": spec.model_type,
@@ -30,4 +31,5 @@ def model_summary_row(spec: ModelSpec) -> dict[str, object]:
         "moe": any(g.layer.is_moe for g in spec.layer_groups),
         "max_context": spec.max_position_embeddings,
         "dtype": spec.dtype,
+        "quantization": spec.quantization.method if spec.quantization else "",  # quantization_config's method
     }

@@ -40,7 +40,10 @@ class CostOptions(BaseModel):
     - kv_cache="paged": the new token's K and V are written in place (serving engines, static caches).
       "concat": transformers' DynamicCache, which concatenates the whole cache with the new token
       every step, so each step also reads and rewrites every cached token.
-    - weight_dtype, activation_dtype, kv_dtype: default to the config's dtype.
+    - weight_dtype, activation_dtype, kv_dtype: default to the config's dtype; the weights of a quantized
+      checkpoint default to its quantization_config, per module role (llmsim.models.quantization). An
+      explicit weight_dtype overrides that for every linear layer (with the int4/int8 group-128 fp16 scales
+      of `dtypes.weight_bytes_per_param`).
     - tensor_parallel=t: each GPU holds 1/t of the attention heads (KV heads replicated when there
       are fewer than t), of the MLP columns/rows and of the vocabulary (Megatron-style), with an
       all-reduce after attention and after the MLP of every layer. The ops are those of one GPU.

@@ -27,6 +27,7 @@ class Engine(BaseModel):
     table_note: str = ""  # why these tables fit this engine
     cost: dict[str, Any] = {}  # CostOptions defaults
     execution: dict[str, Any] = {}  # ExecutionOptions defaults
+    serves_float32_as: str | None = None  # dtype="auto": a float32 checkpoint run in this dtype (models.dtype_default)
 
 
 _SERVING_COST = {"attention": "flash", "fusion": "elementwise", "mla": "absorb", "kv_cache": "paged",
@@ -38,13 +39,15 @@ ENGINES: dict[str, Engine] = {
     "vllm": Engine(
         name="vllm", description=_SERVING_NOTE.format(name="vLLM"), tables="vllm",
         table_note="aiconfigurator-core's vLLM tables (GEMM, attention, fused MoE, custom all-reduce)",
-        cost=_SERVING_COST, execution={"overhead": "graph"}),
+        cost=_SERVING_COST, execution={"overhead": "graph"}, serves_float32_as="bfloat16"),
     "sglang": Engine(
         name="sglang", description=_SERVING_NOTE.format(name="SGLang"), tables="sglang",
-        table_note="aiconfigurator-core's SGLang tables", cost=_SERVING_COST, execution={"overhead": "graph"}),
+        table_note="aiconfigurator-core's SGLang tables", cost=_SERVING_COST, execution={"overhead": "graph"},
+        serves_float32_as="bfloat16"),
     "trtllm": Engine(
         name="trtllm", description=_SERVING_NOTE.format(name="TensorRT-LLM"), tables="trtllm",
-        table_note="aiconfigurator-core's TensorRT-LLM tables", cost=_SERVING_COST, execution={"overhead": "graph"}),
+        table_note="aiconfigurator-core's TensorRT-LLM tables", cost=_SERVING_COST, execution={"overhead": "graph"},
+        serves_float32_as="bfloat16"),
     "torch-compile": Engine(
         name="torch-compile",
         description="gpt-fast / torchao generate.py style: torch.compile with CUDA graphs (mode='reduce-overhead'), "
@@ -53,7 +56,7 @@ ENGINES: dict[str, Engine] = {
         table_note="GEMMs only: PyTorch's F.linear (cuBLAS) is the kernel vLLM's bf16 GEMM rows time "
         "('torch.nn.functional.linear' in aiconfigurator's vLLM tables); attention and the rest from the roofline",
         cost={"attention": "flash", "fusion": "elementwise", "kv_cache": "paged", "logits": "last"},
-        execution={"overhead": "graph"}),
+        execution={"overhead": "graph"}, serves_float32_as="bfloat16"),
     "transformers": Engine(
         name="transformers",
         description="eager PyTorch as transformers' generate() runs it (and `llmsim validate`): one kernel per "

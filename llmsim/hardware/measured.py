@@ -39,7 +39,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "prefill_mla": (("kv_dtype", "num_heads"), ("batch", "isl"), True),
     "decode_mla": (("kv_dtype", "num_heads"), ("batch", "keys"), True),
 }
-_GEMM_TABLE_OF = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8_wo", "int4": "int4_wo"}
+_GEMM_TABLE_OF = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8_wo", "int4": "int4_wo", "fp4": "nvfp4"}
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from ..errors import HardwareError, OptionError
 from ..shipped import find_shipped, hardware_dir, shipped_hardware_names
 from .curves import DepthCurve, RowCurve, SizeCurve
 
-MATRIX_PRECISIONS = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp32")
+MATRIX_PRECISIONS = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32")
 VECTOR_PRECISIONS = ("fp32", "fp16")
 
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..dtypes import canonical_dtype
 from ..errors import ConfigError
 from .config_checks import check_fields, head_split
+from .dtype_default import config_dtype
+from .quantization import quantize_layers
 from .spec import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
 # Keys each family's config must state (raw config.json names); the rest have faithful defaults.
@@ -64,7 +65,7 @@ def _text_part(data: dict[str, Any]) -> dict[str, Any]:
     if data.get("model_type") not in _supported_types() and isinstance(data.get("text_config"), dict):
         text = dict(data["text_config"])
         text.setdefault("model_type", f"{data['model_type']}_text")
-        for key in ("torch_dtype", "dtype"):
+        for key in ("torch_dtype", "dtype", "quantization_config"):
             if key in data and key not in text:
                 text[key] = data[key]
         return text
@@ -116,7 +117,8 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
     family = "llama" if model_type in _LLAMA_LIKE else model_type
     required = _REQUIRED_KEYS[family] + _MOE_KEYS.get(model_type, ())
     aliases = getattr(transformers.CONFIG_MAPPING[model_type], "attribute_map", {}) or {}
-    present = set(data) | {aliases[k] for k in data if k in aliases}
+    # either name of an aliased key counts (transformers 5 writes qwen3_moe's num_experts as num_local_experts)
+    present = set(data) | {aliases[k] for k in data if k in aliases} | {k for k, v in aliases.items() if v in data}
     # a multimodal config's text_config leans on its class defaults by design (Gemma 3)
     missing = [] if from_text_config else [key for key in required if key not in present]
     if missing:
@@ -152,12 +154,16 @@ def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:
     try:
         fields = _ADAPTERS[model_type](config)
         layers: list[LayerSpec] = fields.pop("layers")
+        # transformers 5 keeps torch_dtype as dtype; none stated: bfloat16, said why (dtype_default)
+        dtype, dtype_source = config_dtype(getattr(config, "dtype", None), model_type)
+        quantization, layers = quantize_layers(config, layers, dtype)
         groups, pattern = _group_layers(layers)
-        dtype = getattr(config, "dtype", None) or "float32"  # transformers 5 keeps torch_dtype as dtype
         return ModelSpec(
             name=name or getattr(config, "name_or_path", "") or model_type,
             model_type=model_type,
-            dtype=canonical_dtype(str(dtype), "torch_dtype"),
+            dtype=dtype,
+            dtype_source=dtype_source,
+            quantization=quantization,
             layer_groups=groups,
             layer_pattern=pattern,
             **fields,

@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..dtypes import canonical_dtype, dtype_bytes
+from .quantization import ROLES, QuantizationSpec
 
 
 class _Frozen(BaseModel):
@@ -118,6 +119,8 @@ class LayerSpec(_Frozen):
     pre_mlp_norm: bool = True
     post_attn_norm: bool = False
     post_mlp_norm: bool = False
+    unquantized: tuple[str, ...] = Field(default=(), description="module roles this layer keeps at the model's "
+                                         "dtype where the quantization_config converts them in other layers")
 
     @property
     def norms(self) -> int:
@@ -152,10 +155,17 @@ class ModelSpec(_Frozen):
     tie_word_embeddings: bool = False
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     dtype: str = "bfloat16"
+    dtype_source: str = Field(default="", description="where dtype came from, or what was assumed and why")
+    quantization: QuantizationSpec | None = Field(default=None, description="the weight formats of a quantized "
+                                                  "checkpoint per module role (llmsim.models.quantization)")
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
         canonical_dtype(self.dtype, "torch_dtype")
+        for group in self.layer_groups:
+            for role in group.layer.unquantized:
+                if role not in ROLES:
+                    raise ValueError(f"unquantized role {role!r}; allowed: {', '.join(ROLES)}")
         counts = [self.layer_pattern.count(i) for i in range(len(self.layer_groups))]
         if counts != [g.count for g in self.layer_groups]:
             raise ValueError("layer_pattern does not match the layer group counts")
@@ -191,6 +201,24 @@ class ModelSpec(_Frozen):
                 kind += f" window {attn.sliding_window}"
             parts.append(f"{count}x {kind}" if len(counts) > 1 else kind)
         return "; ".join(dict.fromkeys(parts))
+
+    @property
+    def weight_roles(self) -> tuple[str, ...]:
+        """The module roles with weight matrices in this model (llmsim.models.quantization.ROLES)."""
+        layers = [g.layer for g in self.layer_groups]
+        present = {"attention"}
+        present |= {"mlp"} if any(not layer.is_moe for layer in layers) else set()
+        present |= {"experts", "router"} if any(layer.is_moe for layer in layers) else set()
+        present |= {"shared_experts"} if any(isinstance(layer.mlp, MoESpec) and layer.mlp.shared is not None
+                                             for layer in layers) else set()
+        present |= set() if self.tie_word_embeddings else {"lm_head"}
+        return tuple(r for r in ROLES if r in present)
+
+    def weights_source(self) -> str:
+        """One line: how the weights are stored and where that comes from."""
+        if self.quantization is None:
+            return f"{self.dtype} ({self.dtype_source or 'the spec'})"
+        return self.quantization.summary(self.dtype, self.weight_roles)
 
     # ---- KV cache -------------------------------------------------------------------------------
     def kv_cache_bytes(

@@ -346,53 +346,34 @@ def graph_timer(step_and_rewind: tuple[Callable[[], Any], Callable[[], None]], d
 
 
 # ---- profiling: measured time by op class -------------------------------------------------------------
-_MATMUL = {"mm", "addmm", "bmm", "baddbmm", "linear", "matmul", "addmv", "mv", "dot", "_grouped_mm",
-           "grouped_mm", "_weight_int8pack_mm", "einsum", "_addmm_activation"}
-_ATTENTION_PREFIXES = ("scaled_dot_product", "_scaled_dot_product", "_flash_attention", "_efficient_attention")
-_ATTENTION = {"softmax", "_softmax", "_safe_softmax", "log_softmax", "_log_softmax"}
-_ELEMENTWISE = {
-    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "silu", "silu_", "gelu", "gelu_", "relu",
-    "relu_", "tanh", "sigmoid", "exp", "rsqrt", "sqrt", "pow", "mean", "sum", "var", "var_mean", "layer_norm",
-    "native_layer_norm", "rms_norm", "_fused_rms_norm", "embedding", "index_select", "cat", "copy_", "_to_copy",
-    "to", "clone", "contiguous", "where", "masked_fill", "masked_fill_", "clamp", "clamp_", "minimum",
-    "maximum", "cos", "sin", "addcmul", "lerp", "fill_", "zero_", "index_add_", "index_copy_", "scatter",
-    "scatter_", "gather", "cumsum", "topk", "sort", "argsort", "one_hot", "baddbmm_", "float", "type_as",
-    "abs", "reciprocal", "erf", "gelu_tanh", "index", "index_put_", "sigmoid_", "amax", "max", "min",
-}
-
-
-def op_class(name: str) -> str:
-    """matmul / attention / elementwise / other for an aten op name such as "aten::addmm"."""
-    base = name.split("::", 1)[-1]
-    if base in _MATMUL:
-        return "matmul"
-    if base in _ATTENTION or base.startswith(_ATTENTION_PREFIXES):
-        return "attention"
-    if base in _ELEMENTWISE:
-        return "elementwise"
-    return "other"
+_SPLIT = {"matmul": "matmul", "attention": "attention", "elementwise": "elementwise", "copy": "elementwise"}
 
 
 def profile_split(run: Callable[[], Any], device: str, measured_s: float) -> dict[str, float]:
-    """Measured time by op class: one profiled run's self time per aten op, classified by name, scaled
-    to the measured median. Time inside no aten op (Python, module calls) counts as "other"."""
+    """Measured time by op class: one profiled run read by llmsim.read_profile (on a CPU each aten op's self
+    time, on CUDA each kernel's device time, classed by llmsim.profiles.classify), scaled to the measured
+    median. Views, wrapper ops and time inside no op (Python, module calls) count as "other"."""
     require_torch()
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    import tempfile
     import time
 
+    from torch.profiler import ProfilerActivity, profile
+
+    from ..profiles import read_profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
     with profile(activities=activities) as prof:
         t0 = time.perf_counter()
         run()
         synchronize(device)
         wall = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as folder:
+        trace = Path(folder) / "trace.json"
+        prof.export_chrome_trace(str(trace))
+        measured = read_profile(trace)
     by_class = {"matmul": 0.0, "attention": 0.0, "elementwise": 0.0, "other": 0.0}
-    for event in prof.key_averages():
-        if not event.key.startswith("aten::"):
-            continue
-        self_us = event.self_device_time_total if device == "cuda" else event.self_cpu_time_total
-        by_class[op_class(event.key)] += self_us / 1e6
+    for kernel in measured.kernels:
+        by_class[_SPLIT.get(kernel.op_class, "other")] += kernel.time_s
     traced = sum(by_class.values())
     by_class["other"] += max(wall - traced, 0.0)
     total = sum(by_class.values())

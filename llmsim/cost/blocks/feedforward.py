@@ -51,6 +51,7 @@ class FeedForwardBlocks:
         (1 < ep < tp: E/ep experts per GPU, each sliced tp/ep ways)."""
         T, h = self.T, self.h
         E, k = Expr.sym("E", moe.num_experts), Expr.sym("k", moe.top_k)
+        self.role = "router"
         self.linear(f"{prefix}.router", n, T, h, E, bias=moe.router_bias)
         # softmax/sigmoid over E scores and top-k selection: reads T*E scores
         self.elementwise(f"{prefix}.topk", n, T * E, 1, 0, 5, kind="routing", params=moe.router_extra_params)
@@ -75,7 +76,10 @@ class FeedForwardBlocks:
         # shared among the expert GEMMs by their weight matrices: gated gate+up 2 of 3, down 1 of 3
         # approximation: the activation and combine ops keep their own (small) roofline times on top
         matrices = 3 if expert.gated else 2
-        moe_dtype = self.gemm_dtype if self.gemm_dtype in ("bf16", "fp8") else None
+        experts_gemm = self.role_terms("experts", h, I)["gemm"]  # the experts' format's kernel family
+        # weight-only formats of a quantized checkpoint name their table too, so a result says why it is missing
+        quantized = self.weight_format("experts") is not None
+        moe_dtype = experts_gemm if experts_gemm in ("bf16", "fp8") or (quantized and experts_gemm) else None
 
         def moe_key(share: int) -> dict[str, Any]:
             if moe_dtype is None:
@@ -103,6 +107,7 @@ class FeedForwardBlocks:
             self.add(formula("collective")(f"{prefix}.experts.combine_all_to_all", n, kind="all_to_all",
                                            message_bytes=T * k * h * self.ab, group=ep))
         if moe.shared is not None:
+            self.role = "shared_experts"
             self.mlp(f"{prefix}.shared_experts", n, moe.shared, reduce=False)
         if ep == 1:
             self.all_reduce(f"{prefix}.all_reduce", n)

@@ -26,10 +26,12 @@ class HeadBlocks:
         tokens = self.T if self.options.logits == "all" or self.phase == "decode" else self.B
         V_local = self.vocab_local()  # padded to a multiple of 64 and split under tensor parallelism
         tied = model.tie_word_embeddings
-        dtype = ("bf16" if tied else self.gemm_dtype) if self.gemm_dtype else None  # tied: the 16-bit embedding
+        self.layer_unquantized = ()
+        terms = self.role_terms("lm_head", self.h, V_local)  # untied: the weight dtype, or the config's format
+        dtype = ("bf16" if tied else terms["gemm"]) if terms["gemm"] else None  # tied: the 16-bit embedding
         self.add(formula("linear")(
-            "lm_head", 1, T=tokens, K=self.h, N=V_local, wb=self.eb if tied else self.wb, ab=self.ab,
-            owns_weight=not tied, precision=self.precision,
+            "lm_head", 1, T=tokens, K=self.h, N=V_local, wb=self.eb if tied else terms["wb"], ab=self.ab,
+            owns_weight=not tied, precision=terms["precision"],
             kernel_key=("gemm", dtype, model.hidden_size) if dtype else None,
         ))
         if self.tp_degree > 1:  # gather the vocabulary slices of the logits

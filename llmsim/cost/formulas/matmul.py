@@ -11,12 +11,17 @@ from ..symbolic import Expr, scall
 @register("linear")
 def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Expr, bias: bool = False,
            owns_weight: bool = True, param_bytes_per: float | None = None, precision: str = "bf16",
-           weight_layout: str = "out_in", kernel_key: tuple | None = None) -> Op:
+           weight_layout: str = "out_in", kernel_key: tuple | None = None, bias_bytes_per: float | None = None
+           ) -> Op:
     """y[T, N] = x[T, K] @ W[K, N] (+ b[N]). Weights read once per run. kernel_key: the measured GEMM it
-    is, read at (M, N) = (T, N)."""
+    is, read at (M, N) = (T, N). bias_bytes_per: bytes per bias element when they differ from the weights'
+    (a quantized matrix keeps its bias at the model dtype)."""
     weight = K * N * wb
     params = int(value_scalar(K) * value_scalar(N) + (value_scalar(N) if bias else 0)) if owns_weight else 0
     per = param_bytes_per if param_bytes_per is not None else float(value_scalar(wb))
+    param_bytes = params * per
+    if bias_bytes_per is not None and bias and owns_weight:  # [K, N] at wb, [N] at the bias's own bytes
+        param_bytes = value_scalar(K) * value_scalar(N) * per + value_scalar(N) * bias_bytes_per
     return make_op(
         name, "matmul", count,
         matmul_flops=2 * T * K * N,
@@ -27,7 +32,7 @@ def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Ex
         matmul_rows=T,
         matmul_cols=N,
         param_count=params,
-        param_bytes=params * per,
+        param_bytes=param_bytes,
         precision=precision,
         weight_layout=weight_layout,
         matmul_depth=int(value_scalar(K)),
@@ -38,7 +43,8 @@ def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Ex
 @register("expert_linear")
 def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, N: Expr, wb: Expr, ab: Expr,
                   bias: bool = False, precision: str = "bf16", weight_layout: str = "out_in",
-                  kernel_key: tuple | None = None, kernel_tokens: Expr | None = None, spread: int = 1) -> Op:
+                  kernel_key: tuple | None = None, kernel_tokens: Expr | None = None, spread: int = 1,
+                  bias_bytes_per: float | None = None) -> Op:
     """y[T*k, N] = x[T*k, K] @ W_e[K, N] over the experts the T tokens chose (k each). kernel_key: the
     measured fused-MoE kernel it is part of, read at kernel_tokens (the tokens entering the MoE layer).
 
@@ -53,6 +59,10 @@ def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, 
     touched = scall("experts_touched", touched_value, T, k, E)
     weight = touched * K * N * wb
     params = int(value_scalar(E) * (value_scalar(K) * value_scalar(N) + (value_scalar(N) if bias else 0)))
+    param_bytes = params * float(value_scalar(wb))
+    if bias_bytes_per is not None and bias:  # E x [K, N] at wb, E x [N] biases at their own bytes
+        param_bytes = value_scalar(E) * (value_scalar(K) * value_scalar(N) * float(value_scalar(wb))
+                                         + value_scalar(N) * bias_bytes_per)
     return make_op(
         name, "matmul", count,
         matmul_flops=2 * T * k * K * N,
@@ -63,7 +73,7 @@ def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, 
         matmul_rows=T * k / touched,  # rows per expert matrix: the T*k routed rows over the experts touched
         matmul_cols=N,
         param_count=params,
-        param_bytes=params * float(value_scalar(wb)),
+        param_bytes=param_bytes,
         precision=precision,
         weight_layout=weight_layout,
         matmul_depth=int(value_scalar(K)),

@@ -1,0 +1,96 @@
+"""Profile and Kernel: what every reader returns, whatever the export it read.
+
+A Kernel is one group of launches of the same kernel (for torch.profiler: the same op name and input
+shapes), with its total time and, where known, its FLOPs and bytes and where each number came from:
+"counters" (hardware counters: Nsight Compute), "shapes" (the recorded input shapes through llmsim's op
+formulas: torch.profiler with record_shapes=True) or "matched op" (the predicted op it was matched to).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+SOURCES = ("counters", "shapes", "matched op")
+OP_CLASSES = ("matmul", "attention", "elementwise", "copy", "host", "other")
+
+
+class Kernel(BaseModel):
+    """One kernel (or aten op on a CPU) summed over its calls."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    calls: int
+    time_s: float  # all calls together
+    op_class: str = "other"  # one of OP_CLASSES; "host": no kernel of its own (a view, a wrapper op)
+    shapes: str = ""  # the input shapes (torch.profiler with record_shapes=True)
+    precision: str | None = None  # fp32, bf16, fp16, fp8 ... where the export says (else None)
+    flops: float | None = None  # all calls together
+    flops_source: str | None = None  # one of SOURCES
+    bytes: float | None = None  # device-memory traffic, all calls together
+    bytes_source: str | None = None
+    sm_pct: float | None = None  # Nsight Compute Speed of Light: compute (SM) throughput, % of peak
+    memory_pct: float | None = None  # Nsight Compute Speed of Light: memory throughput, % of peak
+
+    @property
+    def time_per_call_s(self) -> float:
+        return self.time_s / self.calls if self.calls else 0.0
+
+    @property
+    def flops_per_call(self) -> float | None:
+        return None if self.flops is None or not self.calls else self.flops / self.calls
+
+
+class Profile(BaseModel):
+    """A measured run: its kernels, and the timeline around them where the export has one.
+
+    span_s: first kernel start to last kernel end (None for summary exports without a timeline).
+    idle_s: the part of span_s with no kernel running (host work the device waits on: overhead).
+    host_launch_s: host time in CUDA launch calls (torch.profiler CUDA traces), None where unknown."""
+
+    model_config = ConfigDict(frozen=True)
+    format: str
+    path: str
+    device: str  # "cpu" or "gpu"
+    kernels: list[Kernel]
+    span_s: float | None = None
+    idle_s: float | None = None
+    host_launch_s: float | None = None
+    notes: list[str] = []
+
+    @property
+    def kernel_time_s(self) -> float:
+        return sum(k.time_s for k in self.kernels)
+
+    def rows(self, hardware: Any = None) -> list[dict[str, Any]]:
+        """One dict per kernel (largest time first) and one for the idle time: calls, time, FLOPs, bytes,
+        achieved FLOP/s and bytes/s, % of the roofline, bound and why, and where FLOPs and bytes came from."""
+        from .table import kernel_rows
+
+        return kernel_rows(self, hardware)
+
+    def kernels_table(self, hardware: Any = None, top: int | None = None) -> str:
+        """The kernels as a text table (see rows), largest time first."""
+        from .table import format_table
+
+        return format_table(self, hardware, top)
+
+    def compare(self, result: Any, phase: str = "prefill") -> Any:
+        """Measured kernels beside a SimulationResult's predicted ops (see llmsim.profiles.compare)."""
+        from .compare import compare
+
+        return compare(self, result, phase)
+
+    def roofline_figure(self, hardware: Any, result: Any = None, phase: str = "prefill") -> Any:
+        """The device's roofline with the measured kernels on it, the predicted ops of `result` beside
+        them (matplotlib Figure)."""
+        from ..report.profile_plot import profile_roofline_figure
+
+        return profile_roofline_figure(self, hardware, result, phase)
+
+    def __str__(self) -> str:
+        span = "" if self.span_s is None else f", span {self.span_s * 1e3:.3f} ms"
+        idle = "" if self.idle_s is None else f", idle {self.idle_s * 1e3:.3f} ms"
+        return (f"{self.format} profile {self.path}: {len(self.kernels)} kernels, "
+                f"{self.kernel_time_s * 1e3:.3f} ms in kernels{span}{idle}")

@@ -1,0 +1,92 @@
+"""Nsight Systems stats CSVs -> Profile.
+
+- cuda_gpu_kern_sum (`nsys stats --report cuda_gpu_kern_sum --format csv`): one row per kernel name with
+  "Total Time (ns)", "Instances" and "Name" (older versions: "Total Time", "Calls"). No timeline, so no
+  idle time; no FLOPs or bytes (compare() can match kernels to predicted ops).
+- cuda_gpu_trace (`--report cuda_gpu_trace`): one row per kernel launch or memory copy with "Start (ns)",
+  "Duration (ns)" and "Name"; the timeline gives span_s and idle_s (the GPU waiting on the host: overhead).
+  Copies and memsets (rows without a grid) are kept as "copy" kernels with their "Bytes (MB)" (MB = 1e6
+  bytes, nsys's unit) as measured bytes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from ..errors import LlmsimError
+from .classify import kernel_class, name_precision
+from .model import Kernel, Profile
+from .read import missing_columns
+from .timeline import covered_s
+
+_NS = 1e-9
+
+
+def read_nsys(path: Path, kind: str, header: list[str], rows: list[list[str]]) -> Profile:
+    columns = [h.strip() for h in header]
+    table = [dict(zip(columns, r)) for r in rows if len(r) >= len(columns) - 1]
+    if kind == "nsys cuda_gpu_kern_sum":
+        return _kern_sum(path, kind, columns, table)
+    return _gpu_trace(path, kind, columns, table)
+
+
+def _column(path: Path, kind: str, columns: list[str], choices: tuple[str, ...]) -> str:
+    for name in choices:
+        if name in columns:
+            return name
+    raise missing_columns(kind, path, [" or ".join(repr(c) for c in choices)],
+                          f"found {', '.join(columns)}; re-export with `nsys stats --report {kind.split()[1]} "
+                          "--format csv`")
+
+
+def _float(path: Path, text: str, column: str) -> float:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        raise LlmsimError(f"nsys export {path}: {column} value {text!r} is not a number") from None
+
+
+def _kern_sum(path: Path, kind: str, columns: list[str], table: list[dict[str, str]]) -> Profile:
+    total = _column(path, kind, columns, ("Total Time (ns)", "Total Time"))
+    calls = _column(path, kind, columns, ("Instances", "Calls"))
+    name = _column(path, kind, columns, ("Name",))
+    kernels = [Kernel(name=r[name], calls=int(_float(path, r[calls], calls)),
+                      time_s=_float(path, r[total], total) * _NS, op_class=kernel_class(r[name]),
+                      precision=name_precision(r[name])) for r in table if r.get(name)]
+    if not kernels:
+        raise LlmsimError(f"{kind} export {path}: no kernel rows under its header")
+    return Profile(format="Nsight Systems (cuda_gpu_kern_sum)", path=str(path), device="gpu",
+                   kernels=sorted(kernels, key=lambda k: -k.time_s),
+                   notes=["cuda_gpu_kern_sum has no timeline: idle time (overhead) needs cuda_gpu_trace"])
+
+
+def _gpu_trace(path: Path, kind: str, columns: list[str], table: list[dict[str, str]]) -> Profile:
+    start = _column(path, kind, columns, ("Start (ns)",))
+    duration = _column(path, kind, columns, ("Duration (ns)",))
+    name = _column(path, kind, columns, ("Name",))
+    size = next((c for c in columns if c.startswith("Bytes")), None)
+    intervals = []
+    groups: dict[str, list[tuple[float, float | None]]] = defaultdict(list)
+    for r in table:
+        if not r.get(name):
+            continue
+        t0, dt = _float(path, r[start], start), _float(path, r[duration], duration)
+        intervals.append((t0, t0 + dt))
+        copy = not r.get("GrdX", "x").strip()  # copies and memsets have no grid
+        nbytes = _float(path, r[size], size) * 1e6 if copy and size and r.get(size, "").strip() else None
+        groups[r[name]].append((dt * _NS, nbytes))
+    if not groups:
+        raise LlmsimError(f"{kind} export {path}: no kernel rows under its header")
+    kernels = []
+    for kernel_name, items in groups.items():
+        known = all(b is not None for _, b in items)
+        kernels.append(Kernel(
+            name=kernel_name, calls=len(items), time_s=sum(t for t, _ in items),
+            op_class="copy" if known else kernel_class(kernel_name), precision=name_precision(kernel_name),
+            bytes=sum(b for _, b in items if b is not None) if known else None,
+            bytes_source="counters" if known else None))
+    span_ns = max(e for _, e in intervals) - min(s for s, _ in intervals)
+    return Profile(format="Nsight Systems (cuda_gpu_trace)", path=str(path), device="gpu",
+                   kernels=sorted(kernels, key=lambda k: -k.time_s), span_s=span_ns * _NS,
+                   idle_s=(span_ns - covered_s(intervals)) * _NS)

@@ -1,0 +1,63 @@
+"""Profile -> rows and a text table: per kernel its time, FLOPs, bytes, achieved rates, share of the
+roofline, bound and why, and where FLOPs and bytes came from; the timeline's idle time as one more row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..hardware.spec import load_hardware
+from .bound import classify
+from .model import Profile
+
+IDLE_ROW = "(idle: no kernel running)"
+
+
+def kernel_rows(profile: Profile, hardware: Any = None) -> list[dict[str, Any]]:
+    hw = load_hardware(hardware) if hardware is not None else None
+    total_s = (profile.span_s if profile.span_s else profile.kernel_time_s) or 1.0
+    rows = []
+    for k in profile.kernels:
+        c = classify(k, hw)
+        rows.append({
+            "kernel": k.name, "shapes": k.shapes, "class": k.op_class, "calls": k.calls, "time_s": k.time_s,
+            "share": k.time_s / total_s, "flops": k.flops, "bytes": k.bytes,
+            "flops_per_s": c["flops_per_s"], "bytes_per_s": c["bytes_per_s"],
+            "roofline_fraction": c["roofline_fraction"], "bound": c["bound"], "why": c["why"],
+            "flops_source": k.flops_source, "bytes_source": k.bytes_source,
+        })
+    if profile.idle_s is not None:
+        if profile.device == "cpu":
+            why = "host time between top-level aten ops (Python, module code, framework)"
+        else:
+            launch = ("" if profile.host_launch_s is None else
+                      f"; host launch calls took {profile.host_launch_s * 1e3:.3g} ms")
+            why = f"device idle between kernels (host launch, dispatch or sync){launch}"
+        rows.append({"kernel": IDLE_ROW, "shapes": "", "class": "overhead", "calls": 0, "time_s": profile.idle_s,
+                     "share": profile.idle_s / total_s, "flops": None, "bytes": None, "flops_per_s": None,
+                     "bytes_per_s": None, "roofline_fraction": None, "bound": "overhead", "why": why,
+                     "flops_source": None, "bytes_source": None})
+    return sorted(rows, key=lambda r: -r["time_s"])
+
+
+def _num(value: float | None, scale: float, digits: str = ".3g") -> str:
+    return "-" if value is None else format(value / scale, digits)
+
+
+def format_table(profile: Profile, hardware: Any = None, top: int | None = None) -> str:
+    rows = kernel_rows(profile, hardware)
+    shown = rows[: top or None]
+    header = (f"{'kernel':<58} {'class':<11} {'calls':>5} {'time ms':>9} {'share':>6} {'GFLOP':>8} {'MB':>8} "
+              f"{'GFLOP/s':>8} {'GB/s':>7} {'roof':>6} {'bound':<8} FLOPs/bytes from  why")
+    lines = [str(profile), header]
+    for r in shown:
+        name = r["kernel"] + (f" {r['shapes']}" if r["shapes"] else "")
+        name = name if len(name) <= 58 else name[:55] + "..."
+        sources = f"{r['flops_source'] or '-'}/{r['bytes_source'] or '-'}"
+        roof = "-" if r["roofline_fraction"] is None else f"{r['roofline_fraction']:.1%}"
+        lines.append(f"{name:<58} {r['class']:<11} {r['calls']:>5} {r['time_s'] * 1e3:>9.4f} {r['share']:>6.1%} "
+                     f"{_num(r['flops'], 1e9):>8} {_num(r['bytes'], 1e6):>8} {_num(r['flops_per_s'], 1e9):>8} "
+                     f"{_num(r['bytes_per_s'], 1e9):>7} {roof:>6} {r['bound']:<8} {sources:<17} {r['why']}")
+    if len(rows) > len(shown):
+        lines.append(f"... {len(rows) - len(shown)} more rows")
+    lines += [f"note: {n}" for n in profile.notes]
+    return "\n".join(lines)

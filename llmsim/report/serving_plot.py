@@ -1,0 +1,50 @@
+"""The serving chart (matplotlib, imported only here): per-request latencies over time with their
+percentiles, and the engine's batch occupancy and KV use over time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files, not windows
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+
+def serving_figure(result: Any, path: str | Path | None = None) -> Figure:
+    """Three panels sharing the time axis: TTFT of each request at its arrival (with p50/p99 lines), TPOT of
+    each request, and running / waiting requests and KV use per engine step."""
+    req, steps = result.requests, result.step_log
+    fig, axes = plt.subplots(3, 1, figsize=(9, 8), sharex=True)
+    for ax, key, label in ((axes[0], "ttft_s", "TTFT"), (axes[1], "tpot_s", "TPOT")):
+        values = req[key] * 1e3
+        ax.scatter(req["arrival_s"], values, s=4, alpha=0.5, color="tab:blue")
+        summary = getattr(result, key)
+        for q, style in (("p50", "-"), ("p99", "--")):
+            ax.axhline(getattr(summary, q) * 1e3, color="tab:red", linestyle=style, linewidth=1,
+                       label=f"{q} {getattr(summary, q) * 1e3:.1f} ms")
+        ax.set_ylabel(f"{label} (ms)")
+        ax.legend(loc="upper left", fontsize=8)
+    ax = axes[2]
+    ax.step(steps["start_s"], steps["running"], where="post", label="running", color="tab:green")
+    ax.step(steps["start_s"], steps["waiting"], where="post", label="waiting", color="tab:orange")
+    ax.set_ylabel("requests")
+    ax.set_xlabel("time (s)")
+    kv = ax.twinx()
+    kv.plot(steps["start_s"], 100 * np.asarray(steps["kv_blocks_used"]) * result.block_size
+            / max(result.kv_cache_tokens, 1), color="0.5", linewidth=0.8, label="KV in use")
+    kv.set_ylabel("KV cache in use (%)")
+    kv.set_ylim(0, 105)
+    lines = ax.get_legend_handles_labels()
+    more = kv.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left", fontsize=8)
+    load = f"{result.request_rate:g} req/s" if result.request_rate is not None else f"concurrency {result.concurrency}"
+    fig.suptitle(f"{result.model} on {result.hardware} x{result.gpus} ({result.engine}), {load}")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    return fig

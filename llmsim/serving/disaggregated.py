@@ -1,0 +1,153 @@
+"""Disaggregated serving: prompts prefilled on one pool of engine instances, decoded on another, the KV cache
+sent between them over the interconnect.
+
+Each request is routed round robin (approximation: an even split, no load awareness) to a prefill instance,
+which runs it to its first token (an engine with gen_len = 1: continuous batching of prefills, chunked within
+its token budget); its KV cache then travels to a decode instance,
+
+    transfer_s = kv_bytes(prompt) / (min(prefill TP, decode TP) x per-GPU link bandwidth)
+
+(each GPU pair sends its share of the heads at once; the default link is the device's inter-node bandwidth,
+the pools being on separate nodes), and joins that instance's continuous batch already prefilled, decoding
+its remaining tokens. A closed loop of c clients couples the two pools through the finish times; it is run
+as the open loop at the rate Little's law gives (c / mean end-to-end latency), found by fixed-point
+iteration (approximation: arrivals at that rate, evenly spaced).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ..analysis.simulate import resolve
+from ..cost.workload import CostOptions, check_count
+from ..errors import OptionError
+from .engine_limits import scheduler_limits
+from .results import ServingResult
+from .scheduler import RequestLog, simulate_engine
+from .serve import _result, _step_cost, make_workload
+
+_FIXED_POINT_ROUNDS = 8
+
+
+class Pool(BaseModel):
+    """replicas engine instances of tensor_parallel GPUs each (expert_parallel of them for experts)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    replicas: int = 1
+    tensor_parallel: int = 1
+    expert_parallel: int = 1
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+
+
+def _pool(name: str, value: Any) -> Pool:
+    if isinstance(value, Pool):
+        pool = value
+    elif isinstance(value, dict):
+        try:
+            pool = Pool(**value)
+        except Exception as exc:  # pydantic's message is long: name the field and the allowed keys
+            raise OptionError(f"{name}: give replicas, tensor_parallel, expert_parallel, max_num_seqs, "
+                              f"max_num_batched_tokens as integers ({str(exc).splitlines()[0]})") from None
+    else:
+        raise OptionError(f"{name} must be a Pool or a dict like {{'replicas': 2, 'tensor_parallel': 4}}")
+    for key in ("replicas", "tensor_parallel", "expert_parallel"):
+        check_count(f"{name}.{key}", getattr(pool, key), 1)
+    return pool
+
+
+def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *, engine: str | None = None,
+                        request_rate: float | None = None, concurrency: int | None = None, prompt_len: Any = 512,
+                        gen_len: Any = 128, num_requests: int = 1000, arrival: str = "poisson",
+                        burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
+                        kv_transfer_bytes_per_s: float | None = None, gpu_memory_utilization: float | None = None,
+                        block_size: int | None = None, **options: Any) -> ServingResult:
+    """Prefill on the `prefill` pool, decode on the `decode` pool (each a Pool or a dict of its fields).
+    Load and lengths as serve(); options as simulate() (dtypes, tables, ...; the pools set the parallelism)."""
+    for key in ("tensor_parallel", "expert_parallel"):
+        if key in options:
+            raise OptionError(f"{key}: give it per pool (prefill={{'tensor_parallel': ...}}, decode={{...}})")
+    pre, dec = _pool("prefill", prefill), _pool("decode", decode)
+    spec, hw, base, execution = resolve(model, hardware, engine, **options)
+    prompts, gens, arrivals, clients = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
+                                                     num_requests, "poisson" if request_rate is None else arrival,
+                                                     burstiness, lengths_csv, seed, 0.0)
+    engine_name = execution.engine or "vllm"
+    if kv_transfer_bytes_per_s is None:
+        link = hw.interconnect_value("inter_node_bandwidth_bytes_per_s")
+    elif isinstance(kv_transfer_bytes_per_s, bool) or not isinstance(kv_transfer_bytes_per_s, (int, float)) or not (
+            np.isfinite(kv_transfer_bytes_per_s) and kv_transfer_bytes_per_s > 0):
+        raise OptionError(f"kv_transfer_bytes_per_s={kv_transfer_bytes_per_s!r} must be a number of byte/s > 0")
+    else:
+        link = float(kv_transfer_bytes_per_s)
+
+    def engine_of(pool: Pool, longest: int) -> tuple[Any, Any, CostOptions]:
+        cost = CostOptions.make(**{**base.model_dump(), "tensor_parallel": pool.tensor_parallel,
+                                   "expert_parallel": pool.expert_parallel})
+        limits = scheduler_limits(spec, hw, cost, engine_name, longest, pool.max_num_seqs,
+                                  pool.max_num_batched_tokens, gpu_memory_utilization, block_size)
+        step = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
+                          max(longest, 2))
+        return step, limits, cost
+
+    pre_step, pre_limits, _ = engine_of(pre, int(prompts.max()))
+    dec_step, dec_limits, dec_cost = engine_of(dec, int(np.max(prompts + gens - 1)))
+    _, _, kv_dtype = base.resolved_dtypes(spec.dtype)
+    kv_bytes = np.asarray(spec.kv_cache_bytes(batch_size=1, seq_len=prompts, kv_dtype=kv_dtype, tensor_parallel=1),
+                          dtype=float)
+    transfer_s = kv_bytes / (min(pre.tensor_parallel, dec.tensor_parallel) * link)  # [requests]
+
+    def run(arrival_s: np.ndarray) -> tuple[RequestLog, dict[str, np.ndarray]]:
+        n = len(prompts)
+        log = RequestLog(prompts, gens, arrival_s.copy())
+        step_logs: list[dict[str, np.ndarray]] = []
+        order = np.arange(n)
+        for i in range(pre.replicas):  # prefill: every request to its first token
+            ids = order[i::pre.replicas]
+            if len(ids):
+                part, steps = simulate_engine(pre_step, pre_limits, prompts[ids], np.ones(len(ids), np.int64),
+                                              arrival_s[ids], None)
+                log.first_token_s[ids] = part.finish_s
+                log.preemptions[ids] += part.preemptions
+                step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), i)))
+        ready = log.first_token_s + transfer_s
+        log.finish_s[:] = log.first_token_s  # one-token requests end at their first token
+        decoding = np.flatnonzero(gens > 1)
+        decoding = decoding[np.argsort(ready[decoding], kind="stable")]
+        for i in range(dec.replicas):  # decode: the rest of the tokens, arriving prefilled
+            ids = decoding[i::dec.replicas]
+            if len(ids):
+                part, steps = simulate_engine(dec_step, dec_limits, prompts[ids], gens[ids], ready[ids], None,
+                                              prefilled=True)
+                log.finish_s[ids] = part.finish_s
+                log.preemptions[ids] += part.preemptions
+                step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), pre.replicas + i)))
+        merged = {k: np.concatenate([s[k] for s in step_logs]) for k in step_logs[0]}
+        return log, merged
+
+    if clients is None:
+        log, steps = run(arrivals)
+    else:  # Little's law: c clients at mean latency E sustain c / E requests per second
+        rate = None
+        for _ in range(_FIXED_POINT_ROUNDS):
+            guess = rate if rate is not None else clients / max(float(transfer_s.mean()) + 1e-3, 1e-3)
+            spacing = np.arange(len(prompts)) / guess
+            log, steps = run(spacing)
+            e2e = float(np.mean(log.finish_s - log.arrival_s))
+            new = clients / e2e
+            rate = new if rate is None else float(np.sqrt(rate * new))  # damped
+        request_rate = None
+    gpus = pre.replicas * pre.tensor_parallel + dec.replicas * dec.tensor_parallel
+    return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
+                   mode="disaggregated", gpus=gpus,
+                   assumptions={
+                       "pools": f"prefill {pre.replicas} x TP{pre.tensor_parallel}, decode {dec.replicas} x "
+                                f"TP{dec.tensor_parallel}; requests routed round robin",
+                       "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request at "
+                                     f"{link / 1e9:.0f} GB/s per GPU x {min(pre.tensor_parallel, dec.tensor_parallel)}",
+                       "closed loop": "run as an open loop at c / mean latency (Little's law), by fixed point"
+                       if clients is not None else "not used",
+                   })

@@ -1,0 +1,128 @@
+"""What serve() returns: latency percentiles, throughput, goodput, and every request and step behind them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from ..errors import OptionError
+
+
+class Percentiles(BaseModel):
+    """A latency distribution in seconds."""
+
+    model_config = ConfigDict(frozen=True)
+    mean: float
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+    max: float
+
+    def __str__(self) -> str:
+        return (f"mean {self.mean * 1e3:8.1f}  p50 {self.p50 * 1e3:8.1f}  p90 {self.p90 * 1e3:8.1f}  "
+                f"p99 {self.p99 * 1e3:8.1f} ms")
+
+
+class ServingResult(BaseModel):
+    """One engine replica (a tensor-parallel group) serving a stream of requests.
+
+    ttft_s: arrival to first token. tpot_s: per request, (finish - first token) / (gen_len - 1), as vLLM's
+    benchmark reports it (requests with one token left out). itl_s: every gap between two tokens of a
+    request. e2e_s: arrival to last token. Throughputs over the makespan (first arrival to last finish).
+    """
+
+    model_config = ConfigDict(frozen=True)
+    model: str
+    hardware: str
+    engine: str
+    tensor_parallel: int
+    gpus: int
+    num_requests: int
+    request_rate: float | None
+    concurrency: int | None
+    arrival: str
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_cache_tokens: int
+    block_size: int
+    ttft_s: Percentiles
+    tpot_s: Percentiles
+    itl_s: Percentiles
+    e2e_s: Percentiles
+    duration_s: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    input_tokens_per_s: float
+    mean_running: float
+    peak_kv_fraction: float
+    preemptions: int
+    steps: int
+    mode: str = "aggregated"  # or "disaggregated": prefill and decode on separate pools (then the limits and
+    # the step counts are the decode pool's, and step_log has an `instance` column)
+    assumptions: dict[str, str] = {}
+    _requests: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
+    _steps: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
+
+    # ---- per request and per step -------------------------------------------------------------------
+    @property
+    def requests(self) -> dict[str, np.ndarray]:
+        """Per request: arrival_s, first_token_s, finish_s, prompt_len, gen_len, ttft_s, tpot_s, e2e_s,
+        preemptions (arrays, index = request id)."""
+        return dict(self._requests)
+
+    @property
+    def step_log(self) -> dict[str, np.ndarray]:
+        """Per engine step: start_s, time_s, prefill_tokens, decode_requests, running, waiting, kv_blocks_used."""
+        return dict(self._steps)
+
+    def to_pandas(self) -> Any:
+        """One row per request."""
+        return _frame(self._requests)
+
+    def steps_to_pandas(self) -> Any:
+        """One row per engine step."""
+        return _frame(self._steps)
+
+    def goodput(self, ttft_s: float | None = None, tpot_s: float | None = None, e2e_s: float | None = None) -> float:
+        """Requests per second that met every service-level objective given (all of them: the rate)."""
+        ok = np.ones(self.num_requests, dtype=bool)
+        for name, limit in (("ttft_s", ttft_s), ("tpot_s", tpot_s), ("e2e_s", e2e_s)):
+            if limit is None:
+                continue
+            if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
+                raise OptionError(f"{name}={limit!r} must be a number of seconds > 0")
+            values = self._requests[name]
+            ok &= ~(values > limit)  # a request with no TPOT (one token) meets any TPOT objective
+        return float(ok.sum() / self.duration_s) if self.duration_s > 0 else 0.0
+
+    def __str__(self) -> str:
+        load = (f"{self.request_rate:g} req/s ({self.arrival})" if self.request_rate is not None
+                else f"concurrency {self.concurrency}")
+        lines = [
+            f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, tensor_parallel={self.tensor_parallel}"
+            f"{', ' + self.mode if self.mode != 'aggregated' else ''}): {self.num_requests} requests at {load}",
+            f"  engine: max_num_seqs {self.max_num_seqs}, max_num_batched_tokens {self.max_num_batched_tokens}, "
+            f"KV cache {self.kv_cache_tokens:,} tokens (block {self.block_size})",
+            f"  TTFT  {self.ttft_s}",
+            f"  TPOT  {self.tpot_s}",
+            f"  ITL   {self.itl_s}",
+            f"  E2E   {self.e2e_s}",
+            f"  throughput {self.output_tokens_per_s:,.0f} output tok/s, {self.input_tokens_per_s:,.0f} input tok/s, "
+            f"{self.requests_per_s:.2f} req/s over {self.duration_s:.1f} s",
+            f"  batch: {self.mean_running:.1f} requests running on average, peak KV use "
+            f"{100 * self.peak_kv_fraction:.0f} %, {self.preemptions} preemptions, {self.steps:,} steps",
+        ]
+        lines += [f"  assumption: {k}: {v}" for k, v in self.assumptions.items()]
+        return "\n".join(lines)
+
+
+def _frame(columns: dict[str, np.ndarray]) -> Any:
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ImportError("to_pandas needs pandas: pip install pandas (or use .requests / .step_log, "
+                          "plain numpy arrays)") from None
+    return pd.DataFrame(columns)

@@ -1,0 +1,360 @@
+"""Continuous batching with chunked prefill, step by step, as vLLM's V1 scheduler runs it.
+
+Every step (vllm/v1/core/sched/scheduler.py, Scheduler.schedule):
+1. the running requests, in order, each get their new tokens (one for a decode, the rest of the prompt,
+   up to the remaining token budget, for a prefill), each allocating the KV blocks those tokens need;
+   when the blocks run out the last running request is preempted (its blocks freed, its computed tokens
+   dropped, back to the front of the waiting queue: recompute, vLLM's default);
+2. then waiting requests, first come first served, while fewer than max_num_seqs run, budget is left and
+   their blocks can be allocated (a prompt longer than the budget is prefilled in chunks across steps).
+A request samples a token at the end of the step that computes its last known token (the final prompt
+chunk, then each decode token). It finishes after gen_len tokens.
+
+The scheduler hands each step to StepCost for its time; the clock advances by it. Runs of steps in which
+nothing but decoding happens (no admission possible, no arrival, no finish, no block shortage) are
+evaluated together in one vectorised pass (fast_forward): the same steps, summed without the Python loop.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .step_cost import StepCost
+
+
+@dataclass(frozen=True)
+class SchedulerLimits:
+    """The engine's knobs: requests per step, tokens per step, KV blocks and their size."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_blocks: int
+    block_size: int
+
+
+@dataclass
+class RequestLog:
+    """Per request (index = request id): lengths, arrival and the times it saw."""
+
+    prompt_len: np.ndarray
+    gen_len: np.ndarray
+    arrival_s: np.ndarray
+    first_token_s: np.ndarray = field(init=False)
+    finish_s: np.ndarray = field(init=False)
+    preemptions: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.prompt_len)
+        self.first_token_s = np.full(n, np.nan)
+        self.finish_s = np.full(n, np.nan)
+        self.preemptions = np.zeros(n, dtype=np.int64)
+
+
+@dataclass
+class StepLog:
+    """Per step, appended as the simulation runs (lists, made arrays at the end)."""
+
+    start_s: list[float] = field(default_factory=list)
+    time_s: list[float] = field(default_factory=list)
+    prefill_tokens: list[int] = field(default_factory=list)
+    decode_requests: list[int] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+    kv_blocks_used: list[int] = field(default_factory=list)
+
+    def add(self, start: float, time: float, prefill: int, decode: int, running: int, waiting: int, kv: int) -> None:
+        self.start_s.append(start)
+        self.time_s.append(time)
+        self.prefill_tokens.append(prefill)
+        self.decode_requests.append(decode)
+        self.running.append(running)
+        self.waiting.append(waiting)
+        self.kv_blocks_used.append(kv)
+
+    def extend(self, starts: np.ndarray, times: np.ndarray, decode: int, running: int, waiting: Any,
+               kv: np.ndarray) -> None:
+        k = len(times)
+        self.start_s.extend(starts.tolist())
+        self.time_s.extend(times.tolist())
+        self.prefill_tokens.extend([0] * k)
+        self.decode_requests.extend([decode] * k)
+        self.running.extend([running] * k)
+        self.waiting.extend(np.broadcast_to(waiting, (k,)).tolist())
+        self.kv_blocks_used.extend(kv.tolist())
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {name: np.asarray(values) for name, values in vars(self).items()}
+
+
+class _Running:
+    """The running requests in scheduling order, as parallel arrays (slices, not fancy indexing, per step)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.m = 0
+        self.ids = np.zeros(capacity, dtype=np.int64)
+        self.prompt = np.zeros(capacity, dtype=np.int64)
+        self.gen = np.zeros(capacity, dtype=np.int64)
+        self.computed = np.zeros(capacity, dtype=np.int64)  # tokens in the KV cache
+        self.emitted = np.zeros(capacity, dtype=np.int64)  # tokens sampled
+        self.blocks = np.zeros(capacity, dtype=np.int64)  # KV blocks in use (its share of cached prefixes included)
+        self.shared = np.zeros(capacity, dtype=np.int64)  # of those, blocks of a cached prefix (not its own)
+        self.prefilling = 0  # how many are not decoding (prompt or recompute tokens left)
+
+    def fields(self) -> tuple[np.ndarray, ...]:
+        return self.ids, self.prompt, self.gen, self.computed, self.emitted, self.blocks, self.shared
+
+    def append(self, r: int, prompt: int, gen: int, computed: int, emitted: int, blocks: int, shared: int) -> None:
+        i = self.m
+        self.ids[i], self.prompt[i], self.gen[i] = r, prompt, gen
+        self.computed[i], self.emitted[i], self.blocks[i], self.shared[i] = computed, emitted, blocks, shared
+        self.m += 1
+        if not (emitted > 0 and computed == prompt + emitted - 1):
+            self.prefilling += 1  # prompt (or recompute) tokens to compute; a prefilled request decodes at once
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Keep the requests where mask (over the first m) is true, in order."""
+        k = int(mask.sum())
+        for f in self.fields():
+            f[:k] = f[:self.m][mask]
+        self.m = k
+
+    def own_blocks(self) -> int:
+        """Blocks the running requests hold beyond the cached prefixes they share."""
+        return int(self.blocks[:self.m].sum() - self.shared[:self.m].sum())
+
+    def leading_decodes(self) -> int:
+        """How many requests at the front decode this step (one token each)."""
+        m = self.m
+        if self.prefilling == 0:
+            return m
+        decoding = (self.emitted[:m] > 0) & (self.computed[:m] == self.prompt[:m] + self.emitted[:m] - 1)
+        return m if decoding.all() else int(np.argmin(decoding))
+
+
+def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndarray, gen_len: np.ndarray,
+                    arrival_s: np.ndarray, concurrency: int | None, prefilled: bool = False,
+                    prefix_group: np.ndarray | None = None, prefix_len: int = 0) -> tuple[RequestLog, StepLog]:
+    """Run every request through the engine. Open loop (concurrency None): request i arrives at
+    arrival_s[i] (sorted). Closed loop: concurrency clients, client i sending its first request at
+    arrival_s[i] and each next one the moment its previous one finishes. prefilled: every request arrives
+    with its prompt's KV cache and first token (a disaggregated decode instance); it only decodes.
+    Prefix caching: request i's prompt starts with shared prefix prefix_group[i] (-1: none) of prefix_len
+    tokens; once one request of a group has computed the prefix, its whole blocks stay cached and later
+    requests of the group start after them (approximation: cached prefixes are never evicted)."""
+    n = len(prompt_len)
+    closed = concurrency is not None
+    arrivals = np.asarray(arrival_s, dtype=float)
+    if closed:
+        arrivals = np.concatenate([arrivals[:concurrency], np.full(max(n - concurrency, 0), np.inf)])
+    log = RequestLog(np.asarray(prompt_len, dtype=np.int64), np.asarray(gen_len, dtype=np.int64), arrivals.copy())
+    steps = StepLog()
+    prompt_of = log.prompt_len.tolist()
+    gen_of = log.gen_len.tolist()
+    emitted_of = [1 if prefilled else 0] * n  # tokens sampled by requests not running (preempted ones keep theirs)
+    computed_of = list(prompt_of) if prefilled else [0] * n  # tokens in the KV cache of requests not running
+    bs = limits.block_size
+    free_blocks = limits.kv_blocks
+    hit_blocks = prefix_len // bs  # whole blocks of a shared prefix, the part a cache can hold
+    groups = prefix_group.tolist() if prefix_group is not None and hit_blocks else None
+    cached: set[int] = set()  # groups whose prefix blocks are cached
+    pinned = 0  # blocks held by cached prefixes
+    run = _Running(limits.max_num_seqs + 1)
+    waiting: deque[int] = deque()
+    known = min(concurrency, n) if closed else n  # requests whose arrival time is known up front
+    released = known  # closed loop: requests sent so far
+    next_arrival = 0  # the next request (of the known ones) not yet arrived
+    grow = cost.speculation.tokens_per_step if cost.speculation else 1.0  # tokens per decode step
+    clock = last_step_s = 0.0
+    finished = 0
+
+    while finished < n:
+        while next_arrival < known and arrivals[next_arrival] <= clock:
+            waiting.append(next_arrival)
+            next_arrival += 1
+        m = run.m
+        if m == 0 and not waiting:
+            clock = max(clock, float(arrivals[next_arrival]))
+            continue
+
+        # ---- a run of pure decode steps at once --------------------------------------------------------
+        limit_s = float(arrivals[next_arrival]) if next_arrival < known and m < limits.max_num_seqs else None
+        if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
+                limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
+            k, times, kv = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
+            if k >= 2:
+                starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
+                queued = len(waiting) + np.searchsorted(arrivals[:known], starts, side="right") - next_arrival
+                steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
+                clock = float(starts[-1] + times[-1])
+                last_step_s = float(times[-1])
+                run.computed[:m] += k
+                run.emitted[:m] += k
+                need = -(-run.computed[:m] // bs)
+                free_blocks -= int(np.sum(need - run.blocks[:m]))
+                run.blocks[:m] = need
+                finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
+                free_blocks = limits.kv_blocks - pinned - run.own_blocks()
+                continue
+
+        # ---- one step: running requests first, then waiting ones ---------------------------------------
+        budget = limits.max_num_batched_tokens
+        lead = min(run.leading_decodes(), budget)
+        crossing = run.computed[:lead] % bs == 0  # a decode whose next token opens a new block
+        need = int(np.count_nonzero(crossing))
+        if lead and need <= free_blocks:
+            free_blocks -= need
+            run.blocks[:lead] += crossing
+            budget -= lead
+            i = lead
+        else:
+            lead = i = 0
+        scheduled: list[tuple[int, int]] = []  # the others: (position in run, new tokens)
+        while i < run.m and budget > 0:
+            new = min(int(run.prompt[i] + run.emitted[i] - run.computed[i]), budget)
+            need = -(-(int(run.computed[i]) + new) // bs) - int(run.blocks[i])
+            while need > free_blocks and run.m > i:  # preempt from the back until the blocks fit (or i goes)
+                j = run.m - 1
+                victim = int(run.ids[j])
+                free_blocks += int(run.blocks[j] - run.shared[j])
+                emitted_of[victim] = int(run.emitted[j])
+                computed_of[victim] = 0  # recompute
+                if not (run.emitted[j] > 0 and run.computed[j] == run.prompt[j] + run.emitted[j] - 1):
+                    run.prefilling -= 1
+                run.m -= 1
+                log.preemptions[victim] += 1
+                waiting.appendleft(victim)
+            if i >= run.m:
+                break
+            free_blocks -= need
+            run.blocks[i] += need
+            scheduled.append((i, new))
+            budget -= new
+            i += 1
+        while waiting and budget > 0 and run.m < limits.max_num_seqs:
+            r = waiting[0]
+            done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
+            shared = hit_blocks if groups is not None and done_tokens == 0 and groups[r] in cached else 0
+            done_tokens += shared * bs  # a cached prefix: computed already
+            new = min(prompt_of[r] + emitted_of[r] - done_tokens, budget)  # recompute: prompt and tokens so far
+            need = -(-(done_tokens + new) // bs)
+            if need - shared > free_blocks:
+                break
+            waiting.popleft()
+            free_blocks -= need - shared
+            run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need, shared)
+            scheduled.append((run.m - 1, new))
+            budget -= new
+        if not scheduled and not lead:  # nothing fits: refused before the simulation starts
+            raise RuntimeError("the KV cache cannot hold a single request")  # pragma: no cover
+
+        chunks: list[tuple[int, int]] = []
+        decode_sum = float(run.computed[:lead].sum())
+        if grow != 1.0:  # speculative decoding: a decode step adds `grow` tokens; the cache holds the prompt
+            decode_sum = grow * decode_sum + (1 - grow) * float(run.prompt[:lead].sum())  # and grow per step
+        n_decode = n_emit = lead
+        for i, new in scheduled:
+            computed, total = int(run.computed[i]), int(run.prompt[i] + run.emitted[i])
+            if computed + new == total:
+                n_emit += 1
+            if run.emitted[i] > 0 and new == 1 and computed == total - 1:
+                n_decode += 1
+                decode_sum += grow * computed + (1 - grow) * int(run.prompt[i])
+            else:
+                chunks.append((new, computed))
+        time_s = cost.step_s(decode_sum, n_decode, chunks, n_emit)
+        steps.add(clock, time_s, sum(q for q, _ in chunks), n_decode, run.m, len(waiting),
+                  limits.kv_blocks - free_blocks)
+        clock += time_s
+        last_step_s = time_s
+        run.computed[:lead] += 1
+        run.emitted[:lead] += 1
+        any_done = lead and bool(np.any(run.emitted[:lead] >= run.gen[:lead]))
+        for i, new in scheduled:
+            was_decoding = run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1
+            run.computed[i] += new
+            if groups is not None and run.shared[i] == 0 and run.computed[i] >= hit_blocks * bs:
+                group = groups[int(run.ids[i])]
+                if group >= 0 and group not in cached:  # its prefix blocks now stay cached
+                    cached.add(group)
+                    pinned += hit_blocks
+                    run.shared[i] = hit_blocks
+            if run.computed[i] == run.prompt[i] + run.emitted[i]:
+                run.emitted[i] += 1
+                if not was_decoding:
+                    run.prefilling -= 1  # its prompt (or recompute) is done: it decodes from now on
+                if run.emitted[i] == 1:
+                    log.first_token_s[run.ids[i]] = clock
+                any_done = any_done or run.emitted[i] >= run.gen[i]
+        if any_done:
+            finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
+            free_blocks = limits.kv_blocks - pinned - run.own_blocks()
+    return log, steps
+
+
+def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float, n: int, closed: bool,
+            released: int, waiting: deque[int], finished: int) -> tuple[int, int]:
+    """Retire the running requests that have all their tokens; a closed loop sends the next ones."""
+    m = run.m
+    done = run.emitted[:m] >= run.gen[:m]
+    count = int(np.count_nonzero(done))
+    if count == 0:
+        return finished, released
+    ids = run.ids[:m][done]
+    log.finish_s[ids] = clock
+    run.keep(~done)
+    finished += count
+    if closed:
+        for _ in range(count):
+            if released < n:
+                log.arrival_s[released] = clock
+                waiting.append(released)
+                released += 1
+    return finished, released
+
+
+def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock: float,
+                limit_s: float | None, grow: float = 1.0) -> tuple[int, np.ndarray, np.ndarray]:
+    """The pure decode steps the running requests take before one finishes, the blocks run out, or a step
+    would start at or after limit_s (an arrival that could be admitted): (steps, their times, the blocks in
+    use beyond those held now at each)."""
+    m = run.m
+    k = int(np.min(run.gen[:m] - run.emitted[:m]))  # the step after which the first request finishes
+    k = min(k, max(4_000_000 // m, 1))  # very long runs: in pieces
+    c, held = run.computed[:m], run.blocks[:m]
+    j = np.arange(1, k + 1)
+    extra = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)  # blocks for c + j tokens
+    k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
+    if k < 2:
+        return k, np.zeros(0), np.zeros(0, dtype=np.int64)
+    mean0 = (grow * float(c.sum()) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached tokens, mean
+    means = mean0 + grow * np.arange(k, dtype=float)
+    times = cost.tokens(0, m) + cost.lm_head(m, m) + cost.decode_attention(m, means) + cost.proposals(m, means)
+    if limit_s is not None:
+        starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
+        k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival
+        times = times[:k]
+    return k, np.asarray(times, dtype=float), extra[:k]
+
+
+def percentile_summary(values: Any, weights: Any = None) -> dict[str, float]:
+    """mean, p50, p90, p95, p99, max of `values` (each counted `weights` times when given)."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max"), 0.0)
+    if weights is None:
+        q = np.percentile(v, [50, 90, 95, 99])
+        return {"mean": float(v.mean()), "p50": float(q[0]), "p90": float(q[1]), "p95": float(q[2]),
+                "p99": float(q[3]), "max": float(v.max())}
+    w = np.asarray(weights, dtype=float)
+    keep = w > 0
+    v, w = v[keep], w[keep]
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    cdf = np.cumsum(w) / w.sum()
+    pick = [float(v[min(int(np.searchsorted(cdf, p / 100, side="left")), len(v) - 1)]) for p in (50, 90, 95, 99)]
+    return {"mean": float(np.sum(v * w) / w.sum()), "p50": pick[0], "p90": pick[1], "p95": pick[2],
+            "p99": pick[3], "max": float(v.max())}

@@ -1,0 +1,217 @@
+"""serve(): an engine replica under load, request by request and step by step."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..analysis.simulate import resolve
+from ..cost.workload import CostOptions, check_count
+from ..errors import OptionError
+from ..hardware.spec import HardwareSpec
+from ..models.spec import ModelSpec
+from ..timing.execution import ExecutionOptions
+from ..timing.roofline import Roofline
+from .engine_limits import scheduler_limits
+from .results import Percentiles, ServingResult
+from .scheduler import percentile_summary, simulate_engine
+from .step_cost import Speculation, StepCost
+from .workload import arrival_times, draw_lengths, lengths_from_csv
+
+_STEP_COSTS: dict[tuple, StepCost] = {}
+
+
+def _step_cost(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
+               max_tokens: int, max_seqs: int, max_len: int, speculation: Speculation | None = None) -> StepCost:
+    """The step-cost grids, kept for the last few setups (a planner calls serve() many times)."""
+    key = (model, hardware.model_dump_json(), cost, execution, max_tokens, max_seqs, max_len, speculation)
+    if key not in _STEP_COSTS:
+        if len(_STEP_COSTS) >= 16:
+            _STEP_COSTS.pop(next(iter(_STEP_COSTS)))
+        _STEP_COSTS[key] = StepCost(model, Roofline(hardware, execution), cost, max_tokens, max_seqs, max_len,
+                                    speculation)
+    return _STEP_COSTS[key]
+
+
+def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate: float | None = None,
+          concurrency: int | None = None, prompt_len: Any = 512, gen_len: Any = 128, num_requests: int = 1000,
+          arrival: str = "poisson", burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
+          max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+          gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
+          shared_prefix_len: int = 0, prefix_groups: int = 1, prefix_caching: bool = True,
+          speculative: dict[str, Any] | None = None, **options: Any) -> ServingResult:
+    """Simulate one engine replica serving `num_requests` requests.
+
+    Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
+    `burstiness`) or concurrency (a closed loop of that many clients, as vLLM's benchmark_serving
+    --max-concurrency and published serving sweeps measure): exactly one of the two. ramp_s: a closed
+    loop's clients send their first requests evenly over ramp_s seconds (0: all at once).
+    Lengths: prompt_len and gen_len, each an integer, a list, or "uniform:LOW:HIGH" / "normal:MEAN:STD" /
+    "lognormal:MEAN:STD"; or lengths_csv, a CSV of (prompt_len, gen_len) pairs. seed: the draws.
+    shared_prefix_len, prefix_groups: every prompt starts with one of prefix_groups shared prefixes (a system
+    prompt, a few-shot preamble) of that many tokens, drawn per request; prefix_caching (on, as vLLM V1,
+    SGLang's radix cache and TensorRT-LLM's block reuse run by default) computes each prefix once.
+    speculative: {"method": "ngram" | "draft" | "mtp", "num_tokens": k, "acceptance_rate": a, "draft_model":
+    name (for "draft")}: every decode step verifies k proposals and keeps (1 - a**(k+1)) / (1 - a) tokens.
+    Engine knobs (default: the engine's own, llmsim.serving.engine_limits): max_num_seqs,
+    max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization, block_size.
+    options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
+    """
+    spec, hw, cost, execution = resolve(model, hardware, engine, **options)
+    prompts, gens, arrivals, concurrency = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
+                                                         num_requests, arrival, burstiness, lengths_csv, seed, ramp_s)
+    longest = int(np.max(prompts + gens - 1))
+    groups = prefix_groups_of(prompts, shared_prefix_len, prefix_groups, seed)
+    engine_name = execution.engine or "vllm"
+    limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
+                              gpu_memory_utilization, block_size)
+    speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
+    step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
+                           max(longest, 2), speculation)
+    run_gens = gens
+    if speculation is not None:  # decode steps a request takes: its first token, then tokens_per_step a step
+        run_gens = 1 + np.ceil((gens - 1) / speculation.tokens_per_step).astype(np.int64)
+    if not isinstance(prefix_caching, bool):
+        raise OptionError(f"prefix_caching={prefix_caching!r} must be True or False")
+    log, steps = simulate_engine(step_cost, limits, prompts, run_gens, arrivals, concurrency,
+                                 prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len)
+    log.gen_len = gens  # the tokens each request produced (with speculation, more than its decode steps)
+    note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks never evicted"
+            if groups is not None and prefix_caching else "no shared prefixes cached (every prompt computed in full)")
+    extra = {} if speculation is None else {"speculative decoding": (
+        f"{speculation.method}, {speculation.num_tokens} proposals per step at acceptance "
+        f"{speculation.acceptance_rate:g}: {speculation.tokens_per_step:.2f} tokens per decode step; the verifying "
+        "tokens read the KV cache once; KV blocks grow one token per step")}
+    return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps,
+                   prefix_note=note, extra_assumptions=extra)
+
+
+def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_len: Any, gen_len: Any,
+                  num_requests: Any, arrival: str, burstiness: Any, lengths_csv: Any, seed: Any,
+                  ramp_s: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
+    """Checked lengths and arrival times (a closed loop's: its clients' first requests) of every request."""
+    count = check_count("num_requests", num_requests, 1)
+    if not isinstance(count, int):
+        raise OptionError("num_requests must be a single integer")
+    if (request_rate is None) == (concurrency is None):
+        raise OptionError("give exactly one of request_rate (requests per second) and concurrency (clients)")
+    seed = check_count("seed", seed, 0)
+    rng = np.random.default_rng(int(seed))
+    if lengths_csv is not None:
+        prompts, gens = lengths_from_csv(lengths_csv, count)
+    else:
+        prompts = draw_lengths("prompt_len", prompt_len, count, rng)
+        gens = draw_lengths("gen_len", gen_len, count, rng)
+    longest = int(np.max(prompts + gens - 1))
+    if longest > spec.max_position_embeddings:
+        raise OptionError(f"prompt_len + gen_len - 1 = {longest} exceeds the model's context of "
+                          f"{spec.max_position_embeddings} tokens (max_position_embeddings)")
+    if request_rate is not None:
+        return prompts, gens, arrival_times(request_rate, count, arrival, burstiness, rng), None
+    concurrency = check_count("concurrency", concurrency, 1)
+    if not isinstance(concurrency, int):
+        raise OptionError("concurrency must be a single integer")
+    if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not (np.isfinite(ramp_s) and ramp_s >= 0):
+        raise OptionError(f"ramp_s={ramp_s!r} must be a finite number of seconds >= 0")
+    return prompts, gens, np.arange(min(concurrency, count)) * (ramp_s / concurrency), concurrency
+
+
+SPECULATION_METHODS = ("ngram", "draft", "mtp")
+
+
+def _speculation(given: Any, spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
+                 limits: Any, max_len: int) -> Speculation | None:
+    """The checked speculative-decoding setup (a draft model's step costs on the same GPUs and options)."""
+    if given is None:
+        return None
+    if not isinstance(given, dict):
+        raise OptionError("speculative must be a dict like {'method': 'ngram', 'num_tokens': 4, "
+                          "'acceptance_rate': 0.7}")
+    from ..errors import check_choice
+    from ..models.loading import load_model
+
+    unknown = set(given) - {"method", "num_tokens", "acceptance_rate", "draft_model"}
+    if unknown:
+        raise OptionError(f"speculative: unknown key {sorted(unknown)[0]!r}; allowed: method, num_tokens, "
+                          f"acceptance_rate, draft_model")
+    method = given.get("method", "ngram")
+    check_choice("speculative method", method, SPECULATION_METHODS)
+    k = check_count("speculative num_tokens", given.get("num_tokens", 4), 1)
+    a = given.get("acceptance_rate")
+    if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 1:
+        raise OptionError(f"speculative acceptance_rate={a!r} must be a number in [0, 1] (the chance each "
+                          f"proposed token is accepted)")
+    draft = None
+    if method == "draft":
+        if "draft_model" not in given:
+            raise OptionError("speculative method 'draft' needs draft_model (a shipped name or a config)")
+        draft = StepCost(load_model(given["draft_model"]), Roofline(hw, execution), cost,
+                         limits.max_num_batched_tokens, limits.max_num_seqs, max_len)
+    elif "draft_model" in given:
+        raise OptionError(f"speculative draft_model is for method 'draft', not {method!r}")
+    return Speculation(method=method, num_tokens=int(k), acceptance_rate=float(a), draft=draft,
+                       num_layers=spec.num_layers)
+
+
+def prefix_groups_of(prompts: np.ndarray, shared_prefix_len: Any, prefix_groups: Any, seed: Any) -> np.ndarray | None:
+    """The shared prefix each request's prompt starts with (None: no shared prefixes)."""
+    length = check_count("shared_prefix_len", shared_prefix_len, 0)
+    groups = check_count("prefix_groups", prefix_groups, 1)
+    if not isinstance(length, int) or not isinstance(groups, int):
+        raise OptionError("shared_prefix_len and prefix_groups must be single integers")
+    if length == 0:
+        return None
+    if int(prompts.min()) <= length:
+        raise OptionError(f"shared_prefix_len={length} must be shorter than every prompt (the shortest has "
+                          f"{int(prompts.min())} tokens)")
+    rng = np.random.default_rng([int(seed), 1])  # its own stream: the lengths drawn do not change
+    return rng.integers(0, groups, len(prompts))
+
+
+def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, request_rate: float | None,
+            concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any,
+            prefix_note: str = "off (every prompt computed in full)", extra_assumptions: dict[str, str] | None = None,
+            **overrides: Any) -> ServingResult:
+    """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's)."""
+    step = steps if isinstance(steps, dict) else steps.arrays()
+    ttft = log.first_token_s - log.arrival_s
+    e2e = log.finish_s - log.arrival_s
+    several = log.gen_len > 1
+    tpot = np.full(len(ttft), np.nan)
+    tpot[several] = (log.finish_s[several] - log.first_token_s[several]) / (log.gen_len[several] - 1)
+    start = float(np.min(log.arrival_s))
+    duration = float(np.max(log.finish_s)) - start
+    busy = float(np.sum(step["time_s"]))
+    requests = {"arrival_s": log.arrival_s, "first_token_s": log.first_token_s, "finish_s": log.finish_s,
+                "prompt_len": log.prompt_len, "gen_len": log.gen_len, "ttft_s": ttft, "tpot_s": tpot,
+                "e2e_s": e2e, "preemptions": log.preemptions}
+    fields = dict(
+        model=spec.name, hardware=hw.name, engine=engine, tensor_parallel=cost.tensor_parallel,
+        gpus=cost.tensor_parallel, num_requests=len(ttft), request_rate=request_rate, concurrency=concurrency,
+        arrival=arrival if request_rate is not None else "closed loop",
+        max_num_seqs=limits.max_num_seqs, max_num_batched_tokens=limits.max_num_batched_tokens,
+        kv_cache_tokens=limits.kv_blocks * limits.block_size, block_size=limits.block_size,
+        ttft_s=Percentiles(**percentile_summary(ttft)), tpot_s=Percentiles(**percentile_summary(tpot[several])),
+        itl_s=Percentiles(**percentile_summary(step["time_s"], step["decode_requests"])),
+        e2e_s=Percentiles(**percentile_summary(e2e)),
+        duration_s=duration, requests_per_s=len(ttft) / duration if duration > 0 else 0.0,
+        output_tokens_per_s=float(log.gen_len.sum()) / duration if duration > 0 else 0.0,
+        input_tokens_per_s=float(log.prompt_len.sum()) / duration if duration > 0 else 0.0,
+        mean_running=float(np.sum(step["running"] * step["time_s"]) / busy) if busy > 0 else 0.0,
+        peak_kv_fraction=float(np.max(step["kv_blocks_used"]) / limits.kv_blocks) if len(step["time_s"]) else 0.0,
+        preemptions=int(log.preemptions.sum()), steps=len(step["time_s"]),
+        assumptions={
+            "scheduler": "vLLM V1 continuous batching: running requests first, then waiting ones first come "
+                         "first served; chunked prefill within max_num_batched_tokens; recompute on preemption",
+            "step time": "one forward pass of the mixed batch from the per-op cost model; decode attention at "
+                         "the batch's mean cached length; no per-step engine cost (scheduling, sampling) yet",
+            "prefix caching": prefix_note,
+            **(extra_assumptions or {}),
+        },
+    )
+    fields.update(overrides)
+    result = ServingResult(**fields)
+    result._requests = requests
+    result._steps = step
+    return result

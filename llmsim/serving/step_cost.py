@@ -1,0 +1,205 @@
+"""The time of one engine step: one forward pass over a mixed batch of prefill chunks and decode requests.
+
+A continuous-batching engine runs, every step, the new tokens of several requests together: chunks of
+prompts being prefilled and one token of each decoding request, each request at its own context length.
+Rebuilding the op graph per step would be far too slow for thousands of requests, so the step time is
+composed from per-op totals evaluated once, on grids, by the same cost model `simulate()` uses
+(timing.phases), split by what each op's cost depends on:
+
+    step_s = tokens_s(T) + lm_head_s(n_emit) + decode_attention_s(n_decode, mean cached length)
+             + prefill_attention_s(chunks, pair-equivalent length)
+
+- tokens_s(T): every op but the attention core and the LM head, for T = prefill tokens + decode tokens
+  run together (GEMMs at m = T, norms, rotary, KV writes, MoE, collectives, their launch overheads).
+  A step without prefill tokens is priced by the decode graph at batch T, one with prefill tokens by the
+  prefill graph at T tokens (the two agree for every model but MLA, whose decode runs weight-absorbed).
+- lm_head_s(n): the LM head (and its gather) over the n requests that emit a token this step.
+- decode_attention_s(n, L): the attention core of n decode requests at L cached tokens each.
+  approximation: requests at different lengths are priced at their mean length (exact for the roofline,
+  whose attention cost is linear in the cached tokens; a measured table is read at the mean).
+- prefill_attention_s(k, S): the attention core of k causal prefills of S tokens each from nothing, one
+  kernel for all of them (varlen flash attention). The step's chunks (q new tokens after c cached ones,
+  c*q + q*q/2 causal query-key pairs each) are priced as k equal fresh prefills with as many pairs in all:
+  S = sqrt(2 * pairs / k). Exact for equal fresh prompts (a static batch).
+  approximation: unequal chunks and chunks after a cached prefix are priced at that pair-equivalent length.
+
+Grids: tokens_s and lm_head_s at every integer up to the step's token budget and batch limit (exact);
+lengths on a geometric grid (ratio about 1.03) and attention batches 1..16 then geometric (ratio about 1.1),
+linearly interpolated (approximation: well under 0.1 % along lengths; along batches exact for the roofline,
+whose attention time is linear in the batch, a linear reading of a measured table between its points).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cost.workload import CostOptions
+from ..models.spec import ModelSpec
+from ..timing.phases import PhaseTotals, decode_totals, prefill_totals
+from ..timing.roofline import Roofline
+
+_LENGTH_POINTS_PER_DOUBLING = 24  # geometric grid of lengths: 2 ** (1/24) = 1.029 between points
+
+
+def length_grid(longest: int) -> np.ndarray:
+    """Lengths 1..64 one by one, then geometrically to `longest` (both ends included)."""
+    small = np.arange(1, min(longest, 64) + 1, dtype=float)
+    if longest <= 64:
+        return small
+    doublings = np.log2(longest / 64)
+    steps = max(int(np.ceil(doublings * _LENGTH_POINTS_PER_DOUBLING)), 1)
+    large = np.unique(np.round(64 * 2 ** (np.arange(1, steps + 1) * doublings / steps)))
+    return np.concatenate([small, large[large > 64]])
+
+
+def batch_grid(largest: int) -> np.ndarray:
+    """Batch sizes 1..16 one by one, then geometrically (ratio about 1.1) to `largest` (included)."""
+    small = np.arange(1, min(largest, 16) + 1, dtype=float)
+    if largest <= 16:
+        return small
+    steps = max(int(np.ceil(np.log(largest / 16) / np.log(1.1))), 1)
+    large = np.unique(np.round(16 * (largest / 16) ** (np.arange(1, steps + 1) / steps)))
+    return np.concatenate([small, large[large > 16]])
+
+
+def _split(totals: PhaseTotals) -> tuple[Any, Any, Any]:
+    """(attention core, LM head, everything else) time of a phase's ops, summed over ops."""
+    attention, head, rest = 0.0, 0.0, 0.0
+    for name, kind, time_s in zip(totals.names, totals.kinds, totals.per_op["time_s"]):
+        if kind == "attention":
+            attention = attention + time_s
+        elif name == "lm_head" or name.startswith("lm_head."):
+            head = head + time_s
+        else:
+            rest = rest + time_s
+    return attention, head, rest
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding: each decode step verifies num_tokens proposed tokens plus one in the target
+    model and keeps tokens_per_step of them on average; proposing costs nothing ("ngram": a lookup in the
+    prompt on the CPU), num_tokens steps of a draft model ("draft"), or num_tokens passes of one extra
+    decoder layer and the LM head ("mtp", DeepSeek-style multi-token prediction; approximation: a layer
+    costs 1/num_layers of a target decode step)."""
+
+    method: str
+    num_tokens: int
+    acceptance_rate: float
+    draft: StepCost | None = None
+    num_layers: int = 1
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens per verification with i.i.d. acceptance a of each of k proposals:
+        (1 - a**(k + 1)) / (1 - a) (Leviathan et al. 2023, eq. 1); k + 1 when every proposal is accepted."""
+        a, k = self.acceptance_rate, self.num_tokens
+        return float(k + 1) if a >= 1 else (1 - a ** (k + 1)) / (1 - a)
+
+
+class StepCost:
+    """Per-step time of one engine replica (one GPU of its tensor-parallel group: all GPUs run in step).
+
+    max_tokens: the step's token budget (max_num_batched_tokens); max_seqs: the most requests in a step;
+    max_len: the longest context a request reaches.
+    """
+
+    def __init__(self, model: ModelSpec, roofline: Roofline, options: CostOptions, max_tokens: int,
+                 max_seqs: int, max_len: int, speculation: Speculation | None = None) -> None:
+        self.max_tokens, self.max_seqs, self.max_len = max_tokens, max_seqs, max_len
+        self.speculation = speculation
+        self.query = speculation.num_tokens + 1 if speculation else 1  # target tokens per decode request
+        rows = max_seqs * self.query
+        tokens = np.arange(1, max_tokens + rows + 1, dtype=float)  # T = 1 .. budget (+ verified proposals)
+        batch = np.arange(1, rows + 1, dtype=float)  # decode rows 1 .. max_seqs x query
+        self.lengths = length_grid(max_len)
+
+        # prefill graph at B = 1, S = T: GEMMs at m = T; its attention core at S = T is unused here
+        _, _, rest = _split(prefill_totals(model, roofline, options, 1, tokens))
+        self.prefill_tokens_s = np.concatenate([[0.0], np.broadcast_to(rest, tokens.shape)])  # [T + 1]
+        # decode graph at batch n, one step: its steady ops do not depend on the cached length
+        step = decode_totals(model, roofline, options, batch, 1, 1)
+        _, head, rest = _split(step)
+        self.decode_tokens_s = np.concatenate([[0.0], np.broadcast_to(rest, batch.shape)])  # [n + 1]
+        self.lm_head_s = np.concatenate([[0.0], np.broadcast_to(head, batch.shape)])  # [n + 1]
+        # the decode attention core at [n, L]: n on the batch grid (rows), cached length L on the length grid
+        self.batches = batch_grid(max_seqs)
+        grid = decode_totals(model, roofline, options, self.batches[:, None], self.lengths[None, :], 1)
+        attention, _, _ = _split(grid)
+        self.decode_attention_s = np.broadcast_to(attention, (len(self.batches), len(self.lengths))).copy()
+        # the attention core of k prefills of S tokens from nothing, k on the batch grid, S on the length grid
+        self.prefill_batches = self.batches
+        attention, _, _ = _split(prefill_totals(model, roofline, options, self.prefill_batches[:, None],
+                                                self.lengths[None, :]))
+        self.prefill_attention_s = np.broadcast_to(attention, (len(self.prefill_batches), len(self.lengths))).copy()
+
+    # ---- the parts --------------------------------------------------------------------------------
+    def _on_grid(self, table: np.ndarray, batch: int, length: Any) -> Any:
+        """table[batch, length] interpolated linearly along the length grid, then the batch grid."""
+        k = int(np.searchsorted(self.batches, batch))  # first grid batch >= batch
+        upper = np.interp(length, self.lengths, table[k])
+        if self.batches[k] == batch:
+            return upper
+        lower = np.interp(length, self.lengths, table[k - 1])
+        b0, b1 = self.batches[k - 1], self.batches[k]
+        return lower + (upper - lower) * ((batch - b0) / (b1 - b0))
+
+    def prefill_attention(self, chunks: int, pairs: float) -> float:
+        """Attention core of `chunks` prefill chunks with `pairs` causal query-key pairs in all."""
+        if chunks == 0:
+            return 0.0
+        length = np.sqrt(2.0 * pairs / chunks)  # pair-equivalent length of each of k fresh prefills
+        return float(self._on_grid(self.prefill_attention_s, chunks, length))
+
+    def decode_attention(self, n: int, mean_len: Any) -> Any:
+        """Attention core of n decode requests at mean_len cached tokens each (arrays of lengths allowed)."""
+        if n == 0:
+            return np.zeros(np.shape(mean_len)) if np.ndim(mean_len) else 0.0
+        return self._on_grid(self.decode_attention_s, n, mean_len)
+
+    def tokens(self, prefill_tokens: int, decode_requests: int) -> float:
+        """Every op but attention and LM head over the step's tokens (each decode request's query tokens)."""
+        if prefill_tokens == 0:
+            return float(self.decode_tokens_s[decode_requests * self.query])
+        return float(self.prefill_tokens_s[prefill_tokens + decode_requests * self.query])
+
+    def lm_head(self, n_emit: int, n_decode: int) -> float:
+        """LM head over the sampled positions: one per emitting request, query per decode request."""
+        return float(self.lm_head_s[n_emit + n_decode * (self.query - 1)])
+
+    def proposals(self, n_decode: int, mean_len: Any, prefill_tokens: int = 0, pairs: float = 0.0,
+                  chunks: int = 0) -> Any:
+        """Time to propose the speculative tokens of n_decode requests (and, for a draft model, to prefill
+        the step's prompt chunks too); 0 without speculation."""
+        spec = self.speculation
+        if spec is None or spec.method == "ngram" or (n_decode == 0 and spec.method == "mtp"):
+            return 0.0
+        k = spec.num_tokens
+        if spec.method == "mtp":  # k passes of one more layer, each with the LM head
+            one_layer = (self.decode_tokens_s[n_decode] + self.decode_attention(n_decode, mean_len)) / spec.num_layers
+            return k * (one_layer + float(self.lm_head_s[n_decode]))
+        draft = spec.draft
+        step = (draft.tokens(0, n_decode) + float(draft.lm_head_s[n_decode])
+                + draft.decode_attention(n_decode, mean_len) if n_decode else 0.0)
+        prefill = draft.tokens(prefill_tokens, 0) + draft.prefill_attention(chunks, pairs) if prefill_tokens else 0.0
+        return k * step + prefill
+
+    # ---- one step -----------------------------------------------------------------------------------
+    def step_s(self, decode_lengths_sum: float, n_decode: int, chunks: list[tuple[int, int]], n_emit: int) -> float:
+        """Time of one step: n_decode decode requests with decode_lengths_sum cached tokens in all, the
+        prefill chunks (q new tokens after c cached) and n_emit requests sampling a token."""
+        prefill_tokens = sum(q for q, _ in chunks)
+        time_s = self.tokens(prefill_tokens, n_decode) + self.lm_head(n_emit, n_decode)
+        pairs = sum(q * c + q * q / 2 for q, c in chunks)
+        mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
+        if n_decode:
+            # approximation: with speculation the query tokens of a request read its KV cache once, as one
+            time_s += float(self.decode_attention(n_decode, mean_len))
+        if self.speculation is not None:  # proposals, and a draft model's own prefill of the chunks
+            time_s += float(self.proposals(n_decode, mean_len, prefill_tokens, pairs, len(chunks)))
+        if chunks:
+            time_s += self.prefill_attention(len(chunks), pairs)
+        return time_s

@@ -1,0 +1,113 @@
+"""Serving workloads: request lengths and arrival times, reproducible from a seed.
+
+Lengths (prompt_len, gen_len): an integer (every request the same); a list or array (one per request);
+or a distribution written "uniform:LOW:HIGH", "normal:MEAN:STD" or "lognormal:MEAN:STD" (MEAN and STD
+of the lengths themselves), drawn per request, rounded and clipped to at least 1. A CSV of measured
+pairs (a ShareGPT-style trace) gives both: columns prompt_len and gen_len (or input_len/output_len),
+taken in order and repeated as needed.
+
+Arrivals (open loop, request_rate requests per second): "poisson" (exponential gaps), "constant" (equal
+gaps) or "gamma" with a burstiness factor (shape = burstiness, mean gap 1/rate: 1 is Poisson, below 1
+burstier), as vLLM's benchmark_serving draws them. A closed loop (concurrency=c) has no arrival times:
+c clients each send their next request when the previous one finishes.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import OptionError, check_choice
+
+ARRIVALS = ("poisson", "constant", "gamma")
+DISTRIBUTIONS = ("uniform", "normal", "lognormal")
+
+
+def draw_lengths(field: str, spec: Any, count: int, rng: np.random.Generator) -> np.ndarray:
+    """`count` lengths (integers >= 1) from an integer, a sequence or a distribution string."""
+    if isinstance(spec, bool):
+        raise OptionError(f"{field}={spec!r} must be an integer, a list of integers or 'uniform:LOW:HIGH', "
+                          f"'normal:MEAN:STD', 'lognormal:MEAN:STD'")
+    if isinstance(spec, (int, np.integer)):
+        if spec < 1:
+            raise OptionError(f"{field}={spec} must be >= 1")
+        return np.full(count, int(spec), dtype=np.int64)
+    if isinstance(spec, str):
+        return _from_distribution(field, spec, count, rng)
+    values = np.asarray(spec)
+    if values.ndim != 1 or values.size == 0 or not np.issubdtype(values.dtype, np.number):
+        raise OptionError(f"{field} must be an integer, a non-empty list of integers or a distribution string")
+    if not np.all(np.isfinite(values)) or np.any(values != np.round(values)) or np.any(values < 1):
+        raise OptionError(f"{field}: every length must be a whole number >= 1")
+    return np.resize(values.astype(np.int64), count)
+
+
+def _from_distribution(field: str, spec: str, count: int, rng: np.random.Generator) -> np.ndarray:
+    parts = spec.split(":")
+    check_choice(f"{field} distribution", parts[0], DISTRIBUTIONS)
+    try:
+        a, b = (float(x) for x in parts[1:])
+    except ValueError:
+        raise OptionError(f"{field}={spec!r}: write {parts[0]}:A:B with two numbers") from None
+    if not (np.isfinite(a) and np.isfinite(b)) or a <= 0 or b < 0:
+        raise OptionError(f"{field}={spec!r}: both numbers must be finite, the first > 0, the second >= 0")
+    if parts[0] == "uniform":
+        if b < a:
+            raise OptionError(f"{field}={spec!r}: HIGH must be >= LOW")
+        values = rng.uniform(a, b + 1, count)  # integers LOW..HIGH equally likely after flooring
+        return np.maximum(np.floor(values), 1).astype(np.int64)
+    if parts[0] == "normal":
+        values = rng.normal(a, b, count)
+    else:  # lognormal with the given mean and standard deviation of the lengths
+        sigma2 = np.log1p((b / a) ** 2)
+        values = rng.lognormal(np.log(a) - sigma2 / 2, np.sqrt(sigma2), count)
+    return np.maximum(np.round(values), 1).astype(np.int64)
+
+
+def lengths_from_csv(path: str | Path, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(prompt_len, gen_len) of `count` requests from a CSV of measured pairs, repeated in order."""
+    path = Path(path)
+    if not path.is_file():
+        raise OptionError(f"lengths_csv={str(path)!r} is not a file")
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise OptionError(f"lengths_csv={str(path)!r} has no rows")
+    columns = set(rows[0])
+    for prompt_col, gen_col in (("prompt_len", "gen_len"), ("input_len", "output_len")):
+        if {prompt_col, gen_col} <= columns:
+            break
+    else:
+        raise OptionError(f"lengths_csv={str(path)!r} needs columns prompt_len and gen_len (or input_len and "
+                          f"output_len); it has {sorted(columns)}")
+    try:
+        prompt = np.array([int(r[prompt_col]) for r in rows])
+        gen = np.array([int(r[gen_col]) for r in rows])
+    except (TypeError, ValueError):
+        raise OptionError(f"lengths_csv={str(path)!r}: {prompt_col} and {gen_col} must be whole numbers") from None
+    if np.any(prompt < 1) or np.any(gen < 1):
+        raise OptionError(f"lengths_csv={str(path)!r}: every length must be >= 1")
+    return np.resize(prompt, count), np.resize(gen, count)
+
+
+def arrival_times(request_rate: float, count: int, arrival: str, burstiness: float,
+                  rng: np.random.Generator) -> np.ndarray:
+    """Arrival times in seconds of `count` requests at `request_rate` per second, the first at 0."""
+    check_choice("arrival", arrival, ARRIVALS)
+    if isinstance(request_rate, bool) or not isinstance(request_rate, (int, float)) or not (
+            np.isfinite(request_rate) and request_rate > 0):
+        raise OptionError(f"request_rate={request_rate!r} must be a finite number of requests per second > 0")
+    if arrival == "constant":
+        gaps = np.full(count, 1.0 / request_rate)
+    elif arrival == "poisson":
+        gaps = rng.exponential(1.0 / request_rate, count)
+    else:
+        if isinstance(burstiness, bool) or not isinstance(burstiness, (int, float)) or not (
+                np.isfinite(burstiness) and burstiness > 0):
+            raise OptionError(f"burstiness={burstiness!r} must be a finite number > 0 (1 is Poisson)")
+        gaps = rng.gamma(burstiness, 1.0 / (request_rate * burstiness), count)
+    gaps[0] = 0.0
+    return np.cumsum(gaps)

@@ -1,0 +1,135 @@
+"""serve() against measured serving runs: aiconfigurator-core's systems/silicon_sample.csv.
+
+Each row is one engine (vLLM, SGLang, TensorRT-LLM) serving fixed-length requests (isl in, osl out) at a
+fixed concurrency on one GPU type, with its mean TTFT and TPOT. The rows llmsim can run (a shipped
+model, a shipped device, aggregated serving, no attention data parallelism, a precision llmsim prices)
+are simulated with the shipped files and the engine's defaults; the others are listed with the reason.
+Nothing is fitted to these rows: they are validation data only.
+
+approximation: the number of requests each measured run sent is not in the file; every row is simulated
+with REQUESTS_PER_CLIENT requests per client (closed loop), the first ones all arriving together.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REQUESTS_PER_CLIENT = 5
+
+CONFIG = "config"  # the checkpoint's quantization_config decides (fp8 block scales, MXFP4 experts)
+MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weight/activation dtype, None or CONFIG)
+    "meta-llama/Llama-3.1-8B-Instruct": ("llama-3.1-8b", None),
+    "nvidia/Llama-3.1-8B-Instruct-FP8": ("llama-3.1-8b", "fp8"),
+    "meta-llama/Llama-3.1-70B": ("llama-3.1-70b", None),
+    "Qwen/Qwen3-32B": ("qwen3-32b", None),
+    "deepseek-ai/DeepSeek-V3": ("deepseek-v3", CONFIG),
+    "deepseek-ai/DeepSeek-R1": ("deepseek-v3", CONFIG),  # the same architecture, config and fp8 checkpoint as V3
+    "Qwen/Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b-fp8", CONFIG),
+    "openai/gpt-oss-120b": ("gpt-oss-120b", CONFIG),  # MXFP4 experts (the file labels them nvfp4)
+}
+SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
+           "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
+PRECISIONS = {"": None, "bf16": "bf16", "fp8": "fp8"}  # gemm_quant_mode -> llmsim dtype (None: the model's)
+
+
+@dataclass
+class ServingComparison:
+    """Compared rows (with predictions) and skipped rows (with reasons)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def errors(self, metric: str, group: tuple[str, ...] = ()) -> dict[tuple, np.ndarray]:
+        """Signed % errors of `metric` ("ttft" or "tpot") grouped by the given row keys."""
+        out: dict[tuple, list[float]] = {}
+        for row in self.rows:
+            key = tuple(row[g] for g in group)
+            out.setdefault(key, []).append(row[f"{metric}_error_pct"])
+        return {k: np.asarray(v) for k, v in out.items()}
+
+
+def default_silicon_csv() -> Path | None:
+    """The file inside an installed aiconfigurator-core, if there is one."""
+    try:
+        import aiconfigurator_core
+    except ImportError:
+        return None
+    path = Path(aiconfigurator_core.__file__).parent / "systems" / "silicon_sample.csv"
+    return path if path.is_file() else None
+
+
+def _why_not(row: dict[str, str]) -> str | None:
+    if row["mode"] != "agg":
+        return f"mode {row['mode']} (disaggregated serving is not simulated yet)"
+    if row["model_path"] not in MODELS:
+        return f"model {row['model_path']} is not shipped"
+    if row["system"] not in SYSTEMS:
+        return f"system {row['system']} has no hardware file"
+    if MODELS[row["model_path"]][1] == CONFIG:
+        native = {"openai/gpt-oss-120b": ("nvfp4",)}.get(row["model_path"], ("fp8", "fp8_block"))
+        if row["gemm_quant_mode"] not in native:
+            return f"gemm_quant_mode {row['gemm_quant_mode']} is not the checkpoint's own format"
+    elif row["gemm_quant_mode"] not in PRECISIONS:
+        return f"gemm_quant_mode {row['gemm_quant_mode']} is not priced yet"
+    elif row["moe_quant_mode"] not in PRECISIONS:
+        return f"moe_quant_mode {row['moe_quant_mode']} is not priced yet"
+    if row["attention_dp_size"] not in ("", "0.0", "1.0", "0", "1"):
+        return f"attention_dp_size {row['attention_dp_size']} (attention data parallelism) is not simulated"
+    if row["pp_size"] not in ("", "1.0", "1"):
+        return f"pp_size {row['pp_size']}"
+    return None
+
+
+def simulate_row(row: dict[str, str]) -> dict[str, Any]:
+    """The prediction for one measured row (mean TTFT and TPOT in ms)."""
+    from ..serving.serve import serve
+
+    model, forced = MODELS[row["model_path"]]
+    dtype = None if forced == CONFIG else forced or PRECISIONS[row["gemm_quant_mode"]]
+    options: dict[str, Any] = {}
+    if dtype is not None:
+        options.update(weight_dtype=dtype, activation_dtype=dtype)
+        if dtype != "bf16":
+            options["kv_dtype"] = "bf16"  # approximation: the KV cache at the checkpoint's 16-bit dtype
+    concurrency = int(float(row["batch_size"]))
+    tp = int(float(row["tp_size"] or 1))
+    ep = int(float(row["moe_ep_size"] or 1))
+    if ep > 1:
+        options["expert_parallel"] = ep
+    r = serve(model, SYSTEMS[row["system"]], engine=row["backend"], concurrency=concurrency,
+              prompt_len=int(row["isl"]), gen_len=int(row["osl"]),
+              num_requests=REQUESTS_PER_CLIENT * concurrency, tensor_parallel=tp, **options)
+    ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
+    measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
+    return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"],
+            "precision": "config" if forced == CONFIG else dtype or "bf16", "tp": tp, "concurrency": concurrency,
+            "isl": int(row["isl"]),
+            "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
+            "measured_tpot_ms": measured_tpot,
+            "ttft_error_pct": 100 * (ttft - measured_ttft) / measured_ttft,
+            "tpot_error_pct": 100 * (tpot - measured_tpot) / measured_tpot}
+
+
+def compare_serving(csv_path: Path, limit: int | None = None) -> ServingComparison:
+    """Simulate every row llmsim can run (the first `limit` of them when given)."""
+    from ..errors import LlmsimError
+
+    result = ServingComparison()
+    with Path(csv_path).open(newline="") as f:
+        for row in csv.DictReader(f):
+            reason = _why_not(row)
+            if reason is None and limit is not None and len(result.rows) >= limit:
+                reason = "beyond the limit asked for"
+            if reason is not None:
+                result.skipped.append((row["id"], reason))
+                continue
+            try:
+                result.rows.append(simulate_row(row))
+            except LlmsimError as exc:
+                result.skipped.append((row["id"], f"refused: {exc}"))
+    return result

@@ -1,0 +1,294 @@
+"""Profiles on the roofline: readers checked against real exports.
+
+torch.profiler: traces recorded here, on this CPU, of tiny transformers models (tests/tiny_configs.py),
+checked against torch's own numbers: the per-op self times of prof.key_averages(), FlopCounterMode's
+FLOPs and torch's sdpa_flop_count; compare() must match every matmul to its predicted op.
+Nsight Compute / Nsight Systems: real exports published in public repositories (tests/fixtures/profiles,
+sources in its README), plus files made from NVIDIA's documented layouts where no real one was found.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import llmsim
+from llmsim.errors import LlmsimError
+from llmsim.profiles.bound import LATENCY_FRACTION
+from llmsim.profiles.timeline import covered_s
+
+from .tiny_configs import TINY_CONFIGS
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profiles"
+BATCH, SEQ = 2, 16
+COST = {"attention": "flash", "logits": "all", "fusion": "eager", "kv_cache": "concat"}  # eager transformers
+
+
+def _record(name: str, out: Path) -> dict:
+    """One prefill of a tiny model, profiled with record_shapes=True after a warm-up; the FLOPs that
+    FlopCounterMode counts for the same forward; torch's own self time per op name."""
+    from torch.profiler import ProfilerActivity, profile
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = transformers.AutoConfig.for_model(**TINY_CONFIGS[name])
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+    ids = torch.randint(0, config.vocab_size, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        model(input_ids=ids)  # warm-up: first-call allocations and kernel selection stay out of the trace
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            model(input_ids=ids)
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids)
+    prof.export_chrome_trace(str(out))
+    self_s = {e.key: e.self_cpu_time_total * 1e-6 for e in prof.key_averages()}
+    return {"path": out, "flops": {str(k): v for k, v in counter.get_flop_counts()["Global"].items()},
+            "self_s": self_s}
+
+
+@pytest.fixture(scope="module", params=["llama-gqa", "gpt2"])
+def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("traces") / f"{request.param}.json"
+    return {"name": request.param, **_record(request.param, out)}
+
+
+def test_torch_trace_kernel_times_sum_to_the_span(recorded: dict) -> None:
+    p = llmsim.read_profile(recorded["path"])
+    assert p.format == "torch.profiler (CPU)" and p.device == "cpu"
+    # every microsecond of the span is in exactly one kernel's self time or in the idle gaps; the documented
+    # tolerance (docs/profiling.md) is 1%: timestamps are rounded to ns, and nothing else runs on other threads
+    assert p.kernel_time_s + p.idle_s == pytest.approx(p.span_s, rel=0.01)
+    assert 0 <= p.idle_s < p.span_s
+
+
+def test_torch_trace_self_times_equal_torch_key_averages(recorded: dict) -> None:
+    p = llmsim.read_profile(recorded["path"])
+    ours: dict[str, float] = {}
+    for k in p.kernels:
+        ours[k.name] = ours.get(k.name, 0.0) + k.time_s
+    torch_self = {name: s for name, s in recorded["self_s"].items() if name.startswith("aten::")}
+    assert set(torch_self) <= set(ours)
+    for name, seconds in torch_self.items():
+        assert ours[name] == pytest.approx(seconds, rel=1e-3, abs=2e-6), name
+
+
+def test_torch_trace_flops_from_shapes_equal_flop_counter_mode(recorded: dict) -> None:
+    p = llmsim.read_profile(recorded["path"])
+    matmuls = [k for k in p.kernels if k.op_class == "matmul"]
+    assert matmuls and all(k.flops_source == "shapes" and k.bytes_source == "shapes" for k in matmuls)
+    counted = sum(v for k, v in recorded["flops"].items() if k in ("aten.mm", "aten.addmm", "aten.bmm"))
+    # addmm (gpt2's Conv1D): llmsim adds the M*N bias FLOPs that FlopCounterMode leaves out
+    bias = sum(_addmm_bias(k) for k in matmuls if k.name == "aten::addmm")
+    assert sum(k.flops for k in matmuls) == counted + bias
+    if recorded["name"] == "llama-gqa":
+        assert bias == 0
+    else:  # gpt2: per layer c_attn [32,64]x[64,192], c_proj [32,64]x[64,64], c_fc [32,64]x[64,256], mlp c_proj
+        assert bias == 2 * 32 * (192 + 64 + 256 + 64)  # 2 layers, 32 tokens: 36864
+
+
+def _addmm_bias(k: llmsim.Kernel) -> int:
+    import json
+
+    _, a, b = json.loads(k.shapes)
+    return k.calls * a[0] * b[1]
+
+
+def test_torch_trace_attention_flops_match_torch_sdpa_flop_count(recorded: dict) -> None:
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    p = llmsim.read_profile(recorded["path"])
+    (attention,) = [k for k in p.kernels if k.op_class == "attention"]
+    assert attention.name == "aten::_scaled_dot_product_flash_attention_for_cpu" and attention.calls == 2
+    heads = 4
+    kv_heads = TINY_CONFIGS[recorded["name"]].get("num_key_value_heads", heads)
+    d = 64 // heads
+    full = sdpa_flop_count((BATCH, heads, SEQ, d), (BATCH, kv_heads, SEQ, d), (BATCH, kv_heads, SEQ, d))
+    pairs = SEQ * (SEQ + 1) / 2  # causal: 136 of the 256 (query, key) pairs
+    # torch counts all S*S pairs (2*(2*B*H*S*S*d) = 131072); the causal kernel does 136/256 of them, plus
+    # llmsim's 5 vector FLOPs per pair of the softmax: 69632 + 5440 = 75072 per call
+    assert attention.flops_per_call == full * pairs / (SEQ * SEQ) + 5 * BATCH * heads * pairs == 75072
+
+
+def test_compare_matches_every_matmul_to_its_predicted_op(recorded: dict) -> None:
+    p = llmsim.read_profile(recorded["path"])
+    result = llmsim.simulate(TINY_CONFIGS[recorded["name"]], "cpu-generic", batch_size=BATCH, prompt_len=SEQ,
+                             gen_len=2, **COST)
+    c = p.compare(result)
+    matched_kernels = sum(m.calls for m in c.matches if m.op_class == "matmul")
+    assert matched_kernels == sum(k.calls for k in p.kernels if k.op_class == "matmul")
+    assert not [n for n in c.unmatched_kernels if n.startswith("aten::mm") or n.startswith("aten::addmm")]
+    assert c.unmatched_ops == []
+    for m in c.matches:
+        assert m.calls == m.predicted_calls, m  # each predicted op ran once per layer, as the trace shows
+    predicted_matmuls = {op.name for op in result.prefill.ops if op.kind == "matmul"}
+    assert predicted_matmuls == {name for m in c.matches if m.op_class == "matmul" for name in m.ops}
+    assert {r.op_class for r in c.classes} >= {"matmul", "attention", "elementwise", "overhead"}
+
+
+def test_torch_trace_table_and_figure(recorded: dict, tmp_path: Path) -> None:
+    p = llmsim.read_profile(recorded["path"])
+    rows = p.rows("cpu-generic")
+    idle = [r for r in rows if r["bound"] == "overhead" and r["class"] == "overhead"]
+    assert len(idle) == 1 and idle[0]["time_s"] == p.idle_s
+    assert {r["bound"] for r in rows} <= {"compute", "memory", "latency", "overhead", "unknown"}
+    for r in rows:
+        if r["roofline_fraction"] is not None and r["bound"] in ("compute", "memory"):
+            assert r["roofline_fraction"] >= LATENCY_FRACTION
+    text = p.kernels_table("cpu-generic", top=5)
+    assert "aten::" in text and "shapes/shapes" in text
+    figure = p.roofline_figure("cpu-generic")
+    figure.savefig(tmp_path / "roofline.png")
+    assert (tmp_path / "roofline.png").stat().st_size > 10_000
+
+
+# ---- Nsight Compute ---------------------------------------------------------------------------------
+def test_ncu_details_real_export_superbench_b200() -> None:
+    """A real `ncu --csv` details page (default sections) of one cuBLASLt FP8 GEMM on a B200 (CC 10.0),
+    published by microsoft/superbenchmark: Duration 406240 ns, Compute (SM) 23.59%, Memory 21.68%."""
+    p = llmsim.read_profile(FIXTURES / "superbench_cublaslt_ncu_details.log")
+    (k,) = p.kernels
+    assert k.name.startswith("cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8")
+    assert (k.calls, k.time_s, k.sm_pct, k.memory_pct) == (1, pytest.approx(406240e-9), pytest.approx(23.59),
+                                                           pytest.approx(21.68))
+    assert (k.op_class, k.precision) == ("matmul", "fp8")
+    row = p.rows("b200")[0]
+    # both units below 60% of peak: latency-bound, as NVIDIA's own SOLBottleneck rule in this export says
+    # ("low compute throughput and memory bandwidth utilization ... typically indicate latency issues")
+    assert row["bound"] == "latency" and row["roofline_fraction"] == pytest.approx(0.2359)
+
+
+def test_ncu_raw_page_documented_layout() -> None:
+    """`ncu --csv --page raw`: built from NVIDIA's documented layout (see the fixtures README)."""
+    p = llmsim.read_profile(FIXTURES / "ncu_raw_documented_layout.csv")
+    by_name = {k.name: k for k in p.kernels}
+    gemm, norm = by_name["ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"], by_name["rms_norm_kernel"]
+    assert gemm.calls == 2 and gemm.time_s == pytest.approx(2 * 2.0e-3)  # "2,000" usecond twice
+    assert gemm.bytes == pytest.approx(2 * (150e6 + 2e6))  # dram read 150 Mbyte + write 2 Mbyte per launch
+    # FP32 SASS counters per launch: fadd 1e6 + fmul 2e6 + 2 * ffma 3e6 = 9e6 FLOPs (tensor-core work not in them)
+    assert gemm.flops == pytest.approx(2 * 9e6) and gemm.flops_source == "counters"
+    assert gemm.sm_pct == pytest.approx(85.0) and norm.memory_pct == pytest.approx(88.0)
+    rows = {r["kernel"]: r for r in p.rows("a100-80gb-sxm")}
+    assert rows[gemm.name]["bound"] == "compute" and rows[norm.name]["bound"] == "memory"
+
+
+def test_ncu_export_without_duration_is_refused() -> None:
+    """A real export (PolyFHE artifact) that collected only dram__bytes_read.sum: no kernel time."""
+    with pytest.raises(LlmsimError, match=r"missing gpu__time_duration\.sum"):
+        llmsim.read_profile(FIXTURES / "polyfhe_memaccess_ncu_dram_only.csv")
+
+
+# ---- Nsight Systems ---------------------------------------------------------------------------------
+def test_nsys_kern_sum_real_export_polyfhe() -> None:
+    """A real `nsys stats --report cuda_gpu_kern_sum --format csv` (nsys 2024.7.1, RTX 4090) from PolyFHE."""
+    import csv
+
+    path = FIXTURES / "polyfhe_phantom_cuda_gpu_kern_sum.csv"
+    p = llmsim.read_profile(path)
+    assert p.format == "Nsight Systems (cuda_gpu_kern_sum)" and len(p.kernels) == 15 and p.idle_s is None
+    top = p.kernels[0]
+    assert top.name.startswith("phantom::key_switch_inner_prod_c2_and_evk") and top.calls == 5
+    assert top.time_s == pytest.approx(1791874e-9)
+    # nsys's own "Time (%)" column (rounded to 0.1) agrees with each kernel's share of the total
+    rows = list(csv.DictReader(path.read_text().splitlines()[2:]))
+    total = p.kernel_time_s
+    shares = {r["Name"]: float(r["Time (%)"]) for r in rows if r.get("Name")}
+    for k in p.kernels:
+        assert 100 * k.time_s / total == pytest.approx(shares[k.name], abs=0.051)
+
+
+def test_nsys_gpu_trace_documented_layout_idle_time() -> None:
+    """cuda_gpu_trace built from NVIDIA's documented columns: three kernels and a copy with gaps."""
+    p = llmsim.read_profile(FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv")
+    # rows (start, duration) ns: copy (1000, 500), gemm (2000, 4000), norm (6500, 500), gemm (8000, 4000)
+    assert p.span_s == pytest.approx((12000 - 1000) * 1e-9)
+    busy = covered_s([(1000, 1500), (2000, 6000), (6500, 7000), (8000, 12000)])  # 9000 ns
+    assert p.idle_s == pytest.approx((11000 - busy) * 1e-9)  # 2000 ns of gaps
+    copy = next(k for k in p.kernels if k.op_class == "copy")
+    assert copy.bytes == pytest.approx(4.194304e6) and copy.bytes_source == "counters"
+    gemm = next(k for k in p.kernels if k.op_class == "matmul")
+    assert gemm.calls == 2 and gemm.time_s == pytest.approx(8000e-9)
+
+
+def test_nsys_compare_fills_flops_from_matched_ops() -> None:
+    """A GEMM kernel group without FLOPs takes its matched op's FLOPs per call, marked "matched op"."""
+    p = llmsim.read_profile(FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv")
+    result = llmsim.simulate(TINY_CONFIGS["llama-gqa"], "h100-sxm", batch_size=BATCH, prompt_len=SEQ, gen_len=2)
+    c = p.compare(result)
+    gemm = next(k for k in c.profile.kernels if k.op_class == "matmul")
+    # one measured GEMM group, but the prediction has several matmul shapes: no pairing, nothing guessed
+    assert gemm.flops is None and gemm.name in c.unmatched_kernels
+
+
+@pytest.mark.parametrize("text, needed", [
+    ("Time (%),Total Time (ns),Avg (ns),Name\n50.0,1000,500,k\n", "'Instances' or 'Calls'"),
+    ("Start (ns),CorrId,Name\n100,1,k\n", "'Duration \\(ns\\)'"),
+    ('"ID","Kernel Name","dram__bytes_read.sum"\n"","","byte"\n"0","k","100"\n', r"gpu__time_duration\.sum"),
+    ('{"traceEvents": [{"ph": "X", "cat": "python_function", "name": "f", "ts": 0, "dur": 1}]}',
+     "no 'cpu_op' or 'kernel' events"),
+    ('{"schemaVersion": 1}', "no 'traceEvents' list"),
+    ("just some text\n", "not a known export"),
+])
+def test_exports_lacking_needed_columns_are_refused(tmp_path: Path, text: str, needed: str) -> None:
+    path = tmp_path / "export.json" if text.startswith("{") else tmp_path / "export.csv"
+    path.write_text(text)
+    with pytest.raises(LlmsimError, match=needed) as info:
+        llmsim.read_profile(path)
+    assert "\n" not in str(info.value)
+
+
+def test_binary_reports_and_missing_files_are_refused(tmp_path: Path) -> None:
+    report = tmp_path / "run.ncu-rep"
+    report.write_bytes(b"\x00\x01")
+    with pytest.raises(LlmsimError, match="ncu --import"):
+        llmsim.read_profile(report)
+    with pytest.raises(LlmsimError, match="no such file"):
+        llmsim.read_profile(tmp_path / "absent.csv")
+
+
+def test_cli_profile_prints_the_table_and_writes_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from llmsim.cli import main
+
+    out = tmp_path / "p.png"
+    assert main(["profile", str(FIXTURES / "polyfhe_phantom_cuda_gpu_kern_sum.csv"), "--hardware", "rtx-4090",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "key_switch_inner_prod" in text and f"wrote {out}" in text and out.stat().st_size > 5_000
+    assert main(["profile", str(FIXTURES / "polyfhe_memaccess_ncu_dram_only.csv"), "--hardware", "a100-80gb-sxm",
+                 "--out", str(tmp_path / "q.png")]) == 2
+    assert "gpu__time_duration.sum" in capsys.readouterr().err
+
+
+# ---- torch.profiler on CUDA ---------------------------------------------------------------------------
+def test_torch_cuda_trace_real_export_hta_alexnet_a100() -> None:
+    """A real torch.profiler CUDA trace (PARAM AlexNet forward on an A100, recorded without shapes) from
+    HolisticTraceAnalysis' test data: device kernels, copies, launch calls and the device's idle time."""
+    import gzip
+    import json
+
+    path = FIXTURES / "hta_simple_add_a100_trace.json.gz"
+    p = llmsim.read_profile(path)
+    assert (p.format, p.device) == ("torch.profiler (CUDA)", "gpu")
+    with gzip.open(path, "rt") as handle:
+        events = json.load(handle)["traceEvents"]
+    device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    # every device event is one kernel call, its time the event's duration (microseconds in the file)
+    assert sum(k.calls for k in p.kernels) == len(device) == 98
+    assert p.kernel_time_s == pytest.approx(sum(e["dur"] for e in device) * 1e-6)
+    start, end = min(e["ts"] for e in device), max(e["ts"] + e["dur"] for e in device)
+    assert p.span_s == pytest.approx((end - start) * 1e-6)
+    busy = covered_s([(e["ts"], e["ts"] + e["dur"]) for e in device])
+    assert p.idle_s == pytest.approx((end - start - busy) * 1e-6)  # 99.7% idle: the run includes its set-up
+    launches = [e for e in events if e.get("cat") == "cuda_runtime" and "Launch" in e["name"]]
+    assert p.host_launch_s == pytest.approx(sum(e["dur"] for e in launches) * 1e-6)
+    by_name = {k.name: k for k in p.kernels}
+    # classes from the aten op that launched each kernel: aten::addmm's sgemm, aten::add's element-wise kernel
+    assert by_name["ampere_sgemm_32x32_sliced1x4_tn"].op_class == "matmul"
+    assert by_name["ampere_sgemm_32x32_sliced1x4_tn"].precision == "fp32"
+    add = next(k for k in p.kernels if "CUDAFunctor_add" in k.name)
+    assert add.op_class == "elementwise"
+    assert "recorded without record_shapes=True" in p.notes[0]
+    assert p.rows("a100-80gb-sxm")[0]["kernel"] == "(idle: no kernel running)"

@@ -1,0 +1,274 @@
+"""Quantized checkpoints: weight bytes per quantization_config pinned by hand (packed values + scales + zero
+points + modules left unconverted), against the checkpoints' own byte totals where public, and against
+transformers' quantized layout built on the meta device where transformers can build it without GPU
+kernels (FineGrainedFP8). Explicit weight_dtype overrides the config; print(r) says which was used."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import llmsim
+from llmsim.analysis.memory import weights_bytes
+from llmsim.cost.workload import CostOptions
+from llmsim.errors import AssumptionWarning, ConfigError
+
+pytestmark = pytest.mark.filterwarnings("ignore::llmsim.errors.AssumptionWarning")  # tested where they are made
+
+
+def _weights(model: object, **options: object) -> int:
+    return round(weights_bytes(llmsim.load_model(model), CostOptions.make(**options)))
+
+
+def _llama8b(quantization_config: dict | None) -> dict:
+    data = json.loads((llmsim.shipped.model_configs_dir() / "llama-3.1-8b.json").read_text())
+    if quantization_config is not None:
+        data["quantization_config"] = quantization_config
+    return data
+
+
+# Llama-3.1-8B: 32 layers, h 4096, I 14336, 8 KV heads of 128 -> per layer (K, N) of q, k, v, o, gate, up, down
+_LLAMA_LINEARS = [(4096, 4096), (4096, 1024), (4096, 1024), (4096, 4096), (4096, 14336), (4096, 14336),
+                  (14336, 4096)]
+_LLAMA_REST = 32 * 2 * 4096 * 2 + 2 * 128256 * 4096 * 2 + 4096 * 2  # norms, embed + lm_head, final norm (bf16)
+
+
+# ---- MXFP4 (gpt-oss) --------------------------------------------------------------------------------
+def test_gpt_oss_20b_weights_equal_its_checkpoint() -> None:
+    # experts: 24 layers x 32 experts x (gate_up [2880 -> 5760] + down [2880 -> 2880]) = 19,110,297,600 values
+    # at 0.5 byte + one E8M0 byte per 32 = 0.53125 byte -> 10,152,345,600 bytes; the other 20,914,757,184 -
+    # 19,110,297,600 = 1,804,459,584 parameters (attention, router, expert biases, embeddings, lm_head, norms;
+    # modules_to_not_convert) at bfloat16 -> 3,608,919,168 bytes; total 13,761,264,768 bytes = the
+    # metadata.total_size of openai/gpt-oss-20b's model.safetensors.index.json (quoted in public files,
+    # search-index file ids 66618953322, 31112482743)
+    assert _weights("gpt-oss-20b") == 10_152_345_600 + 3_608_919_168 == 13_761_264_768
+
+
+def test_gpt_oss_120b_fits_one_80gb_gpu() -> None:
+    # experts 36 x 128 x 2880 x 8640 = 114,661,785,600 values x 0.53125 = 60,914,073,600 bytes; the rest
+    # (116,829,156,672 - 114,661,785,600) x 2 = 4,334,742,144 bytes; total 65,248,815,744 = the checkpoint's
+    # tensor bytes (openai/gpt-oss-120b; quoted in a public test, search-index file id 59724567210)
+    assert _weights("gpt-oss-120b") == 60_914_073_600 + 4_334_742_144 == 65_248_815_744
+    r = llmsim.simulate("gpt-oss-120b", "h100-sxm", batch_size=1, prompt_len=1024, gen_len=256)
+    assert r.memory.fits and r.memory.weights_bytes < 80e9
+    assert "mxfp4 (4-bit + E8M0 scale per 32)" in str(r) and "attention/router/lm_head bfloat16" in str(r)
+
+
+def test_explicit_weight_dtype_overrides_the_config_and_says_so() -> None:
+    r = llmsim.simulate("gpt-oss-20b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=2, weight_dtype="bf16")
+    assert r.memory.weights_bytes == 20_914_757_184 * 2  # every parameter at 2 bytes
+    assert "bfloat16 everywhere (weight_dtype argument, overrides quantization_config mxfp4)" in str(r)
+
+
+# ---- fp8 with block scales ----------------------------------------------------------------------------
+def test_qwen3_235b_fp8_weights_by_hand() -> None:
+    # per layer: q [4096 -> 8192] and o [8192 -> 4096]: 33,554,432 fp8 bytes + 64 x 32 blocks x 4-byte scale each;
+    # k, v [4096 -> 512]: 2,097,152 + 4 x 32 x 4 each; 128 experts x 3 matrices of 4096 x 1536 (6,291,456 bytes +
+    # 12 x 32 x 4 = 1,536 scale bytes); router 128 x 4096 and the norms (2 x 4096 + 2 x 128) in bf16
+    attention = 2 * (33_554_432 + 2048 * 4) + 2 * (2_097_152 + 128 * 4)
+    experts = 128 * 3 * (6_291_456 + 1_536)
+    layer = attention + experts + 128 * 4096 * 2 + (2 * 4096 + 2 * 128) * 2
+    rest = 2 * 151936 * 4096 * 2 + 4096 * 2  # embed_tokens and lm_head (modules_to_not_convert), final norm
+    assert _weights("qwen3-235b-a22b-fp8") == 94 * layer + rest == 236_445_455_360
+
+
+def test_deepseek_v3_fp8_blocks_round_up() -> None:
+    ops = {op.name: op for op in llmsim.build_ops("deepseek-v3", "decode", batch_size=1, kv_len=8)}
+    # kv_a_proj [7168 -> 576]: 4,128,768 fp8 bytes + ceil(576/128) x (7168/128) = 5 x 56 float32 block scales
+    assert ops["layers.moe.attn.kv_a_proj"].param_bytes == 7168 * 576 + 5 * 56 * 4
+    assert ops["layers.moe.attn.kv_a_proj"].precision == "fp8"  # dynamic fp8 activations: W8A8 GEMMs
+    assert ops["lm_head"].param_bytes == 7168 * 129280 * 2  # lm_head stays bfloat16
+
+
+def _meta_fp8_bytes(data: dict, block: list[int] | None, not_convert: list[str]) -> int:
+    """Bytes of the tensors of transformers' FineGrainedFP8 layout, built on the meta device."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from transformers.integrations.finegrained_fp8 import replace_with_fp8_linear
+
+    fields = {k: v for k, v in data.items() if k not in ("model_type", "quantization_config", "auto_map")}
+    config = transformers.AutoConfig.for_model(data["model_type"], **fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    qc = transformers.FineGrainedFP8Config(weight_block_size=block, modules_to_not_convert=not_convert)
+    replace_with_fp8_linear(model, qc.modules_to_not_convert, qc, pre_quantized=True)
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+@pytest.mark.parametrize("block", [[128, 128], None])
+@pytest.mark.parametrize("data", [
+    {"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 128,
+     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "num_experts": 4,
+     "num_experts_per_tok": 2, "vocab_size": 512, "max_position_embeddings": 256},
+    {"model_type": "deepseek_v3", "hidden_size": 256, "intermediate_size": 384, "moe_intermediate_size": 128,
+     "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 2, "first_k_dense_replace": 1,
+     "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 1, "topk_group": 1,
+     "q_lora_rank": 128, "kv_lora_rank": 128, "qk_nope_head_dim": 64, "qk_rope_head_dim": 64, "v_head_dim": 64,
+     "vocab_size": 512, "max_position_embeddings": 256},
+])
+def test_fp8_bytes_equal_transformers_quantized_layout_on_meta(data: dict, block: list[int] | None) -> None:
+    skip = ["lm_head", "model.layers.*.mlp.gate"]
+    qc = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3", "modules_to_not_convert": skip,
+          **({"weight_block_size": block} if block else {})}
+    data = {**data, "torch_dtype": "bfloat16", "quantization_config": qc}
+    if block is None and data["model_type"] == "deepseek_v3":
+        pytest.skip("transformers' FP8Experts needs a block size")
+    assert _weights(data) == _meta_fp8_bytes(data, block, skip)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["deepseek-v3", "qwen3-235b-a22b-fp8"])
+def test_shipped_fp8_checkpoints_equal_transformers_quantized_layout_on_meta(name: str) -> None:
+    # the whole 671B / 235B models in transformers' FineGrainedFP8 layout (fp8 weights, float32 block scales),
+    # lm_head kept as transformers' quantizer keeps it, plus the config's modules_to_not_convert:
+    # deepseek-v3 673,150,552,416 bytes, qwen3-235b-a22b-fp8 236,445,455,360 (by hand above)
+    data = json.loads((llmsim.shipped.model_configs_dir() / f"{name}.json").read_text())
+    qc = data["quantization_config"]
+    skip = ["lm_head", *(qc.get("modules_to_not_convert") or [])]
+    assert _weights(name) == _meta_fp8_bytes(data, qc["weight_block_size"], skip)
+
+
+# ---- AWQ, GPTQ -------------------------------------------------------------------------------------------
+def test_awq_int4_group128_counts_scales_and_zeros() -> None:
+    # AutoAWQ GEMM: qweight 4 bits per weight, per group of 128 input rows per output column an fp16 scale and
+    # a packed 4-bit zero point: K*N/2 + (K/128)*N*(2 + 0.5) per linear; embeddings, lm_head, norms bf16
+    qc = {"quant_method": "awq", "zero_point": True, "group_size": 128, "bits": 4, "version": "gemm"}
+    linears = sum(K * N // 2 + K // 128 * N * 5 // 2 for K, N in _LLAMA_LINEARS)
+    assert linears == 113_311_744
+    assert _weights(_llama8b(qc)) == 32 * linears + _LLAMA_REST == 5_727_854_592
+
+
+def test_gptq_int4_adds_g_idx_and_quantizes_lm_head_when_asked() -> None:
+    # GPTQ: as AWQ (qzeros stored even when sym) plus an int32 g_idx per input row: + 4*K per linear
+    qc = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True}
+    g_idx = 4 * sum(K for K, _ in _LLAMA_LINEARS)  # 4 x 38,912 = 155,648 per layer
+    assert _weights(_llama8b(qc)) == 5_727_854_592 + 32 * g_idx
+    head_bf16, head_int4 = 4096 * 128256 * 2, 4096 * 128256 // 2 + 32 * 128256 * 5 // 2 + 4 * 4096
+    assert _weights(_llama8b({**qc, "lm_head": True})) == 5_727_854_592 + 32 * g_idx - head_bf16 + head_int4
+
+
+def test_modules_not_converted_in_some_layers_stay_at_the_base_dtype() -> None:
+    qc = {"quant_method": "awq", "zero_point": True, "group_size": 128, "bits": 4,
+          "modules_to_not_convert": ["model.layers.0.self_attn"]}
+    spec = llmsim.load_model(_llama8b(qc))
+    assert [g.count for g in spec.layer_groups] == [1, 31] and spec.layer_groups[0].layer.unquantized == ("attention",)
+    attention_awq = sum(K * N // 2 + K // 128 * N * 5 // 2 for K, N in _LLAMA_LINEARS[:4])
+    attention_bf16 = sum(K * N * 2 for K, N in _LLAMA_LINEARS[:4])
+    assert _weights(spec) == 5_727_854_592 - attention_awq + attention_bf16
+
+
+# ---- compressed-tensors, ModelOpt, bitsandbytes --------------------------------------------------------
+def _ct(weights: dict, activations: dict | None, fmt: str) -> dict:
+    return {"quant_method": "compressed-tensors", "format": fmt, "ignore": ["lm_head"],
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": activations}}}
+
+
+_INT8 = {"num_bits": 8, "type": "int", "symmetric": True, "dynamic": True, "strategy": "token"}
+_FP8_TOKEN = {"num_bits": 8, "type": "float", "symmetric": True, "dynamic": True, "strategy": "token"}
+_NVFP4 = {"num_bits": 4, "type": "float", "symmetric": True, "strategy": "tensor_group", "group_size": 16}
+
+
+@pytest.mark.parametrize(("qc", "per_linear", "precision"), [
+    # w8a8 int8: int8 weights + a bf16 scale per output channel; int8 GEMMs
+    (_ct({"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel"}, _INT8, "int-quantized"),
+     lambda K, N: K * N + 2 * N, "int8"),
+    # w4a16: 4-bit packed + a bf16 scale per group of 128 + the stored shape (2 int64) per matrix; weight-only
+    (_ct({"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128}, None,
+         "pack-quantized"), lambda K, N: K * N // 2 + K // 128 * N * 2 + 16, "bf16"),
+    # fp8 dynamic: fp8 weights + a bf16 scale per channel; fp8 GEMMs
+    (_ct({"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel"}, _FP8_TOKEN, "float-quantized"),
+     lambda K, N: K * N + 2 * N, "fp8"),
+    # nvfp4: 4-bit + one fp8 scale per 16 + float32 global scales of the weight and the input; fp4 GEMMs
+    (_ct(_NVFP4, _NVFP4, "nvfp4-pack-quantized"), lambda K, N: K * N // 2 + K // 16 * N + 8, "fp4"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]},
+     lambda K, N: K * N // 2 + K // 16 * N + 8, "fp4"),
+    # bitsandbytes nf4, double quantized: 4-bit + an 8-bit absmax per 64 + a float32 one per 256 blocks, code
+    # books (16 + 256 float32) and an offset per matrix; weight-only
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+      "bnb_4bit_use_double_quant": True}, lambda K, N: K * N / 2 + K * N / 64 * (1 + 4 / 256) + 273 * 4, "bf16"),
+    # LLM.int8: int8 rows + a float32 scale per row
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True}, lambda K, N: K * N + 4 * N, "bf16"),
+])
+def test_checkpoint_formats_by_hand(qc: dict, per_linear: object, precision: str) -> None:
+    expected = 32 * sum(per_linear(K, N) for K, N in _LLAMA_LINEARS) + _LLAMA_REST  # 32 layers' linears + the rest
+    assert _weights(_llama8b(qc)) == pytest.approx(expected, abs=1)
+    ops = {op.name: op for op in llmsim.build_ops(_llama8b(qc), "decode", batch_size=1, kv_len=4)}
+    assert ops["layers.mlp.down_proj"].precision == precision
+
+
+def test_nvfp4_runs_on_fp4_tensor_cores_and_the_measured_table() -> None:
+    qc = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}
+    r = llmsim.simulate(_llama8b(qc), "b200", batch_size=64, prompt_len=2048, gen_len=2)
+    down = next(op for op in r.prefill.ops if op.name == "layers.mlp.down_proj")
+    assert down.source == "vllm gemm"  # aiconfigurator's nvfp4 GEMM rows (FlashInfer NVFP4 kernels)
+    with pytest.raises(llmsim.errors.OptionError):  # Hopper has no fp4 tensor cores; nothing to fall back to
+        llmsim.load_hardware("h100-sxm").matrix_peak_flops_per_s("fp4")
+
+
+def test_fp8_checkpoint_on_a_gpu_without_fp8_runs_weight_only() -> None:
+    r = llmsim.simulate("qwen3-235b-a22b-fp8", "a100-80gb-sxm", tensor_parallel=8, batch_size=1, prompt_len=64,
+                        gen_len=2)
+    assert "run weight-only" in r.assumptions["weights"] and "no fp8 matrix unit" in r.assumptions["weights"]
+    assert any(reason.startswith("no fp8_wo GEMM table") for reason in r.roofline_reasons)  # fp8 Marlin: no table
+
+
+def test_unknown_quant_method_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match="quant_method='hqq' is not supported; supported: awq, bitsandbytes"):
+        llmsim.load_model(_llama8b({"quant_method": "hqq", "nbits": 4}))
+
+
+# ---- dtypes stated, missing, float32 ---------------------------------------------------------------------
+def test_a_missing_dtype_is_assumed_bfloat16_and_said() -> None:
+    data = _llama8b(None)
+    del data["torch_dtype"]
+    with pytest.warns(AssumptionWarning, match="states no torch_dtype/dtype: assumed bfloat16"):
+        spec = llmsim.load_model(data)
+    assert spec.dtype == "bfloat16" and "assumed bfloat16" in spec.dtype_source
+    r = llmsim.simulate(spec, "h100-sxm", batch_size=1, prompt_len=64, gen_len=2)
+    assert "assumed bfloat16" in str(r)
+
+
+def test_a_float32_checkpoint_is_served_in_bfloat16_by_serving_engines() -> None:
+    # google/gemma-2-9b's config says float32: its base checkpoint is stored in float32. vLLM serves it in
+    # bfloat16 (dtype='auto'); eager transformers (the CPU default) loads it as stated.
+    assert llmsim.load_model("gemma-2-9b").dtype == "float32"
+    with pytest.warns(AssumptionWarning, match="vllm serves it in bfloat16"):
+        r = llmsim.simulate("gemma-2-9b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=2)
+    assert r.memory.weights_bytes == 9_241_705_984 * 2  # parameters (SOURCES.md, meta device) x 2 bytes
+    assert "vllm serves it in bfloat16" in str(r)
+    cpu = llmsim.simulate("gemma-2-9b", "cpu-generic", batch_size=1, prompt_len=64, gen_len=2)
+    assert cpu.memory.weights_bytes == 9_241_705_984 * 4
+    asked = llmsim.simulate("gemma-2-9b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=2,
+                            activation_dtype="float32", weight_dtype="float32")
+    assert asked.memory.weights_bytes == 9_241_705_984 * 4
+
+
+# ---- configs as transformers 5 writes them ---------------------------------------------------------------
+def test_configs_saved_by_transformers_5_load(tmp_path: object) -> None:
+    transformers = pytest.importorskip("transformers")
+    from .tiny_configs import TINY_CONFIGS
+
+    for name, data in TINY_CONFIGS.items():
+        fields = {k: v for k, v in data.items() if k != "model_type"}
+        config = transformers.AutoConfig.for_model(data["model_type"], **fields, dtype="bfloat16")
+        folder = tmp_path / name  # type: ignore[operator]
+        config.save_pretrained(folder)
+        written = json.loads((folder / "config.json").read_text())
+        if name == "qwen3_moe":
+            assert "num_local_experts" in written and "num_experts" not in written  # transformers 5's name
+        assert llmsim.num_parameters(llmsim.load_model(folder)) == llmsim.num_parameters(data), name
+
+
+@pytest.mark.parametrize(("qc", "message"), [
+    ({"quant_method": "awq", "bits": "four"}, "(awq): bits='four' is not allowed; give one of 4, 8"),
+    ({"quant_method": "gptq", "group_size": -7}, "group_size=-7 is not allowed"),
+    ({"quant_method": "fp8", "weight_block_size": [128]}, "weight_block_size=[128] is not allowed"),
+    ({"quant_method": "awq", "modules_to_not_convert": "lm_head"}, "modules_to_not_convert must be a list"),
+    ({"quant_method": "compressed-tensors", "config_groups": {}}, "no config_groups entry with weights"),
+    ({"quant_method": "bitsandbytes"}, "neither load_in_4bit nor load_in_8bit is true"),
+    ("int4", "quantization_config must be an object, not str"),
+])
+def test_bad_quantization_configs_are_refused_in_one_line(qc: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        llmsim.load_model(_llama8b(qc))  # type: ignore[arg-type]

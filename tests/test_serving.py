@@ -1,0 +1,271 @@
+"""serve(): an engine under load. Invariants of the scheduler and its agreement with simulate().
+
+References: simulate() (the static-batch cost model, itself pinned to transformers and FlopCounterMode) for
+the step times; the scheduling rules of vLLM's V1 scheduler for the step composition.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import llmsim
+from llmsim.errors import OptionError
+
+MODEL, GPU = "llama-3.1-8b", "h100-sxm"
+
+
+def test_low_rate_matches_simulate_at_batch_one() -> None:
+    # requests 1000 s apart never meet: each one's TTFT is simulate()'s prefill, its TPOT the decode mean
+    s = llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=2048, gen_len=64)
+    r = llmsim.serve(MODEL, GPU, request_rate=0.001, arrival="constant", prompt_len=2048, gen_len=64,
+                     num_requests=5)
+    assert r.ttft_s.max == pytest.approx(s.ttft_s, rel=1e-3)  # grids interpolated: within 0.1 %
+    assert r.ttft_s.p50 == pytest.approx(s.ttft_s, rel=1e-3)
+    assert r.tpot_s.mean == pytest.approx(s.tpot_s, rel=1e-3)
+    assert r.e2e_s.mean == pytest.approx(s.e2e_s, rel=1e-3)
+
+
+def test_every_request_finishes_with_its_tokens() -> None:
+    r = llmsim.serve(MODEL, GPU, request_rate=50.0, prompt_len="lognormal:800:600", gen_len="uniform:1:300",
+                     num_requests=400, seed=3)
+    req = r.requests
+    assert np.all(np.isfinite(req["finish_s"])) and np.all(np.isfinite(req["first_token_s"]))
+    assert np.all(req["first_token_s"] >= req["arrival_s"]) and np.all(req["finish_s"] >= req["first_token_s"])
+    steps = r.step_log
+    # conservation: every prompt token prefilled once (no preemption here), every other token decoded once
+    assert r.preemptions == 0
+    assert steps["prefill_tokens"].sum() == req["prompt_len"].sum()
+    assert steps["decode_requests"].sum() == (req["gen_len"] - 1).sum()
+    # steps run back to back while busy, never overlapping
+    ends = steps["start_s"] + steps["time_s"]
+    assert np.all(steps["start_s"][1:] >= ends[:-1] - 1e-12)
+
+
+def test_fixed_concurrency_steady_state_is_a_static_batch() -> None:
+    # 16 clients, equal lengths, all starting together: the first 16 prefill in one step (16 x 256 = 4096
+    # tokens <= 8192), then decode in lock-step as one static batch of 16
+    s = llmsim.simulate(MODEL, GPU, batch_size=16, prompt_len=256, gen_len=33)
+    r = llmsim.serve(MODEL, GPU, concurrency=16, prompt_len=256, gen_len=33, num_requests=16)
+    steps = r.step_log
+    assert steps["prefill_tokens"][0] == 16 * 256
+    assert r.ttft_s.max == pytest.approx(s.ttft_s, rel=1e-3)
+    decode_s = steps["time_s"][1:]
+    assert len(decode_s) == 32 and np.all(steps["decode_requests"][1:] == 16)
+    assert decode_s.sum() == pytest.approx(s.decode.time_s, rel=1e-3)
+    assert r.tpot_s.mean == pytest.approx(s.tpot_s, rel=1e-3)
+
+
+def test_kv_in_use_never_exceeds_capacity_and_preemption_recomputes() -> None:
+    # a small utilisation leaves little KV: requests are preempted, recomputed, and all still finish
+    r = llmsim.serve(MODEL, GPU, concurrency=64, prompt_len=1024, gen_len=512, num_requests=128,
+                     gpu_memory_utilization=0.3)
+    steps = r.step_log
+    capacity_blocks = r.kv_cache_tokens // r.block_size
+    assert steps["kv_blocks_used"].max() <= capacity_blocks
+    assert r.preemptions > 0
+    assert np.all(np.isfinite(r.requests["finish_s"]))
+    # recompute: preempted requests prefill their prompt and generated tokens again
+    assert steps["prefill_tokens"].sum() > r.requests["prompt_len"].sum()
+
+
+def test_long_prompts_are_prefilled_in_chunks() -> None:
+    # a 20000-token prompt with a 8192-token budget: chunks of 8192, 8192 and 3616 over three steps
+    r = llmsim.serve(MODEL, GPU, request_rate=0.001, prompt_len=20000, gen_len=2, num_requests=1)
+    assert r.step_log["prefill_tokens"].tolist() == [8192, 8192, 3616, 0]
+    s = llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=20000, gen_len=2)
+    # the chunks cost what the whole prefill costs plus two extra passes over the weights and launches
+    assert s.ttft_s < r.ttft_s.p50 < 1.2 * s.ttft_s
+
+
+def test_higher_rate_never_lowers_latency() -> None:
+    previous = None
+    for rate in (2.0, 8.0, 32.0, 128.0):
+        r = llmsim.serve(MODEL, GPU, request_rate=rate, arrival="constant", prompt_len=1024, gen_len=128,
+                         num_requests=300)
+        current = (r.ttft_s.mean, r.tpot_s.mean, r.e2e_s.mean)
+        if previous is not None:
+            assert all(c >= p * (1 - 1e-9) for c, p in zip(current, previous))
+        previous = current
+
+
+def test_seed_reproduces_and_goodput_counts_requests_meeting_slos() -> None:
+    a = llmsim.serve(MODEL, GPU, request_rate=20.0, prompt_len="normal:1000:300", gen_len=100, num_requests=200,
+                     seed=7)
+    b = llmsim.serve(MODEL, GPU, request_rate=20.0, prompt_len="normal:1000:300", gen_len=100, num_requests=200,
+                     seed=7)
+    assert a.model_dump() == b.model_dump()
+    assert a.goodput() == pytest.approx(200 / a.duration_s)
+    ttft = a.requests["ttft_s"]
+    limit = float(np.median(ttft))
+    assert a.goodput(ttft_s=limit) == pytest.approx(np.sum(ttft <= limit) / a.duration_s)
+
+
+def test_tensor_parallel_and_engines_run() -> None:
+    r = llmsim.serve("llama-3.1-70b", GPU, engine="sglang", tensor_parallel=4, concurrency=8, prompt_len=512,
+                     gen_len=32, num_requests=16)
+    assert r.gpus == 4 and r.engine == "sglang" and r.max_num_batched_tokens == 8192
+    assert "TTFT" in str(r)
+
+
+def test_lengths_from_csv(tmp_path) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text("input_len,output_len\n100,5\n300,7\n")
+    r = llmsim.serve(MODEL, GPU, concurrency=2, lengths_csv=str(path), num_requests=3)
+    assert r.requests["prompt_len"].tolist() == [100, 300, 100]
+    assert r.requests["gen_len"].tolist() == [5, 7, 5]
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({}, "request_rate"),
+    ({"request_rate": 1.0, "concurrency": 2}, "request_rate"),
+    ({"request_rate": -1.0}, "request_rate"),
+    ({"request_rate": float("nan")}, "request_rate"),
+    ({"concurrency": 0}, "concurrency"),
+    ({"concurrency": 2, "num_requests": 0}, "num_requests"),
+    ({"concurrency": 2, "prompt_len": "zipf:1:2"}, "prompt_len"),
+    ({"concurrency": 2, "prompt_len": "uniform:5"}, "prompt_len"),
+    ({"concurrency": 2, "gen_len": 0}, "gen_len"),
+    ({"concurrency": 2, "gen_len": [1, 2.5]}, "gen_len"),
+    ({"request_rate": 1.0, "arrival": "bursty"}, "arrival"),
+    ({"request_rate": 1.0, "arrival": "gamma", "burstiness": 0}, "burstiness"),
+    ({"concurrency": 2, "gpu_memory_utilization": 1.5}, "gpu_memory_utilization"),
+    ({"concurrency": 2, "max_num_seqs": 0}, "max_num_seqs"),
+    ({"concurrency": 2, "prompt_len": 200000}, "max_position_embeddings"),
+    ({"concurrency": 2, "lengths_csv": "/nonexistent.csv"}, "lengths_csv"),
+    ({"concurrency": 2, "ramp_s": -1}, "ramp_s"),
+    ({"concurrency": 2, "engine": "tgi"}, "engine"),
+])
+def test_bad_inputs_are_refused_in_one_line(kwargs, field) -> None:
+    with pytest.raises(OptionError) as info:
+        llmsim.serve(MODEL, GPU, **kwargs)
+    message = str(info.value)
+    assert field in message and "\n" not in message
+
+
+def test_a_model_that_leaves_no_kv_cache_is_refused() -> None:
+    with pytest.raises(OptionError, match="KV cache holds"):
+        llmsim.serve("llama-3.1-70b", GPU, concurrency=1, prompt_len=1000, gen_len=10, num_requests=1)
+
+
+def test_cli_serve_prints_the_table_and_writes_the_plot(tmp_path, capsys) -> None:
+    from llmsim.cli import main
+
+    out = tmp_path / "serve.png"
+    code = main(["serve", MODEL, "--hardware", GPU, "--request-rate", "4", "--prompt-len", "uniform:100:400",
+                 "--gen-len", "32", "--num-requests", "50", "--plot", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0 and "TTFT" in text and "p99" in text
+    assert out.stat().st_size > 10_000  # a PNG with three panels
+    assert main(["serve", MODEL, "--hardware", GPU, "--concurrency", "2", "--prompt-len", "zipf:1:2"]) == 2
+    assert "prompt_len" in capsys.readouterr().err
+
+
+def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
+    from pathlib import Path
+
+    from llmsim.validation.serving import compare_serving
+
+    fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
+    c = compare_serving(fixture)
+    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b"]
+    reasons = [reason for _, reason in c.skipped]
+    assert any("disagg" in r for r in reasons) and any("not shipped" in r for r in reasons)
+    eight_b = c.rows[0]
+    # the measured row: TensorRT-LLM, 8 clients of 1024-in/128-out on one H100, mean TPOT 7.94 ms
+    assert eight_b["measured_tpot_ms"] == pytest.approx(7.94357745)
+    assert eight_b["tpot_error_pct"] == pytest.approx(100 * (eight_b["tpot_ms"] / 7.94357745 - 1))
+    assert abs(eight_b["tpot_error_pct"]) < 25  # a sanity bound on the model, not a fitted figure
+
+
+PLAN = dict(request_rate=30.0, prompt_len=1024, gen_len=64, ttft_slo_s=0.5, tpot_slo_s=0.05, tensor_parallel=[1, 2],
+            max_num_seqs=[128], num_requests=150)
+
+
+def test_plan_serving_finds_the_fewest_gpus_within_the_objectives() -> None:
+    p = llmsim.plan_serving(MODEL, GPU, **PLAN)
+    assert p.best is not None and len(p.candidates) == 2
+    for c in p.candidates:
+        # the rate found meets the objectives; replicas cover the target rate
+        assert c.ttft_p_s <= 0.5 and c.tpot_p_s <= 0.05
+        assert c.replicas * c.max_rate_per_replica >= 30.0
+        check = llmsim.serve(MODEL, GPU, request_rate=c.max_rate_per_replica, prompt_len=1024, gen_len=64,
+                             num_requests=150, tensor_parallel=c.tensor_parallel, max_num_seqs=128)
+        assert check.ttft_s.p99 == pytest.approx(c.ttft_p_s) and check.tpot_s.p99 == pytest.approx(c.tpot_p_s)
+    assert p.best.gpus == min(c.gpus for c in p.candidates)
+    with pytest.raises(OptionError, match="ttft_slo_s, tpot_slo_s"):
+        llmsim.plan_serving(MODEL, GPU, request_rate=1.0)
+
+
+def test_plan_serving_runs_unchanged_on_a_dask_cluster() -> None:
+    distributed = pytest.importorskip("distributed")  # in the test extra: a real local cluster, no mock
+    with distributed.Client(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as client:
+        on_dask = llmsim.plan_serving(MODEL, GPU, executor=client.get_executor(), **PLAN)
+    here = llmsim.plan_serving(MODEL, GPU, **PLAN)
+    assert on_dask.model_dump() == here.model_dump()
+
+
+def test_disaggregated_at_low_rate_is_prefill_then_transfer_then_decode() -> None:
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    pre = llmsim.simulate("llama-3.1-70b", GPU, batch_size=1, prompt_len=2048, gen_len=2, tensor_parallel=4)
+    dec = llmsim.simulate("llama-3.1-70b", GPU, batch_size=1, prompt_len=2048, gen_len=65, tensor_parallel=2)
+    r = serve_disaggregated("llama-3.1-70b", GPU, prefill={"tensor_parallel": 4}, decode={"tensor_parallel": 2},
+                            request_rate=0.001, arrival="constant", prompt_len=2048, gen_len=65, num_requests=3)
+    assert r.mode == "disaggregated" and r.gpus == 6
+    assert r.ttft_s.p50 == pytest.approx(pre.ttft_s, rel=1e-3)
+    # KV of 2048 tokens: 80 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes x 2048 = 671,088,640 bytes over
+    # min(4, 2) = 2 GPU links of 50e9 byte/s each (H100 SXM inter-node) = 6.71 ms
+    transfer_s = 671_088_640 / (2 * 50e9)
+    assert r.e2e_s.p50 == pytest.approx(pre.ttft_s + transfer_s + dec.decode.time_s, rel=1e-3)
+    # TPOT over the 64 later tokens includes the transfer, spread over them
+    assert r.tpot_s.p50 == pytest.approx((transfer_s + dec.decode.time_s) / 64, rel=1e-3)
+
+
+def test_disaggregated_closed_loop_obeys_littles_law() -> None:
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    r = serve_disaggregated(MODEL, GPU, prefill={"replicas": 2}, decode={"replicas": 1}, concurrency=32,
+                            prompt_len=1024, gen_len=128, num_requests=400)
+    assert np.all(np.isfinite(r.requests["finish_s"]))
+    # the fixed point: requests arrive at the rate 32 clients at the mean latency E sustain, 32 / E (to a few %)
+    arrivals = r.requests["arrival_s"]
+    assert (len(arrivals) - 1) / arrivals[-1] == pytest.approx(32 / r.e2e_s.mean, rel=0.05)
+    with pytest.raises(OptionError, match="per pool"):
+        serve_disaggregated(MODEL, GPU, prefill={}, decode={}, concurrency=2, tensor_parallel=2)
+    with pytest.raises(OptionError, match="decode"):
+        serve_disaggregated(MODEL, GPU, prefill={}, decode={"replicas": 0}, concurrency=2)
+
+
+def test_prefix_caching_computes_each_shared_prefix_once() -> None:
+    kwargs = dict(request_rate=5.0, arrival="constant", prompt_len=1200, gen_len=50, num_requests=100)
+    plain = llmsim.serve(MODEL, GPU, **kwargs)
+    assert plain.step_log["prefill_tokens"].sum() == 100 * 1200
+    r = llmsim.serve(MODEL, GPU, shared_prefix_len=1000, prefix_groups=4, **kwargs)
+    # 4 groups: the first request of each computes all 1200 tokens; the other 96 skip the prefix's whole
+    # blocks, 1000 // 16 = 62 blocks = 992 tokens: 120000 - 96 * 992 = 24768 tokens prefilled
+    assert r.step_log["prefill_tokens"].sum() == 24_768
+    assert r.ttft_s.p50 < 0.5 * plain.ttft_s.p50  # 208 tokens after a cached prefix instead of 1200
+    off = llmsim.serve(MODEL, GPU, shared_prefix_len=1000, prefix_groups=4, prefix_caching=False, **kwargs)
+    assert off.model_dump(exclude={"assumptions"}) == plain.model_dump(exclude={"assumptions"})
+    with pytest.raises(OptionError, match="shared_prefix_len"):
+        llmsim.serve(MODEL, GPU, shared_prefix_len=1200, **kwargs)
+
+
+def test_speculative_decoding_keeps_the_expected_tokens_per_step() -> None:
+    base = dict(request_rate=0.01, arrival="constant", prompt_len=1024, gen_len=257, num_requests=2)
+    plain = llmsim.serve(MODEL, GPU, **base)
+    r = llmsim.serve(MODEL, GPU, speculative={"method": "ngram", "num_tokens": 4, "acceptance_rate": 0.7}, **base)
+    # (1 - 0.7**5) / (1 - 0.7) = 2.7731 tokens per step: 256 later tokens take ceil(256 / 2.7731) = 93 steps
+    # each, after the prefill step: 2 x 94 steps in all
+    assert r.steps == 2 * 94 and plain.steps == 2 * 257
+    assert r.requests["gen_len"].tolist() == [257, 257]
+    # each step verifies 5 tokens per request: a little dearer than one decode step, 93 instead of 256 of them
+    assert plain.tpot_s.p50 * 93 / 256 < r.tpot_s.p50 < 1.2 * plain.tpot_s.p50 * 93 / 256
+    with pytest.raises(OptionError, match="acceptance_rate"):
+        llmsim.serve(MODEL, GPU, speculative={"method": "ngram", "num_tokens": 4}, **base)
+    with pytest.raises(OptionError, match="draft_model"):
+        llmsim.serve(MODEL, GPU, speculative={"method": "draft", "acceptance_rate": 0.5}, **base)
+    draft = llmsim.serve(MODEL, GPU, speculative={"method": "draft", "num_tokens": 4, "acceptance_rate": 0.7,
+                                                  "draft_model": "llama-3.2-1b"}, **base)
+    assert draft.tpot_s.p50 > r.tpot_s.p50  # the draft model's four steps cost time an n-gram lookup does not
