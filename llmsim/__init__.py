@@ -1,25 +1,50 @@
-"""llmsim: predict how fast a large language model runs, explain why, and check it against reality."""
+"""llmsim: predict how fast a large language model runs, explain why, and check it against reality.
+
+The public names are imported on first use (PEP 562): `import llmsim` costs a few milliseconds, and
+`llmsim.simulate` loads only the modules a simulation needs (not scipy, the planner, sweeps, serving or profiles).
+"""
 
 from __future__ import annotations
 
-from .analysis.plan import Plan, plan
-from .analysis.regime import find_crossover, first_limit, sweep
-from .analysis.simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
-from .cost.graph import build_ops
-from .cost.op import Op
-from .cost.parameters import num_parameters
-from .cost.workload import CostOptions
-from .errors import ConfigError, HardwareError, LlmsimError, OptionError
-from .hardware.spec import HardwareSpec, load_hardware
-from .models.loading import load_model
-from .models.spec import ModelSpec
-from .profiles import Kernel, Profile, read_profile
-from .serving.disaggregated import Pool, serve_disaggregated
-from .serving.plan import ServingPlan, plan_serving
-from .serving.results import ServingResult
-from .serving.serve import serve
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.2.0"
+
+# public name -> the module that defines it (relative to this package)
+_LAZY = {
+    "Plan": ".analysis.plan",
+    "plan": ".analysis.plan",
+    "find_crossover": ".analysis.regime",
+    "first_limit": ".analysis.regime",
+    "sweep": ".analysis.regime",
+    "SimulationResult": ".analysis.simulate",
+    "fusion_savings": ".analysis.simulate",
+    "max_batch_size": ".analysis.simulate",
+    "max_context": ".analysis.simulate",
+    "simulate": ".analysis.simulate",
+    "build_ops": ".cost.graph",
+    "Op": ".cost.op",
+    "num_parameters": ".cost.parameters",
+    "CostOptions": ".cost.workload",
+    "ConfigError": ".errors",
+    "HardwareError": ".errors",
+    "LlmsimError": ".errors",
+    "OptionError": ".errors",
+    "HardwareSpec": ".hardware.spec",
+    "load_hardware": ".hardware.spec",
+    "load_model": ".models.loading",
+    "ModelSpec": ".models.spec",
+    "Kernel": ".profiles",
+    "Profile": ".profiles",
+    "read_profile": ".profiles",
+    "Pool": ".serving.disaggregated",
+    "serve_disaggregated": ".serving.disaggregated",
+    "ServingPlan": ".serving.plan",
+    "plan_serving": ".serving.plan",
+    "ServingResult": ".serving.results",
+    "serve": ".serving.serve",
+}
 
 __all__ = [
     "ConfigError",
@@ -55,3 +80,35 @@ __all__ = [
     "simulate",
     "sweep",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'llmsim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY} - {"Any", "TYPE_CHECKING", "importlib"})
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    from .analysis.plan import Plan, plan
+    from .analysis.regime import find_crossover, first_limit, sweep
+    from .analysis.simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
+    from .cost.graph import build_ops
+    from .cost.op import Op
+    from .cost.parameters import num_parameters
+    from .cost.workload import CostOptions
+    from .errors import ConfigError, HardwareError, LlmsimError, OptionError
+    from .hardware.spec import HardwareSpec, load_hardware
+    from .models.loading import load_model
+    from .models.spec import ModelSpec
+    from .profiles import Kernel, Profile, read_profile
+    from .serving.disaggregated import Pool, serve_disaggregated
+    from .serving.plan import ServingPlan, plan_serving
+    from .serving.results import ServingResult
+    from .serving.serve import serve

@@ -8,6 +8,7 @@ and `llmsim.kernel_files`.
 from __future__ import annotations
 
 import difflib
+from functools import cache
 from pathlib import Path
 
 from .errors import LlmsimError
@@ -15,6 +16,7 @@ from .errors import LlmsimError
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
+@cache  # where the package lives does not change while it runs
 def _folder(package_folder: str, checkout_folder: str) -> Path:
     installed = Path(__file__).resolve().parent / package_folder  # a wheel's package data
     if installed.is_dir():
@@ -45,6 +47,8 @@ def shipped_hardware_names() -> list[str]:
 
 def find_shipped(kind: str, name: str, names: list[str], folder: Path, suffix: str) -> Path:
     """The shipped file of that exact name (case-insensitive), else an error with the closest names."""
+    if name in names:  # the exact name: no case folding needed
+        return folder / f"{name}{suffix}"
     by_lower = {n.lower(): n for n in names}
     if name.lower() in by_lower:
         return folder / f"{by_lower[name.lower()]}{suffix}"

@@ -47,3 +47,17 @@ TEST_GPU: dict[str, Any] = {
 @pytest.fixture
 def test_gpu_dict() -> dict[str, Any]:
     return copy.deepcopy(TEST_GPU)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_disk_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Tests never read the user's disk cache (llmsim.disk_cache): the session starts with an empty one."""
+    import os
+
+    old = os.environ.get("LLMSIM_CACHE_DIR")
+    os.environ["LLMSIM_CACHE_DIR"] = str(tmp_path_factory.mktemp("llmsim-cache"))
+    yield
+    if old is None:
+        os.environ.pop("LLMSIM_CACHE_DIR", None)
+    else:
+        os.environ["LLMSIM_CACHE_DIR"] = old

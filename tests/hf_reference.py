@@ -77,8 +77,10 @@ def cache_bytes_after_prefill(name: str, batch_size: int, seq_len: int, dtype: t
     try:
         with torch.no_grad():
             cache = model(_ids(model, batch_size, seq_len), use_cache=True).past_key_values
-        return sum(
-            t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values)
-        )
+        tensors = []
+        for layer in cache.layers:  # K and V, and a linear-attention layer's conv and recurrent states
+            tensors += [getattr(layer, "keys", None), getattr(layer, "values", None)]
+            tensors += [*getattr(layer, "conv_states", {}).values(), *getattr(layer, "recurrent_states", {}).values()]
+        return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
     finally:
         model.to(torch.float32)

@@ -31,7 +31,7 @@ from .tiny_configs import TINY_CONFIGS
 
 CPU_CALIBRATED = Path(__file__).resolve().parent.parent / "validation" / "cpu-calibrated.toml"
 TINY = ("llama-gqa", "llama-mha-bias", "mistral-sliding", "gemma3_text", "gpt2", "falcon-mqa-parallel", "mixtral",
-        "qwen3_moe", "deepseek_v3", "deepseek_v3-no-qlora")
+        "qwen3_moe", "deepseek_v3", "deepseek_v3-no-qlora", "llama4_text", "qwen3_next", "olmo2", "phi")
 SHIPPED = ("deepseek-v3", "gpt-oss-20b", "gemma-3-27b", "llama-3.1-8b")
 OPTIONS: tuple[dict[str, Any], ...] = (
     {},

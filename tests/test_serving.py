@@ -269,3 +269,12 @@ def test_speculative_decoding_keeps_the_expected_tokens_per_step() -> None:
     draft = llmsim.serve(MODEL, GPU, speculative={"method": "draft", "num_tokens": 4, "acceptance_rate": 0.7,
                                                   "draft_model": "llama-3.2-1b"}, **base)
     assert draft.tpot_s.p50 > r.tpot_s.p50  # the draft model's four steps cost time an n-gram lookup does not
+
+
+def test_sglang_steps_prefill_or_decode_never_both() -> None:
+    # SGLang's default (enable_mixed_chunk=False): while prompts can start, a step prefills only
+    r = llmsim.serve(MODEL, GPU, engine="sglang", request_rate=20.0, prompt_len=1024, gen_len=64, num_requests=100)
+    steps = r.step_log
+    assert not np.any((steps["prefill_tokens"] > 0) & (steps["decode_requests"] > 0))
+    v = llmsim.serve(MODEL, GPU, engine="vllm", request_rate=20.0, prompt_len=1024, gen_len=64, num_requests=100)
+    assert np.any((v.step_log["prefill_tokens"] > 0) & (v.step_log["decode_requests"] > 0))  # vLLM mixes them

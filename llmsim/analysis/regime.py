@@ -1,8 +1,9 @@
 """Regime analysis: vectorised sweeps, the exact point where a phase flips bound, the first limit met.
 
 - sweep(): every point of a grid (batch x prompt x generated lengths) in one vectorised evaluation.
-- find_crossover(): solves share_to(x) - share_from(x) = 0 on the continuous model with
-  scipy.optimize.brentq inside the searched bracket (no grid scan); per op, compute_s(x) = memory_s(x).
+- find_crossover(): solves share_to(x) - share_from(x) = 0 on the continuous model inside the searched
+  bracket, and per op compute_s(x) = memory_s(x): every root at once, many points per vectorised
+  evaluation (roots.bracketed_roots; tests hold it to scipy.optimize.brentq's roots).
 - first_limit(): walks one variable up and reports which limit is met first: the phase turning
   compute-bound ("compute"), turning memory-bound ("bandwidth"), out of memory ("capacity"), or a
   latency target ("slo").
@@ -15,13 +16,13 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy.optimize import brentq
 
 from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_choice, check_positive
-from ..timing.phases import decode_totals, prefill_totals
+from ..timing.phases import decode_step_totals, prefill_totals
 from ..timing.roofline import BOUNDS, Roofline
 from .memory import footprint
+from .roots import bracketed_roots
 from .simulate import check_workload, evaluate, resolve
 
 VARY = {"prefill": ("batch_size", "seq_len"), "decode": ("batch_size", "kv_len")}
@@ -75,18 +76,50 @@ def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512,
     # open grid: each quantity is only as large as the axes it depends on (weights: batch only)
     B, P, G = (axis.reshape([-1 if i == j else 1 for j in range(3)]) for i, axis in enumerate(axes))
     B, P, G = (np.asarray(x) for x in check_workload(spec, B, P, G))
+    shape = np.broadcast_shapes(B.shape, P.shape, G.shape)
+    # the grid in blocks of at most SWEEP_CHUNK_POINTS points along its longest axis, each block's results
+    # written into columns allocated once: memory of one block's intermediates, not of the whole grid's
+    columns: dict[str, np.ndarray] = {}
+    for block in _grid_blocks(shape):
+        b, p, g = (x[tuple(s if n > 1 else slice(None) for s, n in zip(block, x.shape))] for x in (B, P, G))
+        for key, values in _sweep_columns(spec, hw, cost, execution, b, p, g).items():
+            if key not in columns:
+                columns[key] = np.empty(shape, dtype=_COLUMN_DTYPES.get(key, values.dtype))
+            columns[key][block] = values
+    columns = {key: values.ravel() for key, values in columns.items()}  # C order: the grid's flat order
+    return SweepResult(model=spec.name, hardware=hw.name, columns=columns)
+
+
+SWEEP_CHUNK_POINTS = 1 << 16
+# the bound columns hold any bound name or "none" (a block's own values may be shorter strings)
+_COLUMN_DTYPES = {"prefill_bound": np.asarray((*BOUNDS, "none")).dtype, "decode_bound": np.asarray(
+    (*BOUNDS, "none")).dtype}
+
+
+def _grid_blocks(shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
+    """The grid `shape` as blocks of at most SWEEP_CHUNK_POINTS points (at least one row) along its longest axis."""
+    axis = int(np.argmax(shape))
+    other = max(int(np.prod(shape)) // max(shape[axis], 1), 1)
+    step = max(SWEEP_CHUNK_POINTS // other, 1)
+    return [tuple(slice(i, i + step) if k == axis else slice(None) for k in range(len(shape)))
+            for i in range(0, shape[axis], step)]
+
+
+def _sweep_columns(spec: Any, hw: Any, cost: Any, execution: Any, B: np.ndarray, P: np.ndarray, G: np.ndarray
+                   ) -> dict[str, np.ndarray]:
+    """Every result column over one block of the open grid B x P x G (arrays of the block's shape)."""
     prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G)
     shape = np.broadcast_shapes(B.shape, P.shape, G.shape)
 
     def full(x: Any) -> np.ndarray:
-        return np.broadcast_to(np.asarray(x), shape).ravel()
+        return np.broadcast_to(np.asarray(x), shape)
 
     steps = G - 1
     ttft = prefill.total("time_s")
     decode_time = decode.total("time_s")
     tpot = np.where(steps > 0, decode_time / np.maximum(steps, 1), 0.0)
     e2e = ttft + decode_time
-    columns = {
+    return {
         "batch_size": full(B), "prompt_len": full(P), "gen_len": full(G),
         "ttft_s": full(ttft), "tpot_s": full(tpot), "e2e_s": full(e2e),
         "throughput_tokens_per_s": full(B * G / e2e),
@@ -96,7 +129,6 @@ def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512,
            for key in ("weights_bytes", "kv_cache_bytes", "activation_bytes", "total_bytes")},
         "fits": full(memory["fits"]),
     }
-    return SweepResult(model=spec.name, hardware=hw.name, columns=columns)
 
 
 # ---- crossovers ----------------------------------------------------------------------------------
@@ -132,7 +164,7 @@ def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: di
     else:
         def totals(x: Any) -> Any:
             args = dict(values, **{vary: x})
-            return decode_totals(spec, roofline, cost, args["batch_size"], args["kv_len"], 1)
+            return decode_step_totals(spec, roofline, cost, args["batch_size"], args["kv_len"])
     return totals, spec, hw
 
 
@@ -204,7 +236,8 @@ def _default_bracket(spec: Any, vary: str) -> tuple[float, float]:
 
 def find_crossover(model: Any, hardware: Any, phase: str = "decode", vary: str = "batch_size",
                    lo: float | None = None, hi: float | None = None, **kwargs: Any) -> Crossover:
-    """The value of `vary` in [lo, hi] where `phase` changes bound, solved with brentq.
+    """The value of `vary` in [lo, hi] where `phase` changes bound (and where each op does), solved to
+    brentq's tolerance (xtol 1e-9, rtol 1e-12).
 
     Keyword arguments: the fixed workload (batch_size, seq_len for prefill, kv_len for decode) and any
     option of simulate (efficiency, overhead, attention, dtypes, ...).
@@ -216,45 +249,55 @@ def find_crossover(model: Any, hardware: Any, phase: str = "decode", vary: str =
     hi = d_hi if hi is None else _float("hi", hi)
     _check_bracket(spec, vary, lo, hi, ("lo", "hi"))
 
-    def parts(x: float) -> dict[str, float]:
-        t = totals(x)
-        return {b: float(t.total(f"{b}_s")) for b in BOUNDS}
-
-    at_lo, at_hi = parts(lo), parts(hi)
+    # both ends in one evaluation: [op, end] per-op terms, [end] phase totals
+    ends = totals(np.array([lo, hi]))
+    at_lo, at_hi = ({b: float(ends.total(f"{b}_s")[j]) for b in BOUNDS} for j in (0, 1))
     from_bound = max(at_lo, key=lambda b: at_lo[b])
     to_bound = max(at_hi, key=lambda b: at_hi[b])
-    per_op = _op_crossovers(totals, lo, hi)
-    if from_bound == to_bound:
+    flips = from_bound != to_bound
+    # the roots: each flipping op's compute_s - memory_s, and the phase's share_to - share_from
+    op_gap = _op_rows(ends, "compute_s", 2) - _op_rows(ends, "memory_s", 2)
+    flipping = [i for i in range(len(ends.ops)) if op_gap[i, 0] != 0 and op_gap[i, 1] != 0
+                and (op_gap[i, 0] > 0) != (op_gap[i, 1] > 0)]
+
+    def gaps_of(t: Any) -> np.ndarray:
+        """[root, point]: each flipping op's gap, then (where the phase flips) the phase's."""
+        points = len(np.atleast_1d(t.total("time_s")))
+        rows = _op_rows(t, "compute_s", points, flipping) - _op_rows(t, "memory_s", points, flipping)
+        if flips:
+            phase_gap = np.broadcast_to(t.total(f"{to_bound}_s") - t.total(f"{from_bound}_s"), (points,))
+            rows = np.vstack([rows, phase_gap[None, :]])
+        return rows
+
+    f_ends = gaps_of(ends)
+    n = len(f_ends)
+    roots = bracketed_roots(lambda x: gaps_of(totals(x)), lo, hi, f_ends[:, 0], f_ends[:, 1]) if n else np.zeros(0)
+    per_op = {ends.ops[i].name: float(x) for i, x in zip(flipping, roots)}
+    if not flips:
         return Crossover(phase=phase, vary=vary, value=None, from_bound=from_bound, to_bound=None,
                          bracket=(lo, hi), per_op=per_op,
                          reason=f"{phase} stays {from_bound}-bound over {vary} in [{lo:g}, {hi:g}]")
-
-    def gap(x: float) -> float:
-        p = parts(x)
-        return p[to_bound] - p[from_bound]
-
-    value = brentq(gap, lo, hi, xtol=1e-9, rtol=1e-12)
-    return Crossover(phase=phase, vary=vary, value=float(value), from_bound=from_bound, to_bound=to_bound,
+    value = float(roots[-1])
+    return Crossover(phase=phase, vary=vary, value=value, from_bound=from_bound, to_bound=to_bound,
                      bracket=(lo, hi), per_op=per_op,
                      reason=f"{phase} turns from {from_bound}- to {to_bound}-bound at {vary} = {value:.4g}")
 
 
-def _op_crossovers(totals: Callable[[Any], Any], lo: float, hi: float) -> dict[str, float]:
-    """Per op, where its compute and memory terms cross inside [lo, hi] (ops that flip only)."""
-    t_lo, t_hi = totals(lo), totals(hi)
-    out: dict[str, float] = {}
-    for i, op in enumerate(t_lo.ops):
-        d_lo = float(t_lo.per_op["compute_s"][i] - t_lo.per_op["memory_s"][i])
-        d_hi = float(t_hi.per_op["compute_s"][i] - t_hi.per_op["memory_s"][i])
-        if d_lo == 0 or d_hi == 0 or (d_lo > 0) == (d_hi > 0):
-            continue
+def _op_rows(t: Any, key: str, points: int, ops: list[int] | None = None) -> np.ndarray:
+    """[op, point]: a per-op term at every point (of the ops listed, default all; terms that do not vary
+    with x broadcast)."""
+    values = t.per_op[key]
+    if isinstance(values, np.ndarray) and values.shape == (len(t.ops), points):
+        return values if ops is None else values[ops]
+    rows = values if ops is None else [values[i] for i in ops]
+    return np.array([np.broadcast_to(np.asarray(v, dtype=float), (points,)) for v in rows]).reshape(-1, points)
 
-        def diff(x: float, i: int = i) -> float:
-            t = totals(x)
-            return float(t.per_op["compute_s"][i] - t.per_op["memory_s"][i])
 
-        out[op.name] = float(brentq(diff, lo, hi, xtol=1e-9, rtol=1e-12))
-    return out
+def brentq(f: Callable[[float], float], a: float, b: float, **tolerances: float) -> float:
+    """scipy.optimize.brentq, imported on first use (scipy.optimize alone takes longer to import than llmsim)."""
+    from scipy.optimize import brentq as scipy_brentq
+
+    return float(scipy_brentq(f, a, b, **tolerances))
 
 
 # ---- first limit ----------------------------------------------------------------------------------

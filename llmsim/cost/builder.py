@@ -22,10 +22,11 @@ from typing import Any
 
 from ..dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
 from ..models.quantization import WeightFormat, compute_precision
-from ..models.spec import LayerGroup, ModelSpec, MoESpec
+from ..models.spec import LayerGroup, LayerSpec, ModelSpec, MoESpec
 from .blocks.attention import AttentionBlocks
 from .blocks.feedforward import FeedForwardBlocks
 from .blocks.head import HeadBlocks
+from .blocks.linear_attention import LinearAttentionBlocks
 from .blocks.mla import MLABlocks
 from .blocks.parallel import ParallelBlocks
 from .op import Op, formula, value_scalar
@@ -35,7 +36,7 @@ from .workload import CostOptions
 _UNFUSED = ("none", "eager")  # fusion policies without the fused residual add + norm
 
 
-class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, ParallelBlocks):
+class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks, FeedForwardBlocks, ParallelBlocks):
     """Builds the op list; one method per block, shared by every model family."""
 
     def __init__(self, model: ModelSpec, phase: str, B: Any, S: Any, L: Any, options: CostOptions) -> None:
@@ -130,7 +131,7 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
         for group in model.layer_groups:
             prefix = f"layers.{group.tag}" if group.tag and len(model.layer_groups) > 1 else "layers"
             self.layer(prefix, group)
-        if self.fusion not in _UNFUSED and not any(g.layer.parallel for g in model.layer_groups):
+        if self._fuses_adds(model.layer_groups[model.layer_pattern[-1]].layer):
             self._add_norm("final_add_norm", 1)  # the last layer's residual add, fused
         else:
             self.norm("final_norm", 1, self.h)
@@ -142,17 +143,16 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
         layer, n = group.layer, group.count
         T, h = self.T, self.h
         self.layer_unquantized = layer.unquantized
-        # With fusion, each residual add runs inside the next norm's kernel (fused add + norm), as
-        # serving engines do; parallel blocks (attention and MLP both read x) keep their adds.
-        fuse_add = self.fusion not in _UNFUSED and not layer.parallel
+        fuse_add = self._fuses_adds(layer)
         if fuse_add:
             self._add_norm(f"{prefix}.input_add_norm", n)  # x += previous mlp out; norm(x)
-        else:
+        elif layer.input_norm:
             self.norm(f"{prefix}.input_norm", n, h)
         self.role = "attention"
         self.attention(f"{prefix}.attn", n, layer.attention)
         if layer.post_attn_norm:
             self.norm(f"{prefix}.post_attn_norm", n, h)
+        self._residual_scale(f"{prefix}.attn_residual_scale", n, layer)
         if layer.parallel:
             if layer.pre_mlp_norm:
                 self.norm(f"{prefix}.pre_mlp_norm", n, h)
@@ -160,7 +160,8 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
             self._add_norm(f"{prefix}.pre_mlp_add_norm", n)  # x += attn out; norm(x)
         else:
             self.elementwise(f"{prefix}.attn_residual_add", n, T * h, 2, 1, 1)
-            self.norm(f"{prefix}.pre_mlp_norm", n, h)
+            if layer.pre_mlp_norm:
+                self.norm(f"{prefix}.pre_mlp_norm", n, h)
         self.role = "mlp"
         if isinstance(layer.mlp, MoESpec):
             self.moe(f"{prefix}.mlp", n, layer.mlp)
@@ -168,10 +169,26 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, FeedForwardBlocks, Pa
             self.mlp(f"{prefix}.mlp", n, layer.mlp)
         if layer.post_mlp_norm:
             self.norm(f"{prefix}.post_mlp_norm", n, h)
+        self._residual_scale(f"{prefix}.mlp_residual_scale", n, layer)
         if layer.parallel:
             self.elementwise(f"{prefix}.residual_add", 2 * n, T * h, 2, 1, 1)  # x + attn + mlp: two adds
         elif not fuse_add:
             self.elementwise(f"{prefix}.mlp_residual_add", n, T * h, 2, 1, 1)
+
+    def _fuses_adds(self, layer: LayerSpec) -> bool:
+        """With fusion, each residual add runs inside the next norm's kernel (fused add + norm), as serving
+        engines do; parallel blocks (attention and MLP both read x) and layers without an input norm (OLMo 2's
+        norms follow the branches) keep their adds."""
+        return self.fusion not in _UNFUSED and not layer.parallel and layer.input_norm
+
+    def _residual_scale(self, name: str, count: int, layer: LayerSpec) -> None:
+        """Granite's branch_out * residual_multiplier before the residual add: out[T, h] = y[T, h] * m.
+
+        approximation: its own kernel under every fusion policy but "full" (serving engines run it as
+        PyTorch writes it; an add it could ride in is fused into the next norm).
+        """
+        if layer.residual_scale:
+            self.elementwise(name, count, self.T * self.h, 1, 1, 1)
 
     def _add_norm(self, name: str, count: int) -> None:
         """x = x + y; out = norm(x): reads x and y, writes x and out, one kernel."""

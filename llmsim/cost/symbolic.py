@@ -84,7 +84,7 @@ class Expr:
 
 # named functions whose value follows from their arguments alone, so a FormulaProgram can replay them
 # (scall's functions are computed by their callers and cannot be replayed)
-_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {"min": np.minimum}
+_FUNCTIONS: dict[str, Callable[[Any, Any], Any]] = {"min": np.minimum, "floordiv": np.floor_divide}
 
 
 def smin(a: Any, b: Any) -> Expr:
@@ -92,6 +92,13 @@ def smin(a: Any, b: Any) -> Expr:
     ea = a if isinstance(a, Expr) else Expr.const(a)
     eb = b if isinstance(b, Expr) else Expr.const(b)
     return Expr(_FUNCTIONS["min"](ea.value, eb.value), ("call", "min", ea._node, eb._node))
+
+
+def sfloordiv(a: Any, b: Any) -> Expr:
+    """floor(a / b), elementwise, keeping the formula."""
+    ea = a if isinstance(a, Expr) else Expr.const(a)
+    eb = b if isinstance(b, Expr) else Expr.const(b)
+    return Expr(_FUNCTIONS["floordiv"](ea.value, eb.value), ("call", "floordiv", ea._node, eb._node))
 
 
 def scall(name: str, value: Any, *args: Any) -> Expr:

@@ -18,13 +18,17 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import math
+import operator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..disk_cache import cached, source_fingerprint
 from ..errors import HardwareError
 
 
@@ -168,24 +172,36 @@ def read_table_file(path: Path, family: str, keys: tuple[str, ...], axes: tuple[
     if header is None or not rows:
         raise HardwareError(f"{path}: kernel table '{family}' has no rows")
     at = {name: header.index(name) for name in (*keys, *axes, "latency_us")}
-    groups: dict[tuple[Any, ...], list[list[str]]] = {}
+    # rows grouped by their key cells' text, each key converted once per group (texts that convert alike,
+    # such as "64" and "064", join one group)
+    by_text: dict[tuple[str, ...], list[list[str]]] = {}
+    key_text = _cells_at([at[k] for k in keys])
     for cells in rows:
-        groups.setdefault(tuple(_key_value(cells[at[k]]) for k in keys), []).append(cells)
+        by_text.setdefault(key_text(cells), []).append(cells)
+    groups: dict[tuple[Any, ...], list[list[str]]] = {}
+    for text, cells in by_text.items():
+        groups.setdefault(tuple(_key_value(t) for t in text), []).extend(cells)
     grids = {key: _grid(path, family, axes, at, cells, fill_first_axis) for key, cells in groups.items()}
     return TableFile(family, str(path), provenance, keys, axes, grids)
 
 
+def _cells_at(columns: list[int]) -> Any:
+    """A function of a row: the tuple of its cells at `columns`."""
+    if not columns:
+        return lambda cells: ()
+    get = operator.itemgetter(*columns)
+    return get if len(columns) > 1 else lambda cells: (get(cells),)
+
+
 def _key_value(text: str) -> Any:
-    try:
-        return int(text)
-    except ValueError:
-        return text
+    return int(text) if text.isdigit() or (text[:1] in "+-" and text[1:].isdigit()) else text
 
 
 def _grid(path: Path, family: str, axes: tuple[str, ...], at: dict[str, int], rows: list[list[str]],
           fill_first_axis: bool) -> GridTable:
-    coords = np.array([[float(r[at[a]]) for a in axes] for r in rows])
-    latency_us = np.array([float(r[at["latency_us"]]) for r in rows])
+    # numpy parses the cells' text (as float() does)
+    coords = np.array(list(map(_cells_at([at[a] for a in axes]), rows)), dtype=float).reshape(len(rows), len(axes))
+    latency_us = np.array([r[at["latency_us"]] for r in rows], dtype=float)
     if not np.all(np.isfinite(latency_us)) or np.any(latency_us <= 0) or np.any(coords <= 0):
         raise HardwareError(f"{path}: kernel table '{family}' has a non-positive or non-finite size or latency_us")
     points = tuple(np.unique(coords[:, i]) for i in range(len(axes)))
@@ -207,3 +223,40 @@ def _fill_first_axis(times: np.ndarray, first: np.ndarray) -> None:
     for i in range(1, len(first)):
         hole = np.isnan(times[i]) & ~np.isnan(times[i - 1])
         times[i][hole] = times[i - 1][hole] * first[i] / first[i - 1]
+
+
+# ---- the disk cache of parsed tables (llmsim.disk_cache) -------------------------------------------
+def read_table_file_cached(path: Path, family: str, keys: tuple[str, ...], axes: tuple[str, ...],
+                           fill_first_axis: bool = False) -> TableFile:
+    """read_table_file, through the disk cache: a table file parsed once before (same bytes, same reading
+    code) is read back from its grids as JSON instead of parsed row by row again."""
+    try:
+        content = path.read_bytes()
+    except OSError:  # read_table_file says what is wrong
+        return read_table_file(path, family, keys, axes, fill_first_axis)
+    how = json.dumps([family, keys, axes, fill_first_axis]).encode()
+    return cached("kernel-tables", content + b"\0" + how, _reader_fingerprint(),
+                  lambda: read_table_file(path, family, keys, axes, fill_first_axis),
+                  dump=_table_to_json, load=lambda data: _table_from_json(data, path))
+
+
+@cache
+def _reader_fingerprint() -> str | None:
+    return source_fingerprint([Path(__file__)])
+
+
+def _table_to_json(table: TableFile) -> dict[str, Any]:
+    grids = [[list(key), list(grid.axes), [p.tolist() for p in grid.points], grid.times_s.ravel().tolist()]
+             for key, grid in table.grids.items()]
+    return {"family": table.family, "provenance": table.provenance, "keys": list(table.keys),
+            "axes": list(table.axes), "grids": grids}
+
+
+def _table_from_json(data: dict[str, Any], path: Path) -> TableFile:
+    grids = {}
+    for key, grid_axes, points, times in data["grids"]:
+        arrays = tuple(np.array(p, dtype=float) for p in points)
+        grids[tuple(key)] = GridTable(tuple(grid_axes), arrays,
+                                      np.array(times, dtype=float).reshape([len(p) for p in arrays]))
+    return TableFile(data["family"], str(path), dict(data["provenance"]), tuple(data["keys"]), tuple(data["axes"]),
+                     grids)

@@ -11,13 +11,14 @@ Rules where a table holds no exact slice (each an approximation, named where it 
   the batch, not the time, keeps the kernel's fixed floor once (a 32/32-head decode is not 4 floors).
 - A sliding window: decode reads the full-attention table at the keys the window leaves (the graph's key
   count is already min(kv_len + 1, W)); prefill scales the full-attention time at the prompt length by
-  the ratio of (query, key) pairs the window keeps to the causal triangle's.
+  the ratio of (query, key) pairs the window (or chunked attention's chunks) keeps to the causal triangle's.
 - MoE: the exact model shape (hidden, intermediate, top-k, experts, TP, EP) must be in the table.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import HardwareError
-from .kernel_table import GridTable, TableFile, read_table_file
+from .kernel_table import GridTable, TableFile, read_table_file_cached
 
 # family -> (key columns, grid axes, fill the first axis beyond a token budget)
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
@@ -49,7 +50,7 @@ class MeasuredKernels:
     device: str
     engine: str
     folder: str
-    tables: dict[str, TableFile]
+    tables: Mapping[str, TableFile]
     _slices: dict[tuple, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __hash__(self) -> int:
@@ -152,13 +153,37 @@ def load_measured(folder: str, device: str = "", engine: str = "") -> MeasuredKe
     path = Path(folder)
     if not path.is_dir():
         raise HardwareError(f"kernel tables: {folder} is not a folder")
-    tables = {}
+    files = {}
     for file in sorted(path.glob("*.csv")):
         if file.stem not in FAMILIES:
             raise HardwareError(f"{file}: unknown kernel table family {file.stem!r}; allowed: {sorted(FAMILIES)}")
-        keys, axes, fill = FAMILIES[file.stem]
-        tables[file.stem] = read_table_file(file, file.stem, keys, axes, fill)
-    return MeasuredKernels(device or path.parent.name, engine or path.name, str(path), tables)
+        files[file.stem] = file
+    return MeasuredKernels(device or path.parent.name, engine or path.name, str(path), TableFiles(files))
+
+
+class TableFiles(Mapping[str, TableFile]):
+    """Family -> its TableFile, each file read on first use: a simulation reads the families its ops need
+    (a dense model no MoE table), and a malformed file is refused when first read."""
+
+    def __init__(self, files: dict[str, Path]) -> None:
+        self._files = files
+        self._read: dict[str, TableFile] = {}
+
+    def __getitem__(self, family: str) -> TableFile:
+        table = self._read.get(family)
+        if table is None:
+            keys, axes, fill = FAMILIES[family]
+            table = self._read[family] = read_table_file_cached(self._files[family], family, keys, axes, fill)
+        return table
+
+    def __contains__(self, family: object) -> bool:
+        return family in self._files
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
 
 
 def measured_for(device: str, engine: str) -> MeasuredKernels | None:
@@ -169,12 +194,17 @@ def measured_for(device: str, engine: str) -> MeasuredKernels | None:
     return load_measured(str(folder), device, engine) if folder.is_dir() else None
 
 
-def prefill_window_factor(isl: Any, window: int | None) -> Any:
-    """(query, key) pairs a causal window W keeps over the full causal triangle's, per sequence of isl tokens
-    (approximation: a windowed kernel's time scales with the pairs it computes)."""
+def prefill_window_factor(isl: Any, window: int | None, chunked: bool = False) -> Any:
+    """(query, key) pairs a causal window W (or chunked attention in chunks of W) keeps over the full causal
+    triangle's, per sequence of isl tokens (approximation: a windowed kernel's time scales with the pairs it
+    computes)."""
     if window is None:
         return 1.0
     s = np.asarray(isl, dtype=float)
+    if chunked:  # one causal triangle per chunk (the graph's own pair count, cost.blocks.attention._pairs)
+        n = np.floor_divide(s, window)
+        r = s - n * window
+        return (n * window * (window + 1) / 2 + r * (r + 1) / 2) / (s * (s + 1) / 2)
     m = np.minimum(s, window)
-    kept = m * (m + 1) / 2 + (s - m) * window  # the graph's own pair count (cost.graph._pairs)
+    kept = m * (m + 1) / 2 + (s - m) * window  # the graph's own pair count (cost.blocks.attention._pairs)
     return kept / (s * (s + 1) / 2)

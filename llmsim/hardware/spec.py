@@ -18,6 +18,7 @@ and values outside a plausibility range (a bandwidth written in GB/s instead of 
 
 from __future__ import annotations
 
+import os
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +27,8 @@ import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import HardwareError, OptionError
-from ..shipped import find_shipped, hardware_dir, shipped_hardware_names
+from ..memo import Memo, content_key, file_stamp, shipped_file
+from ..shipped import hardware_dir
 from .curves import DepthCurve, RowCurve, SizeCurve
 
 MATRIX_PRECISIONS = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32")
@@ -230,22 +232,35 @@ def load_hardware(source: Any) -> HardwareSpec:
     if isinstance(source, HardwareSpec):
         return source
     if isinstance(source, dict):
-        return hardware_from_dict(source, origin="hardware dict")
+        key = content_key(source)
+        if key is None:  # not TOML-like: validated every time
+            return hardware_from_dict(source, origin="hardware dict")
+        return _SPECS.get(("dict", key), None, lambda: hardware_from_dict(source, origin="hardware dict"))
     if isinstance(source, (str, Path)):
-        path = Path(source).expanduser()
-        if not path.is_file():
-            if isinstance(source, str) and "/" not in source and not source.endswith(".toml"):
-                path = find_shipped("hardware", source, shipped_hardware_names(), hardware_dir(), ".toml")
-            else:
+        if isinstance(source, str) and "/" not in source and not source.endswith(".toml") and not os.path.isfile(
+                os.path.expanduser(source)):  # a shipped name (os.path: the by-name hot path skips pathlib)
+            path = Path(shipped_file("hardware", source, hardware_dir(), ".toml"))
+        else:
+            path = Path(source).expanduser()
+            if not path.is_file():
                 raise HardwareError(f"hardware file: no file at {path}")
-        try:
-            data = tomllib.loads(path.read_text())
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise HardwareError(f"hardware file {path}: not valid TOML ({exc})") from None
-        data.pop("path", None)
-        spec = hardware_from_dict(data, origin=str(path))
-        return spec.model_copy(update={"path": str(path)})
+        # memoised while the file is unchanged (a HardwareSpec is frozen: callers share it); the key keeps the
+        # spelling of the path too, as the spec records it
+        return _SPECS.get((str(path.absolute()), str(path)), file_stamp(path), lambda: _read_hardware_file(path))
     raise HardwareError(f"hardware: cannot load from a {type(source).__name__}; give a shipped name or a path")
+
+
+def _read_hardware_file(path: Path) -> HardwareSpec:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise HardwareError(f"hardware file {path}: not valid TOML ({exc})") from None
+    data.pop("path", None)
+    spec = hardware_from_dict(data, origin=str(path))
+    return spec.model_copy(update={"path": str(path)})
+
+
+_SPECS = Memo(32)
 
 
 def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> HardwareSpec:

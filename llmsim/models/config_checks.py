@@ -15,18 +15,23 @@ _WIDTH_MAX, _COUNT_MAX, _VOCAB_MAX, _POSITIONS_MAX = 1 << 20, 1 << 16, 1 << 24, 
 _POSITIVE_INTS: dict[str, int] = {
     **dict.fromkeys(("hidden_size", "n_embd", "intermediate_size", "n_inner", "ffn_hidden_size", "head_dim",
                      "moe_intermediate_size", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
-                     "qk_nope_head_dim", "v_head_dim"), _WIDTH_MAX),
+                     "qk_nope_head_dim", "v_head_dim", "shared_expert_intermediate_size"), _WIDTH_MAX),
     **dict.fromkeys(("num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "num_key_value_heads",
-                     "num_kv_heads", "num_local_experts", "n_routed_experts", "num_experts_per_tok"), _COUNT_MAX),
+                     "num_kv_heads", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+                     "decoder_sparse_step", "no_rope_layer_interval"), _COUNT_MAX),
     "vocab_size": _VOCAB_MAX,
     **dict.fromkeys(("max_position_embeddings", "n_positions", "sliding_window"), _POSITIONS_MAX),
 }
+# 0 standing for "none", as transformers itself writes it (Qwen2MoeConfig: sliding_window=0 without use_sliding_window)
+_ZERO_MEANS_NONE = {("qwen2_moe", "sliding_window")}
 # (hidden, heads) names of the families whose head dim is hidden // heads: always (gpt2, gpt_neox, falcon)
 # or unless head_dim is stated (llama-like, gpt_oss)
 _HEAD_SPLIT = {"gpt2": ("n_embd", "n_head", True), "gpt_neox": ("hidden_size", "num_attention_heads", True),
                "falcon": ("hidden_size", "num_attention_heads", True),
                "llama": ("hidden_size", "num_attention_heads", False),
-               "gpt_oss": ("hidden_size", "num_attention_heads", False)}
+               "gpt_oss": ("hidden_size", "num_attention_heads", False),
+               **dict.fromkeys(("phi", "starcoder2", "cohere", "olmo2", "granite", "smollm3", "qwen2_moe"),
+                               ("hidden_size", "num_attention_heads", False))}
 
 
 def head_split(data: Mapping[str, Any], family: str) -> str | None:
@@ -45,7 +50,7 @@ def check_fields(data: Mapping[str, Any], model_type: str, family: str) -> None:
     non-integer or out-of-range sizes, an unknown dtype, a hidden size that does not split into heads."""
     for key, top in _POSITIVE_INTS.items():
         value = data.get(key)
-        if value is None:
+        if value is None or (value == 0 and (model_type, key) in _ZERO_MEANS_NONE):
             continue
         if type(value) is not int or not 1 <= value <= top:
             raise ConfigError(f"model config ({model_type}): {key}={value!r} is not allowed; "

@@ -17,7 +17,13 @@ from pydantic import ValidationError
 
 from ..errors import ConfigError
 from .config_checks import check_fields, head_split
+from .config_fields import activation as _activation
+from .config_fields import get as _get
+from .config_fields import layer_windows as _layer_windows
+from .config_fields import rotary_fraction as _rotary_fraction
 from .dtype_default import config_dtype
+from .families import ADAPTERS as _FAMILY_ADAPTERS
+from .families import REQUIRED_KEYS as _FAMILY_REQUIRED_KEYS
 from .quantization import quantize_layers
 from .spec import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
@@ -36,7 +42,9 @@ _REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
         "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
         "num_local_experts", "num_experts_per_tok",
     ),
+    **_FAMILY_REQUIRED_KEYS,
 }
+_REQUIRED_KEYS["deepseek_v2"] = _REQUIRED_KEYS["deepseek_v3"]
 _LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "mixtral", "qwen3_moe")
 # Legacy model_type names that transformers' own class reads (Falcon's original RefinedWeb configs).
 # transformers 5 no longer maps their n_layer/n_head names and would silently use its defaults.
@@ -117,7 +125,7 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
     family = "llama" if model_type in _LLAMA_LIKE else model_type
     required = _REQUIRED_KEYS[family] + _MOE_KEYS.get(model_type, ())
     aliases = getattr(transformers.CONFIG_MAPPING[model_type], "attribute_map", {}) or {}
-    # either name of an aliased key counts (transformers 5 writes qwen3_moe's num_experts as num_local_experts)
+    # either name of an attribute_map pair counts (transformers 5 writes qwen3_moe's num_experts as num_local_experts)
     present = set(data) | {aliases[k] for k in data if k in aliases} | {k for k, v in aliases.items() if v in data}
     # a multimodal config's text_config leans on its class defaults by design (Gemma 3)
     missing = [] if from_text_config else [key for key in required if key not in present]
@@ -176,7 +184,7 @@ def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:
 
 
 def _group_layers(layers: list[LayerSpec]) -> tuple[tuple[LayerGroup, ...], tuple[int, ...]]:
-    """Group identical layers; tag each group by what tells it apart (sliding/full, dense/moe)."""
+    """Group identical layers; tag each group by what tells it apart (sliding/full, dense/moe, rope/nope)."""
     unique: list[LayerSpec] = []
     pattern: list[int] = []
     for layer in layers:
@@ -184,50 +192,19 @@ def _group_layers(layers: list[LayerSpec]) -> tuple[tuple[LayerGroup, ...], tupl
             unique.append(layer)
         pattern.append(unique.index(layer))
     features = [
-        ("sliding" if u.attention.sliding_window else "full", "moe" if u.is_moe else "dense") for u in unique
+        ("linear" if u.attention.kind == "linear" else "full" if not u.attention.sliding_window
+         else "chunked" if u.attention.chunked else "sliding",
+         "moe" if u.is_moe else "dense",
+         "" if u.attention.kind == "linear" else "rope" if u.attention.rotary_dim else "nope") for u in unique
     ]
-    varying = [i for i in range(2) if len({f[i] for f in features}) > 1]
-    tags = [".".join(f[i] for i in varying) for f in features]
+    varying = [i for i in range(3) if len({f[i] for f in features} - {""}) > 1]
+    tags = [".".join(f[i] for i in varying if f[i]) for f in features]
     if len(set(tags)) < len(tags):
         tags = [f"{t}{i}" if t else f"group{i}" for i, t in enumerate(tags)]
     groups = tuple(
         LayerGroup(tag=tag, count=pattern.count(i), layer=layer) for i, (tag, layer) in enumerate(zip(tags, unique))
     )
     return groups, tuple(pattern)
-
-
-# ---- helpers ------------------------------------------------------------------------------------
-def _get(config: Any, key: str, default: Any = None) -> Any:
-    value = getattr(config, key, None)
-    return default if value is None else value
-
-
-def _rotary_fraction(config: Any) -> float:
-    rope = getattr(config, "rope_parameters", None) or {}
-    if isinstance(rope, dict) and "partial_rotary_factor" in rope:
-        return float(rope["partial_rotary_factor"])
-    return float(_get(config, "partial_rotary_factor", 1.0))
-
-
-def _layer_windows(config: Any, num_layers: int) -> list[int | None]:
-    """Sliding window of each layer (None: full attention), as transformers' cache decides it."""
-    window = getattr(config, "sliding_window", None)
-    layer_types = getattr(config, "layer_types", None)
-    if layer_types is None:
-        return [window] * num_layers
-    allowed = {"full_attention", "sliding_attention"}
-    windows: list[int | None] = []
-    for i, layer_type in enumerate(layer_types):
-        if layer_type not in allowed:
-            raise ConfigError(f"model config: layer_types[{i}]={layer_type!r}; supported: {', '.join(sorted(allowed))}")
-        if layer_type == "sliding_attention" and window is None:
-            raise ConfigError("model config: layer_types has sliding_attention but 'sliding_window' is missing")
-        windows.append(window if layer_type == "sliding_attention" else None)
-    return windows
-
-
-def _activation(config: Any) -> str:
-    return str(_get(config, "hidden_activation", None) or _get(config, "hidden_act", "silu"))
 
 
 # ---- adapters: config -> ModelSpec fields ------------------------------------------------------
@@ -276,6 +253,7 @@ def _llama_like(config: Any) -> dict[str, Any]:
         "hidden_size": h,
         "max_position_embeddings": config.max_position_embeddings,
         "tie_word_embeddings": bool(_get(config, "tie_word_embeddings", False)),
+        "embedding_scale": gemma,  # x * sqrt(h) after the lookup
         "layers": layers,
     }
 
@@ -380,14 +358,16 @@ def _deepseek_v3(config: Any) -> dict[str, Any]:
         qk_nope_head_dim=config.qk_nope_head_dim,
     )
     act = _activation(config)
-    dense = MLPSpec(gated=True, intermediate_size=config.intermediate_size, activation=act)
+    bias = bool(_get(config, "mlp_bias", False))  # DeepSeek-V2's dense and shared MLPs (V3 has none)
+    dense = MLPSpec(gated=True, intermediate_size=config.intermediate_size, bias=bias, activation=act)
     expert = MLPSpec(gated=True, intermediate_size=config.moe_intermediate_size, activation=act)
     shared_experts = _get(config, "n_shared_experts", 0)
     moe = MoESpec(
         num_experts=config.n_routed_experts,
         top_k=config.num_experts_per_tok,
         expert=expert,
-        shared=MLPSpec(gated=True, intermediate_size=config.moe_intermediate_size * shared_experts, activation=act)
+        shared=MLPSpec(gated=True, intermediate_size=config.moe_intermediate_size * shared_experts, bias=bias,
+                       activation=act)
         if shared_experts
         else None,
     )
@@ -435,5 +415,7 @@ _ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "gpt_neox": _gpt_neox,
     "falcon": _falcon,
     "deepseek_v3": _deepseek_v3,
+    "deepseek_v2": _deepseek_v3,  # the same layers; V2's router has no score correction bias (V3's is a buffer)
     "gpt_oss": _gpt_oss,
+    **_FAMILY_ADAPTERS,
 }

@@ -1,15 +1,25 @@
-"""load_model: a ModelSpec from a shipped name, a config.json path or folder, a dict or a config."""
+"""load_model: a ModelSpec from a shipped name, a config.json path or folder, a dict or a config.
+
+Specs are memoised (llmsim.memo): one read from a file while the file is unchanged, one built from a dict
+under a hash of its content. A ModelSpec is frozen, so callers share it safely. Specs of config files are
+also cached on disk (spec_cache), so a config read once before needs no transformers import.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..shipped import find_shipped, model_configs_dir, shipped_model_names
+from ..memo import Memo, content_key, file_stamp, shipped_file
+from ..shipped import model_configs_dir
 from .hf_config import read_config_file, spec_from_hf_config
 from .spec import ModelSpec
+from .spec_cache import Noted, build_noted, cached_spec, replay
+
+_SPECS = Memo(64)
 
 
 def load_model(source: Any, name: str | None = None) -> ModelSpec:
@@ -23,21 +33,40 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
     if isinstance(source, ModelSpec):
         return source
     if isinstance(source, Mapping):
-        return spec_from_hf_config(source, name=name or str(source.get("_name_or_path") or "") or None)
+        label = name or str(source.get("_name_or_path") or "") or None
+        key = content_key(source)
+        if key is None:  # not JSON-like: built every time
+            return spec_from_hf_config(source, name=label)
+        return replay(_SPECS.get(("dict", key, label), None,
+                                 lambda: build_noted(lambda: spec_from_hf_config(source, name=label))))
     if isinstance(source, (str, Path)):
+        if isinstance(source, str) and "/" not in source and not source.endswith(".json") and not os.path.exists(
+                os.path.expanduser(source)):  # a shipped name (os.path: the by-name hot path skips pathlib)
+            file = Path(shipped_file("model", source, model_configs_dir(), ".json"))
+            return replay(_from_file(file, name or file.stem))
         path = Path(source).expanduser()
         if path.exists():
-            data = read_config_file(path)
             stem = path.name if path.is_dir() else path.stem
             if stem == "config":
                 stem = path.parent.name if not path.is_dir() else path.name
-            return spec_from_hf_config(data, name=name or stem)
-        if isinstance(source, str) and ("/" not in source and not source.endswith(".json")):
-            file = find_shipped("model", source, shipped_model_names(), model_configs_dir(), ".json")
-            return spec_from_hf_config(read_config_file(file), name=name or file.stem)
+            return replay(_from_file(path / "config.json" if path.is_dir() else path, name or stem))
         raise ConfigError(f"model config: no file at {path}")
     if hasattr(source, "model_type") and hasattr(source, "to_dict"):
         return spec_from_hf_config(source, name=name)
     raise ConfigError(
         f"model: cannot load from a {type(source).__name__}; give a shipped name, a path, a dict or a PretrainedConfig"
     )
+
+
+def _from_file(file: Path, name: str) -> Noted:
+    """The spec of a config.json (with its assumption notes), read again only when the file changed; from the
+    disk cache of specs (spec_cache) where this content was read before, so without importing transformers."""
+    def read() -> Noted:
+        build = lambda: spec_from_hf_config(read_config_file(file), name=name)  # noqa: E731
+        try:
+            content = file.read_bytes()
+        except OSError:  # read_config_file says what is wrong
+            return build_noted(build)
+        return cached_spec(content, name, build)
+
+    return _SPECS.get(("file", str(file.absolute()), name), file_stamp(file), read)

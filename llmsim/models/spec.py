@@ -33,9 +33,12 @@ class AttentionSpec(_Frozen):
     kind "standard" covers MHA (num_kv_heads == num_heads), GQA and MQA (num_kv_heads == 1).
     kind "mla" is DeepSeek's multi-head latent attention: the cache holds a latent of
     kv_lora_rank + qk_rope_head_dim values per token, shared by all heads.
+    kind "linear" is a gated DeltaNet layer (Qwen3-Next): num_heads value heads of v_head_dim, num_kv_heads
+    query/key heads of head_dim, a causal depthwise convolution of conv_kernel taps over q, k and v; no KV
+    cache, but a recurrent state of fixed size per sequence (see recurrent_state_bytes).
     """
 
-    kind: Literal["standard", "mla"] = "standard"
+    kind: Literal["standard", "mla", "linear"] = "standard"
     num_heads: int = Field(gt=0)
     num_kv_heads: int = Field(gt=0)
     head_dim: int = Field(gt=0, description="q and k dims per head (MLA: qk_nope + qk_rope)")
@@ -44,6 +47,15 @@ class AttentionSpec(_Frozen):
     o_bias: bool = False
     fused_qkv: bool = False
     qk_norm: bool = False
+    qk_norm_weights: Literal["shared", "per_head", "none"] = Field(
+        default="shared", description="QK norm weights: one [d] vector for all query heads and one for all key "
+        "heads (Qwen3, Gemma 3), one per head, [H*d] and [kvh*d] (OLMo 2 and Cohere), or none (Llama 4's L2 norm)")
+    output_gate: bool = Field(default=False, description="the output multiplied by sigmoid(gate), the gate a "
+                              "second half of q_proj's output (Qwen3-Next's full attention)")
+    conv_kernel: int = Field(default=0, ge=0, description="linear attention: taps of the causal convolution")
+    chunked: bool = Field(default=False, description="sliding_window is a chunk size: each query attends to the "
+                          "keys of its own aligned chunk (Llama 4's chunked local attention); the cache keeps "
+                          "W - 1 tokens, as for a window")
     sliding_window: int | None = Field(default=None, gt=1)
     sinks: bool = False
     rotary_dim: int = Field(default=0, ge=0, description="dims per head that rotary rotates (0: none)")
@@ -56,21 +68,50 @@ class AttentionSpec(_Frozen):
     @model_validator(mode="after")
     def _check(self) -> AttentionSpec:
         if self.num_heads % self.num_kv_heads:
-            raise ValueError(
-                f"num_attention_heads={self.num_heads} is not a multiple of num_key_value_heads={self.num_kv_heads}"
-            )
+            heads, kv_heads = (("linear_num_value_heads", "linear_num_key_heads") if self.kind == "linear"
+                               else ("num_attention_heads", "num_key_value_heads"))
+            raise ValueError(f"{heads}={self.num_heads} is not a multiple of {kv_heads}={self.num_kv_heads}")
         if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             raise ValueError(f"head_dim={self.head_dim} with rotary_dim={self.rotary_dim}: rotary embeddings "
                              f"rotate pairs of dims, so rotary_dim must be even and at most head_dim")
+        if self.chunked and self.sliding_window is None:
+            raise ValueError("chunked attention needs its chunk size in sliding_window")
         if self.kind == "mla" and (self.kv_lora_rank <= 0 or self.qk_rope_head_dim <= 0):
             raise ValueError("MLA attention needs kv_lora_rank > 0 and qk_rope_head_dim > 0")
+        if self.kind == "linear" and self.conv_kernel <= 0:
+            raise ValueError("linear attention needs linear_conv_kernel_dim > 0")
         return self
+
+    def recurrent_state_bytes(self, batch_size: np.ndarray | int, kv_bytes: float, tensor_parallel: int = 1
+                              ) -> np.ndarray | float:
+        """A linear-attention layer's state per batch, as transformers' LinearAttentionLayer holds it: the
+        convolution's last conv_kernel inputs [B, 2*Hk*dk + Hv*dv, K] at the cache dtype, and the recurrent
+        state [B, Hv, dk, dv] in float32 (the torch gated delta rule computes and returns it in float32).
+        With tensor_parallel=t, one GPU's heads (Hv/t, and Hk/t or one replicated head when Hk < t, as for KV
+        heads). 0 for attention layers."""
+        if self.kind != "linear":
+            return 0.0
+        hv, hk = self.num_heads / tensor_parallel, max(self.num_kv_heads // tensor_parallel, 1)
+        conv_channels = 2 * hk * self.head_dim + hv * self.v_head_dim
+        recurrent = hv * self.head_dim * self.v_head_dim
+        return np.asarray(batch_size) * (conv_channels * self.conv_kernel * kv_bytes + recurrent * 4.0)
+
+    @property
+    def qk_norm_params(self) -> int:
+        """Weights of the Q and K norms (without a LayerNorm's biases): [d] + [d], or [H*d] + [kvh*d]."""
+        if not self.qk_norm or self.qk_norm_weights == "none":
+            return 0
+        if self.qk_norm_weights == "per_head":
+            return (self.num_heads + self.num_kv_heads) * self.head_dim
+        return 2 * self.head_dim
 
     @property
     def kv_cache_values_per_token(self) -> int:
         """Values cached per token per layer: K and V of every KV head, or MLA's latent and rope key."""
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim  # latent [r] + shared rope key [d_rope]
+        if self.kind == "linear":
+            return 0  # a state of fixed size instead (recurrent_state_bytes)
         return self.num_kv_heads * (self.head_dim + self.v_head_dim)  # K [kvh, d] + V [kvh, dv]
 
     def cached_tokens(self, seq_len: np.ndarray | int) -> np.ndarray | int:
@@ -101,6 +142,8 @@ class MoESpec(_Frozen):
     shared: MLPSpec | None = None
     router_bias: bool = False
     router_extra_params: int = Field(default=0, ge=0, description="e.g. DeepSeek's score correction bias")
+    shared_gate: bool = Field(default=False, description="the shared expert's output scaled by sigmoid(x W[h, 1]) "
+                              "(Qwen2-MoE, Qwen3-Next)")
 
     @model_validator(mode="after")
     def _check(self) -> MoESpec:
@@ -110,21 +153,25 @@ class MoESpec(_Frozen):
 
 
 class LayerSpec(_Frozen):
-    """One decoder layer. Norm placement: pre-attention, optional pre-MLP (absent when a parallel
-    block shares one norm), optional post-attention and post-MLP sandwich norms (Gemma 2/3)."""
+    """One decoder layer. Norm placement: pre-attention (absent in OLMo 2, which normalises only the
+    branch outputs), optional pre-MLP (absent when a parallel block shares one norm), optional
+    post-attention and post-MLP sandwich norms (Gemma 2/3, GLM-4, OLMo 2)."""
 
     attention: AttentionSpec
     mlp: MLPSpec | MoESpec
     parallel: bool = False
+    input_norm: bool = True
     pre_mlp_norm: bool = True
     post_attn_norm: bool = False
     post_mlp_norm: bool = False
     unquantized: tuple[str, ...] = Field(default=(), description="module roles this layer keeps at the model's "
                                          "dtype where the quantization_config converts them in other layers")
+    residual_scale: bool = Field(default=False, description="each branch output multiplied by a constant before "
+                                 "its residual add (Granite's residual_multiplier)")
 
     @property
     def norms(self) -> int:
-        return 1 + int(self.pre_mlp_norm) + int(self.post_attn_norm) + int(self.post_mlp_norm)
+        return int(self.input_norm) + int(self.pre_mlp_norm) + int(self.post_attn_norm) + int(self.post_mlp_norm)
 
     @property
     def is_moe(self) -> bool:
@@ -154,6 +201,13 @@ class ModelSpec(_Frozen):
     position_embedding: Literal["rotary", "learned", "none"] = "rotary"
     tie_word_embeddings: bool = False
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    norm_bias: bool | None = Field(default=None, description="the norms add a bias (None: LayerNorm does, RMSNorm "
+                                   "does not; Cohere's LayerNorm has none)")
+    embedding_scale: bool = Field(default=False, description="the token embeddings multiplied by a constant "
+                                  "(Gemma: sqrt(h); Granite: embedding_multiplier)")
+    logit_scale: bool = Field(default=False, description="the logits multiplied by a constant (Cohere: "
+                              "logit_scale; Granite: 1 / logits_scaling)")
+    lm_head_bias: bool = False
     dtype: str = "bfloat16"
     dtype_source: str = Field(default="", description="where dtype came from, or what was assumed and why")
     quantization: QuantizationSpec | None = Field(default=None, description="the weight formats of a quantized "
@@ -178,8 +232,12 @@ class ModelSpec(_Frozen):
 
     @property
     def norm_params(self) -> int:
-        """Parameters of one norm over the hidden size: weight, plus bias for LayerNorm."""
-        return self.hidden_size * (2 if self.norm == "layernorm" else 1)
+        """Parameters of one norm over the hidden size: weight, plus bias for LayerNorm (unless norm_bias=False)."""
+        return self.hidden_size * (2 if self.has_norm_bias else 1)
+
+    @property
+    def has_norm_bias(self) -> bool:
+        return self.norm == "layernorm" if self.norm_bias is None else self.norm_bias
 
     @property
     def attention_kinds(self) -> str:
@@ -191,6 +249,8 @@ class ModelSpec(_Frozen):
         for attn, count in counts.items():
             if attn.kind == "mla":
                 kind = f"MLA r={attn.kv_lora_rank}"
+            elif attn.kind == "linear":
+                kind = f"gated DeltaNet {attn.num_kv_heads}/{attn.num_heads}"
             elif attn.num_kv_heads == attn.num_heads:
                 kind = f"MHA {attn.num_heads}"
             elif attn.num_kv_heads == 1:
@@ -198,7 +258,7 @@ class ModelSpec(_Frozen):
             else:
                 kind = f"GQA {attn.num_heads}/{attn.num_kv_heads}"
             if attn.sliding_window:
-                kind += f" window {attn.sliding_window}"
+                kind += f" {'chunk' if attn.chunked else 'window'} {attn.sliding_window}"
             parts.append(f"{count}x {kind}" if len(counts) > 1 else kind)
         return "; ".join(dict.fromkeys(parts))
 
@@ -232,11 +292,12 @@ class ModelSpec(_Frozen):
 
         Sums over layers: B * cached_tokens(S) * values_per_token * bytes. Sliding-window layers hold
         W - 1 tokens once full (as transformers' DynamicSlidingWindowLayer does); MLA layers hold the
-        compressed latent and the rope key, not per-head K and V. With tensor_parallel=t, the bytes on
+        compressed latent and the rope key, not per-head K and V; linear-attention layers hold their
+        recurrent state (recurrent_state_bytes), whatever the length. With tensor_parallel=t, the bytes on
         one GPU: kvh/t KV heads (one replicated head when kvh < t); MLA's latent is replicated.
         """
         kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
-        total: float | np.ndarray = 0.0
+        total: float | np.ndarray = self.recurrent_state_bytes(batch_size, kv_dtype, tensor_parallel)
         for group in self.layer_groups:
             attn = group.layer.attention
             values = attn.kv_cache_values_per_token
@@ -246,4 +307,17 @@ class ModelSpec(_Frozen):
             total = total + group.count * np.asarray(batch_size) * attn.cached_tokens(
                 np.asarray(seq_len)
             ) * values * kv_bytes
+        return total if isinstance(total, np.ndarray) and total.ndim else float(total)
+
+    def recurrent_state_bytes(
+        self, batch_size: int | np.ndarray = 1, kv_dtype: str | None = None, tensor_parallel: int = 1
+    ) -> float | np.ndarray:
+        """The part of kv_cache_bytes that does not grow with the tokens: the linear-attention layers' states
+        (a fixed amount per sequence, AttentionSpec.recurrent_state_bytes); 0 for a model without them. A
+        per-token KV size (e.g. for paged blocks) is kv_cache_bytes(1, 1) minus recurrent_state_bytes(1)."""
+        kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
+        total: float | np.ndarray = 0.0
+        for group in self.layer_groups:
+            total = total + group.count * group.layer.attention.recurrent_state_bytes(batch_size, kv_bytes,
+                                                                                       tensor_parallel)
         return total if isinstance(total, np.ndarray) and total.ndim else float(total)

@@ -4,7 +4,8 @@
   least 70 GiB that is not an A100, max_num_batched_tokens 8192 and max_num_seqs 1024; otherwise 2048 and
   256. gpu_memory_utilization 0.9, block_size 16 (vllm/config/cache.py).
 - SGLang (python/sglang/srt/server_args.py): chunked_prefill_size 2048 below 35 GB of GPU memory, 8192
-  below 160 GB, 16384 above; mem_fraction_static 0.88 (its fallback), page_size 1.
+  below 160 GB, 16384 above; mem_fraction_static 0.88 (its fallback), page_size 1; enable_mixed_chunk
+  False: a step prefills new requests (decodes wait) while any can start, else decodes.
   approximation: max_running_requests, which SGLang derives from its token pool, is taken as vLLM's 1024.
 - TensorRT-LLM (tensorrt_llm/llmapi: BuildConfig max_batch_size 2048, max_num_tokens 8192;
   KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32).
@@ -31,13 +32,13 @@ def engine_defaults(engine: str, hardware: HardwareSpec) -> dict[str, Any]:
     if engine == "sglang":
         tokens = 2048 if memory < 35e9 else 8192 if memory < 160e9 else 16384
         return {"max_num_seqs": 1024, "max_num_batched_tokens": tokens, "gpu_memory_utilization": 0.88,
-                "block_size": 1}
+                "block_size": 1, "mixed_batches": False}
     if engine == "trtllm":
         return {"max_num_seqs": 2048, "max_num_batched_tokens": 8192, "gpu_memory_utilization": 0.9,
-                "block_size": 32}
+                "block_size": 32, "mixed_batches": True}
     large = memory >= 70 * _GIB and "a100" not in hardware.name.lower()
     return {"max_num_seqs": 1024 if large else 256, "max_num_batched_tokens": 8192 if large else 2048,
-            "gpu_memory_utilization": 0.9, "block_size": 16}
+            "gpu_memory_utilization": 0.9, "block_size": 16, "mixed_batches": True}
 
 
 def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, engine: str,
@@ -49,7 +50,8 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         kv_blocks = floor((utilization x capacity - weights - activations - workspace) / (block x kv/token))
 
     approximation: every layer keeps a full KV cache (sliding-window layers are not trimmed), as vLLM
-    allocates without its hybrid allocator.
+    allocates without its hybrid allocator; linear-attention layers' fixed states are reserved for
+    max_num_seqs sequences up front.
     """
     defaults = engine_defaults(engine, hardware)
     seqs = check_count("max_num_seqs", defaults["max_num_seqs"] if max_num_seqs is None else max_num_seqs, 1)
@@ -62,10 +64,12 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     if tokens < seqs:
         seqs = tokens  # approximation: vLLM refuses max_num_batched_tokens < max_num_seqs; one token each
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
-    per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype,
-                                           tensor_parallel=options.tensor_parallel))
+    tp = options.tensor_parallel
+    state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp))  # per sequence, fixed
+    per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) - state
+    # linear-attention states (Qwen3-Next) are held per running sequence: reserved for max_num_seqs of them
     free = (util * hardware.memory_capacity_bytes - weights_bytes(model, options)
-            - float(peak_activation_bytes(model, options, 1, tokens)) - workspace_bytes(hardware))
+            - float(peak_activation_bytes(model, options, 1, tokens)) - workspace_bytes(hardware) - seqs * state)
     blocks = int(free // (block * per_token)) if per_token > 0 else 1 << 40
     need = -(-longest_request // block)
     if blocks < need:
@@ -74,4 +78,4 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
             f"({weights_bytes(model, options) / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the "
             f"longest request's {longest_request}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
-                           block_size=int(block))
+                           block_size=int(block), mixed_batches=defaults["mixed_batches"])

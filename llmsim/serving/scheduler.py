@@ -34,6 +34,7 @@ class SchedulerLimits:
     max_num_batched_tokens: int
     kv_blocks: int
     block_size: int
+    mixed_batches: bool = True  # False: a step either prefills (new requests first) or decodes, never both
 
 
 @dataclass
@@ -202,7 +203,11 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
 
         # ---- one step: running requests first, then waiting ones ---------------------------------------
         budget = limits.max_num_batched_tokens
-        lead = min(run.leading_decodes(), budget)
+        # SGLang's default (no mixed chunks): while prompts wait and can start, steps prefill only
+        prefill_only = not limits.mixed_batches and (run.prefilling > 0 or (
+            bool(waiting) and run.m < limits.max_num_seqs
+            and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) <= free_blocks))
+        lead = 0 if prefill_only else min(run.leading_decodes(), budget)
         crossing = run.computed[:lead] % bs == 0  # a decode whose next token opens a new block
         need = int(np.count_nonzero(crossing))
         if lead and need <= free_blocks:
@@ -214,6 +219,9 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             lead = i = 0
         scheduled: list[tuple[int, int]] = []  # the others: (position in run, new tokens)
         while i < run.m and budget > 0:
+            if prefill_only and run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1:
+                i += 1  # a decode: it waits for the prefill step to pass
+                continue
             new = min(int(run.prompt[i] + run.emitted[i] - run.computed[i]), budget)
             need = -(-(int(run.computed[i]) + new) // bs) - int(run.blocks[i])
             while need > free_blocks and run.m > i:  # preempt from the back until the blocks fit (or i goes)

@@ -4,7 +4,7 @@ An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the
 `kernel_y`) is looked up in the engine's tables for the device:
     ("gemm", dtype, K)                                   x = M rows, y = N columns (read per dtype: z = K)
     ("moe", dtype, topk, experts, hidden, inter, tp, ep, share)   x = tokens; time = table x share
-    ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window)   x = batch, y = prompt tokens
+    ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window, chunked)   x = batch, y = prompt tokens
     ("decode_attention", kv_dtype, head_dim, heads, kv_heads)     x = batch, y = keys attended
     ("prefill_mla" | "decode_mla", kv_dtype, heads)      DeepSeek-shaped MLA, as the attention ones
 Its roofline terms (compute_s and memory_s, as the hardware file derates them) are then both scaled by
@@ -97,9 +97,10 @@ class MeasuredTiming:
         grid, factor, note = found  # factor: on the batch (see hardware.measured)
         label = self.label(family) + (f"; {note}" if note else "")
         if phase == "prefill" and window and window[0]:
-            w = window[0]
-            label += f"; window {w}: the causal table x the pairs the window keeps (approximation)"
-            return (lambda x, y, z: grid.time_s(x * factor, y) * prefill_window_factor(y, w)), label, None
+            w, chunked = window[0], len(window) > 1 and bool(window[1])
+            label += (f"; {'chunks' if chunked else 'window'} {w}: the causal table x the pairs the "
+                      f"{'chunks' if chunked else 'window'} keep (approximation)")
+            return (lambda x, y, z: grid.time_s(x * factor, y) * prefill_window_factor(y, w, chunked)), label, None
         return (lambda x, y, z: grid.time_s(x * factor, y)), label, None
 
     def collective(self, kind: str, group: int) -> tuple[Any, str]:

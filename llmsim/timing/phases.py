@@ -71,9 +71,13 @@ def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, b
                    seq_len: Any) -> PhaseTotals:
     """Totals of one forward pass over `seq_len` tokens of each of `batch_size` sequences."""
     graph = PhaseGraph(model, "prefill", batch_size, seq_len, 0, options)
+    return _one_pass(roofline, graph, _shape_of(batch_size, seq_len))
+
+
+def _one_pass(roofline: Roofline, graph: PhaseGraph, shape: tuple[int, ...]) -> PhaseTotals:
+    """Totals of every op of the graph run once (values of `shape`)."""
     n = len(graph.fixed.names)
     per_op: dict[str, list[Any]] = {k: [None] * n for k in PARTS + SUMS}
-    shape = _shape_of(batch_size, seq_len)  # of every value
     for chunk in op_chunks(list(range(n)), shape):
         steady_totals(roofline, graph, chunk, 1, per_op, len(shape), pair_axis=False)
     return PhaseTotals(per_op, graph.fixed, graph.values, graph.ops)
@@ -98,6 +102,14 @@ def decode_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, ba
     for chunk in op_chunks(list(graph.fixed.varying), shape):
         trapezoid_totals(roofline, graph, chunk, L0, steps, per_op, len(shape))
     return PhaseTotals(per_op, graph.fixed, graph.values, graph.ops)
+
+
+def decode_step_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
+                       kv_len: Any) -> PhaseTotals:
+    """Totals of one decode step at `kv_len`: decode_totals(..., steps=1) by the prefill's path (every op
+    evaluated once at its point, no value-and-slope pair), about half the work; find_crossover's evaluator."""
+    graph = PhaseGraph(model, "decode", batch_size, 1, kv_len, options)
+    return _one_pass(roofline, graph, _shape_of(batch_size, kv_len))
 
 
 def _shape_of(*values: Any) -> tuple[int, ...]:

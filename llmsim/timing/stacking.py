@@ -38,6 +38,9 @@ def stack_ops(values: list[Any], ndim: int) -> np.ndarray:
 def broadcast_block(values: list[Any] | tuple[Any, ...]) -> np.ndarray:
     """Numbers or arrays as floats along a new leading axis, broadcast to one shape."""
     # shape: [len(values), *broadcast shape of the values]
+    if len({getattr(v, "shape", ()) for v in values}) > 1:  # numbers and arrays mixed: broadcast them first
+        # (np.array would refuse them only after a slow attempt)
+        return np.array(np.broadcast_arrays(*values), dtype=float)
     try:  # numbers, or arrays of one shape
         return np.array(values, dtype=float)
     except ValueError:

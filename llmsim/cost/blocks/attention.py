@@ -8,7 +8,7 @@ from typing import Any
 
 from ...models.spec import AttentionSpec
 from ..op import formula
-from ..symbolic import Expr, smin
+from ..symbolic import Expr, sfloordiv, smin
 
 
 class AttentionBlocks:
@@ -34,17 +34,26 @@ class AttentionBlocks:
         return self._keys(attn) - 1  # L, or W - 1 once a window is full
 
     def _pairs(self, attn: AttentionSpec) -> Expr:
-        """(query, key) pairs per head a fused kernel computes: causal triangle, clipped by the window.
+        """(query, key) pairs per head a fused kernel computes: causal triangle, clipped by the window, or one
+        triangle per chunk.
 
-        approximation: exact triangle, ignoring the kernel's tile granularity on the diagonal.
+        approximation: exact triangle, ignoring the kernel's tile granularity on the diagonal. A chunked
+        layer's decode step is costed as a window's, min(L + 1, W) keys, where the kernel attends to the
+        (L mod W) + 1 keys of the current chunk (about W / 2 on average once L > W): an upper bound that keeps
+        the decode sum's quantities affine in L.
         """
         if self.phase == "decode":
             return self._keys(attn)
         S = self.S
         if attn.sliding_window is None:
             return S * (S + 1) / 2  # sum_{i=1..S} i
-        m = smin(S, Expr.sym("W", attn.sliding_window))
-        return m * (m + 1) / 2 + (S - m) * Expr.sym("W", attn.sliding_window)
+        W = Expr.sym("W", attn.sliding_window)
+        if attn.chunked:  # n = S // W full chunks of W(W+1)/2 pairs, and a last one of r = S - n W queries
+            n = sfloordiv(S, W)
+            r = S - n * W
+            return n * (W * (W + 1) / 2) + r * (r + 1) / 2
+        m = smin(S, W)
+        return m * (m + 1) / 2 + (S - m) * W
 
     def attention(self, prefix: str, n: int, attn: AttentionSpec) -> None:
         """Q, K, V projections (fused or not), QK norm, rotary, the cache append, core attention, output
@@ -52,18 +61,24 @@ class AttentionBlocks:
         if attn.kind == "mla":
             self.mla(prefix, n, attn)
             return
+        if attn.kind == "linear":
+            self.linear_attention(prefix, n, attn)
+            return
         h, T = self.h, self.T
         H, kvh = self.heads(attn)
         d, dv = Expr.sym("d", attn.head_dim), Expr.sym("dv", attn.v_head_dim)
         layout = attn.weight_layout
+        q_width = 2 * H * d if attn.output_gate else H * d  # the output gate rides in q_proj: [T, H*(d + d)]
         if attn.fused_qkv or self.options.fused_projections:
-            self.linear(f"{prefix}.qkv_proj", n, T, h, H * d + kvh * (d + dv), bias=attn.qkv_bias, weight_layout=layout)
+            self.linear(f"{prefix}.qkv_proj", n, T, h, q_width + kvh * (d + dv), bias=attn.qkv_bias,
+                        weight_layout=layout)
         else:
-            self.linear(f"{prefix}.q_proj", n, T, h, H * d, bias=attn.qkv_bias, weight_layout=layout)
+            self.linear(f"{prefix}.q_proj", n, T, h, q_width, bias=attn.qkv_bias, weight_layout=layout)
             self.linear(f"{prefix}.k_proj", n, T, h, kvh * d, bias=attn.qkv_bias, weight_layout=layout)
             self.linear(f"{prefix}.v_proj", n, T, h, kvh * dv, bias=attn.qkv_bias, weight_layout=layout)
         if attn.qk_norm:
-            self.norm(f"{prefix}.qk_norm", n, (H + kvh) * d, params_per_norm=2 * attn.head_dim)
+            bias = 2 if self.model.has_norm_bias else 1  # a LayerNorm's bias per weight (Phi's qk_layernorm)
+            self.norm(f"{prefix}.qk_norm", n, (H + kvh) * d, params_per_norm=attn.qk_norm_params * bias)
         if attn.rotary_dim and self.fusion == "eager":
             # x * cos + rotate_half(x) * sin per PyTorch op, for q and for k: neg (of half) a/2 read, a/2
             # written; cat a, a; x * cos a, a; * sin a, a; add 2a, a: 5.5a read, 4.5a written, 5 kernels each
@@ -75,6 +90,8 @@ class AttentionBlocks:
                                       kv_window=self._decode_window(attn)))
         self.core_attention(prefix, n, attn, H=H, kvh=kvh, d=d, dv=dv, kv_values=d + dv,
                             params=attn.num_heads // self.tp_degree if attn.sinks else 0)
+        if attn.output_gate:  # out[T, H*dv] * sigmoid(gate[T, H*dv])
+            self.elementwise(f"{prefix}.output_gate", n, T * H * dv, 2, 1, 5)
         self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias, weight_layout=layout)
         self.all_reduce(f"{prefix}.all_reduce", n)
 
@@ -87,7 +104,8 @@ class AttentionBlocks:
             return {}
         shape = (self.kv_table_dtype, attn.head_dim, round(float(H.value)), round(float(kvh.value)))
         if self.phase == "prefill":
-            return {"kernel_key": ("prefill_attention", *shape, attn.sliding_window or 0), "kernel_y": self.S}
+            return {"kernel_key": ("prefill_attention", *shape, attn.sliding_window or 0, attn.chunked),
+                    "kernel_y": self.S}
         return {"kernel_key": ("decode_attention", *shape), "kernel_y": self._keys(attn)}
 
     def _mla_kernel(self, attn: AttentionSpec, H: Expr) -> dict[str, Any]:

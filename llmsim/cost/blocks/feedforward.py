@@ -109,6 +109,10 @@ class FeedForwardBlocks:
         if moe.shared is not None:
             self.role = "shared_experts"
             self.mlp(f"{prefix}.shared_experts", n, moe.shared, reduce=False)
+        if moe.shared is not None and moe.shared_gate:
+            # shared_out[T, h] * sigmoid(x[T, h] @ W[h, 1]); approximation: the T sigmoids are not counted
+            self.linear(f"{prefix}.shared_expert_gate", n, T, h, Expr.sym("one", 1))
+            self.elementwise(f"{prefix}.shared_expert_gate_mul", n, T * h, 1, 1, 1)
         if ep == 1:
             self.all_reduce(f"{prefix}.all_reduce", n)
         elif moe.shared is not None:

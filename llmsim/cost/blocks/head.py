@@ -15,6 +15,8 @@ class HeadBlocks:
         self.add(formula("embedding")("embed_tokens", 1, T=self.T, h=self.h, rows=int(self.vocab_local().value),
                                       ab=self.eb))
         self.all_reduce("embed_tokens.all_reduce", 1)  # vocabulary-parallel embedding
+        if model.embedding_scale:  # x[T, h] * c (Gemma: sqrt(h); Granite: embedding_multiplier)
+            self.elementwise("embed_scale", 1, self.T * self.h, 1, 1, 1)
         if model.position_embedding == "learned":
             self.add(formula("embedding")("embed_positions", 1, T=self.T, h=self.h,
                                           rows=model.max_position_embeddings, ab=self.eb, add=True))
@@ -31,9 +33,11 @@ class HeadBlocks:
         dtype = ("bf16" if tied else terms["gemm"]) if terms["gemm"] else None  # tied: the 16-bit embedding
         self.add(formula("linear")(
             "lm_head", 1, T=tokens, K=self.h, N=V_local, wb=self.eb if tied else terms["wb"], ab=self.ab,
-            owns_weight=not tied, precision=terms["precision"],
+            owns_weight=not tied, precision=terms["precision"], bias=model.lm_head_bias,
             kernel_key=("gemm", dtype, model.hidden_size) if dtype else None,
         ))
+        if model.logit_scale:  # logits[tokens, V] * c (Cohere: logit_scale; Granite: 1 / logits_scaling)
+            self.elementwise("logit_scale", 1, tokens * V_local, 1, 1, 1)
         if self.tp_degree > 1:  # gather the vocabulary slices of the logits
             self.add(formula("collective")("lm_head.all_gather", 1, kind="all_gather",
                                            message_bytes=tokens * V_local * self.tp * self.ab, group=self.tp_degree))

@@ -1,0 +1,35 @@
+"""Linear attention: the gated DeltaNet layer of Qwen3-Next (a mixin of GraphBuilder). Projections, the causal
+convolution over q, k and v, the gates, the chunked scan (prefill) or the recurrent update (decode), the gated
+RMSNorm and the output projection."""
+
+from __future__ import annotations
+
+from ...models.spec import AttentionSpec
+from ..op import formula
+from ..symbolic import Expr
+
+
+class LinearAttentionBlocks:
+    """Gated DeltaNet layers: Hv value heads of dv, Hk query/key heads of dk (per GPU under tensor parallelism)."""
+
+    def linear_attention(self, prefix: str, n: int, attn: AttentionSpec) -> None:
+        h, T, B, S = self.h, self.T, self.B, self.S
+        Hv, Hk = self.heads(attn)
+        dk, dv = Expr.sym("dk", attn.head_dim), Expr.sym("dv", attn.v_head_dim)
+        # q, k [T, Hk*dk], v and the output gate z [T, Hv*dv]; b and a [T, Hv] (beta, decay)
+        self.linear(f"{prefix}.in_proj_qkvz", n, T, h, 2 * Hk * dk + 2 * Hv * dv)
+        self.linear(f"{prefix}.in_proj_ba", n, T, h, 2 * Hv)
+        self.add(formula("causal_conv1d")(f"{prefix}.conv1d", n, B=B, S=S, C=2 * Hk * dk + Hv * dv,
+                                          K=attn.conv_kernel, ab=self.ab, kvb=self.kvb))
+        # beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias): [T, Hv], parameters A_log, dt_bias [Hv]
+        self.elementwise(f"{prefix}.gates", n, T * Hv, 2, 2, 8, params=2 * attn.num_heads // self.tp_degree)
+        common = dict(B=B, Hv=Hv, dk=dk, dv=dv, Hk=Hk, ab=self.ab)
+        if self.phase == "prefill":
+            self.add(formula("gated_delta_scan")(f"{prefix}.scan", n, S=S, **common))
+        else:
+            self.add(formula("gated_delta_update")(f"{prefix}.update", n, **common))
+        # RMSNorm over each head's dv (weight [dv]) gated by silu(z)
+        self.norm(f"{prefix}.norm", n, Hv * dv, params_per_norm=attn.v_head_dim)
+        self.elementwise(f"{prefix}.norm_gate", n, T * Hv * dv, 2, 1, 5)
+        self.linear(f"{prefix}.out_proj", n, T, Hv * dv, h)
+        self.all_reduce(f"{prefix}.all_reduce", n)

@@ -1,0 +1,127 @@
+"""The speed paths of issue 21 against their references (no timings here: benchmarks/bench_speed.py).
+
+- decode_step_totals (one decode step by the prefill's path) against decode_totals(..., steps=1).
+- find_crossover's lockstep multisection against scipy.optimize.brentq on the scalar model, root by root.
+- bracketed_roots on functions with known roots, continuous and jumping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+import llmsim
+from llmsim.analysis import regime
+from llmsim.analysis.regime import _phase_evaluator, find_crossover
+from llmsim.analysis.roots import bracketed_roots
+from llmsim.analysis.simulate import resolve
+from llmsim.timing.phases import PARTS, SUMS, decode_step_totals, decode_totals
+from llmsim.timing.roofline import BOUNDS, Roofline
+
+from .tiny_configs import TINY_CONFIGS
+
+
+@pytest.mark.parametrize("name", ["llama-gqa", "gemma3_text", "deepseek_v3", "mixtral", "llama-3.1-70b",
+                                  "gpt-oss-20b"])
+@pytest.mark.parametrize("options", [{}, {"engine": "roofline"}, {"engine": "transformers"},
+                                     {"tensor_parallel": 2}])
+def test_one_decode_step_equals_decode_totals_of_one_step(name: str, options: dict[str, Any]) -> None:
+    spec, hw, cost, execution = resolve(TINY_CONFIGS.get(name, name), "h100-sxm", **options)
+    roofline = Roofline(hw, execution)
+    # scalar, batch array, kv array (gemma3_text's window of 8 is passed mid-range)
+    for batch, kv_len in ((3, 5), (np.array([1.0, 2.5, 40.0, 300.0]), 6), (2, np.array([0.0, 7.0, 8.5, 200.0]))):
+        step = decode_step_totals(spec, roofline, cost, batch, kv_len)
+        reference = decode_totals(spec, roofline, cost, batch, kv_len, 1)
+        assert list(step.names) == list(reference.names)
+        for key in PARTS + SUMS:
+            for a, b in zip(step.per_op[key], reference.per_op[key]):  # equal where both broadcast
+                a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=0, err_msg=f"{name} {key}")
+
+
+def _brentq_crossover(model: Any, hardware: Any, phase: str, vary: str, lo: float, hi: float,
+                      fixed: dict[str, Any], options: dict[str, Any]) -> tuple[float | None, dict[str, float]]:
+    """The crossover as llmsim solved it before: brentq on scalar evaluations, one root after another."""
+    totals, _, _ = _phase_evaluator(model, hardware, phase, vary, fixed, options)
+
+    def parts(x: float) -> dict[str, float]:
+        t = totals(x)
+        return {b: float(t.total(f"{b}_s")) for b in BOUNDS}
+
+    at_lo, at_hi = parts(lo), parts(hi)
+    from_bound, to_bound = max(at_lo, key=at_lo.__getitem__), max(at_hi, key=at_hi.__getitem__)
+    t_lo, t_hi = totals(lo), totals(hi)
+    per_op = {}
+    for i, op in enumerate(t_lo.ops):
+        d_lo = float(t_lo.per_op["compute_s"][i] - t_lo.per_op["memory_s"][i])
+        d_hi = float(t_hi.per_op["compute_s"][i] - t_hi.per_op["memory_s"][i])
+        if d_lo == 0 or d_hi == 0 or (d_lo > 0) == (d_hi > 0):
+            continue
+        per_op[op.name] = brentq(lambda x, i=i: float(totals(x).per_op["compute_s"][i] - totals(x).per_op[
+            "memory_s"][i]), lo, hi, xtol=1e-9, rtol=1e-12)
+    if from_bound == to_bound:
+        return None, per_op
+    return brentq(lambda x: parts(x)[to_bound] - parts(x)[from_bound], lo, hi, xtol=1e-9, rtol=1e-12), per_op
+
+
+@pytest.mark.parametrize(("model", "phase", "vary", "fixed", "bracket", "options"), [
+    ("llama-3.1-70b", "decode", "batch_size", {"kv_len": 2048}, (1.0, 4096.0), {}),
+    ("llama-3.1-8b", "decode", "batch_size", {"kv_len": 1024}, (1.0, 4096.0), {"engine": "roofline"}),
+    ("llama-3.1-8b", "prefill", "seq_len", {"batch_size": 1}, (1.0, 8192.0), {"engine": "roofline"}),
+    ("deepseek-v3", "decode", "batch_size", {"kv_len": 512}, (1.0, 2048.0), {"tensor_parallel": 8}),
+    ("gemma-3-27b", "prefill", "batch_size", {"seq_len": 64}, (1.0, 512.0), {}),
+])
+def test_crossover_roots_equal_brentq_root_by_root(model: str, phase: str, vary: str, fixed: dict[str, Any],
+                                                  bracket: tuple[float, float], options: dict[str, Any]) -> None:
+    lo, hi = bracket
+    fast = find_crossover(model, "h100-sxm", phase=phase, vary=vary, lo=lo, hi=hi, **fixed, **options)
+    value, per_op = _brentq_crossover(model, "h100-sxm", phase, vary, lo, hi, fixed, options)
+    assert list(fast.per_op) == list(per_op)
+    # each within brentq's tolerance xtol + rtol * |x| of the true root: of each other within twice that
+    for name, x in per_op.items():
+        assert fast.per_op[name] == pytest.approx(x, abs=2 * (1e-9 + 1e-12 * x)), name
+    if value is None:
+        assert fast.value is None
+    else:
+        assert fast.value == pytest.approx(value, abs=2 * (1e-9 + 1e-12 * value))
+    assert fast.per_op or fast.value is not None  # each case solves at least one root
+
+
+def test_bracketed_roots_finds_smooth_roots_and_jumps_at_once() -> None:
+    targets = np.array([0.3, 1.0 / 3.0, 2.0 ** 0.5, 7.25])
+
+    def values(x: np.ndarray) -> np.ndarray:
+        # [function, point]: x^2 - t^2 (smooth), a step at t (a jump, as an op's bound flips), x - t (linear)
+        return np.stack([x ** 2 - targets[0] ** 2, np.where(x < targets[1], -1.0, 1.0), x - targets[2],
+                         np.where(x < targets[3], -5.0, 3.0)])
+
+    ends = values(np.array([0.0, 10.0]))
+    roots = bracketed_roots(values, 0.0, 10.0, ends[:, 0], ends[:, 1])
+    np.testing.assert_allclose(roots, targets, rtol=0, atol=1e-9 + 1e-12 * 10)
+    with pytest.raises(ValueError, match="opposite signs"):
+        bracketed_roots(values, 1.0, 2.0, np.ones(4), np.ones(4))
+
+
+def test_crossover_result_is_unchanged_in_shape() -> None:
+    c = llmsim.find_crossover("llama-3.1-8b", "h100-sxm", phase="decode", vary="kv_len", batch_size=8)
+    assert c.bracket == (0.0, 131071.0) and isinstance(c.per_op, dict)
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "gemma-3-27b"])
+def test_sweep_in_blocks_equals_the_sweep_in_one_block(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    grid = {"batch_size": [1, 2, 5, 64, 300], "prompt_len": [16, 100, 3000, 5000], "gen_len": [1, 2, 129]}
+    monkeypatch.setattr(regime, "SWEEP_CHUNK_POINTS", 10**9)
+    whole = llmsim.sweep(model, "h100-sxm", **grid)
+    for points in (1, 7, 20):  # a row at a time; blocks that split the longest axis unevenly
+        monkeypatch.setattr(regime, "SWEEP_CHUNK_POINTS", points)
+        blocks = llmsim.sweep(model, "h100-sxm", **grid)
+        assert list(blocks.columns) == list(whole.columns)
+        for key, values in whole.columns.items():
+            assert blocks.columns[key].dtype == values.dtype, key
+            if values.dtype.kind == "f":  # a measured table reads a few points in Python, many with numpy: ulps
+                np.testing.assert_allclose(blocks.columns[key], values, rtol=1e-12, atol=0, err_msg=key)
+            else:
+                assert np.array_equal(blocks.columns[key], values), key
