@@ -44,6 +44,9 @@ _positive_int = _int_at_least(1)
 _non_negative_int = _int_at_least(0)
 
 
+_MAX_PER_OCTAVE = 64
+
+
 def _int_list(text: str) -> list[int]:
     """'1,2,4' or '1:1024' (powers of two from 1 to 1024) or '1:1024:4' (4 points per octave)."""
     try:
@@ -51,14 +54,15 @@ def _int_list(text: str) -> list[int]:
             parts = [int(p) for p in text.split(":")]
             from .analysis.regime import geometric_values
 
-            start, stop = parts[0], parts[1]
-            if start < 1 or stop < start:
+            start, stop, per_octave = (*parts, 1) if len(parts) == 2 else parts  # 4 parts: a ValueError
+            if start < 1 or stop < start or not 1 <= per_octave <= _MAX_PER_OCTAVE:
                 raise ValueError
-            return list(geometric_values(start, stop, parts[2] if len(parts) > 2 else 1))
+            return list(geometric_values(start, stop, per_octave))
         values = [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r}: give integers like 1,2,4 or a geometric range like 1:1024 or 1:1024:4"
+            f"{text!r}: give integers like 1,2,4 or a geometric range START:STOP[:POINTS_PER_OCTAVE] like 1:1024 "
+            f"or 1:1024:4 (1 <= START <= STOP, 1 <= POINTS_PER_OCTAVE <= {_MAX_PER_OCTAVE})"
         ) from None
     if not values or min(values) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: values must be integers >= 1")
@@ -304,6 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--percentile", type=int, default=99, help="serving mode: the objectives' percentile")
     p.add_argument("--max-gpus", type=_positive_int, default=64)
     p.add_argument("--usd-per-gpu-hour", type=float)
+    p.add_argument("--batch-sizes", type=_int_list, help="batch sizes searched, e.g. 1,8,64 or 1:1024 (default: "
+                   "powers of two 1..1024)")
+    p.add_argument("--tensor-parallel", type=_int_list, help="tensor-parallel degrees searched, e.g. 1,2,4,8 "
+                   "(default: powers of two up to 16 and --max-gpus)")
+    p.add_argument("--pipeline-parallel", type=_int_list, help="pipeline-parallel degrees searched (default: "
+                   "powers of two up to 8 and --max-gpus)")
+    p.add_argument("--expert-parallel", type=_positive_int, help="expert-parallel degree of every split (a "
+                   "divisor of its tensor-parallel degree; MoE models)")
     p.add_argument("--out", help="also write the Pareto front plot (PNG)")
     p.add_argument("--json", action="store_true")
 
@@ -461,6 +473,8 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"wrote {args.plot}")
         return 0
     if args.command == "sweep":
+        if args.csv:
+            _check_new_file("--csv", args.csv)  # before the work, so a typo costs nothing
         result = regime.sweep(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
                               gen_len=args.gen_len, **options)
         rows = result.to_rows()
@@ -511,6 +525,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "plan" and args.request_rate is not None:
         from .serving.plan import plan_serving
 
+        static = [flag for flag, value in (("--batch-sizes", args.batch_sizes), ("--pipeline-parallel",
+                  args.pipeline_parallel), ("--target-tokens-per-s", args.target_tokens_per_s)) if value is not None]
+        if static:  # they would be silently ignored
+            raise LlmsimError(f"{static[0]} belongs to the static plan; a serving plan (--request-rate) searches "
+                              "--tensor-parallel and the engine's max_num_seqs")
+
         result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
                               gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
                               percentile=args.percentile, max_gpus=args.max_gpus,
@@ -520,10 +540,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "plan":
         from .analysis.plan import plan
 
+        options.pop("tensor_parallel", None)  # searched: a list here
         result = plan(args.model, args.hardware, prompt_len=args.prompt_len, gen_len=args.gen_len,
                       ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
                       target_tokens_per_s=args.target_tokens_per_s, max_gpus=args.max_gpus,
-                      usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
+                      usd_per_gpu_hour=args.usd_per_gpu_hour, batch_sizes=args.batch_sizes,
+                      tensor_parallel=args.tensor_parallel, pipeline_parallel=args.pipeline_parallel, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.out:
             from .report.plot import pareto_figure
@@ -573,10 +595,8 @@ def _short(value: Any) -> Any:
 
 def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
     import csv
-    from pathlib import Path
 
-    if Path(path).exists():
-        raise LlmsimError(f"--csv {path}: the file exists; choose another name (nothing is overwritten)")
+    _check_new_file("--csv", path)
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -593,13 +613,20 @@ def _check_out(path: str | None) -> None:
 
     if path is None:
         return
-    out = Path(path)
-    if out.suffix.lower() not in _FIGURE_SUFFIXES:
+    if Path(path).suffix.lower() not in _FIGURE_SUFFIXES:
         raise LlmsimError(f"--out {path}: the file name must end in one of {', '.join(_FIGURE_SUFFIXES)}")
+    _check_new_file("--out", path)
+
+
+def _check_new_file(flag: str, path: str) -> None:
+    """A file to write: its folder exists and the file does not (nothing is overwritten)."""
+    from pathlib import Path
+
+    out = Path(path)
     if not out.parent.is_dir():
-        raise LlmsimError(f"--out {path}: no folder {out.parent}; create it or choose another path")
+        raise LlmsimError(f"{flag} {path}: no folder {out.parent}; create it or choose another path")
     if out.exists():
-        raise LlmsimError(f"--out {path}: the file exists; choose another name (nothing is overwritten)")
+        raise LlmsimError(f"{flag} {path}: the file exists; choose another name (nothing is overwritten)")
 
 
 def _save(figure: Any, path: str) -> None:

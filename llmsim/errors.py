@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import math
+import numbers
 from collections.abc import Iterable
 
 
@@ -33,9 +35,24 @@ def choice_error(field: str, value: object, allowed: Iterable[str]) -> OptionErr
 def check_choice(field: str, value: str, allowed: Iterable[str]) -> str:
     """Return `value` if it is in `allowed`, else raise an OptionError naming the field."""
     allowed_set = set(allowed)
-    if value not in allowed_set:
+    try:
+        known = value in allowed_set
+    except TypeError:  # an unhashable value (a list, a dict) is no allowed name either
+        known = False
+    if not known:
         raise choice_error(field, value, allowed_set)
     return value
+
+
+def check_positive(field: str, value: object, unit: str) -> float:
+    """A finite number > 0 (not a bool), as a float; an OptionError naming the field otherwise."""
+    try:
+        number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # an int past any float
+        number = math.inf
+    if not (math.isfinite(number) and number > 0):
+        raise OptionError(f"{field}={value!r} must be a positive number of {unit}")
+    return float(number)
 
 
 class AssumptionWarning(UserWarning):

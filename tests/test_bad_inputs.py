@@ -8,14 +8,19 @@ field, and fit on one line: never a traceback from deep inside, never a silently
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import llmsim
 from llmsim.errors import ConfigError, LlmsimError, OptionError
@@ -48,6 +53,22 @@ def _simulate(**kwargs: Any) -> Callable[[], Any]:
     return lambda: llmsim.simulate(MODEL, GPU, **{"batch_size": 1, "prompt_len": 16, "gen_len": 2, **kwargs})
 
 
+def _sweep(**kwargs: Any) -> Callable[[], Any]:
+    return lambda: llmsim.sweep(MODEL, GPU, **{"batch_size": 1, "prompt_len": 16, "gen_len": 2, **kwargs})
+
+
+def _plan(**kwargs: Any) -> Callable[[], Any]:  # every case is refused before any split is simulated
+    return lambda: llmsim.plan(MODEL, GPU, **{"prompt_len": 16, "gen_len": 2, **kwargs})
+
+
+def _max_batch(**kwargs: Any) -> Callable[[], Any]:
+    return lambda: llmsim.max_batch_size(MODEL, GPU, **{"prompt_len": 16, "gen_len": 2, **kwargs})
+
+
+def _max_context(**kwargs: Any) -> Callable[[], Any]:
+    return lambda: llmsim.max_context(MODEL, GPU, **{"batch_size": 1, **kwargs})
+
+
 def _build_ops(**kwargs: Any) -> Callable[[], Any]:
     return lambda: llmsim.build_ops("llama-3.1-8b", "prefill", **{"batch_size": 1, "seq_len": 16, **kwargs})
 
@@ -70,7 +91,18 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("hidden-size-bool", _config(hidden_size=True), ConfigError, "hidden_size=True"),
     ("heads-zero", _config(num_attention_heads=0), ConfigError, "num_attention_heads=0"),
     ("heads-zero-simulate", _simulate_config(num_attention_heads=0), ConfigError, "num_attention_heads=0"),
-    ("odd-head-dim-rotary", _config(head_dim=7), ConfigError, "head_dim"),
+    ("odd-head-dim-rotary", _config(head_dim=7), ConfigError,
+     r"\(llama\): head_dim=7 is odd, but RoPE rotates pairs of dimensions.*choose an even head_dim"),
+    ("odd-head-dim-derived", lambda: llmsim.load_model(dict(NO_HEAD_DIM, hidden_size=224)), ConfigError,
+     r"head_dim = hidden_size / num_attention_heads = 224 / 32 = 7 is odd"),  # 224 / 32 = 7
+    ("odd-partial-rotary", lambda: llmsim.load_model(dict(TINY_CONFIGS["phi3"], partial_rotary_factor=0.4375)),
+     ConfigError, "partial_rotary_factor 0.4375 rotates 7 dimensions"),  # head_dim 64 / 4 = 16; 16 * 0.4375 = 7
+    ("odd-head-dim-mixtral", lambda: llmsim.load_model(dict(TINY_CONFIGS["mixtral"], head_dim=9)), ConfigError,
+     r"\(mixtral\): head_dim=9 is odd"),
+    ("falcon-head-dim-disagrees", lambda: llmsim.load_model(dict(TINY_CONFIGS["falcon-mqa-parallel"], head_dim=7)),
+     ConfigError, "head_dim=7 disagrees with hidden_size / num_attention_heads = 64 / 4 = 16"),
+    ("gpt2-head-dim-ignored", lambda: llmsim.load_model(dict(TINY_CONFIGS["gpt2"], head_dim=7)), ConfigError,
+     "head_dim=7 disagrees with n_embd / n_head"),
     ("unknown-torch-dtype", _config(torch_dtype="float12"), ConfigError, r"torch_dtype='float12'.*bfloat16"),
     ("unknown-torch-dtype-simulate", _simulate_config(torch_dtype="float12"), ConfigError, "torch_dtype"),
     ("no-layers", _config(num_hidden_layers=0), ConfigError, "num_hidden_layers=0"),
@@ -91,10 +123,12 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("unsupported-model-type", lambda: llmsim.load_model({"model_type": "t5"}), ConfigError,
      "model_type='t5' is not supported"),
     # ---- regime API -----------------------------------------------------------------------------------
-    ("crossover-negative-batch", _crossover(vary="kv_len", batch_size=-3), OptionError, "batch_size=-3 must be >= 1"),
-    ("crossover-zero-batch", _crossover(vary="kv_len", batch_size=0), OptionError, "batch_size=0 must be >= 1"),
+    ("crossover-negative-batch", _crossover(vary="kv_len", batch_size=-3), OptionError,
+     r"batch_size=-3 must be an integer in 1\.\."),
+    ("crossover-zero-batch", _crossover(vary="kv_len", batch_size=0), OptionError,
+     r"batch_size=0 must be an integer in 1\.\."),
     ("crossover-fraction-batch", _crossover(vary="kv_len", batch_size=2.5), OptionError, "batch_size=2.5"),
-    ("crossover-negative-kv", _crossover(kv_len=-100), OptionError, "kv_len=-100 must be >= 0"),
+    ("crossover-negative-kv", _crossover(kv_len=-100), OptionError, r"kv_len=-100 must be an integer in 0\.\."),
     ("crossover-kv-past-context", _crossover(kv_len=10**7), OptionError, "kv_len.*max_position_embeddings=131072"),
     ("crossover-hi-past-context", _crossover(vary="kv_len", hi=10**7), OptionError,
      r"hi \(kv_len\).*max_position_embeddings"),
@@ -103,16 +137,17 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("crossover-nan-lo", _crossover(vary="batch_size", lo=float("nan")), OptionError, r"lo \(batch_size\)=nan"),
     ("crossover-bad-phase", _crossover(phase="generate"), OptionError, "phase='generate'"),
     ("crossover-bad-vary", _crossover(vary="prompt_len"), OptionError, "vary='prompt_len'"),
-    ("limit-negative-batch", _limit(batch_size=-3), OptionError, "batch_size=-3 must be >= 1"),
-    ("limit-zero-batch", _limit(batch_size=0), OptionError, "batch_size=0 must be >= 1"),
-    ("limit-negative-kv", _limit(vary="batch_size", kv_len=-100), OptionError, "kv_len=-100 must be >= 0"),
+    ("limit-negative-batch", _limit(batch_size=-3), OptionError, r"batch_size=-3 must be an integer in 1\.\."),
+    ("limit-zero-batch", _limit(batch_size=0), OptionError, r"batch_size=0 must be an integer in 1\.\."),
+    ("limit-negative-kv", _limit(vary="batch_size", kv_len=-100), OptionError,
+     r"kv_len=-100 must be an integer in 0\.\."),
     ("limit-kv-past-context", _limit(vary="batch_size", kv_len=10**7), OptionError,
      "kv_len.*max_position_embeddings=131072"),
     ("limit-stop-past-context", _limit(stop=10**7), OptionError, r"stop \(kv_len\).*max_position_embeddings"),
     ("limit-negative-tpot-slo", _limit(tpot_slo_s=-1), OptionError, "tpot_slo_s=-1 must be a positive"),
     ("limit-negative-ttft-slo", _limit(phase="prefill", ttft_slo_s=-1), OptionError, "ttft_slo_s=-1 must be"),
     ("limit-nan-tpot-slo", _limit(tpot_slo_s=float("nan")), OptionError, "tpot_slo_s=nan"),
-    ("limit-zero-gen-len", _limit(gen_len=0), OptionError, "gen_len=0 must be >= 1"),
+    ("limit-zero-gen-len", _limit(gen_len=0), OptionError, r"gen_len=0 must be an integer in 1\.\."),
     # ---- precisions the device lacks -----------------------------------------------------------------
     ("int4-on-hopper", _simulate(weight_dtype="int4", activation_dtype="int4"), OptionError,
      r"activation_dtype='int4'.*no matrix-unit peak for int4; it has bf16, fp16, fp8, int8, tf32"),
@@ -121,15 +156,128 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("unknown-attention", _build_ops(attention="fast"), OptionError,
      r"attention='fast' is not allowed; choose one of flash, math"),
     ("unknown-weight-dtype", _build_ops(weight_dtype="int3"), OptionError, "weight_dtype='int3' is not allowed"),
-    ("ops-zero-batch", _build_ops(batch_size=0), OptionError, "batch_size=0 must be >= 1"),
+    ("ops-zero-batch", _build_ops(batch_size=0), OptionError, r"batch_size=0 must be an integer in 1\.\."),
     ("ops-seq-past-context", _build_ops(seq_len=10**7), OptionError, "exceeds the model's context"),
     ("misspelt-option", _build_ops(atention="math"), OptionError, "option='atention' is not allowed"),
-    ("simulate-zero-batch", _simulate(batch_size=0), OptionError, "batch_size=0 must be >= 1"),
+    ("simulate-zero-batch", _simulate(batch_size=0), OptionError, r"batch_size=0 must be an integer in 1\.\."),
     ("simulate-past-context", _simulate(prompt_len=131072, gen_len=2), OptionError, "max_position_embeddings"),
     ("unknown-engine", _simulate(engine="tgi"), OptionError, r"engine.*tgi.*vllm"),
     ("bad-fused-projections", _simulate(fused_projections="yes"), OptionError, "fused_projections"),
     ("tensor-parallel-not-dividing", _simulate(tensor_parallel=3), OptionError, "tensor_parallel=3"),
     ("pipeline-past-layers", _simulate(pipeline_parallel=200), OptionError, "exceeds the model's 16 layers"),
+    # ---- sweep ------------------------------------------------------------------------------------------
+    ("sweep-negative-batch", _sweep(batch_size=[1, -4]), OptionError, r"batch_size holds -4: each value must be an "
+     r"integer in 1\.\.16777216"),
+    ("sweep-nan-batch", _sweep(batch_size=[1, float("nan")]), OptionError, "batch_size holds nan"),
+    ("sweep-inf-prompt", _sweep(prompt_len=float("inf")), OptionError, "prompt_len=inf must be an integer"),
+    ("sweep-fraction-gen", _sweep(gen_len=[2, 2.5]), OptionError, "gen_len holds 2.5"),
+    ("sweep-huge-batch", _sweep(batch_size=2**62), OptionError, r"batch_size=4611686018427387904 .*1\.\.16777216"),
+    ("sweep-huge-float-batch", _sweep(batch_size=1e18), OptionError, "batch_size=1e\\+18"),
+    ("sweep-past-int64-batch", _sweep(batch_size=10**30), OptionError, "batch_size=1000000000000000000000000000000"),
+    ("sweep-string-batch", _sweep(batch_size="8"), OptionError, "batch_size='8' must be an integer"),
+    ("sweep-none-prompt", _sweep(prompt_len=None), OptionError, "prompt_len=None must be an integer"),
+    ("sweep-bool-batch", _sweep(batch_size=True), OptionError, "batch_size=True must be an integer"),
+    ("sweep-empty-batch", _sweep(batch_size=[]), OptionError, "batch_size is empty"),
+    ("sweep-grid-2d", _sweep(batch_size=[[1, 2], [3, 4]]), OptionError, "batch_size must be a number or a flat list"),
+    ("sweep-ragged", _sweep(batch_size=[1, [2, 3]]), OptionError, r"batch_size=\[1, \[2, 3\]\] must be"),
+    ("sweep-past-context", _sweep(prompt_len=[16, 10**6]), OptionError, "max_position_embeddings"),
+    ("sweep-unknown-option", _sweep(fuson="none"), OptionError, "option='fuson' is not allowed.*fusion"),
+    ("sweep-bad-fusion", _sweep(fusion="lots"), OptionError, "fusion='lots' is not allowed; choose one of eager"),
+    ("sweep-pipeline", _sweep(pipeline_parallel=2), OptionError, "option='pipeline_parallel' is not allowed"),
+    ("sweep-tensor-parallel-list", _sweep(tensor_parallel=[1, 2]), OptionError, "tensor_parallel"),
+    ("sweep-unknown-model", lambda: llmsim.sweep("llama-9", GPU), LlmsimError, "model 'llama-9' is not a shipped"),
+    ("sweep-unknown-hardware", lambda: llmsim.sweep(MODEL, "h1000"), LlmsimError, "hardware 'h1000'.*did you mean"),
+    ("sweep-model-int", lambda: llmsim.sweep(5, GPU), ConfigError, "model: cannot load from a int"),
+    ("sweep-unknown-tables", _sweep(tables="/no/such/folder"), OptionError,
+     r"tables='/no/such/folder' is neither a table set name \(sglang, trtllm, vllm\) nor an existing folder"),
+    # ---- plan -------------------------------------------------------------------------------------------
+    ("plan-zero-gpus", _plan(max_gpus=0), OptionError, r"max_gpus=0 must be an integer in 1\.\."),
+    ("plan-string-gpus", _plan(max_gpus="8"), OptionError, "max_gpus='8' must be an integer"),
+    ("plan-nan-gpus", _plan(max_gpus=float("nan")), OptionError, "max_gpus=nan"),
+    ("plan-negative-ttft", _plan(ttft_slo_s=-1), OptionError, "ttft_slo_s=-1 must be a positive number of seconds"),
+    ("plan-nan-tpot", _plan(tpot_slo_s=float("nan")), OptionError, "tpot_slo_s=nan must be a positive"),
+    ("plan-string-tpot", _plan(tpot_slo_s="fast"), OptionError, "tpot_slo_s='fast' must be a positive"),
+    ("plan-inf-target", _plan(target_tokens_per_s=float("inf")), OptionError, "target_tokens_per_s=inf"),
+    ("plan-negative-target", _plan(target_tokens_per_s=-5), OptionError, "target_tokens_per_s=-5 must be a positive"),
+    ("plan-negative-price", _plan(usd_per_gpu_hour=-2), OptionError, "usd_per_gpu_hour=-2 must be a positive"),
+    ("plan-empty-batches", _plan(batch_sizes=[]), OptionError, "batch_sizes is empty"),
+    ("plan-zero-batch", _plan(batch_sizes=[0, 8]), OptionError, "batch_sizes holds 0"),
+    ("plan-zero-pipeline", _plan(pipeline_parallel=[0]), OptionError, "pipeline_parallel holds 0"),
+    ("plan-empty-tensor", _plan(tensor_parallel=[]), OptionError, "tensor_parallel is empty"),
+    ("plan-tensor-not-dividing", _plan(tensor_parallel=[3]), OptionError,
+     "no tensor/pipeline split divides this model within max_gpus=64: tensor_parallel=3: num_key_value_heads=8"),
+    ("plan-expert-not-dividing", lambda: llmsim.plan("mixtral-8x7b", GPU, expert_parallel=3, batch_sizes=[8]),
+     OptionError, r"expert_parallel=3 must divide tensor_parallel=1 .*\(and 4 more\)"),  # tp 1, 2, 4, 8, 16
+    ("plan-zero-prompt", _plan(prompt_len=0), OptionError, r"prompt_len=0 must be an integer in 1\.\."),
+    ("plan-past-context", _plan(prompt_len=10**7), OptionError, "exceeds the model's context"),
+    ("plan-unknown-option", _plan(fuson="none"), OptionError, "option='fuson' is not allowed"),
+    ("plan-unknown-engine", _plan(engine="tgi"), OptionError, "engine='tgi' is not allowed; choose one of"),
+    ("plan-int4-on-hopper", _plan(weight_dtype="int4", activation_dtype="int4"), OptionError,
+     "activation_dtype='int4'"),
+    ("plan-batch-size", _plan(batch_size=4), OptionError, "option='batch_size' is not allowed"),
+    # ---- max_batch_size / max_context ---------------------------------------------------------------------
+    ("max-batch-zero-prompt", _max_batch(prompt_len=0), OptionError, r"prompt_len=0 must be an integer in 1\.\."),
+    ("max-batch-list-prompt", _max_batch(prompt_len=[5, 6]), OptionError, r"prompt_len=\[5, 6\]: give one integer"),
+    ("max-batch-nan-gen", _max_batch(gen_len=float("nan")), OptionError, "gen_len=nan"),
+    ("max-batch-zero-limit", _max_batch(limit=0), OptionError, r"limit=0 must be an integer in 1\.\.16777216"),
+    ("max-batch-inf-limit", _max_batch(limit=float("inf")), OptionError, "limit=inf"),
+    ("max-batch-fraction-limit", _max_batch(limit=2.5), OptionError, "limit=2.5"),
+    ("max-batch-huge-limit", _max_batch(limit=10**30), OptionError, "limit=1000000000000000000000000000000"),
+    ("max-batch-past-context", _max_batch(prompt_len=10**7), OptionError, "max_position_embeddings"),
+    ("max-batch-pipeline", _max_batch(pipeline_parallel=2), OptionError, "option='pipeline_parallel'"),
+    ("max-context-zero-batch", _max_context(batch_size=0), OptionError, r"batch_size=0 must be an integer in 1\.\."),
+    ("max-context-list-batch", _max_context(batch_size=[1, 2]), OptionError, r"batch_size=\[1, 2\]: give one"),
+    ("max-context-huge-batch", _max_context(batch_size=1e20), OptionError, "batch_size=1e\\+20"),
+    ("max-context-list-gen", _max_context(gen_len=[1, 2]), OptionError, r"gen_len=\[1, 2\]: give one"),
+    ("max-context-gen-past-context", _max_context(gen_len=10**7), OptionError, "max_position_embeddings"),
+    ("max-context-tensor-parallel", _max_context(tensor_parallel=3), OptionError, "tensor_parallel=3"),
+    # ---- fusion_savings -----------------------------------------------------------------------------------
+    ("fusion-savings-fusion", lambda: llmsim.fusion_savings(MODEL, GPU, fusion="none"), OptionError,
+     "fusion='none': fusion_savings compares"),
+    ("fusion-savings-zero-batch", lambda: llmsim.fusion_savings(MODEL, GPU, batch_size=0), OptionError,
+     "batch_size=0"),
+    ("fusion-savings-list", lambda: llmsim.fusion_savings(MODEL, GPU, batch_size=[1, 2]), OptionError,
+     "batch_size must be a single integer"),
+    ("fusion-savings-nan-prompt", lambda: llmsim.fusion_savings(MODEL, GPU, prompt_len=float("nan")), OptionError,
+     "prompt_len=nan"),
+    # ---- find_crossover / first_limit, beyond the above -------------------------------------------------------
+    ("crossover-string-lo", _crossover(lo="a"), OptionError, "lo='a' must be a number"),
+    ("crossover-bool-lo", _crossover(lo=True, hi=5), OptionError, "lo=True must be a number"),
+    ("crossover-inverted-bracket", _crossover(lo=100, hi=10), OptionError, "the bracket needs lo < hi"),
+    ("crossover-huge-hi", _crossover(hi=1e300), OptionError,
+     r"hi \(batch_size\)=1e\+300 is past the largest batch llmsim takes \(16777216\)"),
+    ("crossover-huge-fixed-batch", _crossover(vary="kv_len", batch_size=1e20), OptionError, "batch_size=1e\\+20"),
+    ("crossover-list-kv", _crossover(kv_len=[1, 2]), OptionError, r"kv_len=\[1, 2\]: give one integer"),
+    ("crossover-list-phase", _crossover(phase=["decode"]), OptionError, r"phase=\['decode'\] is not allowed"),
+    ("crossover-fixed-varied", _crossover(vary="batch_size", batch_size=8), OptionError,
+     "batch_size=8: batch_size is the quantity varied"),
+    ("crossover-other-phase", _crossover(phase="prefill", vary="seq_len", kv_len=8), OptionError,
+     "kv_len=8 does not apply to phase='prefill'"),
+    ("crossover-gen-len", _crossover(gen_len=5), OptionError, "option='gen_len' is not allowed"),
+    ("limit-huge-stop", _limit(vary="batch_size", stop=1e15), OptionError, r"stop \(batch_size\)=1e\+15 is past"),
+    ("limit-bool-slo", _limit(tpot_slo_s=True), OptionError, "tpot_slo_s=True must be a positive"),
+    ("limit-inf-slo", _limit(tpot_slo_s=float("inf")), OptionError, "tpot_slo_s=inf"),
+    ("limit-list-gen", _limit(gen_len=[1, 2]), OptionError, r"gen_len=\[1, 2\]: give one integer"),
+    ("limit-gen-past-context", _limit(gen_len=10**7), OptionError, "gen_len=10000000 exceeds the model's context"),
+    ("limit-tpot-in-prefill", _limit(phase="prefill", tpot_slo_s=0.01), OptionError,
+     "tpot_slo_s does not apply to phase='prefill'; its latency target is ttft_slo_s"),
+    ("limit-ttft-in-decode", _limit(ttft_slo_s=0.01), OptionError, "ttft_slo_s does not apply to phase='decode'"),
+    ("limit-fixed-varied", _limit(kv_len=8), OptionError, "kv_len=8: kv_len is the quantity varied"),
+    ("limit-bad-phase", _limit(phase="gen"), OptionError, "phase='gen' is not allowed; choose one of decode, prefill"),
+    ("limit-inverted-range", _limit(start=100, stop=10), OptionError, "the bracket needs start < stop"),
+    ("crossover-inf-hi", _crossover(vary="kv_len", hi=float("inf")), OptionError,
+     r"hi \(kv_len\)=inf must be a finite number >= 0"),
+    # ---- more types -------------------------------------------------------------------------------------
+    ("sweep-complex-batch", _sweep(batch_size=1 + 2j), OptionError, r"batch_size=\(1\+2j\) must be an integer"),
+    ("plan-bool-gpus", _plan(max_gpus=True), OptionError, "max_gpus=True must be an integer"),
+    ("max-context-string-gen", _max_context(gen_len="4"), OptionError, "gen_len='4' must be an integer"),
+    ("simulate-tables-typo", _simulate(tables="vlm"), OptionError, "tables='vlm' is neither a table set name"),
+    ("simulate-tables-number", _simulate(tables=5), OptionError, "tables=5 is neither"),
+    ("simulate-tables-empty", _simulate(tables=""), OptionError, "tables='' is neither"),  # was: no tables
+    ("simulate-table-families-number", _simulate(table_families=5), OptionError,
+     "table_families=5 must be a list of family names"),  # was: TypeError
+    ("simulate-table-families-unknown", _simulate(table_families=["gemmx"]), OptionError,
+     "table_families='gemmx' is not allowed; choose one of"),
 ]
 
 
@@ -141,7 +289,7 @@ def test_bad_input_is_refused_by_name(call: Callable[[], Any], error: type[Llmsi
 
 
 def test_the_list_is_long_enough() -> None:
-    assert len(CASES) >= 40 and len({c[0] for c in CASES}) == len(CASES)
+    assert len(CASES) >= 150 and len({c[0] for c in CASES}) == len(CASES)
 
 
 def test_int4_is_not_priced_at_the_int8_peak() -> None:
@@ -168,3 +316,107 @@ def test_cli_bad_input_is_one_line(args: list[str], tmp_path: Path) -> None:
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("llmsim: error:"), done.stderr
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize(("args", "match"), [
+    (["sweep", MODEL, "--hardware", GPU, "--csv", "/nonexistent/dir/x.csv"], "--csv /nonexistent/dir/x.csv: no folder"),
+    (["sweep", MODEL, "--hardware", GPU, "--batch-size", "99999999999"], "batch_size holds 99999999999"),
+    (["sweep", MODEL, "--hardware", GPU, "--tables", "vlm"], "tables='vlm' is neither"),
+    (["plan", MODEL, "--hardware", GPU, "--usd-per-gpu-hour", "-1"], "usd_per_gpu_hour=-1.0 must be a positive"),
+    (["plan", MODEL, "--hardware", GPU, "--tpot-slo-s", "nan"], "tpot_slo_s=nan must be a positive"),
+    (["plan", MODEL, "--hardware", GPU, "--tensor-parallel", "3"], "tensor_parallel=3: num_key_value_heads=8"),
+    (["plan", MODEL, "--hardware", GPU, "--prompt-len", "1000000"], "exceeds the model's context"),
+    (["crossover", MODEL, "--hardware", GPU, "--hi", "1e300"], "past the largest batch"),
+    (["crossover", MODEL, "--hardware", GPU, "--batch-size", "8"], "batch_size is the quantity varied"),
+    (["limit", MODEL, "--hardware", GPU, "--phase", "prefill", "--tpot-slo-s", "0.05"], "tpot_slo_s does not apply"),
+    (["simulate", MODEL, "--hardware", GPU, "--batch-size", "99999999999999999999999"], "batch_size=9+ must be"),
+])
+def test_cli_analysis_commands_refuse_in_one_line(args: list[str], match: str, capsys: Any, tmp_path: Path,
+                                                  monkeypatch: Any) -> None:
+    """The CLI's sweep, plan, crossover and limit: each bad value ends in one llmsim error line, exit code 2,
+    nothing written (in-process: an uncaught exception would fail the test as a traceback would)."""
+    from llmsim.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("llmsim: error:"), err
+    assert re.search(match, err), err
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("values", ["1:8:0", "1:8:999999999", "1:8:2:4", "0:8", "8:1", "1,x"])
+def test_cli_refuses_a_bad_range_before_any_work(values: str, capsys: Any) -> None:
+    """A geometric range with no points, a million points per octave (it ran out of memory) or a fourth part."""
+    from llmsim.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", MODEL, "--hardware", GPU, "--batch-size", values])
+    assert exit_info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"argument --batch-size: {values!r}" in last and "POINTS_PER_OCTAVE <= 64" in last, last
+
+
+# ---- fuzzed: any value in any numeric field of the analysis functions -------------------------------------------
+_TINY = llmsim.load_model(TINY_CONFIGS["llama-gqa"])  # context 256 tokens: every call is quick
+_FUZZED: dict[str, tuple[Callable[..., Any], dict[str, Any], tuple[str, ...]]] = {
+    # name: (function, valid keyword arguments, the fields fuzzed)
+    "sweep": (llmsim.sweep, {"batch_size": [1, 4], "prompt_len": 16, "gen_len": 4},
+              ("batch_size", "prompt_len", "gen_len")),
+    "plan": (llmsim.plan, {"prompt_len": 16, "gen_len": 4, "batch_sizes": [1, 8], "tensor_parallel": [1, 2],
+                           "pipeline_parallel": [1]},
+             ("prompt_len", "gen_len", "max_gpus", "ttft_slo_s", "tpot_slo_s", "target_tokens_per_s",
+              "usd_per_gpu_hour", "batch_sizes", "tensor_parallel", "pipeline_parallel")),
+    "max_batch_size": (llmsim.max_batch_size, {"prompt_len": 16, "gen_len": 4}, ("prompt_len", "gen_len", "limit")),
+    "max_context": (llmsim.max_context, {"batch_size": 1, "gen_len": 4}, ("batch_size", "gen_len")),
+    "find_crossover": (llmsim.find_crossover, {"vary": "kv_len", "batch_size": 4}, ("lo", "hi", "batch_size")),
+    "first_limit": (llmsim.first_limit, {"vary": "batch_size", "kv_len": 64, "stop": 512},
+                    ("start", "stop", "kv_len", "tpot_slo_s", "gen_len")),
+    "fusion_savings": (llmsim.fusion_savings, {"batch_size": 1, "prompt_len": 16, "gen_len": 4},
+                       ("batch_size", "prompt_len", "gen_len")),
+    "simulate": (llmsim.simulate, {"batch_size": 2, "prompt_len": 16, "gen_len": 4},
+                 ("num_microbatches", "pipeline_parallel", "data_parallel", "tensor_parallel", "expert_parallel",
+                  "attention", "fusion", "weight_dtype", "kv_dtype", "overhead", "tables", "table_families",
+                  "fused_projections", "engine")),
+}
+_ANY_VALUE = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70), st.integers(min_value=-3, max_value=300),
+    st.floats(allow_nan=True, allow_infinity=True), st.booleans(), st.none(), st.text(max_size=3),
+    st.lists(st.integers(min_value=-3, max_value=300), max_size=3), st.lists(st.floats(), min_size=1, max_size=2),
+    st.just([[1, 2], [3, 4]]), st.just([1, [2]]), st.just({"a": 1}), st.just(1 + 2j),
+)
+
+
+def _finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in a result (numbers, lists, dicts, numpy columns)."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind not in "fc" or bool(np.all(np.isfinite(value)))
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return True
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from([(name, field) for name, (_, _, fields) in _FUZZED.items() for field in fields]),
+       value=_ANY_VALUE)
+def test_fuzzed_values_give_a_one_line_error_or_a_finite_answer(case: tuple[str, str], value: Any) -> None:
+    name, field = case
+    function, valid, _ = _FUZZED[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # an overflow or a NaN on the way is a failure too
+        try:
+            result = function(_TINY, GPU, **{**valid, field: value})
+        except LlmsimError as exc:
+            assert "\n" not in str(exc) and field.rstrip("s") in str(exc), str(exc)
+            return
+    dumped = result.columns if name == "sweep" else result.model_dump() if hasattr(result, "model_dump") else (
+        {k: v.model_dump() for k, v in result.items()} if isinstance(result, dict) else result)
+    assert _finite(dumped), (name, field, value, dumped)
+    if name in ("max_batch_size", "max_context"):
+        assert result is None or (type(result) is int and result >= 1)

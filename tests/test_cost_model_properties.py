@@ -125,8 +125,8 @@ def test_totals_equal_sum_of_parts() -> None:
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"attention": "fast"}, "attention='fast' is not allowed; choose one of flash, math"),
     ({"weight_dtype": "int3"}, "weight_dtype='int3' is not allowed"),
-    ({"batch_size": 0}, "batch_size=0 must be >= 1"),
-    ({"batch_size": 2.5}, "batch_size=2.5 must be a whole number"),
+    ({"batch_size": 0}, "batch_size=0 must be an integer in 1.."),
+    ({"batch_size": 2.5}, "batch_size=2.5 must be an integer in 1.."),
     ({"seq_len": 10**7}, "exceeds the model's context"),
     ({"atention": "math"}, "option='atention' is not allowed"),
 ])

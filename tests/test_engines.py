@@ -148,3 +148,16 @@ def test_a_sweep_with_measured_tables_equals_simulate_point_by_point() -> None:
         at = (batches.index(b), prompts.index(p), gens.index(g))
         assert s.columns["ttft_s"].reshape(4, 2, 2)[at] == pytest.approx(r.ttft_s, rel=1e-12)
         assert s.columns["tpot_s"].reshape(4, 2, 2)[at] == pytest.approx(r.tpot_s, rel=1e-12)
+
+
+def test_tables_from_a_folder_of_another_gpu_are_refused(tmp_path: Path) -> None:
+    """`llmsim calibrate --from aiconfigurator --system h200_sxm --out DIR` then `--hardware h100-sxm --tables DIR`
+    timed an H100 with the H200's kernels, saying so only in the provenance lines."""
+    folder = tmp_path / "h200-tables"
+    folder.mkdir()
+    (folder / "gemm.csv").write_text((kernels_dir() / "h200" / "vllm" / "gemm.csv").read_text())  # system: h200_sxm
+    with pytest.raises(OptionError, match=r"tables='.*h200-tables': measured on NVIDIA H200 \(system h200_sxm, "
+                                          r"llmsim hardware 'h200'\), not on 'h100-sxm'; simulate --hardware h200"):
+        llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=16, gen_len=2, tables=str(folder))
+    r = llmsim.simulate("llama-3.1-8b", "h200", batch_size=1, prompt_len=4096, gen_len=2, tables=str(folder))
+    assert _op(r, "prefill", "layers.mlp.down_proj").source.endswith("gemm")

@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import LlmsimError, OptionError
-from ..hardware.spec import load_hardware
-from ..models.loading import load_model
-from .simulate import simulate
+from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
+from ..errors import OptionError, check_positive
+from .simulate import check_workload, resolve, simulate
 
 
 class PlanCandidate(BaseModel):
@@ -66,16 +66,27 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
          **options: Any) -> Plan:
     """Search tensor/pipeline degree and batch size; keep what fits and meets the latency targets;
     rank by generated tokens per second per GPU (then by cost when a price is known)."""
-    spec, hw = load_model(model), load_hardware(hardware)
-    if max_gpus < 1:
-        raise OptionError(f"max_gpus={max_gpus} must be >= 1")
+    # everything but the split is checked once, up front, so an error names its field and is not mistaken for
+    # a split that does not divide the model; expert_parallel must divide each tensor-parallel degree tried
+    spec, hw, _, _ = resolve(model, hardware, **{k: v for k, v in options.items() if k != "expert_parallel"})
+    if options.get("expert_parallel") is not None:
+        check_one("expert_parallel", options["expert_parallel"], 1)
+    prompt_len, gen_len = check_one("prompt_len", prompt_len, 1), check_one("gen_len", gen_len, 1)
+    check_workload(spec, 1, prompt_len, gen_len)
+    max_gpus = check_one("max_gpus", max_gpus, 1)
+    ttft_slo_s, tpot_slo_s, target_tokens_per_s, usd_per_gpu_hour = (
+        None if value is None else check_positive(field, value, unit) for field, value, unit in (
+            ("ttft_slo_s", ttft_slo_s, "seconds"), ("tpot_slo_s", tpot_slo_s, "seconds"),
+            ("target_tokens_per_s", target_tokens_per_s, "tokens per second"),
+            ("usd_per_gpu_hour", usd_per_gpu_hour, "US dollars")))
     price = usd_per_gpu_hour
     if price is None and "usd_per_hour" in hw.price:
         price = hw.price["usd_per_hour"].value
-    batches = batch_sizes or [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
-    tps = tensor_parallel or [t for t in (1, 2, 4, 8, 16) if t <= max_gpus]
-    pps = pipeline_parallel or [p for p in (1, 2, 4, 8) if p <= max_gpus]
+    batches = _choices("batch_sizes", batch_sizes, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], BATCH_MAX)
+    tps = _choices("tensor_parallel", tensor_parallel, [t for t in (1, 2, 4, 8, 16) if t <= max_gpus])
+    pps = _choices("pipeline_parallel", pipeline_parallel, [p for p in (1, 2, 4, 8) if p <= max_gpus])
     candidates: list[PlanCandidate] = []
+    skipped: dict[str, None] = {}  # why a split was left out (it does not divide the model)
     for tp in tps:
         for pp in pps:
             if tp * pp > max_gpus:
@@ -85,10 +96,9 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
                     r = simulate(spec, hw, batch_size=batch, prompt_len=prompt_len, gen_len=gen_len,
                                  tensor_parallel=tp, pipeline_parallel=pp,
                                  num_microbatches=pp if batch % pp == 0 else 1, **options)
-                except OptionError:
-                    break  # this split does not divide the model; larger batches will not help
-                except LlmsimError:
-                    raise
+                except OptionError as exc:  # all but the split was checked above: this split does not divide
+                    skipped[str(exc)] = None  # the model; larger batches will not help
+                    break
                 meets = r.memory.fits and (ttft_slo_s is None or r.ttft_s <= ttft_slo_s) and (
                     tpot_slo_s is None or r.tpot_s <= tpot_slo_s)
                 per_replica = tp * pp
@@ -105,7 +115,12 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
                 ))
     feasible = [c for c in candidates if c.meets_targets]
     if not candidates:
-        raise OptionError("no tensor/pipeline split divides this model within max_gpus")
+        reasons = list(skipped)
+        if not reasons:
+            raise OptionError(f"no split of tensor_parallel {tps} x pipeline_parallel {pps} fits within "
+                              f"max_gpus={max_gpus}")
+        more = f" (and {len(reasons) - 1} more)" if reasons[1:] else ""
+        raise OptionError(f"no tensor/pipeline split divides this model within max_gpus={max_gpus}: {reasons[0]}{more}")
     best = max(feasible, key=lambda c: (c.tokens_per_s_per_gpu, -(c.usd_per_million_tokens or 0)), default=None)
     pareto = _pareto(feasible)
     if best is None:
@@ -116,6 +131,16 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
         if target_tokens_per_s:
             reason += f"; {best.replicas} replicas ({best.gpus_needed} GPUs) for {target_tokens_per_s:g} tokens/s"
     return Plan(model=spec.name, hardware=hw.name, best=best, candidates=candidates, pareto=pareto, reason=reason)
+
+
+def _choices(field: str, given: Any, default: list[int], maximum: int = COUNT_MAX) -> list[int]:
+    """The values a plan searches: the caller's (a number or a list, each checked), else the default."""
+    if given is None:
+        return default
+    values = np.atleast_1d(check_count(field, given, 1, maximum))
+    if values.ndim != 1:
+        raise OptionError(f"{field} must be a number or a flat list of numbers")
+    return [int(v) for v in values]
 
 
 def _pareto(candidates: list[PlanCandidate]) -> list[PlanCandidate]:

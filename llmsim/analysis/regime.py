@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..cost.workload import check_count
-from ..errors import OptionError, check_choice
+from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
+from ..errors import OptionError, check_choice, check_positive
 from ..timing.phases import decode_step_totals, prefill_totals
 from ..timing.roofline import BOUNDS, Roofline
 from .memory import footprint
@@ -67,7 +67,9 @@ def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512,
     Each of batch_size, prompt_len, gen_len may be a number or a list; the sweep is their grid.
     """
     spec, hw, cost, execution = resolve(model, hardware, **options)
-    axes = [np.atleast_1d(np.asarray(v)) for v in (batch_size, prompt_len, gen_len)]
+    # checked before the grid is shaped, so an error shows the values as given
+    axes = [np.atleast_1d(check_count("batch_size", batch_size, 1, BATCH_MAX)),
+            np.atleast_1d(check_count("prompt_len", prompt_len, 1)), np.atleast_1d(check_count("gen_len", gen_len, 1))]
     for name, axis in zip(("batch_size", "prompt_len", "gen_len"), axes):
         if axis.ndim != 1:
             raise OptionError(f"{name} must be a number or a flat list of numbers")
@@ -166,29 +168,45 @@ def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: di
     return totals, spec, hw
 
 
+def _fixed_workload(phase: str, vary: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Take the fixed workload out of the keyword arguments: the phase's quantities other than the varied one
+    (a value of the varied one, or of the other phase's, would be silently ignored: refused)."""
+    check_choice("phase", phase, VARY)
+    check_choice("vary", vary, VARY[phase])
+    fixed = {k: kwargs.pop(k) for k in ("batch_size", "seq_len", "kv_len") if k in kwargs}
+    for key, value in fixed.items():
+        if key == vary:
+            raise OptionError(f"{key}={value!r}: {key} is the quantity varied; give its range instead of one value "
+                              "(lo and hi, or start and stop)")
+        if key not in VARY[phase]:
+            raise OptionError(f"{key}={value!r} does not apply to phase={phase!r}; its quantities are "
+                              f"{' and '.join(VARY[phase])}")
+    return fixed
+
+
 # the smallest value of each workload variable; a decode step at kv_len attends kv_len + 1 keys
 _MINIMUM = {"batch_size": 1, "seq_len": 1, "kv_len": 0}
 
 
-def _context_limit(spec: Any, key: str) -> int | None:
-    """The largest seq_len or kv_len the model's context holds (None: batch_size, unbounded)."""
+def _context_limit(spec: Any, key: str) -> int:
+    """The largest seq_len or kv_len the model's context holds; the largest batch llmsim takes."""
     if key == "batch_size":
-        return None
+        return BATCH_MAX
     return spec.max_position_embeddings - (1 if key == "kv_len" else 0)
 
 
 def check_point(spec: Any, key: str, value: Any) -> int:
     """A fixed workload value of find_crossover / first_limit: a whole number in its allowed range."""
-    count = check_count(key, value, _MINIMUM[key])
-    if np.ndim(count):
-        raise OptionError(f"{key}={value!r}: give one value (sweep takes arrays)")
-    return int(_check_within(spec, key, int(count)))
+    return int(_check_within(spec, key, check_one(key, value, _MINIMUM[key], BATCH_MAX if key == "batch_size"
+                                                  else COUNT_MAX)))
 
 
 def _check_within(spec: Any, key: str, value: float, name: str | None = None) -> float:
     top = _context_limit(spec, key)
-    if top is not None and value > top:
+    if value > top:
         label = key if name is None else f"{name} ({key})"
+        if key == "batch_size":
+            raise OptionError(f"{label}={value:g} is past the largest batch llmsim takes ({top})")
         raise OptionError(f"{label}={value:g} exceeds the model's context: at most {top} "
                           f"(max_position_embeddings={spec.max_position_embeddings})")
     return value
@@ -205,15 +223,7 @@ def _check_bracket(spec: Any, vary: str, lo: float, hi: float, names: tuple[str,
 
 
 def _check_slo(field: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if not (np.isfinite(number) and number > 0):
-        raise OptionError(f"{field}={value!r} must be a positive number of seconds")
-    return number
+    return None if value is None else check_positive(field, value, "seconds")
 
 
 def _default_bracket(spec: Any, vary: str) -> tuple[float, float]:
@@ -232,8 +242,7 @@ def find_crossover(model: Any, hardware: Any, phase: str = "decode", vary: str =
     Keyword arguments: the fixed workload (batch_size, seq_len for prefill, kv_len for decode) and any
     option of simulate (efficiency, overhead, attention, dtypes, ...).
     """
-    fixed = {k: kwargs.pop(k) for k in ("batch_size", "seq_len", "kv_len") if k in kwargs and k != vary}
-    kwargs.pop(vary, None)
+    fixed = _fixed_workload(phase, vary, kwargs)
     totals, spec, _ = _phase_evaluator(model, hardware, phase, vary, fixed, kwargs)
     d_lo, d_hi = _default_bracket(spec, vary)
     lo = d_lo if lo is None else _float("lo", lo)
@@ -319,9 +328,16 @@ def first_limit(model: Any, hardware: Any, vary: str = "kv_len", phase: str = "d
         vary = "seq_len"
     tpot_slo_s = _check_slo("tpot_slo_s", tpot_slo_s)
     ttft_slo_s = _check_slo("ttft_slo_s", ttft_slo_s)
-    fixed = {k: kwargs.pop(k) for k in ("batch_size", "seq_len", "kv_len") if k in kwargs and k != vary}
-    gen_len = check_count("gen_len", kwargs.pop("gen_len", 1), 1)
+    check_choice("phase", phase, VARY)
+    ignored, target = ("tpot_slo_s", "ttft_slo_s") if phase == "prefill" else ("ttft_slo_s", "tpot_slo_s")
+    if (ttft_slo_s if ignored == "ttft_slo_s" else tpot_slo_s) is not None:  # it would be silently ignored
+        raise OptionError(f"{ignored} does not apply to phase={phase!r}; its latency target is {target}")
+    fixed = _fixed_workload(phase, vary, kwargs)
+    gen_len = check_one("gen_len", kwargs.pop("gen_len", 1), 1)
     totals, spec, hw = _phase_evaluator(model, hardware, phase, vary, fixed, kwargs)
+    if gen_len > spec.max_position_embeddings:
+        raise OptionError(f"gen_len={gen_len} exceeds the model's context of {spec.max_position_embeddings} tokens "
+                          "(max_position_embeddings)")
     d_lo, d_hi = _default_bracket(spec, vary)
     start = max(d_lo, 1.0) if start is None else _float("start", start)
     stop = d_hi if stop is None else _float("stop", stop)
@@ -370,9 +386,11 @@ def first_limit(model: Any, hardware: Any, vary: str = "kv_len", phase: str = "d
 
 
 def _float(field: str, value: Any) -> float:
+    if isinstance(value, bool):
+        raise OptionError(f"{field}={value!r} must be a number")
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise OptionError(f"{field}={value!r} must be a number") from None
 
 

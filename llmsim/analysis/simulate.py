@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ..cost.op import formula
 from ..cost.symbolic import Expr
-from ..cost.workload import CostOptions, check_count
-from ..engines.catalog import default_engine_name, get_engine
+from ..cost.workload import BATCH_MAX, CostOptions, check_count, check_one
+from ..engines.catalog import check_tables_device, default_engine_name, get_engine
 from ..hardware.spec import HardwareSpec, load_hardware
 from ..models.dtype_default import served_model
 from ..models.loading import load_model
@@ -57,6 +57,7 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     if "tables" in options and options["tables"] is None:  # tables=None given: the roofline alone
         defaults.update(tables=None, table_families=None)
     execution = ExecutionOptions.make(**{**defaults, **{k: v for k, v in given.items() if k in exec_keys}})
+    check_tables_device(hw.name, execution.tables)
     _check_precision(spec, hw, cost)
     return spec, hw, cost, execution
 
@@ -76,7 +77,7 @@ def _check_precision(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions) -> No
 def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[Any, Any, Any]:
     from ..errors import OptionError
 
-    B = check_count("batch_size", batch_size, 1)
+    B = check_count("batch_size", batch_size, 1, BATCH_MAX)
     P = check_count("prompt_len", prompt_len, 1)
     G = check_count("gen_len", gen_len, 1)
     if isinstance(P, int) and isinstance(G, int):  # one workload: plain ints, no numpy needed
@@ -137,7 +138,8 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
     (efficiency, overhead, overlap).
     Multi-GPU: tensor_parallel and expert_parallel split each layer (CostOptions);
     pipeline_parallel=p splits the layers into p stages run by num_microbatches micro-batches
-    (default: p when the batch divides, else 1); data_parallel=r runs r replicas, each with
+    (default: p when the batch divides, else 1), decode in lock-step so that every token pays the pipeline
+    bubble (see timing.phases.pipelined); data_parallel=r runs r replicas, each with
     `batch_size` sequences. Times are per replica; throughput counts all replicas; memory is per GPU.
     """
     spec, hw, cost, execution = resolve(model, hardware, **options)
@@ -149,7 +151,7 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
             raise OptionError(f"{name} must be a single integer in simulate(); use llmsim.sweep for several")
     p, r = _parallel_degrees(spec, pipeline_parallel, data_parallel)
     m = num_microbatches if num_microbatches is not None else (p if B % p == 0 else 1)
-    m = check_count("num_microbatches", m, 1)
+    m = check_one("num_microbatches", m, 1)
     if B % m:
         from ..errors import OptionError
 
@@ -307,8 +309,10 @@ def _weights_line(model: ModelSpec, cost: CostOptions) -> str:
 
 def max_batch_size(model: Any, hardware: Any, prompt_len: int, gen_len: int, limit: int = 1 << 20,
                    **options: Any) -> int | None:
-    """The largest batch whose footprint fits the device (None if batch 1 does not fit)."""
+    """The largest batch up to `limit` whose footprint fits the device (None if batch 1 does not fit)."""
     spec, hw, cost, _ = resolve(model, hardware, **options)
+    prompt_len, gen_len = check_one("prompt_len", prompt_len, 1), check_one("gen_len", gen_len, 1)
+    limit = check_one("limit", limit, 1, BATCH_MAX)
     check_workload(spec, 1, prompt_len, gen_len)
     return largest_fitting(lambda b: bool(footprint(spec, hw, cost, b, prompt_len, gen_len)["fits"]), 1, limit)
 
@@ -316,6 +320,7 @@ def max_batch_size(model: Any, hardware: Any, prompt_len: int, gen_len: int, lim
 def max_context(model: Any, hardware: Any, batch_size: int, gen_len: int = 1, **options: Any) -> int | None:
     """The longest prompt that fits with `gen_len` tokens generated (capped by the model's context)."""
     spec, hw, cost, _ = resolve(model, hardware, **options)
+    batch_size, gen_len = check_one("batch_size", batch_size, 1, BATCH_MAX), check_one("gen_len", gen_len, 1)
     check_workload(spec, batch_size, 1, gen_len)
     top = spec.max_position_embeddings - gen_len + 1
     return largest_fitting(lambda p: bool(footprint(spec, hw, cost, batch_size, p, gen_len)["fits"]), 1, top)
@@ -338,7 +343,11 @@ class FusionSavings(BaseModel):
 def fusion_savings(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 512, gen_len: int = 128,
                    **options: Any) -> dict[str, FusionSavings]:
     """Bytes and time that fusion="elementwise" and fusion="full" save against fusion="none"."""
-    options.pop("fusion", None)
+    if "fusion" in options:
+        from ..errors import OptionError
+
+        raise OptionError(f"fusion={options['fusion']!r}: fusion_savings compares fusion='none', 'elementwise' and "
+                          "'full' itself; leave the fusion option out")
     base = simulate(model, hardware, batch_size, prompt_len, gen_len, fusion="none", **options)
     out = {}
     for policy in ("elementwise", "full"):

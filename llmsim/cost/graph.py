@@ -18,7 +18,7 @@ from ..models.spec import ModelSpec
 from .builder import GraphBuilder
 from .op import Op
 from .template import GraphTemplate, cached_template
-from .workload import PHASES, CostOptions, check_count
+from .workload import BATCH_MAX, PHASES, CostOptions, check_count
 
 
 def build_ops(
@@ -43,7 +43,7 @@ def build_ops(
         options = CostOptions.make(**option_values)
     elif option_values:
         options = options.model_copy(update=CostOptions.make(**option_values).model_dump(exclude_unset=True))
-    B = check_count("batch_size", batch_size, 1)
+    B = check_count("batch_size", batch_size, 1, BATCH_MAX)
     if phase == "prefill":
         if seq_len is None:
             raise OptionError("phase='prefill' needs seq_len (tokens per sequence)")

@@ -102,13 +102,18 @@ class Op:
             return np.where(total_bytes > 0, np.asarray(self.flops, dtype=float) / total_bytes, np.inf)
 
     def formula(self, quantity: str = "matmul_flops") -> str:
-        """`quantity = symbols = numbers = value`, e.g. `matmul_flops = 2*T*K*N = 2*8*4096*4096 = ...`."""
-        if quantity not in self.formulas:
-            raise KeyError(f"quantity={quantity!r}; choose one of {', '.join(self.formulas)}")
-        expr = self.formulas[quantity]
+        """`quantity = symbols = numbers = value`, e.g. `matmul_flops = 2*T*K*N = 2*8*4096*4096 = ...`
+        (a repeated part once: `matmul_flops = 0`)."""
+        from ..errors import check_choice
+
+        expr = self.formulas[check_choice("quantity", quantity, self.formulas)]
         value = expr.value
         shown = f"{float(value):.6g}" if np.ndim(value) == 0 else f"array of shape {np.shape(value)}"
-        return f"{quantity} = {expr.symbolic()} = {expr.substituted()} = {shown}"
+        parts = [quantity]
+        for part in (expr.symbolic(), expr.substituted(), shown):
+            if part != parts[-1]:
+                parts.append(part)
+        return " = ".join(parts)
 
     def scaled(self, **changes: Any) -> Op:
         """A copy with some fields replaced (dataclass replace)."""

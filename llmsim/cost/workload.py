@@ -108,19 +108,59 @@ class CostOptions(BaseModel):
         return self.weight_dtype or model_dtype, activation, self.kv_dtype or activation
 
 
-def check_count(field: str, value: Any, minimum: int) -> np.ndarray | int:
-    """An integer count (or array of counts) >= minimum; an OptionError naming the field otherwise."""
-    if type(value) is int and minimum <= value < 2**63:  # the common case, without numpy (same result)
+# Upper limits of counts. No deployment comes near them (a larger value is a typo), and past them the
+# footprint's int64 products (batch x tokens x width x bytes) would overflow into a wrong answer.
+COUNT_MAX = 1 << 31
+BATCH_MAX = 1 << 24
+
+
+def check_count(field: str, value: Any, minimum: int, maximum: int = COUNT_MAX) -> np.ndarray | int:
+    """An integer count (or array of counts) in minimum..maximum; an OptionError naming the field otherwise."""
+    if type(value) is int and minimum <= value <= maximum:  # the common case, without numpy (same result)
         return value
-    array = np.asarray(value)
-    if array.dtype == object or not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
-        raise OptionError(f"{field}={value!r} must be an integer >= {minimum}")
+    allowed = f"an integer in {minimum}..{maximum}"
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError):  # a ragged list
+        raise OptionError(f"{field}={_shown(value)} must be {allowed} or a flat list of them") from None
+    if array.dtype == object:  # Python ints past int64, or not numbers at all
+        items = array.ravel().tolist()
+        numbers = all(type(v) is int or isinstance(v, np.integer) for v in items)
+        if numbers and items and all(v >= minimum for v in items):
+            raise _out_of_range(field, array, [v > maximum for v in items], allowed)
+        raise OptionError(f"{field}={_shown(value)} must be {allowed}")
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise OptionError(f"{field}={_shown(value)} must be {allowed}")
     if array.size == 0:
-        raise OptionError(f"{field} is empty; give at least one value >= {minimum}")
-    if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
-        raise OptionError(f"{field}={value!r} must be a whole number >= {minimum}")
-    if np.any(array < minimum):
-        raise OptionError(f"{field}={value!r} must be >= {minimum}")
+        raise OptionError(f"{field} is empty; give at least one value in {minimum}..{maximum}")
+    bad = ~np.isfinite(array) | (array != np.round(array)) | (array < minimum) | (array > maximum)
+    if np.any(bad):
+        raise _out_of_range(field, array, bad, allowed)
     if array.ndim == 0:
         return int(array)
     return array.astype(np.int64)
+
+
+def check_one(field: str, value: Any, minimum: int, maximum: int = COUNT_MAX) -> int:
+    """One integer count in minimum..maximum (a list refused: only llmsim.sweep takes lists)."""
+    count = check_count(field, value, minimum, maximum)
+    if not isinstance(count, int):
+        raise OptionError(f"{field}={_shown(value)}: give one integer here (llmsim.sweep takes lists)")
+    return count
+
+
+def _out_of_range(field: str, array: np.ndarray, bad: Any, allowed: str) -> OptionError:
+    """The error naming the first offending value (of a list: which one it holds)."""
+    item = array.ravel()[int(np.argmax(np.asarray(bad).ravel()))]
+    item = item.item() if hasattr(item, "item") else item
+    if array.ndim == 0:
+        return OptionError(f"{field}={item!r} must be {allowed}")
+    return OptionError(f"{field} holds {item!r}: each value must be {allowed}")
+
+
+def _shown(value: Any) -> str:
+    """A value as one short line: a list, not numpy's multi-line array repr."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -83,3 +83,26 @@ def get_engine(name: str) -> Engine:
 def default_engine_name(device_type: str) -> str:
     """vllm on GPUs; transformers (eager PyTorch) on CPUs, where no serving engine's tables exist."""
     return "vllm" if device_type == "gpu" else "transformers"
+
+
+def check_tables_device(device: str, tables: str | None) -> None:
+    """Tables read from a folder (`llmsim calibrate --from aiconfigurator --out DIR`) must have been measured on
+    the device simulated: an H200's tables on an H100 would time every kernel as the H200 ran it, and say so
+    only in the provenance lines. Refused where both are known (the files' `system` against a shipped device
+    name); a folder of the user's own tables, or a hardware file of the user's, is taken as given."""
+    from pathlib import Path
+
+    from ..errors import OptionError
+    from ..hardware.measured import load_measured, measured_for
+    from .aiconfigurator import SYSTEMS
+
+    if not tables or measured_for(device, tables) is not None or not Path(tables).is_dir():
+        return
+    if device not in SYSTEMS.values():
+        return
+    for table in load_measured(str(Path(tables).resolve())).tables.values():
+        system = table.provenance.get("system")
+        if system in SYSTEMS and SYSTEMS[system] != device:
+            raise OptionError(f"tables={tables!r}: measured on {table.provenance.get('gpu', system)} (system "
+                              f"{system}, llmsim hardware {SYSTEMS[system]!r}), not on {device!r}; simulate "
+                              f"--hardware {SYSTEMS[system]} or import tables of {device}")

@@ -65,3 +65,49 @@ def check_fields(data: Mapping[str, Any], model_type: str, family: str) -> None:
     if split and (_HEAD_SPLIT[family][2] or data.get("head_dim") is None):
         fix = "" if _HEAD_SPLIT[family][2] else ", or state head_dim"
         raise ConfigError(f"model config ({model_type}): {split}{fix}")
+    problem = _head_dim_problem(data, family)
+    if problem:
+        raise ConfigError(f"model config ({model_type}): {problem}")
+
+
+def _head_dim_problem(data: Mapping[str, Any], family: str) -> str | None:
+    """A head_dim the family cannot use: one that disagrees with hidden_size / heads where the family always
+    splits that way (gpt2, gpt_neox, falcon: a stated head_dim would be ignored), or an odd rotary part
+    (RoPE rotates pairs of dimensions; transformers refuses it with its own wording)."""
+    stated = data.get("head_dim")
+    if family in _HEAD_SPLIT:
+        hidden_key, heads_key, always = _HEAD_SPLIT[family]
+        hidden, heads = data.get(hidden_key), data.get(heads_key)
+        if type(hidden) is not int or type(heads) is not int:
+            return None
+        derived = hidden // heads
+        if always and stated is not None and stated != derived:
+            return (f"head_dim={stated} disagrees with {hidden_key} / {heads_key} = {hidden} / {heads} = {derived}, "
+                    f"the head size this family always uses; leave head_dim out")
+        if always:
+            return None
+        head_dim, source = (stated, f"head_dim={stated}") if stated is not None else (
+            derived, f"head_dim = {hidden_key} / {heads_key} = {hidden} / {heads} = {derived}")
+    elif family == "deepseek_v3" and stated is not None:
+        head_dim, source = stated, f"head_dim={stated}"  # transformers checks the stated one
+    else:
+        return None
+    factor = _partial_rotary_factor(data)
+    rotary = int(head_dim * factor)
+    if rotary % 2 == 0:
+        return None
+    if factor == 1:
+        return (f"{source} is odd, but RoPE rotates pairs of dimensions, so each head's rotated part must be "
+                "even: choose an even head_dim")
+    return (f"{source} x partial_rotary_factor {factor:g} rotates {rotary} dimensions, an odd number, but RoPE "
+            "rotates pairs of dimensions: choose head_dim so that the product is even")
+
+
+def _partial_rotary_factor(data: Mapping[str, Any]) -> float:
+    """The part of each head RoPE rotates, wherever the config states it (1 when it does not, or not as a number)."""
+    for holder in (data, data.get("rope_parameters"), data.get("rope_scaling")):
+        if isinstance(holder, Mapping):
+            value = holder.get("partial_rotary_factor")
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1:
+                return float(value)
+    return 1.0

@@ -84,9 +84,27 @@ def _supported_types() -> tuple[str, ...]:
     return tuple(_ADAPTERS)
 
 
+def _import_transformers() -> Any:
+    """transformers, imported without its start-up advice that PyTorch is missing: llmsim reads only configs, for
+    which transformers needs no PyTorch (the variable is set for the import alone, then restored)."""
+    import os
+
+    key = "TRANSFORMERS_NO_ADVISORY_WARNINGS"
+    previous = os.environ.get(key)
+    os.environ[key] = "1"
+    try:
+        import transformers
+    finally:
+        if previous is None:
+            del os.environ[key]
+        else:
+            os.environ[key] = previous
+    return transformers
+
+
 def config_from_dict(data: Mapping[str, Any]) -> Any:
     """A transformers PretrainedConfig built from a config dict, after checking the needed keys."""
-    import transformers
+    transformers = _import_transformers()
 
     data = dict(data)
     data.pop("auto_map", None)  # remote-code hooks are never followed
@@ -115,6 +133,8 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
         raise ConfigError(f"model config ({model_type}): missing field {missing[0]!r} (needed: {', '.join(missing)})")
     check_fields(data, model_type, family)
     fields = {k: v for k, v in data.items() if k != "model_type"}
+    if family == "falcon":  # transformers derives Falcon's head_dim (a read-only property); checked equal above
+        fields.pop("head_dim", None)
     if "torch_dtype" in fields:  # the name transformers 5 renamed to dtype
         fields.setdefault("dtype", fields.pop("torch_dtype"))
     try:

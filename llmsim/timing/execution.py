@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import OptionError, check_choice
-from ..hardware.measured import FAMILIES
+from ..hardware.measured import FAMILIES, shipped_kernel_sets
 
 EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")
 OVERLAP_POLICIES = ("max", "sum")
+
+
+@lru_cache(maxsize=1)
+def _table_set_names() -> tuple[str, ...]:
+    """The measured table sets shipped for any device (kernels/<device>/<set>/)."""
+    return tuple(sorted({name for names in shipped_kernel_sets().values() for name in names}))
 
 
 class ExecutionOptions(BaseModel):
@@ -41,9 +49,17 @@ class ExecutionOptions(BaseModel):
         check_choice("efficiency", values.get("efficiency", "achievable"), EFFICIENCY_MODES)
         check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
         check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
-        if "tables" in values and not isinstance(values["tables"], str):
-            raise OptionError(f"tables must be a table set name (vllm, sglang, trtllm) or a folder, not "
-                              f"{values['tables']!r}")
-        for family in values.get("table_families") or ():
-            check_choice("table_families", family, tuple(FAMILIES))
+        tables = values.get("tables")
+        if tables is not None and (not isinstance(tables, str) or not tables or (
+                tables not in _table_set_names() and not Path(tables).is_dir())):
+            raise OptionError(f"tables={tables!r} is neither a table set name ({', '.join(_table_set_names())}) "
+                              "nor an existing folder of tables")
+        families = values.get("table_families")
+        if families is not None:
+            if not isinstance(families, (list, tuple)):
+                raise OptionError(f"table_families={families!r} must be a list of family names "
+                                  f"({', '.join(FAMILIES)})")
+            for family in families:
+                check_choice("table_families", family, tuple(FAMILIES))
+            values["table_families"] = tuple(families)
         return cls(**values)

@@ -128,6 +128,9 @@ def pipelined(totals: PhaseTotals, roofline: Roofline, stages: int, microbatches
     stages on the critical path ((p - 1) point-to-point transfers per step); one GPU does m/p of the
     whole model's FLOPs and bytes of one micro-batch.
     approximation: layers, embedding and LM head spread evenly over the stages.
+    approximation: decode steps in lock-step (one static batch): every step refills the pipeline, so every
+    token pays the bubble; engines that keep micro-batches in flight across steps (steady-state pipelined
+    serving) do not, and their TPOT is lower.
     """
     if stages == 1 and microbatches == 1:
         return totals

@@ -120,13 +120,14 @@ def check_plausible(data: dict[str, Any], threads: int, load: float | None) -> N
                 continue
             busy = f", 1-minute load {load:g}" if load is not None else ""
             where = f"calibrate: measured {section}.{key} = {value:.4g} {unit}"
+            one_thread = "" if threads == 1 else " with --threads 1"  # advice it already follows is no cure
             if value < low:
                 raise LlmsimError(
                     f"{where} is below llmsim's plausibility floor of {low:g} {unit} (hardware/spec.py): the machine "
-                    f"was likely loaded ({threads} threads{busy}); rerun with --threads 1 on a quieter machine"
+                    f"was likely loaded ({threads} threads{busy}); rerun{one_thread} on a quieter machine"
                 )
             raise LlmsimError(f"{where} is above llmsim's plausibility ceiling of {high:g} {unit} (hardware/spec.py): "
-                              f"a timing too short to trust ({threads} threads{busy}); rerun with --threads 1")
+                              f"a timing too short to trust ({threads} threads{busy}); rerun{one_thread or ' later'}")
 
 
 def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path | None, quick: bool,

@@ -14,6 +14,7 @@ transformers runs them), kv_cache="concat", and weight, activation and KV dtypes
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -108,6 +109,16 @@ def hardware_mismatch_warning(hardware: HardwareSpec, running: str) -> str | Non
     return None
 
 
+def busy_machine_warning(device: str, load: float | None, cores: int | None) -> str | None:
+    """A one-line warning when other work already keeps every CPU core busy before a CPU run (the 1-minute load
+    average at least the core count): the measured times then come out slow and noisy. None otherwise (a GPU
+    run's kernels do not share the CPU's cores; a platform without a load average)."""
+    if device != "cpu" or load is None or not cores or load < cores:
+        return None
+    return (f"warning: this machine is busy before the run (1-minute load average {load:g} on {cores} cores): "
+            "measured CPU times will be slow and noisy, the errors not llmsim's; rerun on a quieter machine")
+
+
 class _Progress:
     """A one-line progress bar on stderr (only when stderr is a terminal, unless forced)."""
 
@@ -195,10 +206,11 @@ def validate(
     warnings: list[str] = []
     with torch_threads(threads):
         info = {**versions(), "device_name": device_name(device)}
-        mismatch = hardware_mismatch_warning(hw, info["device_name"])
-        if mismatch is not None:
-            warnings.append(mismatch)
-            print(mismatch, file=sys.stderr)
+        for warning in (hardware_mismatch_warning(hw, info["device_name"]),
+                        busy_machine_warning(device, load_average(), os.cpu_count())):
+            if warning is not None:
+                warnings.append(warning)
+                print(warning, file=sys.stderr)
         hf_model = None
         for phase, batch, length in cases:
             key = case_key(name, phase, batch, length, dtype, num_layers, overhead, device)
