@@ -536,6 +536,10 @@ def _run(args: argparse.Namespace) -> int:
                               percentile=args.percentile, max_gpus=args.max_gpus,
                               usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
+        if args.out:
+            from .report.serving_plot import serving_plan_figure
+
+            _save(serving_plan_figure(result), args.out)
         return 0
     if args.command == "plan":
         from .analysis.plan import plan

@@ -182,8 +182,12 @@ PLAN = dict(request_rate=30.0, prompt_len=1024, gen_len=64, ttft_slo_s=0.5, tpot
             max_num_seqs=[128], num_requests=150)
 
 
-def test_plan_serving_finds_the_fewest_gpus_within_the_objectives() -> None:
+def test_plan_serving_finds_the_fewest_gpus_within_the_objectives(tmp_path) -> None:
+    from llmsim.report.serving_plot import serving_plan_figure
+
     p = llmsim.plan_serving(MODEL, GPU, **PLAN)
+    serving_plan_figure(p, tmp_path / "plan.png")
+    assert (tmp_path / "plan.png").stat().st_size > 10_000
     assert p.best is not None and len(p.candidates) == 2
     for c in p.candidates:
         # the rate found meets the objectives; replicas cover the target rate

@@ -48,3 +48,32 @@ def serving_figure(result: Any, path: str | Path | None = None) -> Figure:
         fig.savefig(path, dpi=110)
         plt.close(fig)
     return fig
+
+
+def serving_plan_figure(plan: Any, path: str | Path | None = None) -> Figure:
+    """Every replica shape of a serving plan: the GPUs it needs for the target rate against its latency
+    percentile at its highest sustainable rate; the Pareto front and the best marked."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    markers = {1: "o", 2: "s", 4: "^", 8: "D", 16: "P"}
+    for c in plan.candidates:
+        if c.gpus is None:
+            continue
+        ax.scatter(c.gpus, c.ttft_p_s * 1e3, marker=markers.get(c.tensor_parallel, "x"), color="tab:blue", s=40)
+        ax.annotate(f"TP{c.tensor_parallel} seqs {c.max_num_seqs}\nTPOT {c.tpot_p_s * 1e3:.1f} ms",
+                    (c.gpus, c.ttft_p_s * 1e3), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    if plan.pareto:
+        ax.plot([c.gpus for c in plan.pareto], [c.ttft_p_s * 1e3 for c in plan.pareto], color="tab:orange",
+                lw=1.5, label="Pareto front")
+    if plan.best:
+        ax.scatter([plan.best.gpus], [plan.best.ttft_p_s * 1e3], s=180, facecolor="none", edgecolor="tab:red", lw=2,
+                   label=f"best: {plan.best.replicas} x TP{plan.best.tensor_parallel}")
+    ax.set_xlabel(f"GPUs for {plan.request_rate:g} requests/s")
+    ax.set_ylabel(f"p{plan.percentile} TTFT (ms) at the highest rate per replica")
+    ax.set_title(f"{plan.model} on {plan.hardware}: serving plan", fontsize=10)
+    ax.grid(True, alpha=0.25)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    return fig
