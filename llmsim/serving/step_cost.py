@@ -31,6 +31,7 @@ whose attention time is linear in the batch, a linear reading of a measured tabl
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,17 @@ def length_grid(longest: int) -> np.ndarray:
     steps = max(int(np.ceil(doublings * _LENGTH_POINTS_PER_DOUBLING)), 1)
     large = np.unique(np.round(64 * 2 ** (np.arange(1, steps + 1) * doublings / steps)))
     return np.concatenate([small, large[large > 64]])
+
+
+def _interp(x: float, xs: list[float], ys: list[float]) -> float:
+    """np.interp for one point (clamped at both ends), in plain Python."""
+    if x <= xs[0]:
+        return ys[0]
+    if x >= xs[-1]:
+        return ys[-1]
+    i = bisect_right(xs, x)
+    x0, x1 = xs[i - 1], xs[i]
+    return ys[i - 1] + (ys[i] - ys[i - 1]) * ((x - x0) / (x1 - x0))
 
 
 def batch_grid(largest: int) -> np.ndarray:
@@ -135,16 +147,33 @@ class StepCost:
         attention, _, _ = _split(prefill_totals(model, roofline, options, self.prefill_batches[:, None],
                                                 self.lengths[None, :]))
         self.prefill_attention_s = np.broadcast_to(attention, (len(self.prefill_batches), len(self.lengths))).copy()
+        self._lengths_list, self._batches_list = self.lengths.tolist(), self.batches.tolist()
+        self._rows: dict[int, list[list[float]]] = {}  # a table's rows as lists, for one-step reads
 
     # ---- the parts --------------------------------------------------------------------------------
     def _on_grid(self, table: np.ndarray, batch: int, length: Any) -> Any:
         """table[batch, length] interpolated linearly along the length grid, then the batch grid."""
+        if not np.ndim(length):  # one step: plain Python (the same interpolation, without numpy's overhead)
+            return self._on_grid_scalar(id(table), table, batch, float(length))
         k = int(np.searchsorted(self.batches, batch))  # first grid batch >= batch
         upper = np.interp(length, self.lengths, table[k])
         if self.batches[k] == batch:
             return upper
         lower = np.interp(length, self.lengths, table[k - 1])
         b0, b1 = self.batches[k - 1], self.batches[k]
+        return lower + (upper - lower) * ((batch - b0) / (b1 - b0))
+
+    def _on_grid_scalar(self, key: int, table: np.ndarray, batch: int, length: float) -> float:
+        rows = self._rows.get(key)
+        if rows is None:
+            rows = self._rows[key] = table.tolist()
+        lengths, batches = self._lengths_list, self._batches_list
+        k = bisect_left(batches, batch)
+        upper = _interp(length, lengths, rows[k])
+        if batches[k] == batch:
+            return upper
+        lower = _interp(length, lengths, rows[k - 1])
+        b0, b1 = batches[k - 1], batches[k]
         return lower + (upper - lower) * ((batch - b0) / (b1 - b0))
 
     def prefill_attention(self, chunks: int, pairs: float) -> float:
