@@ -306,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--request-rate", type=float, help="serving mode: replicas and shape for this many requests/s "
                    "within p99 TTFT/TPOT objectives (llmsim.plan_serving)")
     p.add_argument("--percentile", type=int, default=99, help="serving mode: the objectives' percentile")
+    p.add_argument("--disaggregated", action="store_true", help="serving mode: also size prefill and decode pools")
     p.add_argument("--max-gpus", type=_positive_int, default=64)
     p.add_argument("--usd-per-gpu-hour", type=float)
     p.add_argument("--batch-sizes", type=_int_list, help="batch sizes searched, e.g. 1,8,64 or 1:1024 (default: "
@@ -533,7 +534,7 @@ def _run(args: argparse.Namespace) -> int:
 
         result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
                               gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
-                              percentile=args.percentile, max_gpus=args.max_gpus,
+                              percentile=args.percentile, max_gpus=args.max_gpus, disaggregated=args.disaggregated,
                               usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.out:

@@ -282,3 +282,24 @@ def test_sglang_steps_prefill_or_decode_never_both() -> None:
     assert not np.any((steps["prefill_tokens"] > 0) & (steps["decode_requests"] > 0))
     v = llmsim.serve(MODEL, GPU, engine="vllm", request_rate=20.0, prompt_len=1024, gen_len=64, num_requests=100)
     assert np.any((v.step_log["prefill_tokens"] > 0) & (v.step_log["decode_requests"] > 0))  # vLLM mixes them
+
+
+def test_one_token_requests_have_no_decode_latency() -> None:
+    r = llmsim.serve(MODEL, GPU, request_rate=5.0, prompt_len=512, gen_len=1, num_requests=20)
+    assert r.itl_s.p99 == 0.0 and r.tpot_s.mean == 0.0 and np.all(r.requests["finish_s"] == r.requests["first_token_s"])
+
+
+def test_plan_serving_weighs_disaggregated_pools_too() -> None:
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    p = llmsim.plan_serving(MODEL, GPU, request_rate=30.0, prompt_len=1024, gen_len=64, ttft_slo_s=0.2,
+                            tpot_slo_s=0.02, tensor_parallel=[1], max_num_seqs=[128], num_requests=150,
+                            disaggregated=True)
+    split = [c for c in p.candidates if c.mode == "disaggregated"]
+    assert len(split) == 1 and split[0].gpus == split[0].prefill_replicas + split[0].decode_replicas
+    c = split[0]
+    # the whole deployment, rerun at the target rate, meets both objectives with the figures the plan reports
+    r = serve_disaggregated(MODEL, GPU, prefill={"replicas": c.prefill_replicas},
+                            decode={"replicas": c.decode_replicas, "max_num_seqs": 128}, request_rate=30.0,
+                            prompt_len=1024, gen_len=64, num_requests=150)
+    assert r.ttft_s.p99 == pytest.approx(c.ttft_p_s) and r.ttft_s.p99 <= 0.2 and r.tpot_s.p99 <= 0.02

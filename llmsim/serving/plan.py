@@ -25,9 +25,11 @@ _BISECTION_STEPS = 7  # rate found to within 2**-7 (< 1 %) of the bracket
 
 
 class ServingCandidate(BaseModel):
-    """One replica shape and the rate it sustains within the objectives."""
+    """One replica shape and the rate it sustains within the objectives. Disaggregated: tensor_parallel is the
+    prefill instances', decode_tensor_parallel the decode instances'; replicas counts both pools."""
 
     model_config = ConfigDict(frozen=True)
+    mode: str = "aggregated"
     tensor_parallel: int
     max_num_seqs: int
     max_rate_per_replica: float  # requests/s within the objectives (0: not even at the lowest rate tried)
@@ -37,6 +39,16 @@ class ServingCandidate(BaseModel):
     gpus: int | None
     usd_per_hour: float | None
     reason: str = ""
+    decode_tensor_parallel: int | None = None
+    prefill_replicas: int | None = None
+    decode_replicas: int | None = None
+
+    @property
+    def shape(self) -> str:
+        if self.mode == "aggregated":
+            return f"TP{self.tensor_parallel}"
+        return (f"P {self.prefill_replicas or '-'}xTP{self.tensor_parallel} + "
+                f"D {self.decode_replicas or '-'}xTP{self.decode_tensor_parallel}")
 
 
 class ServingPlan(BaseModel):
@@ -52,11 +64,11 @@ class ServingPlan(BaseModel):
 
     def __str__(self) -> str:
         lines = [f"{self.model} on {self.hardware} at {self.request_rate:g} req/s: {self.reason}",
-                 f"  {'TP':>3} {'seqs':>5} {'req/s/replica':>14} {'TTFT p' + str(self.percentile):>11} "
+                 f"  {'shape':>24} {'seqs':>5} {'req/s/replica':>14} {'TTFT p' + str(self.percentile):>11} "
                  f"{'TPOT p' + str(self.percentile):>11} {'replicas':>9} {'GPUs':>5}"]
         for c in sorted(self.candidates, key=lambda c: (c.gpus or 1 << 30, c.tensor_parallel)):
             mark = "*" if c == self.best else " "
-            lines.append(f"{mark} {c.tensor_parallel:>3} {c.max_num_seqs:>5} {c.max_rate_per_replica:>14.2f} "
+            lines.append(f"{mark} {c.shape:>24} {c.max_num_seqs:>5} {c.max_rate_per_replica:>14.2f} "
                          f"{c.ttft_p_s * 1e3:>9.1f}ms {c.tpot_p_s * 1e3:>9.2f}ms {c.replicas or '-':>9} "
                          f"{c.gpus or '-':>5}" + (f"  ({c.reason})" if c.reason else ""))
         return "\n".join(lines)
@@ -104,14 +116,98 @@ def _evaluate(job: dict[str, Any]) -> ServingCandidate:
                             usd_per_hour=price * replicas * tp if price is not None else None)
 
 
+def _largest_rate(meets: Any, hi: float) -> tuple[float, Any]:
+    """The largest rate in (hi/64, hi] at which meets(rate) -> (ok, detail) holds, by bisection; (0, detail
+    at hi/64) when even that fails."""
+    lo = hi / 64
+    ok, detail = meets(lo)
+    if not ok:
+        return 0.0, detail
+    best = (lo, detail)
+    for _ in range(_BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        ok, detail = meets(mid)
+        if ok:
+            lo, best = mid, (mid, detail)
+        else:
+            hi = mid
+    return best
+
+
+def _evaluate_disaggregated(job: dict[str, Any]) -> ServingCandidate:
+    """Pools sized separately: the prefill rate one instance sustains within the TTFT objective, the decode
+    rate one decode instance sustains within the TPOT objective (fed by enough prefill instances), then the
+    whole deployment checked at the target rate (module level: picklable)."""
+    from .disaggregated import serve_disaggregated
+
+    tp_p, tp_d = job["tensor_parallel"], job["decode_tensor_parallel"]
+    seqs, pct = job["max_num_seqs"], job["percentile"]
+    common = dict(engine=job["engine"], prompt_len=job["prompt_len"], seed=job["seed"],
+                  num_requests=job["num_requests"], **job["options"])
+    ttft_slo, tpot_slo = job["ttft_slo_s"], job["tpot_slo_s"]
+
+    def fail(reason: str) -> ServingCandidate:
+        return ServingCandidate(mode="disaggregated", tensor_parallel=tp_p, decode_tensor_parallel=tp_d,
+                                max_num_seqs=seqs, max_rate_per_replica=0.0, ttft_p_s=0.0, tpot_p_s=0.0,
+                                replicas=None, gpus=None, usd_per_hour=None, reason=reason)
+
+    try:
+        pre_hi = serve(job["model"], job["hardware"], concurrency=seqs, gen_len=1, tensor_parallel=tp_p,
+                       max_num_seqs=seqs, **common).requests_per_s
+
+        def prefill_meets(rate: float) -> tuple[bool, float]:
+            r = serve(job["model"], job["hardware"], request_rate=rate, gen_len=1, tensor_parallel=tp_p,
+                      max_num_seqs=seqs, **common)
+            ttft = getattr(r.ttft_s, f"p{pct}")
+            return ttft_slo is None or ttft <= ttft_slo, ttft
+
+        r_p, _ = _largest_rate(prefill_meets, pre_hi)
+        if r_p == 0:
+            return fail("prefill misses the TTFT objective even at a light load")
+
+        def decode_meets(rate: float) -> tuple[bool, float]:
+            r = serve_disaggregated(job["model"], job["hardware"],
+                                    prefill={"replicas": math.ceil(rate / r_p) + 1, "tensor_parallel": tp_p},
+                                    decode={"tensor_parallel": tp_d, "max_num_seqs": seqs}, request_rate=rate,
+                                    gen_len=job["gen_len"], **common)
+            tpot = getattr(r.tpot_s, f"p{pct}")
+            return tpot_slo is None or tpot <= tpot_slo, tpot
+
+        dec_hi = serve_disaggregated(job["model"], job["hardware"],
+                                     prefill={"replicas": max(1, math.ceil(4 * pre_hi / r_p)), "tensor_parallel": tp_p},
+                                     decode={"tensor_parallel": tp_d, "max_num_seqs": seqs}, concurrency=seqs,
+                                     gen_len=job["gen_len"], **common).requests_per_s
+        r_d, _ = _largest_rate(decode_meets, dec_hi)
+        if r_d == 0:
+            return fail("decode misses the TPOT objective even at a light load")
+        n_p, n_d = math.ceil(job["request_rate"] / r_p), math.ceil(job["request_rate"] / r_d)
+        whole = serve_disaggregated(job["model"], job["hardware"], prefill={"replicas": n_p, "tensor_parallel": tp_p},
+                                    decode={"replicas": n_d, "tensor_parallel": tp_d, "max_num_seqs": seqs},
+                                    request_rate=job["request_rate"], gen_len=job["gen_len"], **common)
+    except OptionError as exc:
+        return fail(str(exc))
+    ttft, tpot = getattr(whole.ttft_s, f"p{pct}"), getattr(whole.tpot_s, f"p{pct}")
+    meets = (ttft_slo is None or ttft <= ttft_slo) and (tpot_slo is None or tpot <= tpot_slo)
+    gpus = n_p * tp_p + n_d * tp_d
+    price = job["usd_per_gpu_hour"]
+    return ServingCandidate(mode="disaggregated", tensor_parallel=tp_p, decode_tensor_parallel=tp_d,
+                            max_num_seqs=seqs, max_rate_per_replica=min(r_p, r_d), ttft_p_s=ttft, tpot_p_s=tpot,
+                            replicas=n_p + n_d if meets else None, gpus=gpus if meets else None,
+                            prefill_replicas=n_p, decode_replicas=n_d,
+                            usd_per_hour=price * gpus if price is not None and meets else None,
+                            reason="" if meets else "the pools sized apart miss the objectives together")
+
+
 def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any = 2048, gen_len: Any = 256,
                  ttft_slo_s: float | None = None, tpot_slo_s: float | None = None, percentile: int = 99,
                  tensor_parallel: list[int] | None = None, max_num_seqs: list[int] | None = None,
                  engine: str | None = None, num_requests: int = 500, seed: int = 0,
                  usd_per_gpu_hour: float | None = None, max_gpus: int = 1024, executor: Executor | None = None,
-                 **options: Any) -> ServingPlan:
+                 disaggregated: bool = False, **options: Any) -> ServingPlan:
     """The replica shape (tensor_parallel, max_num_seqs) and count serving `request_rate` requests/s with the
-    `percentile` TTFT and TPOT within the objectives, at the fewest GPUs (then the lowest cost)."""
+    `percentile` TTFT and TPOT within the objectives, at the fewest GPUs (then the lowest cost).
+    disaggregated=True also sizes prefill and decode pools for every pair of tensor-parallel degrees (at the
+    largest max_num_seqs), so aggregated and disaggregated deployments compete in one plan."""
     spec, hw = load_model(model), load_hardware(hardware)
     if isinstance(request_rate, bool) or not isinstance(request_rate, (int, float)) or not request_rate > 0:
         raise OptionError(f"request_rate={request_rate!r} must be a number of requests per second > 0")
@@ -131,7 +227,12 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
                  prompt_len=prompt_len, gen_len=gen_len, seed=seed, num_requests=num_requests,
                  ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, request_rate=request_rate, usd_per_gpu_hour=price,
                  options=options) for tp in tps for s in seqs]
-    candidates = list(executor.map(_evaluate, jobs)) if executor is not None else [_evaluate(j) for j in jobs]
+    if not isinstance(disaggregated, bool):
+        raise OptionError(f"disaggregated={disaggregated!r} must be True or False")
+    split = [dict(jobs[0], tensor_parallel=tp_p, decode_tensor_parallel=tp_d, max_num_seqs=max(seqs))
+             for tp_p in tps for tp_d in tps] if disaggregated else []
+    run = executor.map if executor is not None else map
+    candidates = list(run(_evaluate, jobs)) + list(run(_evaluate_disaggregated, split))
     feasible = [c for c in candidates if c.gpus is not None and c.gpus <= max_gpus]
     best = min(feasible, key=lambda c: (c.gpus, c.usd_per_hour or 0, -c.max_rate_per_replica), default=None)
     front: list[ServingCandidate] = []  # fewer GPUs against a lower latency percentile
@@ -143,7 +244,9 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     else:
         reason = (f"{best.replicas} replicas of TP={best.tensor_parallel} with max_num_seqs={best.max_num_seqs}: "
                   f"{best.gpus} GPUs, each replica within the p{percentile} objectives up to "
-                  f"{best.max_rate_per_replica:.2f} req/s")
+                  f"{best.max_rate_per_replica:.2f} req/s" if best.mode == "aggregated" else
+                  f"disaggregated {best.shape} with max_num_seqs={best.max_num_seqs}: {best.gpus} GPUs within the "
+                  f"p{percentile} objectives")
     if not candidates:
         raise LlmsimError("no candidates to evaluate")  # pragma: no cover
     return ServingPlan(model=spec.name, hardware=hw.name, request_rate=float(request_rate), percentile=percentile,

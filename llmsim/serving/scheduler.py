@@ -365,6 +365,8 @@ def percentile_summary(values: Any, weights: Any = None) -> dict[str, float]:
     w = np.asarray(weights, dtype=float)
     keep = w > 0
     v, w = v[keep], w[keep]
+    if v.size == 0:  # nothing weighted (e.g. no decode steps: every request one token long)
+        return dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max"), 0.0)
     order = np.argsort(v, kind="stable")
     v, w = v[order], w[order]
     cdf = np.cumsum(w) / w.sum()
