@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import llmsim
 from llmsim.engines.aiconfigurator import import_tables
 from llmsim.errors import HardwareError, LlmsimError, OptionError
 from llmsim.hardware.kernel_table import read_table_file
@@ -156,3 +157,22 @@ def test_an_axis_of_one_measured_size(tmp_path: Path) -> None:
     assert grid.time_s(4) == pytest.approx(1e-3)  # the measured point
     assert grid.time_s(1) == pytest.approx(1e-3)  # below: the floor
     assert grid.time_s(8) == pytest.approx(2e-3)  # above: in proportion, 1 ms * 8 / 4
+
+
+def test_block_fp8_experts_read_their_own_moe_rows() -> None:
+    from llmsim.hardware.measured import measured_for
+
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, balanced routing, fp8_block,
+    # top-8 of 256 experts, hidden 7168, intermediate 2048, moe_tp 8, moe_ep 1, 4 tokens: 0.077504 ms
+    grid = measured_for("h200", "vllm").moe_table("fp8_block", 8, 256, 7168, 2048, 8, 1)
+    assert grid.time_s(4) == pytest.approx(0.077504e-3, rel=1e-4)
+    r = llmsim.simulate("deepseek-v3", "h200", batch_size=4, prompt_len=1024, gen_len=64, tensor_parallel=8)
+    sources = {op.name: op.source for op in r.decode.ops}
+    assert sources["layers.moe.mlp.experts.gate_up_proj"] == "vllm moe"  # DeepSeek's 128x128 block-scaled experts
+
+
+def test_an_engine_without_tables_on_a_device_reads_the_devices_vllm_tables_and_says_so() -> None:
+    r = llmsim.simulate("llama-3.1-8b", "h200", engine="trtllm", batch_size=8, prompt_len=1024, gen_len=64)
+    assert any("vLLM's measured tables of this device stand in" in why for why in r.roofline_reasons)
+    assert {op.source for op in r.decode.ops if op.kind == "matmul"} == {"vllm gemm"}
+    assert "tables      no trtllm kernel tables ship for h200" in str(r)

@@ -131,8 +131,9 @@ class SimulationResult(BaseModel):
             lines.append(f"  engine      {self.engine}")
         for family, source in self.measured_tables.items():
             lines.append(f"  measured    {family}: {source}")
-        for reason in self.roofline_reasons:
-            lines.append(f"  roofline    {reason}")
+        for reason in self.roofline_reasons:  # a stand-in table set is a note on the tables, not a fallback
+            label = "tables" if "stand in" in reason else "roofline"
+            lines.append(f"  {label:<11} {reason}")
         return "\n".join(lines)
 
 

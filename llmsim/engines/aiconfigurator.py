@@ -236,7 +236,7 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
             "tokens": r["num_tokens"], "latency_ms": r["latency"]} for r in picked]
     if not full:
         out = [r for r in out if r["tokens"] in COMPACT_TOKENS and r["tp"] in COMPACT_PARALLEL
-               and r["ep"] in COMPACT_PARALLEL and r["dtype"] in ("bf16", "fp8")]
+               and r["ep"] in COMPACT_PARALLEL and r["dtype"] in ("bf16", "fp8", "fp8_block")]
     keys, axes = FAMILY_COLUMNS["moe"]
     return (_full_grids(out, keys, axes), path,
             {"kernel_sources": _sources(picked), "routing": "balanced (uniform token-to-expert distribution)"})

@@ -79,6 +79,11 @@ class MeasuredTiming:
         if family == "moe":
             _, dtype, topk, experts, hidden, inter, tp, ep, share = key
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
+            if grid is None and dtype == "fp8_block":  # the per-tensor fp8 kernel's rows stand in
+                grid = k.moe_table("fp8", topk, experts, hidden, inter, tp, ep)
+                if grid is not None:
+                    return (lambda x, y, z: grid.time_s(x) * share), (
+                        self.label("moe") + "; fp8 per-tensor rows (no fp8_block rows for this shape)"), None
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None

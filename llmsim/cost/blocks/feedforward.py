@@ -78,8 +78,11 @@ class FeedForwardBlocks:
         matrices = 3 if expert.gated else 2
         experts_gemm = self.role_terms("experts", h, I)["gemm"]  # the experts' format's kernel family
         # weight-only formats of a quantized checkpoint name their table too, so a result says why it is missing
-        quantized = self.weight_format("experts") is not None
+        fmt = self.weight_format("experts")
+        quantized = fmt is not None
         moe_dtype = experts_gemm if experts_gemm in ("bf16", "fp8") or (quantized and experts_gemm) else None
+        if moe_dtype == "fp8" and fmt is not None and fmt.granularity == "block":
+            moe_dtype = "fp8_block"  # block-scaled fp8 experts (DeepSeek-V3, Qwen3-FP8) run their own kernels
 
         def moe_key(share: int) -> dict[str, Any]:
             if moe_dtype is None:
