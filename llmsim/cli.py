@@ -179,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-microbatches", type=_positive_int)
     p.add_argument("--data-parallel", type=_positive_int, default=1)
     p.add_argument("--ops", action="store_true", help="also print the per-op table")
+    p.add_argument("--per-layer", action="store_true",
+                   help="also print one layer per layer group, per op: prefill and one decode step")
+    p.add_argument("--step", type=_positive_int,
+                   help="the decode step of --per-layer: 1 .. gen-len - 1, kv_len = prompt-len + step - 1 "
+                   "(default: the middle step)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
 
     p = sub.add_parser("serve", help="an engine under load: continuous batching, request rate or concurrency, "
@@ -435,6 +440,12 @@ def _run(args: argparse.Namespace) -> int:
             if args.ops:
                 print()
                 print(result.ops_table())
+            if args.per_layer:
+                print()
+                print(result.layer_table("prefill"))
+                if result.gen_len > 1:
+                    print()
+                    print(result.layer_table("decode", args.step))
         return 0
     if args.command == "serve" and (args.prefill_pool or args.decode_pool):
         from .serving.disaggregated import serve_disaggregated

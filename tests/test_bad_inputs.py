@@ -420,3 +420,25 @@ def test_fuzzed_values_give_a_one_line_error_or_a_finite_answer(case: tuple[str,
     assert _finite(dumped), (name, field, value, dumped)
     if name in ("max_batch_size", "max_context"):
         assert result is None or (type(result) is int and result >= 1)
+
+
+def _layers(gen_len: int = 4, **kwargs: Any) -> Callable[[], Any]:
+    return lambda: llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=16, gen_len=gen_len).layer_table(**kwargs)
+
+
+# the what-if entry points: layer_table, whatif, op_cost
+WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
+    ("layers-bad-phase", _layers(phase="gen"), OptionError, "phase='gen' is not allowed; choose one of decode"),
+    ("layers-step-zero", _layers(step=0), OptionError, r"step=0 must be an integer in 1..3"),
+    ("layers-step-past-end", _layers(step=4), OptionError, r"step=4 must be an integer in 1..3"),
+    ("layers-step-float", _layers(step=1.5), OptionError, r"step=1.5 must be an integer"),
+    ("layers-no-decode", _layers(gen_len=1), OptionError, "gen_len=1 has no decode step"),
+    ("layers-prefill-step", _layers(phase="prefill", step=3), OptionError, "step=3: prefill is one step"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [c[1:] for c in WHATIF_CASES], ids=[c[0] for c in WHATIF_CASES])
+def test_whatif_bad_input_is_refused_by_name(call: Callable[[], Any], error: type[LlmsimError], match: str) -> None:
+    with pytest.raises(error, match=match) as info:
+        call()
+    assert "\n" not in str(info.value)

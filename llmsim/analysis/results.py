@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from ..cost.workload import CostOptions
 from ..timing.roofline import ExecutionOptions
@@ -83,6 +85,17 @@ class SimulationResult(BaseModel):
     measured_tables: dict[str, str] = {}
     # ops timed on the roofline although the engine has tables: why, one line per reason
     roofline_reasons: list[str] = []
+    # (ModelSpec, HardwareSpec, CostOptions, ExecutionOptions) it was computed from, set by simulate()
+    _inputs: Any = PrivateAttr(default=None)
+
+    def layer_table(self, phase: str = "decode", step: int | None = None) -> Any:
+        """One layer per layer group, one step, LLM-Viewer style: each op's FLOPs, bytes, arithmetic
+        intensity, time and bound, and the layer's total (a LayerTable: print it, or .to_pandas()).
+        phase: "prefill" or "decode"; step: decode step i in 1 .. gen_len - 1, attending to
+        kv_len = prompt_len + i - 1 cached tokens (default: the middle step)."""
+        from .layers import layer_table
+
+        return layer_table(self, phase, step)
 
     def ops_table(self, phase: str | None = None, top: int | None = None) -> str:
         """A text table per op: count, FLOPs, bytes, arithmetic intensity, time, bound, share."""
