@@ -18,6 +18,8 @@ _LAZY = {
     "find_crossover": ".analysis.regime",
     "first_limit": ".analysis.regime",
     "sweep": ".analysis.regime",
+    "whatif": ".analysis.whatif",
+    "WhatIfResult": ".analysis.whatif",
     "SimulationResult": ".analysis.simulate",
     "fusion_savings": ".analysis.simulate",
     "max_batch_size": ".analysis.simulate",
@@ -62,6 +64,7 @@ __all__ = [
     "ServingPlan",
     "ServingResult",
     "SimulationResult",
+    "WhatIfResult",
     "__version__",
     "build_ops",
     "find_crossover",
@@ -79,6 +82,7 @@ __all__ = [
     "serve_disaggregated",
     "simulate",
     "sweep",
+    "whatif",
 ]
 
 
@@ -99,6 +103,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from .analysis.plan import Plan, plan
     from .analysis.regime import find_crossover, first_limit, sweep
     from .analysis.simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
+    from .analysis.whatif import WhatIfResult, whatif
     from .cost.graph import build_ops
     from .cost.op import Op
     from .cost.parameters import num_parameters

@@ -342,6 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png)")
     _add_cost_options(p)
 
+    from .cli_whatif import add_parsers
+
+    add_parsers(sub, _add_model_options, _positive_int)
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
     sub.add_parser("engines", help="the engines, what they run and the devices with measured tables for them")
@@ -429,6 +432,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "profile":
         return _profile(args)
     options = _options(args)
+    from .cli_whatif import run
+
+    code = run(args, options)
+    if code is not None:
+        return code
     if args.command == "simulate":
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
                           gen_len=args.gen_len, pipeline_parallel=args.pipeline_parallel,

@@ -426,6 +426,11 @@ def _layers(gen_len: int = 4, **kwargs: Any) -> Callable[[], Any]:
     return lambda: llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=16, gen_len=gen_len).layer_table(**kwargs)
 
 
+def _whatif(**kwargs: Any) -> Callable[[], Any]:
+    args = {"vary": {"fusion": ["none", "full"]}, "batch_size": 1, "prompt_len": 16, "gen_len": 2, **kwargs}
+    return lambda: llmsim.whatif(MODEL, GPU, **args)
+
+
 # the what-if entry points: layer_table, whatif, op_cost
 WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("layers-bad-phase", _layers(phase="gen"), OptionError, "phase='gen' is not allowed; choose one of decode"),
@@ -434,6 +439,18 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("layers-step-float", _layers(step=1.5), OptionError, r"step=1.5 must be an integer"),
     ("layers-no-decode", _layers(gen_len=1), OptionError, "gen_len=1 has no decode step"),
     ("layers-prefill-step", _layers(phase="prefill", step=3), OptionError, "step=3: prefill is one step"),
+    ("whatif-vary-not-dict", _whatif(vary=["fusion"]), OptionError, r"vary=\['fusion'\] must be a non-empty dict"),
+    ("whatif-vary-empty", _whatif(vary={}), OptionError, "vary={} must be a non-empty dict"),
+    ("whatif-unknown-option", _whatif(vary={"fusio": ["none"]}), OptionError,
+     "vary='fusio' is not allowed; choose one of .*did you mean 'fusion'"),
+    ("whatif-values-string", _whatif(vary={"fusion": "none"}), OptionError,
+     r"vary\['fusion'\]='none' must be a list of values"),
+    ("whatif-values-empty", _whatif(vary={"fusion": []}), OptionError, r"vary\['fusion'\] is empty"),
+    ("whatif-values-repeat", _whatif(vary={"fusion": ["none", "none"]}), OptionError, "repeats a value"),
+    ("whatif-fixed-and-varied", _whatif(fusion="full"), OptionError, "fusion='full' is both fixed and varied"),
+    ("whatif-bad-value", _whatif(vary={"fusion": ["none", "fused"]}), OptionError,
+     "fusion='fused' is not allowed; choose one of"),
+    ("whatif-bad-batch", _whatif(batch_size=0), OptionError, "batch_size=0 must be an integer in 1"),
 ]
 
 

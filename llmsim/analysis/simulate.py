@@ -361,7 +361,10 @@ class FusionSavings(BaseModel):
 
 def fusion_savings(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 512, gen_len: int = 128,
                    **options: Any) -> dict[str, FusionSavings]:
-    """Bytes and time that fusion="elementwise" and fusion="full" save against fusion="none"."""
+    """Bytes and time that fusion="elementwise" and fusion="full" save against fusion="none", per phase.
+
+    The special case of llmsim.whatif(..., vary={"fusion": ["none", "elementwise", "full"]}), which
+    compares any options side by side (kernels, overheads, engines, dtypes) in one table."""
     if "fusion" in options:
         from ..errors import OptionError
 
