@@ -19,6 +19,8 @@ _LAZY = {
     "first_limit": ".analysis.regime",
     "sweep": ".analysis.regime",
     "whatif": ".analysis.whatif",
+    "op_cost": ".analysis.one_op",
+    "OpCost": ".analysis.one_op",
     "WhatIfResult": ".analysis.whatif",
     "SimulationResult": ".analysis.simulate",
     "fusion_savings": ".analysis.simulate",
@@ -57,6 +59,7 @@ __all__ = [
     "LlmsimError",
     "ModelSpec",
     "Op",
+    "OpCost",
     "OptionError",
     "Plan",
     "Pool",
@@ -75,6 +78,7 @@ __all__ = [
     "max_batch_size",
     "max_context",
     "num_parameters",
+    "op_cost",
     "plan",
     "plan_serving",
     "read_profile",
@@ -100,6 +104,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    from .analysis.one_op import OpCost, op_cost
     from .analysis.plan import Plan, plan
     from .analysis.regime import find_crossover, first_limit, sweep
     from .analysis.simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate

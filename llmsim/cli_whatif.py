@@ -37,6 +37,35 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("--expert-parallel", type=positive_int)
     p.add_argument("--json", action="store_true")
 
+    from .analysis.one_op import OP_KINDS
+    from .engines.catalog import ENGINE_NAMES
+
+    p = sub.add_parser("op", help="one op alone on a device: intensity, ridge point, bound, time, share of peak, "
+                       "what fusing it saves")
+    p.add_argument("kind", choices=OP_KINDS)
+    p.add_argument("--hardware", "--hw", required=True, help="a shipped device or a hardware .toml file")
+    p.add_argument("--dtype", default="bfloat16", help="e.g. fp16, bf16, fp8, float32 (default: bfloat16)")
+    p.add_argument("--shape", help="elementwise and norm: the tensor's shape, e.g. 32,2048,4096")
+    p.add_argument("--flops-per-element", type=_at_least(0), default=1, help="elementwise: vector FLOPs per element")
+    p.add_argument("--inputs", type=_at_least(0), default=1, help="elementwise: tensors read (default 1)")
+    p.add_argument("--outputs", type=positive_int, default=1, help="elementwise: tensors written (default 1)")
+    p.add_argument("--norm", choices=("rmsnorm", "layernorm"), default="rmsnorm")
+    p.add_argument("--m", type=positive_int, help="matmul: rows of the input (tokens)")
+    p.add_argument("--n", type=positive_int, help="matmul: output columns")
+    p.add_argument("--k", type=positive_int, help="matmul: inner dimension")
+    p.add_argument("--engine", choices=ENGINE_NAMES, help="whose kernels and measured tables (default: vllm on a "
+                   "GPU, transformers on a CPU)")
+    for name, choices in (("efficiency", ("achievable", "peak")), ("overhead", ("graph", "eager", "none")),
+                          ("overlap", ("max", "sum"))):
+        p.add_argument(f"--{name}", choices=choices, help="default: the engine's")
+    p.add_argument("--json", action="store_true")
+
+
+def _at_least(minimum: int) -> Any:
+    from .cli import _int_at_least
+
+    return _int_at_least(minimum)
+
 
 def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
     """Run a what-if subcommand; None for any other command."""
@@ -54,6 +83,21 @@ def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
             options.pop("tables", None)
         result = whatif(args.model, args.hardware, vary, batch_size=args.batch_size, prompt_len=args.prompt_len,
                         gen_len=args.gen_len, product=args.product, **options)
+        print(result.model_dump_json(indent=2) if args.json else result)
+        return 0
+    if args.command == "op":
+        from .analysis.one_op import op_cost
+
+        if args.kind == "matmul" and args.shape:
+            raise OptionError("--shape: a matmul takes --m, --n and --k")
+        if args.kind != "matmul" and (args.m or args.n or args.k):
+            raise OptionError(f"--m/--n/--k: only a matmul takes them; {args.kind} takes --shape")
+        if args.kind != "matmul" and not args.shape:
+            raise OptionError(f"--shape is missing: {args.kind} needs the tensor's shape, e.g. --shape 32,2048,4096")
+        result = op_cost(args.kind, args.hardware, args.dtype, shape=args.shape,
+                         flops_per_element=args.flops_per_element, inputs=args.inputs, outputs=args.outputs,
+                         norm=args.norm, m=args.m, n=args.n, k=args.k, engine=args.engine,
+                         efficiency=args.efficiency, overhead=args.overhead, overlap=args.overlap)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     return None

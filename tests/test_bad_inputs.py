@@ -431,6 +431,10 @@ def _whatif(**kwargs: Any) -> Callable[[], Any]:
     return lambda: llmsim.whatif(MODEL, GPU, **args)
 
 
+def _op(kind: str, **kwargs: Any) -> Callable[[], Any]:
+    return lambda: llmsim.op_cost(kind, GPU, **kwargs)
+
+
 # the what-if entry points: layer_table, whatif, op_cost
 WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("layers-bad-phase", _layers(phase="gen"), OptionError, "phase='gen' is not allowed; choose one of decode"),
@@ -451,6 +455,21 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("whatif-bad-value", _whatif(vary={"fusion": ["none", "fused"]}), OptionError,
      "fusion='fused' is not allowed; choose one of"),
     ("whatif-bad-batch", _whatif(batch_size=0), OptionError, "batch_size=0 must be an integer in 1"),
+    ("op-bad-kind", _op("conv"), OptionError, "kind='conv' is not allowed; choose one of elementwise, matmul, norm"),
+    ("op-no-shape", _op("elementwise"), OptionError, "shape=None must be a non-empty list of integers"),
+    ("op-empty-shape", _op("norm", shape=[]), OptionError, r"shape=\[\] must be a non-empty list"),
+    ("op-zero-dim", _op("elementwise", shape=[4, 0]), OptionError, "shape=0 must be an integer in 1"),
+    ("op-text-shape", _op("elementwise", shape="4,x"), OptionError, "shape='4,x' must be integers separated"),
+    ("op-negative-flops", _op("elementwise", shape=[4], flops_per_element=-1), OptionError,
+     "flops_per_element=-1 must be an integer in 0"),
+    ("op-no-outputs", _op("elementwise", shape=[4], outputs=0), OptionError, "outputs=0 must be an integer in 1"),
+    ("op-bad-norm", _op("norm", shape=[4], norm="batchnorm"), OptionError, "norm='batchnorm' is not allowed"),
+    ("op-missing-k", _op("matmul", m=4, n=4), OptionError, "k is missing: give an integer >= 1"),
+    ("op-float-m", _op("matmul", m=4.5, n=4, k=4), OptionError, "m=4.5 must be an integer"),
+    ("op-bad-dtype", _op("matmul", dtype="float12", m=4, n=4, k=4), OptionError, "dtype='float12' is not allowed"),
+    ("op-int4-on-hopper", _op("matmul", dtype="int4", m=4, n=4, k=4), OptionError, "int4"),
+    ("op-bad-engine", _op("matmul", engine="vllmm", m=4, n=4, k=4), OptionError, "engine='vllmm' is not allowed"),
+    ("op-unknown-option", _op("matmul", fusion="full", m=4, n=4, k=4), OptionError, "option='fusion' is not allowed"),
 ]
 
 
