@@ -97,6 +97,16 @@ class SimulationResult(BaseModel):
 
         return layer_table(self, phase, step)
 
+    def ops_to_pandas(self, phase: str | None = None) -> Any:
+        """One row per op of each phase (or of `phase`): phase, then the OpResult fields (totals over the phase)."""
+        from ..errors import check_choice
+        from ..report.frames import data_frame
+
+        if phase is not None:
+            check_choice("phase", phase, ("prefill", "decode"))
+        return data_frame([{"phase": p.phase, **op.model_dump()} for p in (self.prefill, self.decode)
+                           if phase in (None, p.phase) for op in p.ops])
+
     def ops_table(self, phase: str | None = None, top: int | None = None) -> str:
         """A text table per op: count, FLOPs, bytes, arithmetic intensity, time, bound, share."""
         lines = []
