@@ -53,6 +53,12 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("--m", type=positive_int, help="matmul: rows of the input (tokens)")
     p.add_argument("--n", type=positive_int, help="matmul: output columns")
     p.add_argument("--k", type=positive_int, help="matmul: inner dimension")
+    p.add_argument("--batch", type=positive_int, default=1, help="attention: sequences (default 1)")
+    p.add_argument("--heads", type=positive_int, help="attention: query heads")
+    p.add_argument("--kv-heads", type=positive_int, help="attention: K/V heads (default: --heads)")
+    p.add_argument("--head-dim", type=positive_int, default=128, help="attention: head size (default 128)")
+    p.add_argument("--q-len", type=positive_int, help="attention: new tokens per sequence (1: a decode step)")
+    p.add_argument("--kv-len", type=_at_least(0), default=0, help="attention: cached tokens before them")
     p.add_argument("--engine", choices=ENGINE_NAMES, help="whose kernels and measured tables (default: vllm on a "
                    "GPU, transformers on a CPU)")
     for name, choices in (("efficiency", ("achievable", "peak")), ("overhead", ("graph", "eager", "none")),
@@ -92,11 +98,15 @@ def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
             raise OptionError("--shape: a matmul takes --m, --n and --k")
         if args.kind != "matmul" and (args.m or args.n or args.k):
             raise OptionError(f"--m/--n/--k: only a matmul takes them; {args.kind} takes --shape")
-        if args.kind != "matmul" and not args.shape:
+        if args.kind == "attention" and args.shape:
+            raise OptionError("--shape: attention takes --batch, --heads, --kv-heads, --head-dim, --q-len, --kv-len")
+        if args.kind in ("elementwise", "norm") and not args.shape:
             raise OptionError(f"--shape is missing: {args.kind} needs the tensor's shape, e.g. --shape 32,2048,4096")
         result = op_cost(args.kind, args.hardware, args.dtype, shape=args.shape,
                          flops_per_element=args.flops_per_element, inputs=args.inputs, outputs=args.outputs,
-                         norm=args.norm, m=args.m, n=args.n, k=args.k, engine=args.engine,
+                         norm=args.norm, m=args.m, n=args.n, k=args.k, batch=args.batch, heads=args.heads,
+                         kv_heads=args.kv_heads, head_dim=args.head_dim, q_len=args.q_len, kv_len=args.kv_len,
+                         engine=args.engine,
                          efficiency=args.efficiency, overhead=args.overhead, overlap=args.overlap)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0

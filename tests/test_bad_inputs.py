@@ -455,7 +455,8 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("whatif-bad-value", _whatif(vary={"fusion": ["none", "fused"]}), OptionError,
      "fusion='fused' is not allowed; choose one of"),
     ("whatif-bad-batch", _whatif(batch_size=0), OptionError, "batch_size=0 must be an integer in 1"),
-    ("op-bad-kind", _op("conv"), OptionError, "kind='conv' is not allowed; choose one of elementwise, matmul, norm"),
+    ("op-bad-kind", _op("conv"), OptionError,
+     "kind='conv' is not allowed; choose one of attention, elementwise, matmul, norm"),
     ("op-no-shape", _op("elementwise"), OptionError, "shape=None must be a non-empty list of integers"),
     ("op-empty-shape", _op("norm", shape=[]), OptionError, r"shape=\[\] must be a non-empty list"),
     ("op-zero-dim", _op("elementwise", shape=[4, 0]), OptionError, "shape=0 must be an integer in 1"),
@@ -469,6 +470,11 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("op-bad-dtype", _op("matmul", dtype="float12", m=4, n=4, k=4), OptionError, "dtype='float12' is not allowed"),
     ("op-int4-on-hopper", _op("matmul", dtype="int4", m=4, n=4, k=4), OptionError, "int4"),
     ("op-bad-engine", _op("matmul", engine="vllmm", m=4, n=4, k=4), OptionError, "engine='vllmm' is not allowed"),
+    ("op-attention-no-heads", _op("attention", q_len=1), OptionError, "heads is missing"),
+    ("op-attention-kv-heads", _op("attention", heads=32, kv_heads=5, q_len=1), OptionError,
+     "kv_heads=5 must divide heads=32"),
+    ("op-attention-negative-kv", _op("attention", heads=32, q_len=1, kv_len=-1), OptionError,
+     "kv_len=-1 must be an integer in 0"),
     ("op-unknown-option", _op("matmul", fusion="full", m=4, n=4, k=4), OptionError, "option='fusion' is not allowed"),
 ]
 

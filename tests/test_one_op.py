@@ -55,3 +55,20 @@ def test_cli_op(capsys: pytest.CaptureFixture[str]) -> None:
     assert "timed by vllm gemm" in capsys.readouterr().out
     assert main(["op", "matmul", "--m", "8", "--hardware", GPU]) == 2
     assert "n is missing" in capsys.readouterr().err
+
+
+def test_attention_by_hand_and_as_in_a_simulation() -> None:
+    # decode: 8 sequences, 32 query heads and 8 KV heads of 128, 4096 cached tokens: 4097 keys per query
+    #   matmul FLOPs 2*8*32*4097*(128 + 128) = 537,001,984; softmax 5*8*32*4097 = 5,244,160
+    #   bytes: Q 8*32*128*2 = 65,536 read, K and V 8*8*4097*256*2 = 134,250,496 read, out 65,536 written
+    c = llmsim.op_cost("attention", GPU, "bf16", batch=8, heads=32, kv_heads=8, head_dim=128, q_len=1, kv_len=4096)
+    assert (c.flops, c.bytes) == (537_001_984 + 5_244_160, 65_536 + 134_250_496 + 65_536)
+    assert c.source == "vllm decode_attention" and c.bound == "memory"
+    assert c.fused_bytes_saved == 4 * 8 * 32 * 4097 * 2  # the math kernels' scores: written, read, written, read
+    # llama-3.2-1b (32 heads, 8 KV heads of 64): its flash op at prefill 512 and at decode step 1 after 512
+    r = llmsim.simulate("llama-3.2-1b", GPU, batch_size=2, prompt_len=512, gen_len=2)
+    shape = {"batch": 2, "heads": 32, "kv_heads": 8, "head_dim": 64}
+    for phase, at in ((r.prefill, {"q_len": 512}), (r.decode, {"q_len": 1, "kv_len": 512})):
+        flash = next(op for op in phase.ops if op.name == "layers.attn.flash")
+        one = llmsim.op_cost("attention", GPU, "bf16", **shape, **at)
+        assert one.time_s == pytest.approx(flash.time_s / 16, rel=1e-12) and one.bytes == flash.bytes / 16
