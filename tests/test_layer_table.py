@@ -61,3 +61,12 @@ def test_layer_table_in_pandas_and_on_the_cli(capsys: pytest.CaptureFixture[str]
                  "--per-layer", "--step", "3"]) == 0
     out = capsys.readouterr().out
     assert "decode step 3 (kv_len 66)" in out and "one layer (x16)" in out and "layer total" in out
+
+
+def test_pipeline_stages_and_a_result_read_back_from_json() -> None:
+    r = llmsim.simulate("llama-3.2-1b", GPU, batch_size=8, prompt_len=512, gen_len=2, pipeline_parallel=2)
+    t = r.layer_table("decode", 1)  # one GPU's stage: the hand-over between stages is one of the other ops
+    assert t.step_time_s == r.decode.time_s and "pipeline.p2p" in [op.name for op in t.other_ops]
+    assert _step_sum(t) == pytest.approx(t.step_time_s, rel=1e-12)
+    back = llmsim.SimulationResult.model_validate_json(r.model_dump_json())
+    assert back == r and back.layer_table("decode", 1) == t  # the inputs are kept beside the result, not in it

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict
 
 from ..cost.workload import CostOptions
 from ..timing.roofline import ExecutionOptions
@@ -85,9 +85,6 @@ class SimulationResult(BaseModel):
     measured_tables: dict[str, str] = {}
     # ops timed on the roofline although the engine has tables: why, one line per reason
     roofline_reasons: list[str] = []
-    # (ModelSpec, HardwareSpec, CostOptions, ExecutionOptions) it was computed from, set by simulate()
-    _inputs: Any = PrivateAttr(default=None)
-
     def layer_table(self, phase: str = "decode", step: int | None = None) -> Any:
         """One layer per layer group, one step, LLM-Viewer style: each op's FLOPs, bytes, arithmetic
         intensity, time and bound, and the layer's total (a LayerTable: print it, or .to_pandas()).
@@ -157,6 +154,22 @@ class SimulationResult(BaseModel):
         for reason in self.roofline_reasons:
             lines.append(f"  roofline    {reason}")
         return "\n".join(lines)
+
+
+# id(result) -> the (ModelSpec, HardwareSpec, CostOptions, ExecutionOptions) simulate() computed it from, while
+# the result lives: kept beside it, not in it, so that results compare and serialise by their fields alone
+_INPUTS: dict[int, tuple[Any, ...]] = {}
+
+
+def remember_inputs(result: SimulationResult, inputs: tuple[Any, ...]) -> None:
+    import weakref
+
+    _INPUTS[id(result)] = inputs
+    weakref.finalize(result, _INPUTS.pop, id(result), None)
+
+
+def inputs_of(result: SimulationResult) -> tuple[Any, ...] | None:
+    return _INPUTS.get(id(result))
 
 
 def _fmt_s(seconds: float) -> str:

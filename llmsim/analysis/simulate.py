@@ -136,8 +136,10 @@ def pipeline_of(totals: PhaseTotals, model: ModelSpec, roofline: Roofline, cost:
 
 def evaluate_inputs(result: SimulationResult) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:
     """The model, device and options a SimulationResult was computed from (kept with it by simulate())."""
-    inputs = result._inputs
-    if inputs is None:  # a result rebuilt from JSON: resolve its names again
+    from .results import inputs_of
+
+    inputs = inputs_of(result)
+    if inputs is None:  # a result rebuilt from JSON or copied: resolve its names again
         spec, hw, _, _ = resolve(result.model, result.hardware, engine=result.engine)
         return spec, hw, result.options, result.execution
     return inputs
@@ -208,7 +210,9 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
         engine=execution.engine,
         **_provenance(roofline, (prefill, decode)),
     )
-    result._inputs = (spec, hw, cost, execution)  # for layer_table: the step it shows is computed again
+    from .results import remember_inputs
+
+    remember_inputs(result, (spec, hw, cost, execution))  # for layer_table, which computes one step again
     return result
 
 
