@@ -20,7 +20,7 @@ _LAZY = {
     "sweep": ".analysis.regime",
     "whatif": ".analysis.whatif",
     "op_cost": ".analysis.one_op",
-    "OpCost": ".analysis.one_op",
+    "OneOpCost": ".analysis.one_op",
     "WhatIfResult": ".analysis.whatif",
     "SimulationResult": ".analysis.simulate",
     "fusion_savings": ".analysis.simulate",
@@ -58,8 +58,8 @@ __all__ = [
     "Kernel",
     "LlmsimError",
     "ModelSpec",
+    "OneOpCost",
     "Op",
-    "OpCost",
     "OptionError",
     "Plan",
     "Pool",
@@ -104,7 +104,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
-    from .analysis.one_op import OpCost, op_cost
+    from .analysis.one_op import OneOpCost, op_cost
     from .analysis.plan import Plan, plan
     from .analysis.regime import find_crossover, first_limit, sweep
     from .analysis.simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate

@@ -26,7 +26,7 @@ from ..errors import OptionError, check_choice
 OP_KINDS = ("elementwise", "matmul", "norm", "attention")
 
 
-class OpCost(BaseModel):
+class OneOpCost(BaseModel):
     """One op on one device: what it does, where it sits on the roofline, and what fusing it would save."""
 
     model_config = ConfigDict(frozen=True)
@@ -79,7 +79,7 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
             inputs: int = 1, outputs: int = 1, norm: str = "rmsnorm", m: int | None = None, n: int | None = None,
             k: int | None = None, batch: int = 1, heads: int | None = None, kv_heads: int | None = None,
             head_dim: int = 128, q_len: int | None = None, kv_len: int = 0, engine: str | None = None,
-            **execution: Any) -> OpCost:
+            **execution: Any) -> OneOpCost:
     """The cost of one op on `hardware`.
 
     kind="elementwise": `inputs` tensors of `shape` in, `outputs` out, flops_per_element vector FLOPs each.
@@ -140,7 +140,7 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
     terms = {"compute": part["compute_s"], "memory": part["memory_s"], "overhead": part["overhead_s"]}
     if kind != "attention":
         saved = 2 * out_elements * dtype_bytes(dtype)
-    return OpCost(
+    return OneOpCost(
         kind=kind, shape=words, dtype=dtype, hardware=hw.name, engine=engine_name, flops=flops_total, bytes=moved,
         arithmetic_intensity=flops_total / moved if moved else 0.0, peak_flops_per_s=peak,
         peak_bandwidth_bytes_per_s=bandwidth, ridge_point=peak / bandwidth,
