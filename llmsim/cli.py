@@ -438,6 +438,8 @@ def _run(args: argparse.Namespace) -> int:
     if code is not None:
         return code
     if args.command == "simulate":
+        if args.step is not None and not args.per_layer:
+            raise LlmsimError("--step: it picks the decode step of --per-layer; give --per-layer too")
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
                           gen_len=args.gen_len, pipeline_parallel=args.pipeline_parallel,
                           num_microbatches=args.num_microbatches, data_parallel=args.data_parallel, **options)

@@ -61,6 +61,10 @@ def test_layer_table_in_pandas_and_on_the_cli(capsys: pytest.CaptureFixture[str]
                  "--per-layer", "--step", "3"]) == 0
     out = capsys.readouterr().out
     assert "decode step 3 (kv_len 66)" in out and "one layer (x16)" in out and "layer total" in out
+    assert main(["simulate", "llama-3.2-1b", "--hardware", GPU, "--gen-len", "4", "--step", "3"]) == 2
+    assert "--step: it picks the decode step of --per-layer" in capsys.readouterr().err
+    assert main(["simulate", "llama-3.2-1b", "--hardware", GPU, "--gen-len", "4", "--per-layer", "--step", "4"]) == 2
+    assert "step=4 must be an integer in 1..3" in capsys.readouterr().err
 
 
 def test_pipeline_stages_and_a_result_read_back_from_json() -> None:
