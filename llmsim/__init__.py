@@ -18,6 +18,10 @@ _LAZY = {
     "find_crossover": ".analysis.regime",
     "first_limit": ".analysis.regime",
     "sweep": ".analysis.regime",
+    "whatif": ".analysis.whatif",
+    "op_cost": ".analysis.one_op",
+    "OneOpCost": ".analysis.one_op",
+    "WhatIfResult": ".analysis.whatif",
     "SimulationResult": ".analysis.simulate",
     "fusion_savings": ".analysis.simulate",
     "max_batch_size": ".analysis.simulate",
@@ -54,6 +58,7 @@ __all__ = [
     "Kernel",
     "LlmsimError",
     "ModelSpec",
+    "OneOpCost",
     "Op",
     "OptionError",
     "Plan",
@@ -62,6 +67,7 @@ __all__ = [
     "ServingPlan",
     "ServingResult",
     "SimulationResult",
+    "WhatIfResult",
     "__version__",
     "build_ops",
     "find_crossover",
@@ -72,6 +78,7 @@ __all__ = [
     "max_batch_size",
     "max_context",
     "num_parameters",
+    "op_cost",
     "plan",
     "plan_serving",
     "read_profile",
@@ -79,6 +86,7 @@ __all__ = [
     "serve_disaggregated",
     "simulate",
     "sweep",
+    "whatif",
 ]
 
 
@@ -96,9 +104,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    from .analysis.one_op import OneOpCost, op_cost
     from .analysis.plan import Plan, plan
     from .analysis.regime import find_crossover, first_limit, sweep
     from .analysis.simulate import SimulationResult, fusion_savings, max_batch_size, max_context, simulate
+    from .analysis.whatif import WhatIfResult, whatif
     from .cost.graph import build_ops
     from .cost.op import Op
     from .cost.parameters import num_parameters

@@ -179,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-microbatches", type=_positive_int)
     p.add_argument("--data-parallel", type=_positive_int, default=1)
     p.add_argument("--ops", action="store_true", help="also print the per-op table")
+    p.add_argument("--per-layer", action="store_true",
+                   help="also print one layer per layer group, per op: prefill and one decode step")
+    p.add_argument("--step", type=_positive_int,
+                   help="the decode step of --per-layer: 1 .. gen-len - 1, kv_len = prompt-len + step - 1 "
+                   "(default: the middle step)")
     p.add_argument("--json", action="store_true", help="print the full result as JSON")
 
     p = sub.add_parser("serve", help="an engine under load: continuous batching, request rate or concurrency, "
@@ -338,6 +343,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png)")
     _add_cost_options(p)
 
+    from .cli_whatif import add_parsers
+
+    add_parsers(sub, _add_model_options, _positive_int)
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
     sub.add_parser("engines", help="the engines, what they run and the devices with measured tables for them")
@@ -425,7 +433,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "profile":
         return _profile(args)
     options = _options(args)
+    from .cli_whatif import run
+
+    code = run(args, options)
+    if code is not None:
+        return code
     if args.command == "simulate":
+        if args.step is not None and not args.per_layer:
+            raise LlmsimError("--step: it picks the decode step of --per-layer; give --per-layer too")
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
                           gen_len=args.gen_len, pipeline_parallel=args.pipeline_parallel,
                           num_microbatches=args.num_microbatches, data_parallel=args.data_parallel, **options)
@@ -436,6 +451,12 @@ def _run(args: argparse.Namespace) -> int:
             if args.ops:
                 print()
                 print(result.ops_table())
+            if args.per_layer:
+                print()
+                print(result.layer_table("prefill"))
+                if result.gen_len > 1:
+                    print()
+                    print(result.layer_table("decode", args.step))
         return 0
     if args.command == "serve" and (args.prefill_pool or args.decode_pool):
         from .serving.disaggregated import serve_disaggregated

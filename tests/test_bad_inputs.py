@@ -420,3 +420,67 @@ def test_fuzzed_values_give_a_one_line_error_or_a_finite_answer(case: tuple[str,
     assert _finite(dumped), (name, field, value, dumped)
     if name in ("max_batch_size", "max_context"):
         assert result is None or (type(result) is int and result >= 1)
+
+
+def _layers(gen_len: int = 4, **kwargs: Any) -> Callable[[], Any]:
+    return lambda: llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=16, gen_len=gen_len).layer_table(**kwargs)
+
+
+def _whatif(**kwargs: Any) -> Callable[[], Any]:
+    args = {"vary": {"fusion": ["none", "full"]}, "batch_size": 1, "prompt_len": 16, "gen_len": 2, **kwargs}
+    return lambda: llmsim.whatif(MODEL, GPU, **args)
+
+
+def _op(kind: str, **kwargs: Any) -> Callable[[], Any]:
+    return lambda: llmsim.op_cost(kind, GPU, **kwargs)
+
+
+# the what-if entry points: layer_table, whatif, op_cost
+WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
+    ("layers-bad-phase", _layers(phase="gen"), OptionError, "phase='gen' is not allowed; choose one of decode"),
+    ("layers-step-zero", _layers(step=0), OptionError, r"step=0 must be an integer in 1..3"),
+    ("layers-step-past-end", _layers(step=4), OptionError, r"step=4 must be an integer in 1..3"),
+    ("layers-step-float", _layers(step=1.5), OptionError, r"step=1.5 must be an integer"),
+    ("layers-no-decode", _layers(gen_len=1), OptionError, "gen_len=1 has no decode step"),
+    ("layers-prefill-step", _layers(phase="prefill", step=3), OptionError, "step=3: prefill is one step"),
+    ("whatif-vary-not-dict", _whatif(vary=["fusion"]), OptionError, r"vary=\['fusion'\] must be a non-empty dict"),
+    ("whatif-vary-empty", _whatif(vary={}), OptionError, "vary={} must be a non-empty dict"),
+    ("whatif-unknown-option", _whatif(vary={"fusio": ["none"]}), OptionError,
+     "vary='fusio' is not allowed; choose one of .*did you mean 'fusion'"),
+    ("whatif-values-string", _whatif(vary={"fusion": "none"}), OptionError,
+     r"vary\['fusion'\]='none' must be a list of values"),
+    ("whatif-values-empty", _whatif(vary={"fusion": []}), OptionError, r"vary\['fusion'\] is empty"),
+    ("whatif-values-repeat", _whatif(vary={"fusion": ["none", "none"]}), OptionError, "repeats a value"),
+    ("whatif-fixed-and-varied", _whatif(fusion="full"), OptionError, "fusion='full' is both fixed and varied"),
+    ("whatif-bad-value", _whatif(vary={"fusion": ["none", "fused"]}), OptionError,
+     "fusion='fused' is not allowed; choose one of"),
+    ("whatif-bad-batch", _whatif(batch_size=0), OptionError, "batch_size=0 must be an integer in 1"),
+    ("op-bad-kind", _op("conv"), OptionError,
+     "kind='conv' is not allowed; choose one of attention, elementwise, matmul, norm"),
+    ("op-no-shape", _op("elementwise"), OptionError, "shape=None must be a non-empty list of integers"),
+    ("op-empty-shape", _op("norm", shape=[]), OptionError, r"shape=\[\] must be a non-empty list"),
+    ("op-zero-dim", _op("elementwise", shape=[4, 0]), OptionError, "shape=0 must be an integer in 1"),
+    ("op-text-shape", _op("elementwise", shape="4,x"), OptionError, "shape='4,x' must be integers separated"),
+    ("op-negative-flops", _op("elementwise", shape=[4], flops_per_element=-1), OptionError,
+     "flops_per_element=-1 must be an integer in 0"),
+    ("op-no-outputs", _op("elementwise", shape=[4], outputs=0), OptionError, "outputs=0 must be an integer in 1"),
+    ("op-bad-norm", _op("norm", shape=[4], norm="batchnorm"), OptionError, "norm='batchnorm' is not allowed"),
+    ("op-missing-k", _op("matmul", m=4, n=4), OptionError, "k is missing: give an integer >= 1"),
+    ("op-float-m", _op("matmul", m=4.5, n=4, k=4), OptionError, "m=4.5 must be an integer"),
+    ("op-bad-dtype", _op("matmul", dtype="float12", m=4, n=4, k=4), OptionError, "dtype='float12' is not allowed"),
+    ("op-int4-on-hopper", _op("matmul", dtype="int4", m=4, n=4, k=4), OptionError, "int4"),
+    ("op-bad-engine", _op("matmul", engine="vllmm", m=4, n=4, k=4), OptionError, "engine='vllmm' is not allowed"),
+    ("op-attention-no-heads", _op("attention", q_len=1), OptionError, "heads is missing"),
+    ("op-attention-kv-heads", _op("attention", heads=32, kv_heads=5, q_len=1), OptionError,
+     "kv_heads=5 must divide heads=32"),
+    ("op-attention-negative-kv", _op("attention", heads=32, q_len=1, kv_len=-1), OptionError,
+     "kv_len=-1 must be an integer in 0"),
+    ("op-unknown-option", _op("matmul", fusion="full", m=4, n=4, k=4), OptionError, "option='fusion' is not allowed"),
+]
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [c[1:] for c in WHATIF_CASES], ids=[c[0] for c in WHATIF_CASES])
+def test_whatif_bad_input_is_refused_by_name(call: Callable[[], Any], error: type[LlmsimError], match: str) -> None:
+    with pytest.raises(error, match=match) as info:
+        call()
+    assert "\n" not in str(info.value)

@@ -44,6 +44,12 @@ class Plan(BaseModel):
     pareto: list[PlanCandidate]
     reason: str
 
+    def to_pandas(self) -> Any:
+        """One row per candidate: its fields, and columns `best` and `pareto`."""
+        from ..report.frames import candidates_frame
+
+        return candidates_frame(self.candidates, self.best, self.pareto)
+
     def __str__(self) -> str:
         lines = [f"{self.model} on {self.hardware}: {self.reason}"]
         header = f"  {'TP':>3} {'PP':>3} {'batch':>6} {'TTFT':>10} {'TPOT':>10} {'tok/s/GPU':>10} {'GPUs':>6}"

@@ -44,11 +44,10 @@ class SweepResult(BaseModel):
         return [{k: _py(self.columns[k][i]) for k in keys} for i in range(len(self))]
 
     def to_pandas(self) -> Any:
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pandas is optional
-            raise ImportError("to_pandas() needs pandas: pip install pandas (or use to_rows())") from exc
-        return pd.DataFrame(self.columns)
+        """One row per point of the sweep (pandas: a core dependency)."""
+        from ..report.frames import data_frame
+
+        return data_frame(self.columns)
 
 
 def _py(value: Any) -> Any:

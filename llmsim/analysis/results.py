@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from ..cost.workload import CostOptions
@@ -83,6 +85,24 @@ class SimulationResult(BaseModel):
     measured_tables: dict[str, str] = {}
     # ops timed on the roofline although the engine has tables: why, one line per reason
     roofline_reasons: list[str] = []
+    def layer_table(self, phase: str = "decode", step: int | None = None) -> Any:
+        """One layer per layer group, one step, LLM-Viewer style: each op's FLOPs, bytes, arithmetic
+        intensity, time and bound, and the layer's total (a LayerTable: print it, or .to_pandas()).
+        phase: "prefill" or "decode"; step: decode step i in 1 .. gen_len - 1, attending to
+        kv_len = prompt_len + i - 1 cached tokens (default: the middle step)."""
+        from .layers import layer_table
+
+        return layer_table(self, phase, step)
+
+    def ops_to_pandas(self, phase: str | None = None) -> Any:
+        """One row per op of each phase (or of `phase`): phase, then the OpResult fields (totals over the phase)."""
+        from ..errors import check_choice
+        from ..report.frames import data_frame
+
+        if phase is not None:
+            check_choice("phase", phase, ("prefill", "decode"))
+        return data_frame([{"phase": p.phase, **op.model_dump()} for p in (self.prefill, self.decode)
+                           if phase in (None, p.phase) for op in p.ops])
 
     def ops_table(self, phase: str | None = None, top: int | None = None) -> str:
         """A text table per op: count, FLOPs, bytes, arithmetic intensity, time, bound, share."""
@@ -135,6 +155,22 @@ class SimulationResult(BaseModel):
             label = "tables" if "stand in" in reason else "roofline"
             lines.append(f"  {label:<11} {reason}")
         return "\n".join(lines)
+
+
+# id(result) -> the (ModelSpec, HardwareSpec, CostOptions, ExecutionOptions) simulate() computed it from, while
+# the result lives: kept beside it, not in it, so that results compare and serialise by their fields alone
+_INPUTS: dict[int, tuple[Any, ...]] = {}
+
+
+def remember_inputs(result: SimulationResult, inputs: tuple[Any, ...]) -> None:
+    import weakref
+
+    _INPUTS[id(result)] = inputs
+    weakref.finalize(result, _INPUTS.pop, id(result), None)
+
+
+def inputs_of(result: SimulationResult) -> tuple[Any, ...] | None:
+    return _INPUTS.get(id(result))
 
 
 def _fmt_s(seconds: float) -> str:

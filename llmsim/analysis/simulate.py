@@ -106,17 +106,8 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
     memory = footprint(model, hardware, cost, micro, prompt_len, gen_len, prefill_values=prefill.take_values())
     decode = decode_totals(model, roofline, cost, micro, prompt_len, np.asarray(gen_len) - 1)
     if p > 1 or m > 1:
-        _, act_dtype, _ = cost.resolved_dtypes(model.dtype)
-        from ..dtypes import dtype_bytes
-
-        ab = Expr.sym("ab", dtype_bytes(act_dtype))
-        h, b = Expr.sym("h", model.hidden_size), Expr.sym("b", micro)
-        for phase, tokens in (("prefill", Expr.sym("S", prompt_len)), ("decode", Expr.const(1))):
-            p2p = formula("collective")("pipeline.p2p", p - 1, kind="p2p", message_bytes=b * tokens * h * ab, group=2)
-            if phase == "prefill":
-                prefill = pipelined(prefill, roofline, p, m, p2p)
-            else:
-                decode = pipelined(decode, roofline, p, m, p2p, steps=np.asarray(gen_len) - 1)
+        prefill = pipeline_of(prefill, model, roofline, cost, micro, prompt_len, p, m)
+        decode = pipeline_of(decode, model, roofline, cost, micro, 1, p, m, steps=np.asarray(gen_len) - 1)
         # one GPU holds 1/p of the layers: weights and KV cache of all m micro-batches, split by p
         kv_all = memory["kv_cache_bytes"] * m
         memory = dict(memory, weights_bytes=memory["weights_bytes"] / p, kv_cache_bytes=kv_all / p)
@@ -124,6 +115,34 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
                                  + memory["workspace_bytes"])
         memory["fits"] = np.asarray(memory["total_bytes"]) <= hardware.memory_capacity_bytes
     return prefill, decode, memory
+
+
+def pipeline_of(totals: PhaseTotals, model: ModelSpec, roofline: Roofline, cost: CostOptions, micro: Any,
+                tokens: Any, p: int, m: int, steps: Any = 1) -> PhaseTotals:
+    """A phase's totals on one GPU of a p-stage pipeline run by m micro-batches of `micro` sequences of
+    `tokens` new tokens each (phases.pipelined, with the activation hand-over between stages); as given
+    when p = m = 1."""
+    if p == 1 and m == 1:
+        return totals
+    _, act_dtype, _ = cost.resolved_dtypes(model.dtype)
+    from ..dtypes import dtype_bytes
+
+    ab = Expr.sym("ab", dtype_bytes(act_dtype))
+    h, b = Expr.sym("h", model.hidden_size), Expr.sym("b", micro)
+    S = Expr.sym("S", tokens) if not (isinstance(tokens, int) and tokens == 1) else Expr.const(1)
+    p2p = formula("collective")("pipeline.p2p", p - 1, kind="p2p", message_bytes=b * S * h * ab, group=2)
+    return pipelined(totals, roofline, p, m, p2p, steps=steps)
+
+
+def evaluate_inputs(result: SimulationResult) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:
+    """The model, device and options a SimulationResult was computed from (kept with it by simulate())."""
+    from .results import inputs_of
+
+    inputs = inputs_of(result)
+    if inputs is None:  # a result rebuilt from JSON or copied: resolve its names again
+        spec, hw, _, _ = resolve(result.model, result.hardware, engine=result.engine)
+        return spec, hw, result.options, result.execution
+    return inputs
 
 
 def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 512, gen_len: int = 128,
@@ -165,7 +184,7 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
     e2e = ttft + (G - 1) * tpot
     gpus = cost.tensor_parallel * p * r
     throughput = r * B * G / e2e if e2e > 0 else 0.0
-    return SimulationResult(
+    result = SimulationResult(
         model=spec.name,
         hardware=hw.name,
         batch_size=B,
@@ -191,6 +210,10 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
         engine=execution.engine,
         **_provenance(roofline, (prefill, decode)),
     )
+    from .results import remember_inputs
+
+    remember_inputs(result, (spec, hw, cost, execution))  # for layer_table, which computes one step again
+    return result
 
 
 def _parallel_degrees(spec: ModelSpec, pipeline_parallel: Any, data_parallel: Any) -> tuple[int, int]:
@@ -342,7 +365,10 @@ class FusionSavings(BaseModel):
 
 def fusion_savings(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 512, gen_len: int = 128,
                    **options: Any) -> dict[str, FusionSavings]:
-    """Bytes and time that fusion="elementwise" and fusion="full" save against fusion="none"."""
+    """Bytes and time that fusion="elementwise" and fusion="full" save against fusion="none", per phase.
+
+    The special case of llmsim.whatif(..., vary={"fusion": ["none", "elementwise", "full"]}), which
+    compares any options side by side (kernels, overheads, engines, dtypes) in one table."""
     if "fusion" in options:
         from ..errors import OptionError
 

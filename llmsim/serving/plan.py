@@ -62,6 +62,12 @@ class ServingPlan(BaseModel):
     pareto: list[ServingCandidate]
     reason: str
 
+    def to_pandas(self) -> Any:
+        """One row per candidate: its fields, and columns `best` and `pareto`."""
+        from ..report.frames import candidates_frame
+
+        return candidates_frame(self.candidates, self.best, self.pareto)
+
     def __str__(self) -> str:
         lines = [f"{self.model} on {self.hardware} at {self.request_rate:g} req/s: {self.reason}",
                  f"  {'shape':>24} {'seqs':>5} {'req/s/replica':>14} {'TTFT p' + str(self.percentile):>11} "

@@ -1,0 +1,150 @@
+"""whatif(): one workload under several choices side by side (fusion, attention kernel, overheads, engine,
+dtypes, parallelism: any simulate() option), each row's TTFT and TPOT, its speedup over the baseline and
+the bytes it saves.
+
+Rows: the BASELINE runs the first value of every varied option; then each other value of each option,
+ONE AT A TIME, with the other varied options at their first value (so a row's speedup is that choice
+alone). product=True runs the cross product of all values instead (every combination, first = baseline).
+Options not varied are the engine's defaults or the fixed ones given; a varied option is passed
+explicitly in every row, so varying `engine` together with `fusion` compares engines at the same fusion.
+fusion_savings() is the special case vary={"fusion": ["none", "elementwise", "full"]}, per phase.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import OptionError, choice_error
+
+
+class WhatIfRow(BaseModel):
+    """One choice: its options, times, speedups over the baseline (>1: faster) and bytes saved."""
+
+    model_config = ConfigDict(frozen=True)
+    choice: dict[str, Any]  # the varied options' values in this row
+    label: str  # "baseline", or what differs from the baseline ("fusion=full")
+    ttft_s: float
+    tpot_s: float
+    e2e_s: float
+    throughput_tokens_per_s: float
+    ttft_speedup: float  # baseline TTFT / this TTFT
+    tpot_speedup: float  # baseline TPOT / this TPOT (1 when gen_len = 1)
+    e2e_speedup: float
+    prefill_bytes_saved: float  # baseline prefill bytes - this row's (negative: more traffic)
+    decode_bytes_saved_per_token: float  # the same per decode step, averaged over the steps
+    fits: bool  # whether the footprint fits the device's memory
+
+
+class WhatIfResult(BaseModel):
+    """whatif()'s table: the baseline first, then one row per other choice."""
+
+    model_config = ConfigDict(frozen=True)
+    model: str
+    hardware: str
+    batch_size: int
+    prompt_len: int
+    gen_len: int
+    vary: dict[str, list[Any]]
+    product: bool
+    rows: list[WhatIfRow]
+
+    @property
+    def baseline(self) -> WhatIfRow:
+        return self.rows[0]
+
+    def __str__(self) -> str:
+        from .results import _fmt_s
+
+        how = "every combination" if self.product else "one choice at a time against the baseline"
+        base = ", ".join(f"{k}={v[0]}" for k, v in self.vary.items())
+        lines = [f"{self.model} on {self.hardware}: batch {self.batch_size}, prompt {self.prompt_len}, generate "
+                 f"{self.gen_len}; {how} (baseline {base})",
+                 f"  {'choice':<34} {'TTFT':>10} {'TPOT':>10} {'x TTFT':>7} {'x TPOT':>7} {'x e2e':>7} "
+                 f"{'prefill MB saved':>16} {'MB saved/token':>14}"]
+        for row in self.rows:
+            lines.append(f"  {row.label:<34} {_fmt_s(row.ttft_s):>10} {_fmt_s(row.tpot_s):>10} "
+                         f"{row.ttft_speedup:>7.2f} {row.tpot_speedup:>7.2f} {row.e2e_speedup:>7.2f} "
+                         f"{row.prefill_bytes_saved / 1e6:>16.1f} {row.decode_bytes_saved_per_token / 1e6:>14.2f}"
+                         + ("" if row.fits else "  (does not fit)"))
+        return "\n".join(lines)
+
+    def to_pandas(self) -> Any:
+        """One row per choice: the varied options as columns, then the WhatIfRow fields."""
+        from ..report.frames import data_frame
+
+        return data_frame([{**row.choice, **row.model_dump(exclude={"choice"})} for row in self.rows])
+
+
+def whatif(model: Any, hardware: Any, vary: dict[str, Any], batch_size: int = 1, prompt_len: int = 512,
+           gen_len: int = 128, product: bool = False, **options: Any) -> WhatIfResult:
+    """Simulate one workload under each choice of `vary` (option name -> its values, the first the
+    baseline's), side by side; `options` are fixed in every row. See the module docstring for the rows."""
+    from .simulate import simulate
+
+    choices = _check_vary(vary, options)
+    names = list(choices)
+    if product:
+        combos = [dict(zip(names, values)) for values in itertools.product(*choices.values())]
+    else:
+        base = {k: v[0] for k, v in choices.items()}
+        combos = [base] + [{**base, k: value} for k, values in choices.items() for value in values[1:]]
+    results = [simulate(model, hardware, batch_size, prompt_len, gen_len, **combo, **options)
+               for combo in combos]
+    base_result = results[0]
+    rows = []
+    for i, (combo, r) in enumerate(zip(combos, results)):
+        differs = [f"{k}={v}" for k, v in combo.items() if v != combos[0][k]]
+        label = "baseline" if i == 0 else ", ".join(differs) or "baseline"
+        rows.append(WhatIfRow(
+            choice=combo, label=label, ttft_s=r.ttft_s, tpot_s=r.tpot_s, e2e_s=r.e2e_s,
+            throughput_tokens_per_s=r.throughput_tokens_per_s,
+            ttft_speedup=_ratio(base_result.ttft_s, r.ttft_s), tpot_speedup=_ratio(base_result.tpot_s, r.tpot_s),
+            e2e_speedup=_ratio(base_result.e2e_s, r.e2e_s),
+            prefill_bytes_saved=base_result.prefill.bytes - r.prefill.bytes,
+            decode_bytes_saved_per_token=_per_step(base_result.decode) - _per_step(r.decode),
+            fits=r.memory.fits))
+    return WhatIfResult(model=base_result.model, hardware=base_result.hardware, batch_size=base_result.batch_size,
+                        prompt_len=base_result.prompt_len, gen_len=base_result.gen_len, vary=choices,
+                        product=bool(product), rows=rows)
+
+
+def _ratio(base: float, value: float) -> float:
+    return base / value if value > 0 else 1.0
+
+
+def _per_step(phase: Any) -> float:
+    return phase.bytes / phase.steps if phase.steps else 0.0
+
+
+# simulate() keywords besides the cost and execution options
+_SIMULATE_KEYS = ("engine", "pipeline_parallel", "num_microbatches", "data_parallel")
+
+
+def _check_vary(vary: Any, fixed: dict[str, Any]) -> dict[str, list[Any]]:
+    """vary as {option: [values...]}: known simulate() options, each a non-empty list without repeats, none
+    also given fixed."""
+    from ..cost.workload import CostOptions
+    from ..timing.roofline import ExecutionOptions
+
+    if not isinstance(vary, dict) or not vary:
+        raise OptionError(f"vary={vary!r} must be a non-empty dict of option name -> list of values, e.g. "
+                          "{'fusion': ['none', 'full']}")
+    allowed = (set(CostOptions.model_fields) | set(ExecutionOptions.model_fields) | set(_SIMULATE_KEYS)) - {"tables"}
+    out: dict[str, list[Any]] = {}
+    for name, values in vary.items():
+        if name not in allowed:
+            raise choice_error("vary", name, allowed)
+        if name in fixed:
+            raise OptionError(f"{name}={fixed[name]!r} is both fixed and varied; give it in vary only")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            raise OptionError(f"vary[{name!r}]={values!r} must be a list of values, e.g. [{values!r}, ...]")
+        values = list(values)
+        if not values:
+            raise OptionError(f"vary[{name!r}] is empty: give at least one value (the first is the baseline)")
+        if len({repr(v) for v in values}) != len(values):
+            raise OptionError(f"vary[{name!r}]={values!r} repeats a value; give each once")
+        out[name] = values
+    return out

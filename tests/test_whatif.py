@@ -1,0 +1,54 @@
+"""whatif(): each row is simulate() with that choice; speedups and bytes saved against the baseline row."""
+
+from __future__ import annotations
+
+import pytest
+
+import llmsim
+from llmsim.cli import main
+
+MODEL, GPU = "llama-3.2-1b", "h100-sxm"
+WORKLOAD = {"batch_size": 4, "prompt_len": 256, "gen_len": 16}
+
+
+def test_one_at_a_time_rows_are_the_simulations_of_each_choice() -> None:
+    vary = {"fusion": ["none", "elementwise", "full"], "attention": ["math", "flash"], "engine": ["vllm",
+                                                                                                  "transformers"]}
+    w = llmsim.whatif(MODEL, GPU, vary, **WORKLOAD)
+    # baseline + 2 other fusions + 1 other attention + 1 other engine
+    assert [r.label for r in w.rows] == ["baseline", "fusion=elementwise", "fusion=full", "attention=flash",
+                                         "engine=transformers"]
+    base = llmsim.simulate(MODEL, GPU, fusion="none", attention="math", engine="vllm", **WORKLOAD)
+    flash = llmsim.simulate(MODEL, GPU, fusion="none", attention="flash", engine="vllm", **WORKLOAD)
+    row = w.rows[3]
+    assert (w.baseline.ttft_s, row.ttft_s, row.tpot_s) == (base.ttft_s, flash.ttft_s, flash.tpot_s)
+    assert row.ttft_speedup == base.ttft_s / flash.ttft_s and row.prefill_bytes_saved == base.prefill.bytes - \
+        flash.prefill.bytes
+    assert row.prefill_bytes_saved > 0  # flash keeps the S x S scores out of memory
+    assert "engine=transformers" in str(w) and w.to_pandas().shape[0] == 5
+
+
+def test_fusion_savings_is_the_fusion_special_case() -> None:
+    w = llmsim.whatif(MODEL, GPU, {"fusion": ["none", "elementwise", "full"]}, **WORKLOAD)
+    saved = llmsim.fusion_savings(MODEL, GPU, **WORKLOAD)
+    for row in w.rows[1:]:
+        policy = row.choice["fusion"]
+        assert row.prefill_bytes_saved == saved[policy].prefill_bytes_saved
+        assert row.ttft_speedup == saved[policy].prefill_speedup
+        assert row.decode_bytes_saved_per_token * 15 == pytest.approx(saved[policy].decode_bytes_saved, rel=1e-12)
+
+
+def test_product_runs_every_combination() -> None:
+    w = llmsim.whatif(MODEL, GPU, {"fusion": ["none", "full"], "overhead": ["eager", "graph", "none"]}, product=True,
+                      **WORKLOAD)
+    assert len(w.rows) == 2 * 3 and w.rows[-1].label == "fusion=full, overhead=none"
+    assert w.rows[-1].tpot_speedup > 1  # fused and without launch overheads: faster than fused-none-eager
+
+
+def test_cli_whatif(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["whatif", MODEL, "--hardware", GPU, "--batch-size", "4", "--prompt-len", "256", "--gen-len", "16",
+                 "--vary", "fusion=none,full", "overhead=eager,graph", "--vary", "tensor_parallel=1,2"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline fusion=none, overhead=eager, tensor_parallel=1" in out and "tensor_parallel=2" in out
+    assert main(["whatif", MODEL, "--hardware", GPU, "--fusion", "full", "--vary", "fusion=none,full"]) == 2
+    assert "fusion='full' is both fixed and varied" in capsys.readouterr().err
