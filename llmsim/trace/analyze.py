@@ -1,0 +1,95 @@
+"""analyze(): any torch nn.Module traced on the meta device, its kernels timed on a device's roofline.
+
+    import torch, llmsim
+    r = llmsim.analyze(model, example_inputs=(torch.empty(8, 3, 224, 224),), hardware="h100-sxm",
+                       dtype="bfloat16", engine="torch-compile")
+    print(r); print(r.ops_table(top=20)); r.by_module(depth=2)
+
+Engines (execution policies):
+- "transformers": eager PyTorch: every aten op a kernel, with the device's per-op dispatch overhead.
+- "torch-compile": element-wise chains fused into one kernel (trace.kernels), CUDA-graph launches.
+- "roofline": every aten op a kernel at the datasheet peaks, no overhead (the classic per-op roofline).
+approximation: traced kernels are timed on the roofline with the hardware file's achievable fractions;
+the measured kernel tables (timing.measured) are not looked up for them yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dtypes import MATMUL_PRECISION, canonical_dtype
+from ..errors import OptionError, check_choice
+from .kernels import kernels_of
+from .recorder import import_torch, record
+from .result import TracedKernel, TraceResult
+
+# engine -> (fusion, ExecutionOptions values)
+ENGINE_POLICIES: dict[str, tuple[str, dict[str, str]]] = {
+    "transformers": ("eager", {"overhead": "eager"}),
+    "torch-compile": ("elementwise", {"overhead": "graph"}),
+    "roofline": ("eager", {"efficiency": "peak", "overhead": "none"}),
+}
+DEVICES = ("meta", "cpu")
+_TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+def _moved(value: Any, torch: Any, device: str, dtype: Any) -> Any:
+    """example inputs on the tracing device; floating tensors in the analysed dtype."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device=device, dtype=dtype if value.is_floating_point() else None)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_moved(v, torch, device, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _moved(v, torch, device, dtype) for k, v in value.items()}
+    return value
+
+
+def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", dtype: str = "bfloat16",
+            engine: str = "torch-compile", example_kwargs: dict[str, Any] | None = None, device: str = "meta",
+            name: str | None = None) -> TraceResult:
+    """Trace `module(*example_inputs, **example_kwargs)` and time its kernels on `hardware`.
+
+    device="meta" (default): weights and inputs moved to the meta device (nothing allocated or computed;
+    the module itself is not changed); "cpu": run for real (a module that branches on tensor values).
+    dtype: the floating dtype weights and inputs are analysed in (float32, bfloat16, float16).
+    """
+    torch = import_torch()
+    from ..hardware.spec import load_hardware
+    from ..timing.execution import ExecutionOptions
+    from ..timing.roofline import Roofline
+
+    if not isinstance(module, torch.nn.Module):
+        raise OptionError(f"module={type(module).__name__} is not a torch.nn.Module")
+    check_choice("engine", engine, ENGINE_POLICIES)
+    check_choice("device", device, DEVICES)
+    dtype = canonical_dtype(dtype)
+    check_choice("dtype", dtype, _TORCH_DTYPES)
+    hw = load_hardware(hardware)
+    if not isinstance(example_inputs, (tuple, list)):
+        example_inputs = (example_inputs,)
+    torch_dtype = getattr(torch, _TORCH_DTYPES[dtype])
+    state = {k: _moved(v, torch, device, torch_dtype) for k, v in
+             [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]}
+    args = _moved(tuple(example_inputs), torch, device, torch_dtype)
+    kwargs = _moved(dict(example_kwargs or {}), torch, device, torch_dtype)
+
+    def call() -> Any:
+        return torch.func.functional_call(module, state, args, kwargs, tie_weights=True, strict=False)
+
+    recorded, returned = record(module, call, device)
+    fusion, execution = ENGINE_POLICIES[engine]
+    roofline = Roofline(hw, ExecutionOptions.make(**execution))
+    precision = MATMUL_PRECISION[dtype]
+    rows = []
+    for kernel in kernels_of(recorded, returned, fusion):
+        op_time = roofline.time(roofline.cost(kernel.matmul_flops, kernel.vector_flops,
+                                              kernel.bytes_read + kernel.bytes_written, precision, 1,
+                                              kind=kernel.kind))
+        parts = {"compute": op_time.compute_part_s, "memory": op_time.memory_part_s,
+                 "overhead": op_time.overhead_part_s}
+        rows.append(TracedKernel(kernel=kernel, time_s=float(op_time.time_s), bound=max(parts, key=parts.get)))
+    unknown = tuple(dict.fromkeys(k.kernel.aten for k in rows if not k.kernel.known))
+    params = sum(p.numel() for p in module.parameters())
+    return TraceResult(model=name or type(module).__name__, hardware=hw.name, dtype=dtype, engine=engine,
+                       fusion=fusion, precision=precision, kernels=tuple(rows), unknown_ops=unknown,
+                       aten_ops=len(recorded), parameters=int(params))
