@@ -44,6 +44,8 @@ _LAZY = {
     "plan_serving": ".serving.plan",
     "ServingResult": ".serving.results",
     "serve": ".serving.serve",
+    "analyze": ".trace.analyze",
+    "TraceResult": ".trace.result",
 }
 
 __all__ = [
@@ -62,7 +64,9 @@ __all__ = [
     "ServingPlan",
     "ServingResult",
     "SimulationResult",
+    "TraceResult",
     "__version__",
+    "analyze",
     "build_ops",
     "find_crossover",
     "first_limit",
@@ -112,3 +116,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from .serving.plan import ServingPlan, plan_serving
     from .serving.results import ServingResult
     from .serving.serve import serve
+    from .trace.analyze import analyze
+    from .trace.result import TraceResult

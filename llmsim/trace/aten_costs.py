@@ -225,5 +225,7 @@ def aten_cost(op: RecordedOp) -> AtenCost:
         return _pointwise(op)
     if "reduction" in op.tags:
         return _reduce(op)
+    if "view_copy" in op.tags:  # diagonal_copy, permute_copy, ...: a view materialised
+        return _copy(op)
     # unknown: a memory-bound copy of its inputs and outputs (the caller lists it)
     return AtenCost("elementwise", 0.0, 0.0, read_bytes(op), written_bytes(op), known=False)

@@ -24,7 +24,7 @@ def import_torch() -> Any:
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - torch is in the test environment
-        raise ImportError(INSTALL_HINT) from exc
+        raise ImportError(INSTALL_HINT, name="torch") from exc
     return torch
 
 
