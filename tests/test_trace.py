@@ -173,3 +173,20 @@ def test_cli_analyze_hf_and_file(tmp_path, capsys) -> None:
     assert main(["analyze", f"{path}:build"]) == 2
     assert "--input-shape" in capsys.readouterr().err
     assert main(["analyze", "timm:resnet50"]) == 2
+
+
+def test_sdpa_is_one_fused_kernel_bytes_by_hand() -> None:
+    class Attention(nn.Module):
+        def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            return nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    q = torch.empty(1, 2, 8, 4)  # [B, H, L, E]
+    result = llmsim.analyze(Attention(), (q, q.clone(), q.clone()), dtype="float32", engine="transformers")
+    (kernel,) = [k.kernel for k in result.kernels]  # the meta device's math decomposition is not recorded
+    assert kernel.kind == "attention"
+    # q, k, v read: 3 x 1*2*8*4 values x 4 B = 768 B; the output written: 256 B (scores stay on chip)
+    assert (kernel.bytes_read, kernel.bytes_written) == (768, 256)
+    # 2*B*H*L*S*E for q @ k^T plus the same for p @ v = 2 * 2*1*2*8*8*4 = 2048 (full L x S, as
+    # FlopCounterMode counts); softmax 5 per score = 5*1*2*8*8 = 640
+    assert (kernel.matmul_flops, kernel.vector_flops) == (2048, 640)
+    assert result.matmul_flops == _flop_counter(Attention(), q.to("meta"), q.to("meta"), q.to("meta"))

@@ -28,6 +28,9 @@ def import_torch() -> Any:
     return torch
 
 
+SDPA_NAME = "aten.scaled_dot_product_attention.fused"  # F.scaled_dot_product_attention, recorded as one kernel
+
+
 class TraceError(LlmsimError):
     """A module whose forward cannot run under the tracer (e.g. data-dependent control flow on meta)."""
 
@@ -70,7 +73,9 @@ def _storage_key(t: Any) -> tuple[int, int]:
 class _Recorder:
     """Holds the tensors it saw (so ids stay unique for the trace) and the module stack."""
 
-    def __init__(self) -> None:
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.inside_fused = 0  # > 0 while a fused function (SDPA) runs: its decomposition is not recorded
         self.ops: list[RecordedOp] = []
         self.stack: list[str] = [""]
         self.keep: list[Any] = []  # every tensor seen: an id is never reused while the trace lives
@@ -84,6 +89,15 @@ class _Recorder:
         numel_bytes = t.numel() * itemsize
         return TensorInfo(ident=ident, shape=tuple(int(s) for s in t.shape), dtype=str(t.dtype).removeprefix("torch."),
                           itemsize=itemsize, bytes=int(min(numel_bytes, key[1]) if key[1] else numel_bytes))
+
+
+    def add(self, name: str, args: tuple, kwargs: dict, out: Any, is_view: bool, tags: frozenset[str]) -> None:
+        torch = self.torch
+        self.ops.append(RecordedOp(
+            aten=name, module=self.stack[-1], inputs=tuple(self.info(t) for t in _flat_tensors((args, kwargs), torch)),
+            outputs=tuple(self.info(t) for t in _flat_tensors(out, torch)),
+            args=tuple(_replace_tensors(a, self, torch) for a in args),
+            kwargs={k: _replace_tensors(v, self, torch) for k, v in kwargs.items()}, is_view=is_view, tags=tags))
 
 
 def _flat_tensors(value: Any, torch: Any) -> list[Any]:
@@ -112,9 +126,11 @@ def record(module: Any, call: Callable[[], Any], device: str) -> tuple[list[Reco
 
     A failure inside the forward is a TraceError naming the aten op (or the Python line) where it stopped."""
     torch = import_torch()
+    from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    recorder = _Recorder()
+    recorder = _Recorder(torch)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
     failed: list[str] = []
 
     class _Mode(TorchDispatchMode):
@@ -125,14 +141,25 @@ def record(module: Any, call: Callable[[], Any], device: str) -> tuple[list[Reco
             except Exception:
                 failed.append(str(func.overloadpacket.__name__ if hasattr(func, "overloadpacket") else func))
                 raise
-            ins = tuple(recorder.info(t) for t in _flat_tensors((args, kwargs), torch))
-            outs = tuple(recorder.info(t) for t in _flat_tensors(out, torch))
-            recorder.ops.append(RecordedOp(
-                aten=str(func), module=recorder.stack[-1], inputs=ins, outputs=outs,
-                args=tuple(_replace_tensors(a, recorder, torch) for a in args),
-                kwargs={k: _replace_tensors(v, recorder, torch) for k, v in kwargs.items()},
-                is_view=bool(getattr(func, "is_view", False)),
-                tags=frozenset(str(t).removeprefix("Tag.") for t in getattr(func, "tags", ()))))
+            if not recorder.inside_fused:
+                recorder.add(str(func), args, kwargs, out, bool(getattr(func, "is_view", False)),
+                             frozenset(str(t).removeprefix("Tag.") for t in getattr(func, "tags", ())))
+            return out
+
+    class _Functions(TorchFunctionMode):
+        """F.scaled_dot_product_attention as one fused kernel, as GPUs run it (flash / memory-efficient):
+        the meta and CPU devices decompose it into bmm, softmax and masking ops, which are not recorded."""
+
+        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            kwargs = kwargs or {}
+            if func is not sdpa or recorder.inside_fused:
+                return func(*args, **kwargs)
+            recorder.inside_fused += 1
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                recorder.inside_fused -= 1
+            recorder.add(SDPA_NAME, args, kwargs, out, False, frozenset())
             return out
 
     def enter(name: str) -> Callable[..., None]:
@@ -148,7 +175,7 @@ def record(module: Any, call: Callable[[], Any], device: str) -> tuple[list[Reco
         handles.append(sub.register_forward_pre_hook(enter(name)))
         handles.append(sub.register_forward_hook(leave))
     try:
-        with torch.no_grad(), _Mode():
+        with torch.no_grad(), _Functions(), _Mode():
             output = call()
     except Exception as exc:
         if isinstance(exc, LlmsimError):
