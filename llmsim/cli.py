@@ -362,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=_positive_int, default=20, help="kernel rows to print (default: 20)")
     p.add_argument("--by-module", type=_positive_int, default=None, metavar="DEPTH",
                    help="also print time per module path cut to DEPTH parts")
+    p.add_argument("--out", default=None, help="also write the roofline plot of the kernels here (.png/.pdf/.svg)")
 
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
@@ -597,6 +598,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from .trace.analyze import analyze
     from .trace.zoo import resolve_target
 
+    _check_out(args.out)
     module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
     result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine, name=args.model)
     print(result)
@@ -607,6 +609,8 @@ def _analyze(args: argparse.Namespace) -> int:
         print(_table([{"module": path or "<root>", "kernels": g["kernels"], "GFLOP": round(g["flops"] / 1e9, 3),
                        "MB": round(g["bytes"] / 1e6, 2), "time_us": round(g["time_s"] * 1e6, 2)}
                       for path, g in result.by_module(args.by_module).items()]))
+    if args.out:
+        _save(result.roofline_figure(), args.out)
     return 0
 
 

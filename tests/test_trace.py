@@ -173,6 +173,9 @@ def test_cli_analyze_hf_and_file(tmp_path, capsys) -> None:
     assert main(["analyze", f"{path}:build"]) == 2
     assert "--input-shape" in capsys.readouterr().err
     assert main(["analyze", "timm:resnet50"]) == 2
+    figure = tmp_path / "vit.png"
+    assert main(["analyze", "hf:vit", "--image-size", "32", "--top", "1", "--out", str(figure)]) == 0
+    assert figure.stat().st_size > 10_000
 
 
 def test_sdpa_is_one_fused_kernel_bytes_by_hand() -> None:

@@ -84,6 +84,12 @@ class TraceResult:
         """The kernels as llmsim Ops (for the shared roofline plots and tools that take [Op])."""
         return [k.kernel.to_op(self.precision) for k in self.kernels]
 
+    def roofline_figure(self, label_top: int = 5) -> Any:
+        """The device's roofline with every kernel on it (a matplotlib Figure; report.trace_plot)."""
+        from ..report.trace_plot import trace_roofline_figure
+
+        return trace_roofline_figure(self, label_top)
+
     def by_module(self, depth: int = 2) -> dict[str, dict[str, float]]:
         """Time, FLOPs and bytes summed per module path cut to `depth` parts ("" = the root), slowest first."""
         groups: dict[str, dict[str, float]] = {}
