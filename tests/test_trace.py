@@ -193,3 +193,18 @@ def test_sdpa_is_one_fused_kernel_bytes_by_hand() -> None:
     # FlopCounterMode counts); softmax 5 per score = 5*1*2*8*8 = 640
     assert (kernel.matmul_flops, kernel.vector_flops) == (2048, 640)
     assert result.matmul_flops == _flop_counter(Attention(), q.to("meta"), q.to("meta"), q.to("meta"))
+
+
+def test_gemms_and_implicit_gemm_convs_read_measured_tables() -> None:
+    # h100-sxm ships vLLM's measured bf16 GEMM rows: the LLM engines' tables time traced mm/addmm and
+    # groups=1 convolutions (as implicit GEMMs); the roofline engine reads none
+    module = _vision("resnet")
+    pixels = torch.empty(2, 3, 32, 32, device="meta")
+    compiled = llmsim.analyze(module, (pixels,), hardware="h100-sxm", engine="torch-compile")
+    sources = {k.kernel.aten: k.source for k in compiled.kernels if k.kernel.kind == "matmul"}
+    assert sources["aten.convolution.default"] == "vllm gemm (conv as implicit GEMM)"
+    assert all(k.source == "roofline" for k in compiled.kernels if k.kernel.kind != "matmul")
+    peak = llmsim.analyze(module, (pixels,), hardware="h100-sxm", engine="roofline")
+    assert {k.source for k in peak.kernels} == {"roofline"} and peak.time_s < compiled.time_s
+    vit = llmsim.analyze(_vision("vit"), (pixels,), hardware="h100-sxm", engine="transformers")
+    assert {k.source for k in vit.kernels if k.kernel.aten == "aten.addmm.default"} == {"vllm gemm"}

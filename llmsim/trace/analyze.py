@@ -9,8 +9,9 @@ Engines (execution policies):
 - "transformers": eager PyTorch: every aten op a kernel, with the device's per-op dispatch overhead.
 - "torch-compile": element-wise chains fused into one kernel (trace.kernels), CUDA-graph launches.
 - "roofline": every aten op a kernel at the datasheet peaks, no overhead (the classic per-op roofline).
-approximation: traced kernels are timed on the roofline with the hardware file's achievable fractions;
-the measured kernel tables (timing.measured) are not looked up for them yet.
+The first two read the measured GEMM tables the LLM engines of the same name read (vLLM's bf16 GEMM rows:
+F.linear / cuBLAS) for 2-D matmuls and implicit-GEMM convolutions where the device has them
+(trace.timing); every other kernel is on the roofline with the hardware file's achievable fractions.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from ..errors import OptionError, check_choice
 from .kernels import kernels_of
 from .recorder import import_torch, record
 from .result import TracedKernel, TraceResult
+from .timing import kernel_time
 
 # engine -> (fusion, ExecutionOptions values)
 ENGINE_POLICIES: dict[str, tuple[str, dict[str, str]]] = {
-    "transformers": ("eager", {"overhead": "eager"}),
-    "torch-compile": ("elementwise", {"overhead": "graph"}),
+    "transformers": ("eager", {"overhead": "eager", "tables": "vllm", "table_families": ("gemm",)}),
+    "torch-compile": ("elementwise", {"overhead": "graph", "tables": "vllm", "table_families": ("gemm",)}),
     "roofline": ("eager", {"efficiency": "peak", "overhead": "none"}),
 }
 DEVICES = ("meta", "cpu")
@@ -82,14 +84,10 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
     precision = MATMUL_PRECISION[dtype]
     rows = []
     for kernel in kernels_of(recorded, returned, fusion):
-        op_time = roofline.time(roofline.cost(kernel.matmul_flops, kernel.vector_flops,
-                                              kernel.bytes_read + kernel.bytes_written, precision, 1,
-                                              kind=kernel.kind))
-        parts = {"compute": op_time.compute_part_s, "memory": op_time.memory_part_s,
-                 "overhead": op_time.overhead_part_s}
-        rows.append(TracedKernel(kernel=kernel, time_s=float(op_time.time_s), bound=max(parts, key=parts.get)))
+        time_s, bound, source = kernel_time(roofline, kernel, precision)
+        rows.append(TracedKernel(kernel=kernel, time_s=time_s, bound=bound, source=source))
     unknown = tuple(dict.fromkeys(k.kernel.aten for k in rows if not k.kernel.known))
     params = sum(p.numel() for p in module.parameters())
     return TraceResult(model=name or type(module).__name__, hardware=hw.name, dtype=dtype, engine=engine,
                        fusion=fusion, precision=precision, kernels=tuple(rows), unknown_ops=unknown,
-                       aten_ops=len(recorded), parameters=int(params))
+                       aten_ops=len(recorded), parameters=int(params), tables_note=roofline.tables_note)

@@ -10,7 +10,7 @@ inputs and outputs, and the caller lists it (never dropped silently).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 
 from .recorder import RecordedOp, TensorInfo
@@ -27,6 +27,7 @@ class AtenCost:
     bytes_read: float
     bytes_written: float
     known: bool = True
+    gemm: tuple[int, int, int] | None = None  # (M, N, K) of a plain 2-D matrix product (or implicit-GEMM conv)
 
 
 _FORMULAS: dict[str, Callable[[RecordedOp], AtenCost]] = {}
@@ -76,7 +77,10 @@ def _matmul(op: RecordedOp) -> AtenCost:
     # FlopCounterMode); K from the first matrix operand (the last of the tensor args before them for addmm)
     tensors = _tensor_args(op)
     a = tensors[-2]
-    return _moves(op, "matmul", 2 * _numel(op.outputs[0]) * a.shape[-1])
+    cost = _moves(op, "matmul", 2 * _numel(op.outputs[0]) * a.shape[-1])
+    if len(a.shape) == 2:  # mm / addmm: x[M, K] @ W[K, N], a measured GEMM table's coordinates
+        cost = replace(cost, gemm=(a.shape[0], op.outputs[0].shape[-1], a.shape[1]))
+    return cost
 
 
 @_register("convolution", "_convolution", "cudnn_convolution", "mkldnn_convolution")
@@ -87,7 +91,12 @@ def _convolution(op: RecordedOp) -> AtenCost:
     x, w = op.args[0], op.args[1]
     transposed = bool(op.args[6]) if len(op.args) > 6 else False
     spatial = x.shape[2:] if transposed else op.outputs[0].shape[2:]
-    return _moves(op, "matmul", 2 * x.shape[0] * prod(w.shape) * prod(spatial))
+    cost = _moves(op, "matmul", 2 * x.shape[0] * prod(w.shape) * prod(spatial))
+    groups = op.args[8] if len(op.args) > 8 else 1
+    if not transposed and groups == 1:
+        # as an implicit GEMM: M = N * prod(out spatial) output pixels, N = Cout, K = Cin * prod(kernel)
+        cost = replace(cost, gemm=(x.shape[0] * prod(spatial), w.shape[0], prod(w.shape[1:])))
+    return cost
 
 
 _SDPA = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",

@@ -39,6 +39,7 @@ class Kernel:
     bytes_written: float
     dtype: str
     known: bool = True
+    gemm: tuple[int, int, int] | None = None  # (M, N, K): where a measured GEMM table may time it
 
     def to_op(self, precision: str) -> Op:
         """The same kernel as an llmsim Op (count 1, one launch), for the shared timing and plots."""
@@ -60,7 +61,7 @@ def _dtype(op: RecordedOp) -> str:
 def _single(op: RecordedOp, cost: AtenCost) -> Kernel:
     return Kernel(aten=op.aten, module=op.module, shapes=_shapes(op), kind=cost.kind, matmul_flops=cost.matmul_flops,
                   vector_flops=cost.vector_flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written,
-                  dtype=_dtype(op), known=cost.known)
+                  dtype=_dtype(op), known=cost.known, gemm=cost.gemm)
 
 
 def _common_path(paths: list[str]) -> str:

@@ -19,6 +19,7 @@ class TracedKernel:
     kernel: Kernel
     time_s: float
     bound: str  # the largest of its compute, memory and overhead terms
+    source: str = "roofline"  # where its time comes from: "roofline" or a measured table ("vllm gemm")
 
     @property
     def flops(self) -> float:
@@ -50,6 +51,7 @@ class TraceResult:
     unknown_ops: tuple[str, ...]
     aten_ops: int  # aten calls recorded, views included
     parameters: int
+    tables_note: str = ""  # why the engine's measured tables do not apply on this device ("" if they do)
 
     @property
     def time_s(self) -> float:
@@ -107,18 +109,19 @@ class TraceResult:
         total = self.time_s or 1.0
         return [{"aten": k.kernel.aten, "module": k.kernel.module, "shapes": k.kernel.shapes, "kind": k.kernel.kind,
                  "flops": k.flops, "bytes": k.bytes, "arithmetic_intensity": k.arithmetic_intensity,
-                 "time_s": k.time_s, "bound": k.bound, "share": k.time_s / total} for k in self.kernels]
+                 "time_s": k.time_s, "bound": k.bound, "share": k.time_s / total, "source": k.source}
+                for k in self.kernels]
 
     def ops_table(self, top: int | None = None) -> str:
         """A text table of the kernels, slowest first (all, or the `top` slowest)."""
         rows = sorted(self.rows(), key=lambda r: -r["time_s"])[: top or None]
         lines = [f"{'aten op':<34} {'module':<36} {'shapes':<30} {'GFLOP':>9} {'MB':>9} {'FLOP/B':>8} "
-                 f"{'time':>10} {'bound':>8} {'share':>6}"]
+                 f"{'time':>10} {'bound':>8} {'share':>6}  source"]
         for r in rows:
             lines.append(f"{_cut(r['aten'], 34):<34} {_cut(r['module'] or '<root>', 36):<36} "
                          f"{_cut(r['shapes'], 30):<30} {r['flops'] / 1e9:>9.3f} {r['bytes'] / 1e6:>9.2f} "
                          f"{r['arithmetic_intensity']:>8.1f} {_fmt_s(r['time_s']):>10} {r['bound']:>8} "
-                         f"{r['share']:>6.1%}")
+                         f"{r['share']:>6.1%}  {r['source']}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -127,6 +130,11 @@ class TraceResult:
                  f"engine {self.engine}: {_fmt_s(self.time_s)} per forward, {self.bound}-bound ({shares})",
                  f"  {self.flops / 1e9:.2f} GFLOP ({self.matmul_flops / 1e9:.2f} in matmul/conv/attention), "
                  f"{self.bytes / 1e6:.1f} MB moved, {len(self.kernels)} kernels from {self.aten_ops} aten calls"]
+        measured = sum(1 for k in self.kernels if k.source != "roofline")
+        if measured:
+            lines.append(f"  {measured} kernels timed from measured GEMM tables, the others on the roofline")
+        elif self.tables_note:
+            lines.append(f"  {self.tables_note}")
         if self.unknown_ops:
             lines.append(f"  no formula (costed as memory-bound copies): {', '.join(self.unknown_ops)}")
         lines.append("  top kernels:")
