@@ -97,13 +97,18 @@ def test_conv_bn_relu_bytes_by_hand() -> None:
 def test_traced_llama_matmuls_equal_analytic_graph() -> None:
     # self-check of two independent paths: the weight matmuls of transformers' Llama traced on meta equal
     # llmsim's analytic prefill graph (logits on every position, as the traced forward computes them)
-    # on CPU with a small shape: transformers' mask code branches on tensor values (packed-sequence and
-    # all-ones mask checks), which the meta device cannot compute (the trace error says so)
+    # on meta with a 4-D causal mask (with a 2-D one or none, transformers' mask code branches on tensor
+    # values, which the meta device cannot compute: the trace error says so, below)
     config = hf_config(TINY_CONFIGS["llama-gqa"])
-    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config).eval()
     batch, seq = 2, 16
     ids = torch.zeros(batch, seq, dtype=torch.long)
-    traced = llmsim.analyze(model, (ids,), example_kwargs={"use_cache": False}, dtype="float32", device="cpu")
+    mask = torch.ones(seq, seq, dtype=torch.bool).tril()[None, None].expand(batch, 1, seq, seq)
+    with pytest.raises(TraceError, match=r"aten\._local_scalar_dense"):
+        llmsim.analyze(model, (ids,), example_kwargs={"use_cache": False})
+    traced = llmsim.analyze(model, (ids,), example_kwargs={"attention_mask": mask, "use_cache": False},
+                            dtype="float32")
     weight_matmuls = sum(k.kernel.matmul_flops for k in traced.kernels if k.kernel.aten.startswith(("aten.mm",
                                                                                                    "aten.addmm")))
     analytic = llmsim.build_ops(dict(TINY_CONFIGS["llama-gqa"], torch_dtype="float32"), "prefill",

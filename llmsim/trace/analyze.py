@@ -8,7 +8,8 @@
 Engines (execution policies):
 - "transformers": eager PyTorch: every aten op a kernel, with the device's per-op dispatch overhead.
 - "torch-compile": element-wise chains fused into one kernel (trace.kernels), CUDA-graph launches.
-- "roofline": every aten op a kernel at the datasheet peaks, no overhead (the classic per-op roofline).
+- "roofline": the torch-compile kernels at the datasheet peaks, no overhead (the speed of light; as the
+  LLM "roofline" engine, whose default fusion is also "elementwise").
 The first two read the measured GEMM tables the LLM engines of the same name read (vLLM's bf16 GEMM rows:
 F.linear / cuBLAS) for 2-D matmuls and implicit-GEMM convolutions where the device has them
 (trace.timing); every other kernel is on the roofline with the hardware file's achievable fractions.
@@ -29,7 +30,7 @@ from .timing import kernel_time
 ENGINE_POLICIES: dict[str, tuple[str, dict[str, str]]] = {
     "transformers": ("eager", {"overhead": "eager", "tables": "vllm", "table_families": ("gemm",)}),
     "torch-compile": ("elementwise", {"overhead": "graph", "tables": "vllm", "table_families": ("gemm",)}),
-    "roofline": ("eager", {"efficiency": "peak", "overhead": "none"}),
+    "roofline": ("elementwise", {"efficiency": "peak", "overhead": "none"}),
 }
 DEVICES = ("meta", "cpu")
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
@@ -54,6 +55,8 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
     device="meta" (default): weights and inputs moved to the meta device (nothing allocated or computed;
     the module itself is not changed); "cpu": run for real (a module that branches on tensor values).
     dtype: the floating dtype weights and inputs are analysed in (float32, bfloat16, float16).
+    A transformers LLM traces on meta given a 4-D boolean causal mask (attention_mask of shape [B, 1, S, S]
+    in example_kwargs): with a 2-D mask or none, its mask code branches on tensor values.
     """
     torch = import_torch()
     from ..hardware.spec import load_hardware
