@@ -194,10 +194,11 @@ def test_sdpa_is_one_fused_kernel_bytes_by_hand() -> None:
     assert kernel.kind == "attention"
     # q, k, v read: 3 x 1*2*8*4 values x 4 B = 768 B; the output written: 256 B (scores stay on chip)
     assert (kernel.bytes_read, kernel.bytes_written) == (768, 256)
-    # 2*B*H*L*S*E for q @ k^T plus the same for p @ v = 2 * 2*1*2*8*8*4 = 2048 (full L x S, as
-    # FlopCounterMode counts); softmax 5 per score = 5*1*2*8*8 = 640
-    assert (kernel.matmul_flops, kernel.vector_flops) == (2048, 640)
-    assert result.matmul_flops == _flop_counter(Attention(), q.to("meta"), q.to("meta"), q.to("meta"))
+    # is_causal: the flash kernel computes only the kept scores, L*(L+1)/2 = 36 per head, B*H*36 = 72;
+    # 2*scores*E for q @ k^T plus the same for p @ v = 2 * 2*72*4 = 1152; softmax 5 per score = 360
+    assert (kernel.matmul_flops, kernel.vector_flops) == (1152, 360)
+    # FlopCounterMode counts the full L x S: 2 * 2*1*2*8*8*4 = 2048
+    assert _flop_counter(Attention(), q.to("meta"), q.to("meta"), q.to("meta")) == 2048
 
 
 def test_gemms_and_implicit_gemm_convs_read_measured_tables() -> None:

@@ -107,8 +107,11 @@ _SDPA = ("_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_a
 @_register(*_SDPA)
 def _attention(op: RecordedOp) -> AtenCost:
     # q[B, H, L, E], k[B, H, S, E], v[B, H, S, Ev]: 2*B*H*L*S*E (q @ k^T) + 2*B*H*L*S*Ev (p @ v), the full
-    # L x S as FlopCounterMode counts (approximation: a causal mask's skipped blocks not subtracted);
-    # softmax ~5 vector FLOPs per score. The flash variants store [B, L, H, E] batch-first: the same counts
+    # L x S as FlopCounterMode counts; softmax ~5 vector FLOPs per score. is_causal=True: the flash kernel
+    # skips the masked blocks, so only the scores it keeps count: query i sees keys 0..i (top-left
+    # aligned, as SDPA's is_causal), sum_i min(i + 1, S) = L*(L+1)/2 for L = S.
+    # approximation: an explicit mask (attn_mask) is not read (it is data): the full L x S is counted.
+    # The flash variants store [B, L, H, E] batch-first: the same counts
     q, k, v = _tensor_args(op)[:3]
     if op.aten.split(".")[1] in ("_flash_attention_forward", "_efficient_attention_forward"):
         b, l_, h, e = q.shape
@@ -116,10 +119,21 @@ def _attention(op: RecordedOp) -> AtenCost:
     else:
         b, h, l_, e = q.shape[0], prod(q.shape[1:-2]), q.shape[-2], q.shape[-1]
         s, ev = k.shape[-2], v.shape[-1]
-    scores = b * h * l_ * s
+    if _is_causal(op):
+        kept = min(l_, s) * (min(l_, s) + 1) // 2 + max(l_ - s, 0) * s  # sum over i < L of min(i + 1, S)
+        scores = b * h * kept
+    else:
+        scores = b * h * l_ * s
     # bytes: q, k, v read and the output written once (the flash kernel keeps scores on chip); the
     # logsumexp and RNG outputs of the training variants are written too
     return _moves(op, "attention", 2 * scores * e + 2 * scores * ev, 5 * scores)
+
+
+def _is_causal(op: RecordedOp) -> bool:
+    """SDPA's is_causal: a keyword, or the 6th positional argument (q, k, v, attn_mask, dropout_p, is_causal)."""
+    if "is_causal" in op.kwargs:
+        return bool(op.kwargs["is_causal"])
+    return packet(op.aten) == "scaled_dot_product_attention" and len(op.args) > 5 and bool(op.args[5])
 
 
 # vector FLOPs per output element of the non-pointwise families (approximation: a few per element, as
