@@ -144,6 +144,14 @@ def test_data_dependent_module_fails_with_a_one_line_hint() -> None:
     # on CPU it runs for real
     result = llmsim.analyze(Branchy(), (torch.ones(2, 3),), device="cpu", dtype="float32")
     assert result.kernels
+    # inputs that do not fit the module: named, without the data-dependent hint
+    with pytest.raises(TraceError, match="example_inputs") as info:
+        llmsim.analyze(nn.Linear(8, 4), (torch.empty(2, 5),))
+    assert "aten." in str(info.value) and "data-dependent" not in str(info.value)
+    with torch.device("meta"):
+        on_meta = nn.Linear(8, 4)
+    with pytest.raises(OptionError, match="device='cpu'"):
+        llmsim.analyze(on_meta, (torch.empty(2, 8),), device="cpu")
 
 
 def test_result_table_and_module_grouping() -> None:

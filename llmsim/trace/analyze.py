@@ -73,6 +73,9 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
     torch_dtype = getattr(torch, _TORCH_DTYPES[dtype])
+    if device == "cpu" and any(p.device.type == "meta" for p in module.parameters()):
+        raise OptionError("device='cpu' runs the module for real: build it with weights on the CPU (it has "
+                          "parameters on the meta device), or keep device='meta'")
     state = {k: _moved(v, torch, device, torch_dtype) for k, v in
              [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]}
     args = _moved(tuple(example_inputs), torch, device, torch_dtype)

@@ -31,6 +31,11 @@ def import_torch() -> Any:
 SDPA_NAME = "aten.scaled_dot_product_attention.fused"  # F.scaled_dot_product_attention, recorded as one kernel
 
 
+# aten ops that read a tensor's value into Python (an `if tensor:` or `.item()`): impossible on meta
+_READS_VALUES = frozenset({"_local_scalar_dense", "is_nonzero", "item", "equal", "nonzero", "unique", "_unique2",
+                           "masked_select"})
+
+
 class TraceError(LlmsimError):
     """A module whose forward cannot run under the tracer (e.g. data-dependent control flow on meta)."""
 
@@ -180,10 +185,13 @@ def record(module: Any, call: Callable[[], Any], device: str) -> tuple[list[Reco
     except Exception as exc:
         if isinstance(exc, LlmsimError):
             raise
-        where = f"aten.{failed[0]}" if failed else "a Python-level check"
-        hint = ("it may branch on tensor values (data-dependent control flow), which the meta device cannot "
-                "compute: pass device='cpu' with example_inputs of a small shape" if device == "meta"
-                else "check example_inputs match the module's forward")
+        where = f"aten.{failed[0]}" if failed else "a Python-level step"
+        data_dependent = bool(failed) and failed[0] in _READS_VALUES
+        if device == "meta" and (data_dependent or "meta" in str(exc)):
+            hint = ("it branches on tensor values (data-dependent control flow), which the meta device cannot "
+                    "compute: pass device='cpu' with example_inputs of a small shape")
+        else:
+            hint = "check that example_inputs (shapes, dtypes) and example_kwargs match the module's forward"
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TraceError(f"the module failed to trace on {device} at {where} ({first_line[:160]}); {hint}") from exc
     finally:
