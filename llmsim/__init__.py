@@ -48,6 +48,8 @@ _LAZY = {
     "plan_serving": ".serving.plan",
     "ServingResult": ".serving.results",
     "serve": ".serving.serve",
+    "analyze": ".trace.analyze",
+    "TraceResult": ".trace.result",
 }
 
 __all__ = [
@@ -67,8 +69,10 @@ __all__ = [
     "ServingPlan",
     "ServingResult",
     "SimulationResult",
+    "TraceResult",
     "WhatIfResult",
     "__version__",
+    "analyze",
     "build_ops",
     "find_crossover",
     "first_limit",
@@ -122,3 +126,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from .serving.plan import ServingPlan, plan_serving
     from .serving.results import ServingResult
     from .serving.serve import serve
+    from .trace.analyze import analyze
+    from .trace.result import TraceResult

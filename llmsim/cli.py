@@ -142,6 +142,14 @@ def _pool_arg(text: str) -> dict[str, int]:
     return {"replicas": int(parts[0]), "tensor_parallel": int(parts[1])}
 
 
+def _shape_arg(text: str) -> tuple[int, ...]:
+    """--input-shape: comma-separated positive integers, e.g. 8,3,224,224."""
+    parts = text.replace("x", ",").split(",")
+    if not all(p.strip().isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: write positive integers separated by commas, e.g. 8,3,224,224")
+    return tuple(int(p) for p in parts)
+
+
 def _length_arg(text: str) -> int | str:
     """--prompt-len / --gen-len: an integer, else a distribution string (checked by serve())."""
     return int(text) if text.strip().lstrip("-").isdigit() else text
@@ -152,7 +160,7 @@ def _install_hint(exc: ImportError) -> str:
     aiconfigurator extra; anything else is a core dependency, missing from a broken install."""
     module = (exc.name or "").split(".")[0]
     if module == "torch":
-        return "calibrate and validate need torch: pip install 'llmsim[validate]'"
+        return "calibrate, validate and analyze need torch: pip install 'llmsim[validate]'"
     if module in ("pyarrow", "aiconfigurator_core"):
         return "the importer needs: pip install 'llmsim[aiconfigurator]'"
     return f"{module or 'a dependency'} is a core dependency: reinstall llmsim (pip install llmsim)"
@@ -346,6 +354,26 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_whatif import add_parsers
 
     add_parsers(sub, _add_model_options, _positive_int)
+
+    p = sub.add_parser("analyze", help="any PyTorch module traced on the meta device: time, bound and the "
+                       "kernels by module (needs torch)",
+                       description="Trace a module's forward on the meta device (nothing computed) and time every "
+                       "aten op on the device's roofline. MODEL: hf:vit, hf:resnet or hf:convnext (transformers' "
+                       "own vision models from their config defaults), or FILE.py:FUNCTION returning "
+                       "(module, example_inputs) or a module (then --input-shape).")
+    p.add_argument("model", help="hf:vit | hf:resnet | hf:convnext | FILE.py:FUNCTION")
+    p.add_argument("--hardware", "--hw", default="h100-sxm", help="a shipped device or a hardware .toml file")
+    p.add_argument("--batch-size", type=_positive_int, default=1, help="images per batch (hf: models)")
+    p.add_argument("--image-size", type=_positive_int, default=224, help="image height and width (hf: models)")
+    p.add_argument("--input-shape", type=_shape_arg, default=None,
+                   help="shape of the one input of a FILE.py:FUNCTION that returns only a module, e.g. 8,3,224,224")
+    p.add_argument("--dtype", default="bfloat16", help="float32, bfloat16 or float16 (default: bfloat16)")
+    p.add_argument("--engine", default="torch-compile", choices=("torch-compile", "transformers", "roofline"))
+    p.add_argument("--top", type=_positive_int, default=20, help="kernel rows to print (default: 20)")
+    p.add_argument("--by-module", type=_positive_int, default=None, metavar="DEPTH",
+                   help="also print time per module path cut to DEPTH parts")
+    p.add_argument("--out", default=None, help="also write the roofline plot of the kernels here (.png/.pdf/.svg)")
+
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
     sub.add_parser("engines", help="the engines, what they run and the devices with measured tables for them")
@@ -383,6 +411,8 @@ def _run(args: argparse.Namespace) -> int:
     from .models.loading import load_model
     from .shipped import shipped_hardware_names, shipped_model_names
 
+    if args.command == "analyze":
+        return _analyze(args)
     if args.command == "models":
         print(_table([model_summary_row(load_model(name)) for name in shipped_model_names()]))
         return 0
@@ -588,6 +618,27 @@ def _run(args: argparse.Namespace) -> int:
         print(report.to_markdown())
         return 0
     raise LlmsimError(f"unknown command {args.command!r}")
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    """`llmsim analyze`: a traced module's summary, slowest kernels and (--by-module) time per module."""
+    from .trace.analyze import analyze
+    from .trace.zoo import resolve_target
+
+    _check_out(args.out)
+    module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
+    result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine, name=args.model)
+    print(result)
+    print()
+    print(result.ops_table(top=args.top))
+    if args.by_module:
+        print()
+        print(_table([{"module": path or "<root>", "kernels": g["kernels"], "GFLOP": round(g["flops"] / 1e9, 3),
+                       "MB": round(g["bytes"] / 1e6, 2), "time_us": round(g["time_s"] * 1e6, 2)}
+                      for path, g in result.by_module(args.by_module).items()]))
+    if args.out:
+        _save(result.roofline_figure(), args.out)
+    return 0
 
 
 def _profile(args: argparse.Namespace) -> int:

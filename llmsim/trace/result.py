@@ -1,0 +1,146 @@
+"""TraceResult: the timed kernels of one traced forward pass, with totals, tables and module grouping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.results import _fmt_s
+from ..cost.op import Op
+from .kernels import Kernel
+
+BOUNDS = ("compute", "memory", "overhead")
+
+
+@dataclass(frozen=True, slots=True)
+class TracedKernel:
+    """A kernel and its predicted time and bound on the device."""
+
+    kernel: Kernel
+    time_s: float
+    bound: str  # the largest of its compute, memory and overhead terms
+    source: str = "roofline"  # where its time comes from: "roofline" or a measured table ("vllm gemm")
+
+    @property
+    def flops(self) -> float:
+        return self.kernel.matmul_flops + self.kernel.vector_flops
+
+    @property
+    def bytes(self) -> float:
+        return self.kernel.bytes_read + self.kernel.bytes_written
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    """One forward pass of a traced module on a device (frozen).
+
+    kernels: in execution order. unknown_ops: aten ops no formula knows, each costed as a memory-bound copy
+    of its inputs and outputs (listed so nothing is dropped silently)."""
+
+    model: str
+    hardware: str
+    dtype: str
+    engine: str
+    fusion: str
+    precision: str
+    kernels: tuple[TracedKernel, ...]
+    unknown_ops: tuple[str, ...]
+    aten_ops: int  # aten calls recorded, views included
+    parameters: int
+    tables_note: str = ""  # why the engine's measured tables do not apply on this device ("" if they do)
+
+    @property
+    def time_s(self) -> float:
+        return sum(k.time_s for k in self.kernels)
+
+    @property
+    def flops(self) -> float:
+        return sum(k.flops for k in self.kernels)
+
+    @property
+    def matmul_flops(self) -> float:
+        """FLOPs of matmuls, convolutions and attention (what FlopCounterMode counts)."""
+        return sum(k.kernel.matmul_flops for k in self.kernels)
+
+    @property
+    def bytes(self) -> float:
+        return sum(k.bytes for k in self.kernels)
+
+    @property
+    def shares(self) -> dict[str, float]:
+        """Share of the time in kernels of each bound."""
+        total = self.time_s or 1.0
+        return {b: sum(k.time_s for k in self.kernels if k.bound == b) / total for b in BOUNDS}
+
+    @property
+    def bound(self) -> str:
+        shares = self.shares
+        return max(shares, key=shares.get)
+
+    @property
+    def ops(self) -> list[Op]:
+        """The kernels as llmsim Ops (for the shared roofline plots and tools that take [Op])."""
+        return [k.kernel.to_op(self.precision) for k in self.kernels]
+
+    def roofline_figure(self, label_top: int = 5) -> Any:
+        """The device's roofline with every kernel on it (a matplotlib Figure; report.trace_plot)."""
+        from ..report.trace_plot import trace_roofline_figure
+
+        return trace_roofline_figure(self, label_top)
+
+    def by_module(self, depth: int = 2) -> dict[str, dict[str, float]]:
+        """Time, FLOPs and bytes summed per module path cut to `depth` parts ("" = the root), slowest first."""
+        groups: dict[str, dict[str, float]] = {}
+        for k in self.kernels:
+            path = ".".join(k.kernel.module.split(".")[:depth]) if k.kernel.module else ""
+            g = groups.setdefault(path, {"time_s": 0.0, "flops": 0.0, "bytes": 0.0, "kernels": 0})
+            g["time_s"] += k.time_s
+            g["flops"] += k.flops
+            g["bytes"] += k.bytes
+            g["kernels"] += 1
+        return dict(sorted(groups.items(), key=lambda item: -item[1]["time_s"]))
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per kernel: aten op, module path, shapes, FLOPs, bytes, AI, time, bound, share."""
+        total = self.time_s or 1.0
+        return [{"aten": k.kernel.aten, "module": k.kernel.module, "shapes": k.kernel.shapes, "kind": k.kernel.kind,
+                 "flops": k.flops, "bytes": k.bytes, "arithmetic_intensity": k.arithmetic_intensity,
+                 "time_s": k.time_s, "bound": k.bound, "share": k.time_s / total, "source": k.source}
+                for k in self.kernels]
+
+    def ops_table(self, top: int | None = None) -> str:
+        """A text table of the kernels, slowest first (all, or the `top` slowest)."""
+        rows = sorted(self.rows(), key=lambda r: -r["time_s"])[: top or None]
+        lines = [f"{'aten op':<34} {'module':<36} {'shapes':<30} {'GFLOP':>9} {'MB':>9} {'FLOP/B':>8} "
+                 f"{'time':>10} {'bound':>8} {'share':>6}  source"]
+        for r in rows:
+            lines.append(f"{_cut(r['aten'], 34):<34} {_cut(r['module'] or '<root>', 36):<36} "
+                         f"{_cut(r['shapes'], 30):<30} {r['flops'] / 1e9:>9.3f} {r['bytes'] / 1e6:>9.2f} "
+                         f"{r['arithmetic_intensity']:>8.1f} {_fmt_s(r['time_s']):>10} {r['bound']:>8} "
+                         f"{r['share']:>6.1%}  {r['source']}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        shares = ", ".join(f"{b} {s:.0%}" for b, s in self.shares.items())
+        lines = [f"{self.model} ({self.parameters / 1e6:.1f} M parameters) on {self.hardware}, {self.dtype}, "
+                 f"engine {self.engine}: {_fmt_s(self.time_s)} per forward, {self.bound}-bound ({shares})",
+                 f"  {self.flops / 1e9:.2f} GFLOP ({self.matmul_flops / 1e9:.2f} in matmul/conv/attention), "
+                 f"{self.bytes / 1e6:.1f} MB moved, {len(self.kernels)} kernels from {self.aten_ops} aten calls"]
+        measured = sum(1 for k in self.kernels if k.source != "roofline")
+        if measured:
+            lines.append(f"  {measured} kernels timed from measured GEMM tables, the others on the roofline")
+        elif self.tables_note:
+            lines.append(f"  {self.tables_note}")
+        if self.unknown_ops:
+            lines.append(f"  no formula (costed as memory-bound copies): {', '.join(self.unknown_ops)}")
+        lines.append("  top kernels:")
+        lines += ["    " + line for line in self.ops_table(top=5).splitlines()]
+        return "\n".join(lines)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
