@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .cli_args import int_at_least as _int_at_least
 from .errors import LlmsimError
 
 _COST_OPTIONS = {
@@ -23,21 +24,6 @@ _EXEC_OPTIONS = {
     "overlap": ("max", "sum"),
 }
 _DTYPES = ("float32", "bfloat16", "float16", "fp8", "int8", "int4")
-
-
-def _int_at_least(minimum: int) -> Any:
-    """An argparse type: an integer >= minimum, with a message naming the value."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"{value} must be >= {minimum}")
-        return value
-
-    return parse
 
 
 _positive_int = _int_at_least(1)

@@ -68,9 +68,9 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
 
 
 def _at_least(minimum: int) -> Any:
-    from .cli import _int_at_least
+    from .cli_args import int_at_least
 
-    return _int_at_least(minimum)
+    return int_at_least(minimum)
 
 
 def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:

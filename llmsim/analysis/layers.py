@@ -19,8 +19,6 @@ from ..errors import OptionError, check_choice
 if TYPE_CHECKING:
     import pandas
 
-    from .results import SimulationResult
-
 
 class LayerOp(BaseModel):
     """One op of one layer (or one op outside the layers), one step: what it does and what it costs."""
@@ -67,7 +65,7 @@ class LayerTable(BaseModel):
     step_time_s: float  # = sum(group.time_s * group.layers) + sum(other_ops.time_s)
 
     def __str__(self) -> str:
-        from .results import _fmt_s
+        from .text import fmt_s as _fmt_s
 
         where = "prefill" if self.phase == "prefill" else f"decode step {self.step} (kv_len {self.kv_len})"
         lines = [f"{self.model} on {self.hardware}: {where}, batch {self.batch_size}, {self.tokens} new "
@@ -88,7 +86,7 @@ class LayerTable(BaseModel):
 
     def to_pandas(self) -> pandas.DataFrame:
         """One row per op: group ("" for one kind of layer, None outside the layers), layers, the LayerOp fields."""
-        from ..report.frames import data_frame
+        from ..frames import data_frame
 
         rows = [{"group": g.group, "layers": g.layers, **op.model_dump()} for g in self.groups for op in g.ops]
         rows += [{"group": None, "layers": 0, **op.model_dump()} for op in self.other_ops]
@@ -96,17 +94,17 @@ class LayerTable(BaseModel):
 
 
 def _row(op: LayerOp) -> str:
-    from .results import _fmt_s
+    from .text import fmt_s as _fmt_s
 
     return (f"  {op.name:<36} {op.flops / 1e6:>12.3f} {op.bytes / 1e6:>10.3f} {op.arithmetic_intensity:>8.1f} "
             f"{_fmt_s(op.time_s):>10} {op.bound:>8}  {op.source}")
 
 
-def layer_table(result: SimulationResult, phase: str = "decode", step: int | None = None) -> LayerTable:
+def layer_table(result: Any, phase: str = "decode", step: int | None = None) -> LayerTable:
     """The per-layer table of `result` for one step of `phase` (decode default: the middle step)."""
     from ..timing.phases import decode_totals, prefill_totals
     from ..timing.roofline import BOUNDS, Roofline
-    from .simulate import _op_fields, evaluate_inputs, pipeline_of
+    from .evaluation import _op_fields, evaluate_inputs, pipeline_of
 
     phase = check_choice("phase", phase, ("prefill", "decode"))
     steps = result.gen_len - 1

@@ -56,7 +56,7 @@ class OneOpCost(BaseModel):
     fused_what: str  # what the fusion saving is against
 
     def __str__(self) -> str:
-        from .results import _fmt_s
+        from .text import fmt_s as _fmt_s
 
         reach = max(self.flops_share_of_peak, self.bandwidth_share_of_peak)
         of = "FLOP/s" if self.flops_share_of_peak >= self.bandwidth_share_of_peak else "bandwidth"

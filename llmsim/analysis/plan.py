@@ -46,7 +46,7 @@ class Plan(BaseModel):
 
     def to_pandas(self) -> Any:
         """One row per candidate: its fields, and columns `best` and `pareto`."""
-        from ..report.frames import candidates_frame
+        from ..frames import candidates_frame
 
         return candidates_frame(self.candidates, self.best, self.pareto)
 

@@ -45,7 +45,7 @@ class SweepResult(BaseModel):
 
     def to_pandas(self) -> Any:
         """One row per point of the sweep (pandas: a core dependency)."""
-        from ..report.frames import data_frame
+        from ..frames import data_frame
 
         return data_frame(self.columns)
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from ..cost.workload import CostOptions
 from ..timing.roofline import ExecutionOptions
 from .memory import MemoryResult
+from .text import fmt_s as _fmt_s
 
 
 class OpResult(BaseModel):
@@ -97,7 +98,7 @@ class SimulationResult(BaseModel):
     def ops_to_pandas(self, phase: str | None = None) -> Any:
         """One row per op of each phase (or of `phase`): phase, then the OpResult fields (totals over the phase)."""
         from ..errors import check_choice
-        from ..report.frames import data_frame
+        from ..frames import data_frame
 
         if phase is not None:
             check_choice("phase", phase, ("prefill", "decode"))
@@ -159,27 +160,5 @@ class SimulationResult(BaseModel):
 
 # id(result) -> the (ModelSpec, HardwareSpec, CostOptions, ExecutionOptions) simulate() computed it from, while
 # the result lives: kept beside it, not in it, so that results compare and serialise by their fields alone
-_INPUTS: dict[int, tuple[Any, ...]] = {}
-
-
-def remember_inputs(result: SimulationResult, inputs: tuple[Any, ...]) -> None:
-    import weakref
-
-    _INPUTS[id(result)] = inputs
-    weakref.finalize(result, _INPUTS.pop, id(result), None)
-
-
-def inputs_of(result: SimulationResult) -> tuple[Any, ...] | None:
-    return _INPUTS.get(id(result))
-
-
-def _fmt_s(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3f} ms"
-    return f"{seconds * 1e6:.2f} us"
-
-
 def _shares(phase: PhaseResult) -> str:
     return ", ".join(f"{k} {v:.0%}" for k, v in phase.shares.items())

@@ -16,133 +16,24 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..cost.op import formula
-from ..cost.symbolic import Expr
 from ..cost.workload import BATCH_MAX, CostOptions, check_count, check_one
-from ..engines.catalog import check_tables_device, default_engine_name, get_engine
-from ..hardware.spec import HardwareSpec, load_hardware
-from ..models.dtype_default import served_model
-from ..models.loading import load_model
+from ..hardware.spec import HardwareSpec
 from ..models.spec import ModelSpec
-from ..timing.phases import PhaseTotals, decode_totals, pipelined, prefill_totals
+from ..timing.phases import PhaseTotals
 from ..timing.roofline import BOUNDS, ExecutionOptions, Roofline
+from .evaluation import (  # noqa: F401  (resolve, check_workload, evaluate: re-exported)
+    _OP_COLUMNS,
+    _op_fields,
+    _total,
+    check_workload,
+    evaluate,
+    evaluate_inputs,
+    pipeline_of,
+    remember_inputs,
+    resolve,
+)
 from .memory import MemoryResult, footprint, largest_fitting
 from .results import PhaseResult, SimulationResult
-
-
-def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
-            ) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:
-    """Load model and hardware and split keyword options into cost and execution options, on top of the
-    engine's defaults (llmsim.engines; default: vllm on a GPU, transformers on a CPU). Options the caller
-    passes win over the engine's."""
-    cost_keys = set(CostOptions.model_fields)
-    exec_keys = set(ExecutionOptions.model_fields) - {"engine"}
-    unknown = set(options) - cost_keys - exec_keys
-    if unknown:
-        from ..errors import choice_error
-
-        raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys | {"engine"})
-    spec, hw = load_model(model), load_hardware(hardware)
-    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type))
-    given = {k: v for k, v in options.items() if v is not None}
-    spec = served_model(spec, chosen.serves_float32_as, chosen.name,
-                        (given.get("weight_dtype"), given.get("activation_dtype")))
-    if spec.quantization is not None:  # fp8/fp4 GEMMs need those tensor cores; else weight-only kernels
-        quantization = spec.quantization.for_precisions(tuple(hw.matrix_flops_per_s))
-        if quantization is not spec.quantization:
-            spec = spec.model_copy(update={"quantization": quantization})
-    cost = CostOptions.make(**{**chosen.cost, **{k: v for k, v in given.items() if k in cost_keys}})
-    defaults = {**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
-                "table_families": chosen.table_families}
-    if "tables" in options and options["tables"] is None:  # tables=None given: the roofline alone
-        defaults.update(tables=None, table_families=None)
-    execution = ExecutionOptions.make(**{**defaults, **{k: v for k, v in given.items() if k in exec_keys}})
-    check_tables_device(hw.name, execution.tables)
-    _check_precision(spec, hw, cost)
-    return spec, hw, cost, execution
-
-
-def _check_precision(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions) -> None:
-    """The device must have a matrix unit at the precision the matmuls run at (e.g. no int4 on Hopper)."""
-    from ..dtypes import matmul_precision
-    from ..errors import OptionError
-
-    weight, act, _ = cost.resolved_dtypes(spec.dtype)
-    try:
-        hw.matrix_peak_flops_per_s(matmul_precision(act, weight))
-    except OptionError as exc:
-        raise OptionError(f"activation_dtype={act!r}: {exc}") from None
-
-
-def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[Any, Any, Any]:
-    from ..errors import OptionError
-
-    B = check_count("batch_size", batch_size, 1, BATCH_MAX)
-    P = check_count("prompt_len", prompt_len, 1)
-    G = check_count("gen_len", gen_len, 1)
-    if isinstance(P, int) and isinstance(G, int):  # one workload: plain ints, no numpy needed
-        longest = P + G - 1
-    else:
-        longest = int(np.max(np.asarray(P) + np.asarray(G) - 1))
-    if longest > model.max_position_embeddings:
-        raise OptionError(
-            f"prompt_len + gen_len - 1 = {longest} exceeds the model's context of "
-            f"{model.max_position_embeddings} tokens (max_position_embeddings)"
-        )
-    return B, P, G
-
-
-def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
-             batch_size: Any, prompt_len: Any, gen_len: Any, pipeline_parallel: int = 1,
-             num_microbatches: int = 1) -> tuple[PhaseTotals, PhaseTotals, dict[str, Any]]:
-    """Prefill totals, decode totals (summed over gen_len - 1 steps) and memory of one GPU; arrays
-    broadcast. With pipeline_parallel=p the batch runs as num_microbatches micro-batches through p
-    stages (see phases.pipelined)."""
-    roofline = Roofline(hardware, execution)
-    p, m = pipeline_parallel, num_microbatches
-    micro = np.asarray(batch_size) // m if m > 1 else batch_size
-    prefill = prefill_totals(model, roofline, cost, micro, prompt_len)
-    # the prefill ops' per-run values serve the footprint only: handed over, then let go (a sweep's are large)
-    memory = footprint(model, hardware, cost, micro, prompt_len, gen_len, prefill_values=prefill.take_values())
-    decode = decode_totals(model, roofline, cost, micro, prompt_len, np.asarray(gen_len) - 1)
-    if p > 1 or m > 1:
-        prefill = pipeline_of(prefill, model, roofline, cost, micro, prompt_len, p, m)
-        decode = pipeline_of(decode, model, roofline, cost, micro, 1, p, m, steps=np.asarray(gen_len) - 1)
-        # one GPU holds 1/p of the layers: weights and KV cache of all m micro-batches, split by p
-        kv_all = memory["kv_cache_bytes"] * m
-        memory = dict(memory, weights_bytes=memory["weights_bytes"] / p, kv_cache_bytes=kv_all / p)
-        memory["total_bytes"] = (memory["weights_bytes"] + memory["kv_cache_bytes"] + memory["activation_bytes"]
-                                 + memory["workspace_bytes"])
-        memory["fits"] = np.asarray(memory["total_bytes"]) <= hardware.memory_capacity_bytes
-    return prefill, decode, memory
-
-
-def pipeline_of(totals: PhaseTotals, model: ModelSpec, roofline: Roofline, cost: CostOptions, micro: Any,
-                tokens: Any, p: int, m: int, steps: Any = 1) -> PhaseTotals:
-    """A phase's totals on one GPU of a p-stage pipeline run by m micro-batches of `micro` sequences of
-    `tokens` new tokens each (phases.pipelined, with the activation hand-over between stages); as given
-    when p = m = 1."""
-    if p == 1 and m == 1:
-        return totals
-    _, act_dtype, _ = cost.resolved_dtypes(model.dtype)
-    from ..dtypes import dtype_bytes
-
-    ab = Expr.sym("ab", dtype_bytes(act_dtype))
-    h, b = Expr.sym("h", model.hidden_size), Expr.sym("b", micro)
-    S = Expr.sym("S", tokens) if not (isinstance(tokens, int) and tokens == 1) else Expr.const(1)
-    p2p = formula("collective")("pipeline.p2p", p - 1, kind="p2p", message_bytes=b * S * h * ab, group=2)
-    return pipelined(totals, roofline, p, m, p2p, steps=steps)
-
-
-def evaluate_inputs(result: SimulationResult) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:
-    """The model, device and options a SimulationResult was computed from (kept with it by simulate())."""
-    from .results import inputs_of
-
-    inputs = inputs_of(result)
-    if inputs is None:  # a result rebuilt from JSON or copied: resolve its names again
-        spec, hw, _, _ = resolve(result.model, result.hardware, engine=result.engine)
-        return spec, hw, result.options, result.execution
-    return inputs
 
 
 def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 512, gen_len: int = 128,
@@ -210,8 +101,6 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
         engine=execution.engine,
         **_provenance(roofline, (prefill, decode)),
     )
-    from .results import remember_inputs
-
     remember_inputs(result, (spec, hw, cost, execution))  # for layer_table, which computes one step again
     return result
 
@@ -248,30 +137,6 @@ def _phase_result(phase: str, totals: PhaseTotals, steps: int, roofline: Rooflin
 
 
 # per-op totals that are OpResult fields of the same name
-_OP_COLUMNS = ("matmul_flops", "vector_flops", "bytes", "time_s", *(f"{b}_s" for b in BOUNDS))
-
-
-def _total(columns: dict[str, list[float]], key: str) -> float:
-    return float(sum(columns[key]))
-
-
-def _op_fields(totals: PhaseTotals, columns: dict[str, list[float]], phase_time_s: float, roofline: Roofline
-               ) -> list[dict[str, Any]]:
-    """Each op's OpResult fields from its totals over the phase."""
-    matmul_flops, vector_flops, moved_bytes, time_s = (columns[key] for key in _OP_COLUMNS[:4])
-    intensity = [(m + v) / b if b > 0 else 0.0 for m, v, b in zip(matmul_flops, vector_flops, moved_bytes)]
-    # the first largest term, in BOUNDS order
-    bound = [BOUNDS[terms.index(max(terms))] for terms in zip(*(columns[f"{b}_s"] for b in BOUNDS))]
-    share = [t / phase_time_s for t in time_s] if phase_time_s > 0 else [0.0] * len(time_s)
-    source = [where for where, _ in roofline.sources_of(totals.fixed)]
-    rows = zip(totals.names, totals.kinds, totals.counts, *(columns[key] for key in _OP_COLUMNS), intensity, bound,
-               share, source)
-    return [dict(zip(_OP_FIELDS, row)) for row in rows]
-
-
-_OP_FIELDS = ("name", "kind", "count", *_OP_COLUMNS, "arithmetic_intensity", "bound", "share", "source")
-
-
 def _provenance(roofline: Roofline, phases: tuple[PhaseTotals, ...]) -> dict[str, Any]:
     """The measured tables the ops were timed from (family -> source) and why any op was not."""
     tables: dict[str, str] = {}

@@ -56,7 +56,7 @@ class WhatIfResult(BaseModel):
         return self.rows[0]
 
     def __str__(self) -> str:
-        from .results import _fmt_s
+        from .text import fmt_s as _fmt_s
 
         how = "every combination" if self.product else "one choice at a time against the baseline"
         base = ", ".join(f"{k}={v[0]}" for k, v in self.vary.items())
@@ -73,7 +73,7 @@ class WhatIfResult(BaseModel):
 
     def to_pandas(self) -> Any:
         """One row per choice: the varied options as columns, then the WhatIfRow fields."""
-        from ..report.frames import data_frame
+        from ..frames import data_frame
 
         return data_frame([{**row.choice, **row.model_dump(exclude={"choice"})} for row in self.rows])
 

@@ -120,9 +120,6 @@ class ServingResult(BaseModel):
 
 
 def _frame(columns: dict[str, np.ndarray]) -> Any:
-    try:
-        import pandas as pd
-    except ImportError:
-        raise ImportError("to_pandas needs pandas: pip install pandas (or use .requests / .step_log, "
-                          "plain numpy arrays)") from None
-    return pd.DataFrame(columns)
+    from ..frames import data_frame
+
+    return data_frame(columns)

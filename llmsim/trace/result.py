@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.results import _fmt_s
+from ..analysis.text import fmt_s as _fmt_s
 from ..cost.op import Op
 from .kernels import Kernel
 
