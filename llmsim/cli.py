@@ -710,7 +710,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"llmsim: error: {exc}", file=sys.stderr)
         return 2
     except ImportError as exc:
-        print(f"llmsim: error: {exc} ({_install_hint(exc)})", file=sys.stderr)
+        hint = "" if "pip install" in str(exc) else f" ({_install_hint(exc)})"  # the message may name it already
+        print(f"llmsim: error: {exc}{hint}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("llmsim: interrupted", file=sys.stderr)
