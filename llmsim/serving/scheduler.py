@@ -337,20 +337,19 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
     m = run.m
     k = int(np.min(run.gen[:m] - run.emitted[:m]))  # the step after which the first request finishes
     k = min(k, max(4_000_000 // m, 1))  # very long runs: in pieces
-    c, held = run.computed[:m], run.blocks[:m]
-    j = np.arange(1, k + 1)
-    extra = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)  # blocks for c + j tokens
-    k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
     if k < 2:
         return k, np.zeros(0), np.zeros(0, dtype=np.int64)
+    c, held = run.computed[:m], run.blocks[:m]
     mean0 = (grow * float(c.sum()) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached tokens, mean
     means = mean0 + grow * np.arange(k, dtype=float)
     times = cost.tokens(0, m) + cost.lm_head(m, m) + cost.decode_attention(m, means) + cost.proposals(m, means)
     if limit_s is not None:
         starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
         k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival
-        times = times[:k]
-    return k, np.asarray(times, dtype=float), extra[:k]
+    j = np.arange(1, k + 1)
+    extra = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)  # blocks for c + j tokens
+    k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
+    return k, np.asarray(times[:k], dtype=float), extra[:k]
 
 
 def percentile_summary(values: Any, weights: Any = None) -> dict[str, float]:
