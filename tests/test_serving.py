@@ -199,6 +199,9 @@ def test_plan_serving_finds_the_fewest_gpus_within_the_objectives(tmp_path) -> N
     assert p.best.gpus == min(c.gpus for c in p.candidates)
     with pytest.raises(OptionError, match="ttft_slo_s, tpot_slo_s"):
         llmsim.plan_serving(MODEL, GPU, request_rate=1.0)
+    for bad in ({"tensor_parallel": [0]}, {"max_num_seqs": [2.5]}, {"tensor_parallel": 2}):
+        with pytest.raises(OptionError, match="list of integers"):
+            llmsim.plan_serving(MODEL, GPU, request_rate=1.0, ttft_slo_s=1.0, **bad)
 
 
 def test_plan_serving_runs_unchanged_on_a_dask_cluster() -> None:

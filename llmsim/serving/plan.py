@@ -224,11 +224,19 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     for name, value in (("ttft_slo_s", ttft_slo_s), ("tpot_slo_s", tpot_slo_s)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
             raise OptionError(f"{name}={value!r} must be a number of seconds > 0")
+    if type(max_gpus) is not int or max_gpus < 1:
+        raise OptionError(f"max_gpus={max_gpus!r} must be an integer >= 1")
+    if usd_per_gpu_hour is not None and (isinstance(usd_per_gpu_hour, bool) or not isinstance(
+            usd_per_gpu_hour, (int, float)) or not 0 < usd_per_gpu_hour < float("inf")):
+        raise OptionError(f"usd_per_gpu_hour={usd_per_gpu_hour!r} must be a finite number of dollars > 0")
     price = usd_per_gpu_hour
     if price is None and "usd_per_hour" in hw.price:
         price = hw.price["usd_per_hour"].value
     tps = tensor_parallel or [t for t in (1, 2, 4, 8) if t <= max_gpus]
     seqs = max_num_seqs or [64, 256]
+    for name, values in (("tensor_parallel", tps), ("max_num_seqs", seqs)):
+        if isinstance(values, (int, str)) or not all(type(v) is int and v >= 1 for v in values):
+            raise OptionError(f"{name}={values!r} must be a list of integers >= 1")
     jobs = [dict(model=spec, hardware=hw, tensor_parallel=tp, max_num_seqs=s, percentile=percentile, engine=engine,
                  prompt_len=prompt_len, gen_len=gen_len, seed=seed, num_requests=num_requests,
                  ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, request_rate=request_rate, usd_per_gpu_hour=price,
