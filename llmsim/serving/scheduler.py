@@ -8,11 +8,14 @@ Every step (vllm/v1/core/sched/scheduler.py, Scheduler.schedule):
 2. then waiting requests, first come first served, while fewer than max_num_seqs run, budget is left and
    their blocks can be allocated (a prompt longer than the budget is prefilled in chunks across steps).
 A request samples a token at the end of the step that computes its last known token (the final prompt
-chunk, then each decode token). It finishes after gen_len tokens.
+chunk, then each decode token). It finishes after gen_len tokens. With mixed_batches=False (SGLang's
+default) a step prefills only while prompts can start, and decodes otherwise. Prefix caching, prefilled
+arrivals (a disaggregated decode instance) and speculative decoding (tokens_per_step per decode step) are
+options of simulate_engine.
 
 The scheduler hands each step to StepCost for its time; the clock advances by it. Runs of steps in which
 nothing but decoding happens (no admission possible, no arrival, no finish, no block shortage) are
-evaluated together in one vectorised pass (fast_forward): the same steps, summed without the Python loop.
+evaluated together in one vectorised pass (_decode_run): the same steps, summed without the Python loop.
 """
 
 from __future__ import annotations
