@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..analysis.simulate import resolve
 from ..cost.workload import CostOptions, check_count
-from ..errors import OptionError
+from ..errors import OptionError, check_positive
 from .engine_limits import scheduler_limits
 from .results import ServingResult
 from .scheduler import RequestLog, simulate_engine
@@ -78,11 +78,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
     engine_name = execution.engine or "vllm"
     if kv_transfer_bytes_per_s is None:
         link = hw.interconnect_value("inter_node_bandwidth_bytes_per_s")
-    elif isinstance(kv_transfer_bytes_per_s, bool) or not isinstance(kv_transfer_bytes_per_s, (int, float)) or not (
-            np.isfinite(kv_transfer_bytes_per_s) and kv_transfer_bytes_per_s > 0):
-        raise OptionError(f"kv_transfer_bytes_per_s={kv_transfer_bytes_per_s!r} must be a number of byte/s > 0")
     else:
-        link = float(kv_transfer_bytes_per_s)
+        link = check_positive("kv_transfer_bytes_per_s", kv_transfer_bytes_per_s, "byte/s")
 
     def engine_of(pool: Pool, longest: int) -> tuple[Any, Any, CostOptions]:
         cost = CostOptions.make(**{**base.model_dump(), "tensor_parallel": pool.tensor_parallel,

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import LlmsimError, OptionError
+from ..cost.workload import check_one
+from ..errors import LlmsimError, OptionError, check_positive
 from ..hardware.spec import load_hardware
 from ..models.loading import load_model
 from .serve import serve
@@ -86,35 +87,25 @@ def _evaluate(job: dict[str, Any]) -> ServingCandidate:
     common = dict(engine=job["engine"], prompt_len=job["prompt_len"], gen_len=job["gen_len"], seed=job["seed"],
                   num_requests=job["num_requests"], tensor_parallel=tp, max_num_seqs=seqs, **job["options"])
 
-    def at(rate: float) -> tuple[bool, float, float]:
+    def meets(rate: float) -> tuple[bool, tuple[float, float]]:
         r = serve(job["model"], job["hardware"], request_rate=rate, **common)
         ttft = getattr(r.ttft_s, f"p{pct}")
         tpot = getattr(r.tpot_s, f"p{pct}")
         ok = (job["ttft_slo_s"] is None or ttft <= job["ttft_slo_s"]) and (
             job["tpot_slo_s"] is None or tpot <= job["tpot_slo_s"])
-        return ok, ttft, tpot
+        return ok, (ttft, tpot)
 
     try:
         saturated = serve(job["model"], job["hardware"], concurrency=seqs, **common)
     except OptionError as exc:
         return ServingCandidate(tensor_parallel=tp, max_num_seqs=seqs, max_rate_per_replica=0.0, ttft_p_s=0.0,
                                 tpot_p_s=0.0, replicas=None, gpus=None, usd_per_hour=None, reason=str(exc))
-    hi = saturated.requests_per_s  # no replica sustains more than its saturated throughput
-    lo = hi / 64
-    ok, ttft, tpot = at(lo)
-    if not ok:
+    # no replica sustains more than its saturated throughput
+    rate, (ttft, tpot) = _largest_rate(meets, saturated.requests_per_s)
+    if rate == 0:
         return ServingCandidate(tensor_parallel=tp, max_num_seqs=seqs, max_rate_per_replica=0.0, ttft_p_s=ttft,
                                 tpot_p_s=tpot, replicas=None, gpus=None, usd_per_hour=None,
                                 reason="misses the objectives even at a light load")
-    best = (lo, ttft, tpot)
-    for _ in range(_BISECTION_STEPS):
-        mid = (lo + hi) / 2
-        ok, ttft, tpot = at(mid)
-        if ok:
-            lo, best = mid, (mid, ttft, tpot)
-        else:
-            hi = mid
-    rate, ttft, tpot = best
     replicas = math.ceil(job["request_rate"] / rate)
     price = job["usd_per_gpu_hour"]
     return ServingCandidate(tensor_parallel=tp, max_num_seqs=seqs, max_rate_per_replica=rate, ttft_p_s=ttft,
@@ -215,20 +206,17 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     disaggregated=True also sizes prefill and decode pools for every pair of tensor-parallel degrees (at the
     largest max_num_seqs), so aggregated and disaggregated deployments compete in one plan."""
     spec, hw = load_model(model), load_hardware(hardware)
-    if isinstance(request_rate, bool) or not isinstance(request_rate, (int, float)) or not request_rate > 0:
-        raise OptionError(f"request_rate={request_rate!r} must be a number of requests per second > 0")
+    check_positive("request_rate", request_rate, "requests per second")
     if percentile not in (50, 90, 95, 99):
         raise OptionError(f"percentile={percentile!r} must be one of 50, 90, 95, 99")
     if ttft_slo_s is None and tpot_slo_s is None:
         raise OptionError("give ttft_slo_s, tpot_slo_s or both: the objectives the plan must meet")
     for name, value in (("ttft_slo_s", ttft_slo_s), ("tpot_slo_s", tpot_slo_s)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0):
-            raise OptionError(f"{name}={value!r} must be a number of seconds > 0")
-    if type(max_gpus) is not int or max_gpus < 1:
-        raise OptionError(f"max_gpus={max_gpus!r} must be an integer >= 1")
-    if usd_per_gpu_hour is not None and (isinstance(usd_per_gpu_hour, bool) or not isinstance(
-            usd_per_gpu_hour, (int, float)) or not 0 < usd_per_gpu_hour < float("inf")):
-        raise OptionError(f"usd_per_gpu_hour={usd_per_gpu_hour!r} must be a finite number of dollars > 0")
+        if value is not None:
+            check_positive(name, value, "seconds")
+    check_one("max_gpus", max_gpus, 1)
+    if usd_per_gpu_hour is not None:
+        check_positive("usd_per_gpu_hour", usd_per_gpu_hour, "dollars")
     price = usd_per_gpu_hour
     if price is None and "usd_per_hour" in hw.price:
         price = hw.price["usd_per_hour"].value

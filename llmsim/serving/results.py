@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from ..errors import OptionError
+from ..errors import check_positive
 
 
 class Percentiles(BaseModel):
@@ -92,8 +92,7 @@ class ServingResult(BaseModel):
         for name, limit in (("ttft_s", ttft_s), ("tpot_s", tpot_s), ("e2e_s", e2e_s)):
             if limit is None:
                 continue
-            if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not limit > 0:
-                raise OptionError(f"{name}={limit!r} must be a number of seconds > 0")
+            check_positive(name, limit, "seconds")
             values = self._requests[name]
             ok &= ~(values > limit)  # a request with no TPOT (one token) meets any TPOT objective
         return float(ok.sum() / self.duration_s) if self.duration_s > 0 else 0.0

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..analysis.simulate import resolve
-from ..cost.workload import CostOptions, check_count
+from ..cost.workload import CostOptions, check_one
 from ..errors import OptionError
 from ..hardware.spec import HardwareSpec
 from ..models.spec import ModelSpec
@@ -94,12 +94,10 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
                   num_requests: Any, arrival: str, burstiness: Any, lengths_csv: Any, seed: Any,
                   ramp_s: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
     """Checked lengths and arrival times (a closed loop's: its clients' first requests) of every request."""
-    count = check_count("num_requests", num_requests, 1)
-    if not isinstance(count, int):
-        raise OptionError("num_requests must be a single integer")
+    count = check_one("num_requests", num_requests, 1)
     if (request_rate is None) == (concurrency is None):
         raise OptionError("give exactly one of request_rate (requests per second) and concurrency (clients)")
-    seed = check_count("seed", seed, 0)
+    seed = check_one("seed", seed, 0)
     rng = np.random.default_rng(int(seed))
     if lengths_csv is not None:
         prompts, gens = lengths_from_csv(lengths_csv, count)
@@ -112,9 +110,7 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
                           f"{spec.max_position_embeddings} tokens (max_position_embeddings)")
     if request_rate is not None:
         return prompts, gens, arrival_times(request_rate, count, arrival, burstiness, rng), None
-    concurrency = check_count("concurrency", concurrency, 1)
-    if not isinstance(concurrency, int):
-        raise OptionError("concurrency must be a single integer")
+    concurrency = check_one("concurrency", concurrency, 1)
     if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not (np.isfinite(ramp_s) and ramp_s >= 0):
         raise OptionError(f"ramp_s={ramp_s!r} must be a finite number of seconds >= 0")
     return prompts, gens, np.arange(min(concurrency, count)) * (ramp_s / concurrency), concurrency
@@ -140,7 +136,7 @@ def _speculation(given: Any, spec: ModelSpec, hw: HardwareSpec, cost: CostOption
                           f"acceptance_rate, draft_model")
     method = given.get("method", "ngram")
     check_choice("speculative method", method, SPECULATION_METHODS)
-    k = check_count("speculative num_tokens", given.get("num_tokens", 4), 1)
+    k = check_one("speculative num_tokens", given.get("num_tokens", 4), 1)
     a = given.get("acceptance_rate")
     if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 1:
         raise OptionError(f"speculative acceptance_rate={a!r} must be a number in [0, 1] (the chance each "
@@ -159,10 +155,8 @@ def _speculation(given: Any, spec: ModelSpec, hw: HardwareSpec, cost: CostOption
 
 def prefix_groups_of(prompts: np.ndarray, shared_prefix_len: Any, prefix_groups: Any, seed: Any) -> np.ndarray | None:
     """The shared prefix each request's prompt starts with (None: no shared prefixes)."""
-    length = check_count("shared_prefix_len", shared_prefix_len, 0)
-    groups = check_count("prefix_groups", prefix_groups, 1)
-    if not isinstance(length, int) or not isinstance(groups, int):
-        raise OptionError("shared_prefix_len and prefix_groups must be single integers")
+    length = check_one("shared_prefix_len", shared_prefix_len, 0)
+    groups = check_one("prefix_groups", prefix_groups, 1)
     if length == 0:
         return None
     if int(prompts.min()) <= length:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionError, check_choice
+from ..errors import OptionError, check_choice, check_positive
 
 ARRIVALS = ("poisson", "constant", "gamma")
 DISTRIBUTIONS = ("uniform", "normal", "lognormal")
@@ -97,17 +97,13 @@ def arrival_times(request_rate: float, count: int, arrival: str, burstiness: flo
                   rng: np.random.Generator) -> np.ndarray:
     """Arrival times in seconds of `count` requests at `request_rate` per second, the first at 0."""
     check_choice("arrival", arrival, ARRIVALS)
-    if isinstance(request_rate, bool) or not isinstance(request_rate, (int, float)) or not (
-            np.isfinite(request_rate) and request_rate > 0):
-        raise OptionError(f"request_rate={request_rate!r} must be a finite number of requests per second > 0")
+    request_rate = check_positive("request_rate", request_rate, "requests per second")
     if arrival == "constant":
         gaps = np.full(count, 1.0 / request_rate)
     elif arrival == "poisson":
         gaps = rng.exponential(1.0 / request_rate, count)
     else:
-        if isinstance(burstiness, bool) or not isinstance(burstiness, (int, float)) or not (
-                np.isfinite(burstiness) and burstiness > 0):
-            raise OptionError(f"burstiness={burstiness!r} must be a finite number > 0 (1 is Poisson)")
+        burstiness = check_positive("burstiness", burstiness, "gamma shape (1 is Poisson)")
         gaps = rng.gamma(burstiness, 1.0 / (request_rate * burstiness), count)
     gaps[0] = 0.0
     return np.cumsum(gaps)
