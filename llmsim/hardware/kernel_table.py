@@ -64,6 +64,8 @@ class GridTable:
 
     def time_s(self, *coords: Any) -> Any:
         """The time at `coords` (one per axis; numbers or broadcasting arrays), as the module docstring reads it."""
+        if all(type(x) is float for x in coords):  # one point (the scalar fast path): _time_at, as below
+            return float(self._time_at(coords))
         arrays = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in coords))
         shape = arrays[0].shape
         if arrays[0].size <= _FEW_POINTS:  # one simulate(): a handful of ops; plain Python beats numpy's overheads
@@ -102,6 +104,87 @@ class GridTable:
             weight_of = [wt * (w if side else 1.0 - w) for wt in weight_of for side in (0, 1)]
         log_t = sum(wt * self._log_list[f] for f, wt in zip(flat, weight_of))
         return math.exp(log_t) * beyond
+
+
+    def fixed_at(self, fixed: tuple[float | None, ...]) -> ScalarGrid:
+        """time_s of one point with the axes given in `fixed` (None: free) held at those values: a ScalarGrid
+        over the free axes, for many reads of one kernel shape that differ in a few axes (a GEMM's M)."""
+        return ScalarGrid(self, fixed)
+
+
+class ScalarGrid:
+    """A GridTable read at single points with some axes held fixed, in plain Python: the fixed axes' cell
+    weights applied once (to the log times: a table over the free axes), so a read of a 3-axis GEMM table
+    at a new M interpolates one axis. The same interpolation as GridTable.time_s; only the order of the
+    sums differs (last bits)."""
+
+    def __init__(self, grid: GridTable, fixed: tuple[float | None, ...]) -> None:
+        log_times = grid._log_times.reshape([len(p) for p in grid._log_points])
+        beyond = 1.0
+        free = []
+        for axis, value in reversed(list(enumerate(fixed))):  # fixed axes reduced last to first
+            if value is None:
+                free.append(axis)
+                continue
+            log_points = grid._log_points[axis]
+            lo, w, factor = _locate(np.asarray(float(value)), log_points)
+            lo, w = int(lo), float(w)
+            beyond *= float(factor)
+            low, high = np.take(log_times, lo, axis=axis), np.take(log_times, lo + 1, axis=axis)
+            log_times = (1.0 - w) * low + w * high
+        self.beyond = beyond
+        self.log_lists = tuple(grid._log_lists[axis] for axis in reversed(free))
+        self.log_list = np.asarray(log_times, dtype=float).ravel().tolist()
+        self.stride = int(np.asarray(log_times).shape[-1]) if np.ndim(log_times) == 2 else 1
+
+    def reader(self) -> Any:
+        """time_s as a function of the free axes' values; for one free axis written out (a GEMM's M)."""
+        if len(self.log_lists) != 1:
+            return self.time_s
+        points, times, beyond = self.log_lists[0], self.log_list, self.beyond
+        first, top, cells = points[0], points[-1], len(points) - 2
+        log, exp, bisect_right = math.log, math.exp, bisect.bisect_right
+
+        def time_s(x: float) -> float:
+            log_x = log(x if x > 1e-300 else 1e-300)
+            clamped = first if log_x < first else top if log_x > top else log_x
+            lo = bisect_right(points, clamped) - 1
+            lo = 0 if lo < 0 else cells if lo > cells else lo
+            w = (clamped - points[lo]) / (points[lo + 1] - points[lo])
+            t = exp((1.0 - w) * times[lo] + w * times[lo + 1]) * beyond
+            return t * exp(log_x - top) if log_x > top else t
+
+        return time_s
+
+    def time_s(self, *free: float) -> float:
+        """The time at the free axes' values (in axis order)."""
+        log_t, beyond = 0.0, self.beyond
+        if len(free) == 1:
+            lo, w, factor = _locate_one(free[0], self.log_lists[0])
+            log_t = (1.0 - w) * self.log_list[lo] + w * self.log_list[lo + 1]
+            beyond *= factor
+        elif len(free) == 2:
+            lo0, w0, f0 = _locate_one(free[0], self.log_lists[0])
+            lo1, w1, f1 = _locate_one(free[1], self.log_lists[1])
+            t, n = self.log_list, self.stride
+            at = lo0 * n + lo1
+            log_t = ((1.0 - w0) * ((1.0 - w1) * t[at] + w1 * t[at + 1])
+                     + w0 * ((1.0 - w1) * t[at + n] + w1 * t[at + n + 1]))
+            beyond *= f0 * f1
+        elif free:
+            raise ValueError("ScalarGrid reads at most two free axes")
+        else:
+            log_t = self.log_list[0]
+        return math.exp(log_t) * beyond
+
+
+def _locate_one(x: float, log_points: list[float]) -> tuple[int, float, float]:
+    """_locate of one number: (lower grid index, weight of the upper point, factor beyond the top edge)."""
+    log_x = math.log(max(x, 1e-300))
+    clamped = min(max(log_x, log_points[0]), log_points[-1])
+    lo = min(max(bisect.bisect_right(log_points, clamped) - 1, 0), len(log_points) - 2)
+    w = (clamped - log_points[lo]) / (log_points[lo + 1] - log_points[lo])
+    return lo, w, (math.exp(log_x - log_points[-1]) if log_x > log_points[-1] else 1.0)
 
 
 _FEW_POINTS = 32

@@ -239,11 +239,11 @@ def load_hardware(source: Any) -> HardwareSpec:
     if isinstance(source, (str, Path)):
         if isinstance(source, str) and "/" not in source and not source.endswith(".toml") and not os.path.isfile(
                 os.path.expanduser(source)):  # a shipped name (os.path: the by-name hot path skips pathlib)
-            path = Path(shipped_file("hardware", source, hardware_dir(), ".toml"))
-        else:
-            path = Path(source).expanduser()
-            if not path.is_file():
-                raise HardwareError(f"hardware file: no file at {path}")
+            shipped = shipped_file("hardware", source, hardware_dir(), ".toml")  # absolute, as a str (no pathlib)
+            return _SPECS.get((shipped, shipped), file_stamp(shipped), lambda: _read_hardware_file(Path(shipped)))
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise HardwareError(f"hardware file: no file at {path}")
         # memoised while the file is unchanged (a HardwareSpec is frozen: callers share it); the key keeps the
         # spelling of the path too, as the spec records it
         return _SPECS.get((str(path.absolute()), str(path)), file_stamp(path), lambda: _read_hardware_file(path))

@@ -42,8 +42,8 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
     if isinstance(source, (str, Path)):
         if isinstance(source, str) and "/" not in source and not source.endswith(".json") and not os.path.exists(
                 os.path.expanduser(source)):  # a shipped name (os.path: the by-name hot path skips pathlib)
-            file = Path(shipped_file("model", source, model_configs_dir(), ".json"))
-            return replay(_from_file(file, name or file.stem))
+            file = shipped_file("model", source, model_configs_dir(), ".json")  # absolute, as a str (no pathlib)
+            return replay(_from_file(file, name or os.path.basename(file)[:-len(".json")]))
         path = Path(source).expanduser()
         if path.exists():
             stem = path.name if path.is_dir() else path.stem
@@ -58,15 +58,18 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
     )
 
 
-def _from_file(file: Path, name: str) -> Noted:
+def _from_file(file: Path | str, name: str) -> Noted:
     """The spec of a config.json (with its assumption notes), read again only when the file changed; from the
-    disk cache of specs (spec_cache) where this content was read before, so without importing transformers."""
+    disk cache of specs (spec_cache) where this content was read before, so without importing transformers.
+    file: a Path, or an absolute path as a str."""
     def read() -> Noted:
-        build = lambda: spec_from_hf_config(read_config_file(file), name=name)  # noqa: E731
+        path = Path(file)
+        build = lambda: spec_from_hf_config(read_config_file(path), name=name)  # noqa: E731
         try:
-            content = file.read_bytes()
+            content = path.read_bytes()
         except OSError:  # read_config_file says what is wrong
             return build_noted(build)
         return cached_spec(content, name, build)
 
-    return _SPECS.get(("file", str(file.absolute()), name), file_stamp(file), read)
+    absolute = file if isinstance(file, str) else str(file.absolute())
+    return _SPECS.get(("file", absolute, name), file_stamp(absolute), read)

@@ -66,14 +66,14 @@ class MeasuredTiming:
             dtype = key[1]
             grid = k.gemm_table_named(dtype)
             if grid is not None:
-                return (lambda x, y, z: grid.time_s(x, y, z)), self.label("gemm"), None
+                return TableRead(grid, 3), self.label("gemm"), None
             proxy = _proxy_gemm(k.device, k.engine, dtype)
             if proxy is None:
                 hint = " (fp8 weights with 16-bit activations are weight-only; pass activation_dtype='fp8' for " \
                        "W8A8 GEMMs)" if dtype == "fp8_wo" else ""
                 return None, f"no {dtype} GEMM table for engine {k.engine} on {k.device}{hint}", None
             other, grid = proxy
-            return (lambda x, y, z: grid.time_s(x, y, z)), (
+            return TableRead(grid, 3), (
                 f"{other} gemm table ({dtype}), a proxy: {k.engine} has no {dtype} GEMM table on {k.device}"), (
                 f"{other} gemm (proxy)")
         if family == "moe":
@@ -82,18 +82,18 @@ class MeasuredTiming:
             if grid is None and dtype == "fp8_block":  # the per-tensor fp8 kernel's rows stand in
                 grid = k.moe_table("fp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:
-                    return (lambda x, y, z: grid.time_s(x) * share), (
+                    return TableRead(grid, 1, share=share), (
                         self.label("moe") + "; fp8 per-tensor rows (no fp8_block rows for this shape)"), None
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
-            return (lambda x, y, z: grid.time_s(x) * share), self.label("moe"), None
+            return TableRead(grid, 1, share=share), self.label("moe"), None
         if family in ("prefill_mla", "decode_mla"):  # key (family, kv_dtype, per-GPU heads)
             grid = k.tables[family].grids.get(tuple(key[1:]))
             if grid is None:
                 why = f"no {family} table for {key[2]} heads, {key[1]} cache (engine {k.engine} on {k.device})"
                 return None, why, None
-            return (lambda x, y, z: grid.time_s(x, y)), self.label(family), None
+            return TableRead(grid, 2), self.label(family), None
         phase = "prefill" if family == "prefill_attention" else "decode"
         _, kv_dtype, head_dim, heads, kv_heads, *window = key
         found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)
@@ -105,8 +105,8 @@ class MeasuredTiming:
             w, chunked = window[0], len(window) > 1 and bool(window[1])
             label += (f"; {'chunks' if chunked else 'window'} {w}: the causal table x the pairs the "
                       f"{'chunks' if chunked else 'window'} keep (approximation)")
-            return (lambda x, y, z: grid.time_s(x * factor, y) * prefill_window_factor(y, w, chunked)), label, None
-        return (lambda x, y, z: grid.time_s(x * factor, y)), label, None
+            return TableRead(grid, 2, x_factor=factor, window=(w, chunked)), label, None
+        return TableRead(grid, 2, x_factor=factor), label, None
 
     def collective(self, kind: str, group: int) -> tuple[Any, str]:
         """(time function of a collective among `group` GPUs by message bytes, or None; its family): the
@@ -120,6 +120,47 @@ class MeasuredTiming:
             if grid is not None:
                 return grid.time_s, "nccl"
         return None, ""
+
+
+class TableRead:
+    """A measured table's time function (x, y, z) -> seconds: the grid's time at (x [x x_factor], y, z), as
+    many of them as the grid has axes, times `share` (MoE) and the prefill window factor at y (window:
+    (W, chunked)); `fixed_at` gives the same for single points with some coordinates held fixed."""
+
+    def __init__(self, grid: Any, axes: int, x_factor: Any = None, share: Any = None,
+                 window: tuple[int, bool] | None = None) -> None:
+        self.grid, self.axes, self.x_factor, self.share, self.window = grid, axes, x_factor, share, window
+
+    def __call__(self, x: Any, y: Any, z: Any) -> Any:
+        coords = (x if self.x_factor is None else x * self.x_factor, y, z)[:self.axes]
+        time_s = self.grid.time_s(*coords)
+        if self.share is not None:
+            time_s = time_s * self.share
+        if self.window is not None:
+            time_s = time_s * prefill_window_factor(y, *self.window)
+        return time_s
+
+    def fixed_at(self, x: float | None, y: float | None, z: float) -> Any:
+        """A function (x, y) -> seconds of single points (plain floats) where x and y, when given here, are
+        those values and z is: the grid's fixed axes applied once (kernel_table.ScalarGrid)."""
+        held = (None if x is None else (x if self.x_factor is None else x * self.x_factor), y, z)[:self.axes]
+        reduced = self.grid.fixed_at(held)
+        free = [i for i, value in enumerate(held) if value is None]
+        x_factor, share, window = self.x_factor, self.share, self.window
+        if free == [0] and x_factor is None and share is None and window is None:  # a GEMM: time at M
+            read = reduced.reader()
+            return lambda x, y: read(x)
+
+        def time_s(x: float, y: float) -> float:
+            coords = (x if x_factor is None else x * x_factor, y)
+            t = reduced.time_s(*(coords[i] for i in free))
+            if share is not None:
+                t = t * share
+            if window is not None:
+                t = t * float(prefill_window_factor(y, *window))
+            return t
+
+        return time_s
 
 
 def _proxy_gemm(device: str, engine: str, dtype: str) -> tuple[str, Any] | None:

@@ -1,0 +1,224 @@
+"""simulate()'s fast path for one workload: the same result as the reference path, built with plain floats.
+
+Two things make a warm simulate() by name slow that do not depend on the workload, and are done once here
+per (model, device, engine, options), kept while the loaded specs are the same objects (load_model and
+load_hardware hand back the same spec while its file or dict is unchanged, and a new one when it changed):
+  - resolve(): the engine's defaults, the options validated into CostOptions and ExecutionOptions, the
+    precision and table checks;
+  - everything the phases read but the workload (timing.fast_path.ScalarPlan), the weight bytes, the
+    assumptions and the measured tables' provenance.
+What depends on the workload is computed op by op on Python floats (timing.fast_path), and the result
+objects are built without validating again what was built here from validated inputs (`_trusted`).
+
+`fast_simulate` returns None wherever it does not apply (arrays, pipelines, micro-batches, an input the
+reference path refuses, a model or option the scalar plan does not cover): simulate() then takes the
+reference path, which stays the definition. tests/test_fast_paths.py checks that both give the same result.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from ..cost.workload import BATCH_MAX, COUNT_MAX
+from ..hardware.spec import HardwareSpec, load_hardware
+from ..models.loading import load_model
+from ..models.spec import ModelSpec
+from ..timing.fast_path import ScalarPlan
+from ..timing.roofline import BOUNDS
+from .memory import MemoryResult, weights_bytes, workspace_bytes
+from .results import OpResult, PhaseResult, SimulationResult
+
+
+def _trusted(cls: type, fields: dict[str, Any]) -> Any:
+    """An instance of the pydantic model `cls` holding `fields` (every field, in declaration order), not
+    validated again: for values computed here from validated inputs (as model_construct does, without its
+    pass over the fields' defaults). Frozen models: their fields-set is never changed, so one is shared
+    (model_copy copies it before changing it)."""
+    obj = _new(cls)
+    _set(obj, "__dict__", fields)
+    _set(obj, "__pydantic_fields_set__", _FIELDS_SET[cls])
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+_new, _set = object.__new__, object.__setattr__
+_FIELDS_SET = {cls: set(cls.model_fields) for cls in (OpResult, PhaseResult, SimulationResult, MemoryResult)}
+
+
+class _Prepared:
+    """What simulate() computes for (model, device, engine, options) whatever the workload."""
+
+    __slots__ = (
+        "act_bytes",
+        "assumptions",
+        "capacity",
+        "fixed",
+        "gpus_per_replica",
+        "inputs",
+        "kv",
+        "loaded",
+        "max_tokens",
+        "plan",
+        "provenance",
+        "weights",
+        "workspace",
+    )
+
+    def __init__(self, loaded: tuple[Any, Any], spec: ModelSpec, hw: HardwareSpec, cost: Any, execution: Any,
+                 plan: ScalarPlan) -> None:
+        from ..dtypes import dtype_bytes
+        from .simulate import _assumptions, _provenance
+
+        self.loaded, self.inputs, self.plan = loaded, (spec, hw, cost, execution), plan
+        roofline = plan.roofline
+        self.weights = weights_bytes(spec, cost)
+        self.workspace = workspace_bytes(hw)
+        self.assumptions = _assumptions(spec, hw, cost, execution)
+        self.provenance = _provenance(roofline, tuple(_FixedOnly(p) for p in (plan.prefill, plan.decode)))
+        # per phase, each op's (name, kind, count, source)
+        self.fixed = tuple(list(zip(p.fixed.names, p.fixed.kinds, p.fixed.counts,
+                                    [where for where, _ in roofline.sources_of(p.fixed)]))
+                           for p in (plan.prefill, plan.decode))
+        _, act, kv = cost.resolved_dtypes(spec.dtype)
+        self.kv = kv
+        self.act_bytes = dtype_bytes(act)
+        self.capacity = hw.memory_capacity_bytes
+        self.max_tokens = spec.max_position_embeddings
+        self.gpus_per_replica = cost.tensor_parallel
+
+
+class _FixedOnly:
+    """A stand-in for PhaseTotals where _provenance reads only `.fixed`."""
+
+    def __init__(self, phase: Any) -> None:
+        self.fixed = phase.fixed
+
+
+_PREPARED: dict[tuple, _Prepared | None] = {}
+_LOCK = threading.Lock()
+_SIZE = 64
+
+
+def _prepared(model: Any, hardware: Any, options: dict[str, Any]) -> _Prepared | None:
+    """The prepared computation of these inputs, made on first use; None where the fast path does not apply."""
+    spec0, hw0 = load_model(model), load_hardware(hardware)  # memoised: the same objects while unchanged
+    try:
+        key = (id(spec0), id(hw0), *sorted(options.items()))
+        entry = _PREPARED.get(key, False)
+    except TypeError:  # an option value that cannot be a key (a list): the reference path
+        return None
+    if entry is not False and (entry is None or (entry.loaded[0] is spec0 and entry.loaded[1] is hw0)):
+        return entry
+    made = _prepare(spec0, hw0, options)
+    with _LOCK:
+        while len(_PREPARED) >= _SIZE:
+            _PREPARED.pop(next(iter(_PREPARED)))
+        _PREPARED[key] = made
+    return made
+
+
+def _prepare(spec0: ModelSpec, hw0: HardwareSpec, options: dict[str, Any]) -> _Prepared | None:
+    from .evaluation import resolve
+
+    tables = options.get("tables")
+    if spec0.dtype == "float32" or (isinstance(tables, str) and ("/" in tables or "\\" in tables)):
+        # float32 configs (served_model warns on every call) and tables read from a folder (read again as
+        # the reference does): the reference path
+        return None
+    spec, hw, cost, execution = resolve(spec0, hw0, **options)
+    plan = ScalarPlan.make(spec, hw, cost, execution)
+    if plan is None:
+        return None
+    return _Prepared((spec0, hw0), spec, hw, cost, execution, plan)
+
+
+def fast_simulate(model: Any, hardware: Any, batch_size: Any, prompt_len: Any, gen_len: Any,
+                  pipeline_parallel: Any, num_microbatches: Any, data_parallel: Any,
+                  options: dict[str, Any]) -> SimulationResult | None:
+    """simulate()'s result by the scalar fast path, or None where it does not apply."""
+    B, P, G, r = batch_size, prompt_len, gen_len, data_parallel
+    if not (type(B) is int and type(P) is int and type(G) is int and type(r) is int and pipeline_parallel == 1
+            and type(pipeline_parallel) is int and num_microbatches in (None, 1) and 1 <= B <= BATCH_MAX
+            and 1 <= P <= COUNT_MAX and 1 <= G <= COUNT_MAX and 1 <= r <= COUNT_MAX):
+        return None
+    prepared = _prepared(model, hardware, options)
+    if prepared is None or prepared.max_tokens < P + G - 1:
+        return None
+    spec, hw, cost, execution = prepared.inputs
+    plan = prepared.plan
+    try:
+        prefill, values = plan.prefill_totals(B, P)
+        decode = plan.decode_totals(B, P, G)
+        memory = _memory(prepared, spec, B, P, G, values)
+    except (ArithmeticError, TypeError, ValueError):  # numpy would give inf or NaN here: the reference path says
+        return None
+    prefill_result = _phase("prefill", prefill, 1, prepared.fixed[0])
+    decode_result = _phase("decode", decode, G - 1, prepared.fixed[1])
+    ttft = prefill_result.time_s
+    tpot = decode_result.time_s / (G - 1) if G > 1 else 0.0
+    e2e = ttft + (G - 1) * tpot
+    gpus = prepared.gpus_per_replica * r
+    throughput = r * B * G / e2e if e2e > 0 else 0.0
+    provenance = prepared.provenance
+    result = _trusted(SimulationResult, {
+        "model": spec.name, "hardware": hw.name, "batch_size": B, "prompt_len": P, "gen_len": G,
+        "options": cost, "execution": execution, "tensor_parallel": cost.tensor_parallel, "pipeline_parallel": 1,
+        "expert_parallel": cost.expert_parallel, "data_parallel": r, "num_microbatches": 1, "gpus": gpus,
+        "ttft_s": ttft, "tpot_s": tpot, "e2e_s": e2e, "throughput_tokens_per_s": throughput,
+        "tokens_per_s_per_gpu": throughput / gpus, "prefill": prefill_result, "decode": decode_result,
+        "memory": memory, "assumptions": dict(prepared.assumptions), "engine": execution.engine,
+        "measured_tables": dict(provenance["measured_tables"]),
+        "roofline_reasons": list(provenance["roofline_reasons"]),
+    })
+    from .evaluation import remember_inputs
+
+    remember_inputs(result, prepared.inputs)
+    return result  # type: ignore[no-any-return]
+
+
+def _memory(prepared: _Prepared, spec: ModelSpec, B: int, P: int, G: int, values: Any) -> MemoryResult:
+    """memory.footprint of one workload (the prefill's per-run values give the peak activations)."""
+    cost = prepared.inputs[2]
+    kv = float(spec.kv_cache_bytes(batch_size=B, seq_len=P + G - 1, kv_dtype=prepared.kv,
+                                   tensor_parallel=cost.tensor_parallel))
+    largest = 0.0
+    for v in values:  # bytes_read - weight_bytes + bytes_written of each op
+        largest = max(largest, float(v[2] - v[4] + v[3]))
+    activations = B * P * spec.hidden_size * prepared.act_bytes + largest
+    total = prepared.weights + kv + activations + prepared.workspace
+    return _trusted(MemoryResult, {
+        "weights_bytes": float(prepared.weights), "kv_cache_bytes": kv, "activation_bytes": float(activations),
+        "workspace_bytes": float(prepared.workspace), "total_bytes": float(total),
+        "capacity_bytes": float(prepared.capacity), "fits": bool(total <= prepared.capacity)})
+
+
+_FIELDS = ("time_s", "compute_s", "memory_s", "overhead_s", "communication_s")
+
+
+def _phase(phase: str, totals: list[tuple[float, ...]], steps: int, fixed: list[tuple[Any, ...]]) -> PhaseResult:
+    """simulate._phase_result from the scalar totals: the same sums in the same order."""
+    columns = list(zip(*totals))  # time, compute, memory, overhead, communication, matmul, vector, bytes
+    time_s = float(sum(columns[0]))
+    parts = {b: float(sum(columns[i + 1])) for i, b in enumerate(BOUNDS)}
+    shares = {b: (v / time_s if time_s > 0 else 0.0) for b, v in parts.items()}
+    ops = []
+    fields_set, new, set_ = _FIELDS_SET[OpResult], _new, _set
+    for (t, c, m, o, comm, mf, vf, by), (name, kind, count, source) in zip(totals, fixed):
+        terms = (c, m, o, comm)
+        op = new(OpResult)  # _trusted, written out: 26 of these per call
+        set_(op, "__dict__", {
+            "name": name, "kind": kind, "count": count, "matmul_flops": mf, "vector_flops": vf, "bytes": by,
+            "arithmetic_intensity": (mf + vf) / by if by > 0 else 0.0, "time_s": t, "compute_s": c, "memory_s": m,
+            "overhead_s": o, "communication_s": comm, "bound": BOUNDS[terms.index(max(terms))],
+            "share": t / time_s if time_s > 0 else 0.0, "source": source})
+        set_(op, "__pydantic_fields_set__", fields_set)
+        set_(op, "__pydantic_extra__", None)
+        set_(op, "__pydantic_private__", None)
+        ops.append(op)
+    return _trusted(PhaseResult, {
+        "phase": phase, "steps": steps, "time_s": time_s, "compute_s": parts["compute"], "memory_s": parts["memory"],
+        "overhead_s": parts["overhead"], "communication_s": parts["communication"], "shares": shares,
+        "bound": max(parts, key=lambda b: parts[b]) if time_s > 0 else "none",
+        "flops": float(sum(columns[5])) + float(sum(columns[6])), "bytes": float(sum(columns[7])), "ops": ops})

@@ -1,0 +1,335 @@
+"""The scalar fast path of one workload: prefill and decode per-op totals in plain Python floats.
+
+The reference path (phases.prefill_totals / decode_totals) evaluates the ops of a phase along a numpy op
+axis, for any workload shape; for one workload (a handful of ops, each a number) numpy's per-call overhead is
+most of its time. ScalarPlan does the same arithmetic op by op on Python floats, element by element as the
+reference does it (same operations, same order: the same IEEE doubles), with everything that does not
+depend on the workload done once per (model, device, options):
+  - each phase's formula program compiled to one straight-line Python function of (B, S, L) (`_compile`);
+  - per op: its rates, launches, window, count, and the time function of the measured table covering it.
+Only the measured-table reads may differ in the last bits: none here (the same GridTable._time_at).
+tests/test_fast_paths.py checks the fast path against the reference over many models, engines and workloads.
+
+Supported: graph templates without called formulas, any engine, tables, curves and collectives; the caller
+(analysis.fast_simulate) falls back to the reference path for anything else (ScalarPlan.make gives None).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+from ..cost.graph import graph_template
+from ..cost.workload import CostOptions
+from ..hardware.spec import HardwareSpec
+from ..models.spec import ModelSpec
+from .measured import TableRead
+from .op_columns import ELEMENTWISE_KINDS, group_key
+from .op_fields import _template_fields
+from .roofline import ExecutionOptions, Roofline
+
+_SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
+# per run, each op's: matmul_flops, vector_flops, bytes_read, bytes_written, weight_bytes, comm_bytes,
+# matmul_rows, matmul_cols, kernel_x, kernel_y (None where the op has no such formula)
+_QUANTITIES = ("matmul_flops", "vector_flops", "bytes_read", "bytes_written", "weight_bytes", "comm_bytes",
+               "matmul_rows", "matmul_cols", "kernel_x", "kernel_y")
+
+
+def _compile(template: Any) -> Any:
+    """template.values_at(B, S, L) for numbers, as one generated straight-line function returning one tuple
+    per op (its _QUANTITIES); None where the template has ops made by calling their formula again.
+
+    Each step is the program's own (the same operator on the same registers, in the same order), so each
+    value is the one values_at gives. The source is generated from the recorded program, never from input."""
+    if template._called:
+        return None
+    program = template._program
+    registers = program._registers
+    fixed = [i for i in range(3, len(registers)) if not program._varies[i]]
+    namespace: dict[str, Any] = {"_fixed": tuple(registers[i] for i in fixed)}
+    lines = ["def run(r0, r1, r2):"]
+    if fixed:  # the registers no workload changes, bound once per call
+        lines.append(f"    {', '.join(f'r{i}' for i in fixed)}, = _fixed")
+    for out, fn, a, b in program._steps:
+        symbol = _SYMBOLS.get(fn)
+        if symbol is not None:
+            lines.append(f"    r{out} = r{a} {symbol} r{b}")
+        else:
+            namespace[f"_f{out}"] = fn
+            lines.append(f"    r{out} = _f{out}(r{a}, r{b})")
+    columns = template._value_registers
+    rows = []
+    for i in range(len(template.ops)):
+        cells = [columns[q][i] if q in columns else -1 for q in _QUANTITIES]
+        rows.append("(" + ", ".join("None" if r < 0 else f"r{r}" for r in cells) + ",)")
+    lines.append(f"    return ({', '.join(rows)},)")
+    exec(compile("\n".join(lines), f"<llmsim formula program {id(template):x}>", "exec"), namespace)
+    return namespace["run"]
+
+
+def _table_read(time_at: Any, template: Any, index: int, depth: float) -> Any:
+    """The op's measured time as a function (x, y) -> seconds of single points, with the coordinates that no
+    workload changes (a GEMM's N and K) applied once (TableRead.fixed_at); None where no table covers it."""
+    if time_at is None:
+        return None
+    if not isinstance(time_at, TableRead):
+        return lambda x, y: float(time_at(x, y, depth))
+    program, columns = template._program, template._value_registers
+    held = []
+    for quantity in ("kernel_x", "kernel_y"):
+        register = columns[quantity][index] if quantity in columns else -1
+        if register < 0:
+            held.append(1.0)  # read at 1.0, as the reference reads an op without the coordinate
+        else:
+            held.append(None if program._varies[register] else float(program._registers[register]))
+    return time_at.fixed_at(held[0], held[1], depth)
+
+
+class _OpPlan:
+    """What one op's scalar evaluation needs, fixed by the model, device and options."""
+
+    __slots__ = (
+        "bandwidth",
+        "collective",
+        "count",
+        "depth",
+        "launch_s",
+        "launches",
+        "matmul_peak",
+        "measured",
+        "op",
+        "plain",
+        "row_key",
+        "size_precision",
+        "vector_peak",
+        "window",
+    )
+
+    def __init__(self, op: Any, roofline: Roofline, rows_read: bool, measured: Any) -> None:
+        self.op = op
+        self.count = float(op.count)
+        self.launches = float(op.launches)
+        self.matmul_peak = roofline.matmul_flops_per_s(op.precision)
+        self.vector_peak = roofline.vector_flops_per_s(op.precision)
+        self.bandwidth = roofline.matmul_bandwidth_bytes_per_s if op.kind == "matmul" else \
+            roofline.bandwidth_bytes_per_s
+        self.window = float(op.kv_window or math.inf)
+        self.collective = bool(op.collective)
+        self.measured = measured  # (x, y, depth) -> seconds, or None
+        self.depth = float(op.kernel_key[2]) if op.kernel_key and op.kernel_key[0] == "gemm" else 0.0
+        # the row curve's key (precision, layout, K) where the roofline reads one for this op, else None
+        self.row_key = (op.precision, op.weight_layout, op.matmul_depth) if rows_read else None
+        self.size_precision = None
+        self.launch_s = 0.0  # launches x the roofline's launch_s (ScalarPlan)
+
+
+
+class ScalarPhase:
+    """One phase's compiled formula program and per-op plans."""
+
+    def __init__(self, run: Any, ops: list[_OpPlan], fixed: Any) -> None:
+        self.run, self.ops, self.fixed = run, ops, fixed  # fixed: the ops' OpFields (names, kinds, counts)
+        self.varying = frozenset(fixed.varying)
+        self.any_collective = any(fixed.collectives)
+
+
+class ScalarPlan:
+    """Prefill and decode of one (model, device, cost options, execution options), one workload at a time."""
+
+    def __init__(self, roofline: Roofline, prefill: ScalarPhase, decode: ScalarPhase) -> None:
+        self.roofline, self.prefill, self.decode = roofline, prefill, decode
+        self.overlap_max = roofline.execution.overlap == "max"
+        self.launch_s, self.dispatch_s, self.async_host = roofline.launch_s, roofline.dispatch_s, roofline.async_host
+        # Roofline.time is max(compute, memory) + launches x launch_s: _steady's written-out case
+        self.plain_time = self.overlap_max and self.dispatch_s == 0
+        for phase in (prefill, decode):
+            for p in phase.ops:
+                p.launch_s = p.launches * self.launch_s
+
+    @classmethod
+    def make(cls, model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions
+             ) -> ScalarPlan | None:
+        roofline = Roofline(hardware, execution)
+        phases = []
+        for phase in ("prefill", "decode"):
+            template = graph_template(model, phase, cost)
+            run = None if template is None else _compile(template)
+            if run is None:
+                return None
+            phases.append(cls._phase(roofline, template, run, phase))
+        return cls(roofline, *phases)
+
+    @staticmethod
+    def _phase(roofline: Roofline, template: Any, run: Any, phase: str) -> ScalarPhase:
+        ops = template.ops
+        fixed = _template_fields(template, phase)
+        peak = roofline.execution.efficiency == "peak"
+        hw = roofline.hardware
+        plans = []
+        for op in ops:
+            rows_read = (not peak and op.kind == "matmul" and "matmul_rows" in op.formulas
+                         and roofline._row_fraction((op.precision, op.weight_layout, op.matmul_depth), 1.0) is not None)
+            plan = _OpPlan(op, roofline, rows_read, None)
+            if roofline.measured is not None and op.kernel_key is not None:
+                plan.measured = _table_read(roofline.measured.lookup(group_key(op.kernel_key))[0], template,
+                                            len(plans), plan.depth)
+            if (not peak and op.kind in ELEMENTWISE_KINDS
+                    and hw.elementwise_bandwidth_fraction(op.precision, 1.0) is not None):
+                plan.size_precision = op.precision
+            # timed by the measured table or the roofline alone: no row or size curve, no collective
+            plan.plain = plan.row_key is None and plan.size_precision is None and not plan.collective
+            plans.append(plan)
+        return ScalarPhase(run, plans, fixed)
+
+    # ---- one run of an op ---------------------------------------------------------------------------
+    def _scales(self, p: _OpPlan, mf: float, vf: float, by: float, rows: Any, cols: Any, x: Any, y: Any,
+                size: float) -> tuple[float, float]:
+        """(compute scale, memory scale) of an op as Roofline.costs gives them: its measured time over its
+        roofline time where a table covers it, else 1 / its row curve's fraction; the memory scale times
+        1 / the element-wise size curve's fraction. x, y: where the table is read (None: no table)."""
+        scale = 1.0
+        hw = self.roofline.hardware
+        if p.row_key is not None:
+            key = p.row_key
+            scale = 1.0 / hw.matmul_row_fraction(key[0], 1.0 if rows is None else rows,
+                                                 1.0 if cols is None else cols, key[1], key[2])
+        if p.measured is not None:
+            scale = self._measured_scale(p, mf, vf, by, x, y)
+        size_scale = 1.0
+        if p.size_precision is not None:
+            size_scale = 1.0 / hw.elementwise_bandwidth_fraction(p.size_precision, size)
+        return scale, scale * size_scale
+
+    def _measured_scale(self, p: _OpPlan, mf: float, vf: float, by: float, x: Any, y: Any) -> float:
+        """Roofline.measured_scale of one op: its table's time over its roofline kernel time."""
+        compute_s = mf / p.matmul_peak + vf / p.vector_peak
+        memory_s = by / p.bandwidth
+        kernel_s = max(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
+        return p.measured(1.0 if x is None else float(x), 1.0 if y is None else float(y)) / max(kernel_s, 1e-300)
+
+    def _time(self, compute_s: float, memory_s: float, launches: float, comm_s: float) -> tuple[float, ...]:
+        """Roofline.time: (time, compute part, memory part, overhead part) of one run."""
+        if self.overlap_max:
+            kernel_s = compute_s if compute_s >= memory_s else memory_s
+            compute_part = kernel_s if compute_s >= memory_s else 0.0
+            memory_part = kernel_s - compute_part
+        else:
+            kernel_s = compute_s + memory_s
+            compute_part, memory_part = compute_s, memory_s
+        busy_s = kernel_s + comm_s if comm_s else kernel_s
+        if self.dispatch_s == 0:
+            time_s = busy_s + launches * self.launch_s
+        elif self.async_host:
+            time_s = max(busy_s + launches * self.launch_s, launches * self.dispatch_s)
+        else:
+            time_s = busy_s + launches * self.launch_s + launches * self.dispatch_s
+        return time_s, compute_part, memory_part, time_s - busy_s
+
+    # ---- phases -----------------------------------------------------------------------------------------
+    def prefill_totals(self, B: int, P: int) -> tuple[list[tuple[float, ...]], tuple[tuple[Any, ...], ...]]:
+        """Per op (time, compute, memory, overhead, communication, matmul_flops, vector_flops, bytes) over the
+        prefill, and the per-run values (for the footprint)."""
+        phase = self.prefill
+        values = phase.run(B, P, 0)
+        return [self._steady(p, v, p.count * 1, phase.any_collective) for p, v in zip(phase.ops, values)], values
+
+    def decode_totals(self, B: int, P: int, G: int) -> list[tuple[float, ...]]:
+        """The same over the G - 1 decode steps (decode_totals' exact sums)."""
+        phase = self.decode
+        L0 = float(P)
+        steps = float(G - 1)
+        first, second = phase.run(B, 1, L0), phase.run(B, 1, L0 + 1.0)
+        out = []
+        for i, (p, v0, v1) in enumerate(zip(phase.ops, first, second)):
+            if i in phase.varying:
+                out.append(self._trapezoid(p, v0, v1, L0, steps))
+            else:
+                out.append(self._steady(p, v0, p.count * steps, phase.any_collective))
+        return out
+
+    def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: float, collective_chunk: bool) -> tuple[float, ...]:
+        """op_totals.steady_totals of one op: `runs` (count x steps) x one run."""
+        mf, vf, by = float(v[0]), float(v[1]), float(v[2] + v[3])
+        if p.plain and self.plain_time:  # the common case of a GPU engine, written out: the same arithmetic
+            compute_s = mf / p.matmul_peak + vf / p.vector_peak
+            memory_s = by / p.bandwidth
+            if p.measured is not None:
+                kernel_s = compute_s if compute_s >= memory_s else memory_s
+                x, y = v[8], v[9]
+                scale = p.measured(1.0 if x is None else float(x), 1.0 if y is None else float(y)) / (
+                    kernel_s if kernel_s > 1e-300 else 1e-300)
+                compute_s, memory_s = compute_s * scale, memory_s * scale
+            if compute_s >= memory_s:
+                kernel_s = compute_part = compute_s
+            else:
+                kernel_s, compute_part = memory_s, 0.0
+            time_s = kernel_s + p.launch_s
+            return (runs * time_s, runs * compute_part, runs * (kernel_s - compute_part), runs * (time_s - kernel_s),
+                    0.0, runs * mf, runs * vf, runs * by)
+        comm_s = 0.0
+        if p.collective:
+            comm_s = float(self.roofline.collective_s(p.op.collective, v[5], p.op.group_size))
+        compute_s = mf / p.matmul_peak + vf / p.vector_peak
+        memory_s = by / p.bandwidth
+        scale, memory_scale = self._scales(p, mf, vf, by, v[6], v[7], v[8], v[9], by / max(p.launches, 1.0))
+        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s)
+        comm_total = runs * comm_s if collective_chunk else 0.0
+        return (runs * t[0], runs * t[1], runs * t[2], runs * t[3], comm_total, runs * mf, runs * vf, runs * by)
+
+    def _trapezoid(self, p: _OpPlan, v0: tuple[Any, ...], v1: tuple[Any, ...], L0: float, steps: float
+                   ) -> tuple[float, ...]:
+        """decode_sum.trapezoid_totals of one op: its affine pieces over the steps, each summed exactly."""
+        q0 = (float(v0[0]), float(v0[1]), float(v0[2] + v0[3]))
+        q1 = (float(v1[0]), float(v1[1]), float(v1[2] + v1[3]))
+        slopes = (q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2])
+        clamp = (p.window - 1) - L0
+        x = y = None
+        mid = q0
+        if p.measured is not None:  # the middle step's quantities and table coordinates
+            u = min((steps - 1) / 2, max(clamp, 0.0))
+            mid = tuple(a + s * u for a, s in zip(q0, slopes))
+            x = None if v0[8] is None else float(v0[8]) + (float(v1[8]) - float(v0[8])) * u
+            y = None if v0[9] is None else float(v0[9]) + (float(v1[9]) - float(v0[9])) * u
+        rows, cols = v0[6], v0[7]
+        scale, memory_scale = self._scales(p, *mid, rows, cols, x, y, q0[2])
+        c0 = (q0[0] / p.matmul_peak + q0[1] / p.vector_peak) * scale
+        m0 = q0[2] / p.bandwidth * memory_scale
+        cs = (q1[0] / p.matmul_peak + q1[1] / p.vector_peak) * scale - c0
+        ms = q1[2] / p.bandwidth * memory_scale - m0
+        launches = p.launches
+        cuts = [clamp, *self._crossings(c0, cs, m0, ms, launches)]
+        last = steps - 1.0
+        inner = sorted(min(max(float(math.floor(c)) if math.isfinite(c) else 1e300, -1.0), last) for c in cuts)
+        bounds = [-1.0, *inner, last]
+        (a0, a1, a2), (s0, s1, s2) = q0, slopes
+        t_sum = c_sum = m_sum = o_sum = f_sum = v_sum = b_sum = 0.0
+        time = self._time
+        for k in range(len(bounds) - 1):
+            lo, hi = bounds[k] + 1.0, bounds[k + 1]
+            n = max(hi - lo + 1.0, 0.0)
+            hi = max(hi, lo)
+            u, w = min(lo, clamp), min(hi, clamp)  # the segment's first and last offset, clamped
+            t_u, c_u, m_u, o_u = time(c0 + cs * u, m0 + ms * u, launches, 0.0)
+            t_w, c_w, m_w, o_w = time(c0 + cs * w, m0 + ms * w, launches, 0.0)
+            # the trapezoid rule on each affine piece: n * (first + last) / 2, summed over the segments
+            t_sum += n * (t_u + t_w) / 2.0
+            c_sum += n * (c_u + c_w) / 2.0
+            m_sum += n * (m_u + m_w) / 2.0
+            o_sum += n * (o_u + o_w) / 2.0
+            f_sum += n * ((a0 + s0 * u) + (a0 + s0 * w)) / 2.0
+            v_sum += n * ((a1 + s1 * u) + (a1 + s1 * w)) / 2.0
+            b_sum += n * ((a2 + s2 * u) + (a2 + s2 * w)) / 2.0
+        count = p.count
+        return (count * t_sum, count * c_sum, count * m_sum, count * o_sum, 0.0, count * f_sum, count * v_sum,
+                count * b_sum)
+
+    def _crossings(self, c0: float, cs: float, m0: float, ms: float, launches: float) -> list[float]:
+        """Roofline.crossings of one op."""
+        dispatch = launches * self.dispatch_s - launches * self.launch_s
+        pairs = [(c0 - m0, cs - ms)]
+        if self.dispatch_s > 0 and self.async_host:
+            pairs += [(c0 - dispatch, cs), (m0 - dispatch, ms)]
+            if not self.overlap_max:
+                pairs = [(c0 + m0 - dispatch, cs + ms)]
+        return [-diff0 / slope if slope != 0 else math.inf for diff0, slope in pairs]

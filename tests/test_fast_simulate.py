@@ -1,0 +1,134 @@
+"""simulate()'s scalar fast path (analysis.fast_simulate, timing.fast_path) against its reference path.
+
+The reference is simulate() with the fast path switched off: the numpy evaluation along an op axis that
+tests/test_fast_paths.py checks against op-by-op and step-by-step sums. Every field of the two results
+must agree: strings, ints and bools equal, floats within 1e-12 relative (only a measured table's
+interpolation sums its cell corners in another order), over models, devices, engines (measured tables and
+the roofline), options and workloads, including the edges (one token, one decode step, windows filling).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pytest
+
+import llmsim
+from llmsim.analysis import fast_simulate as fast_module
+from llmsim.analysis import simulate as simulate_module
+
+RELATIVE = 1e-12
+WORKLOADS = ((8, 2048, 1024), (1, 1, 1), (1, 1, 2), (3, 100, 2), (64, 4000, 97), (2, 9000, 300), (257, 33, 5))
+# (model, device, options): engines with measured tables (vllm, sglang's stand-in, trtllm), the transformers
+# engine's eager dispatch, the roofline at peak, a CPU's shape curves, tensor parallel collectives
+CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("llama-3.1-70b", "h100-sxm", {}),
+    ("llama-3.1-70b", "h100-sxm", {"engine": "roofline"}),
+    ("llama-3.1-70b", "h100-sxm", {"tensor_parallel": 4}),
+    ("llama-3.1-70b", "h100-sxm", {"engine": "sglang", "tensor_parallel": 8}),
+    ("llama-3.1-8b", "a100-80gb-sxm", {"engine": "trtllm"}),
+    ("llama-3.1-8b", "h100-sxm", {"engine": "transformers"}),
+    ("llama-3.1-8b", "h100-sxm", {"overhead": "eager", "overlap": "sum"}),
+    ("llama-3.1-8b", "h100-sxm", {"efficiency": "achievable", "tables": None}),
+    ("llama-3.1-8b", "h100-sxm", {"weight_dtype": "fp8", "activation_dtype": "fp8", "kv_dtype": "fp8"}),
+    ("llama-3.2-1b", "cpu-generic", {}),
+    ("mistral-7b", "h100-sxm", {}),  # sliding window
+    ("gemma-3-27b", "h100-sxm", {"fusion": "none", "attention": "math", "kv_cache": "concat"}),
+    ("qwen3-8b", "l40s", {"logits": "all"}),
+    ("phi-4", "b200", {"tensor_parallel": 2}),
+)
+
+
+def reference(*args: Any, **kwargs: Any) -> llmsim.SimulationResult:
+    original = simulate_module.fast_simulate
+    simulate_module.fast_simulate = lambda *a, **k: None
+    try:
+        return llmsim.simulate(*args, **kwargs)
+    finally:
+        simulate_module.fast_simulate = original
+
+
+def assert_same(fast: Any, ref: Any, where: str = "result") -> None:
+    """Field by field: floats within RELATIVE, everything else equal (and of the same type)."""
+    if hasattr(type(ref), "model_fields"):
+        assert type(fast) is type(ref), where
+        for name in type(ref).model_fields:
+            assert_same(getattr(fast, name), getattr(ref, name), f"{where}.{name}")
+    elif isinstance(ref, dict):
+        assert list(fast) == list(ref), where
+        for key in ref:
+            assert_same(fast[key], ref[key], f"{where}[{key!r}]")
+    elif isinstance(ref, list):
+        assert len(fast) == len(ref), where
+        for i, (a, b) in enumerate(zip(fast, ref)):
+            assert_same(a, b, f"{where}[{i}]")
+    elif isinstance(ref, float):
+        assert type(fast) is float, where
+        assert fast == pytest.approx(ref, rel=RELATIVE, abs=0.0), where
+    else:
+        assert type(fast) is type(ref) and fast == ref, where
+
+
+@pytest.mark.parametrize(("model", "device", "options"), CASES, ids=lambda c: str(c))
+def test_fast_simulate_equals_the_reference(model: str, device: str, options: dict[str, Any]) -> None:
+    assert fast_module._prepared(model, device, options) is not None  # the fast path covers these
+    for batch, prompt, gen in WORKLOADS:
+        fast = llmsim.simulate(model, device, batch_size=batch, prompt_len=prompt, gen_len=gen, **options)
+        assert_same(fast, reference(model, device, batch_size=batch, prompt_len=prompt, gen_len=gen, **options))
+    assert type(fast).model_validate(fast.model_dump()) == fast  # what it holds validates as it is
+
+
+def test_data_parallel_and_explicit_single_stage_take_the_fast_path() -> None:
+    kwargs = dict(batch_size=4, prompt_len=300, gen_len=20, data_parallel=3, pipeline_parallel=1, num_microbatches=1)
+    fast = fast_module.fast_simulate("llama-3.1-8b", "h100-sxm", 4, 300, 20, 1, 1, 3, {})
+    assert fast is not None
+    assert_same(fast, reference("llama-3.1-8b", "h100-sxm", **kwargs))
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(batch_size=0), dict(prompt_len=200_000), dict(gen_len=1.5), dict(batch_size=[1, 2]),
+    dict(pipeline_parallel=2), dict(num_microbatches=2, batch_size=4), dict(data_parallel=0),
+    dict(engine="nope"), dict(fusion="sometimes"),
+])
+def test_what_the_fast_path_does_not_take_goes_to_the_reference(kwargs: dict[str, Any]) -> None:
+    """Invalid inputs and multi-stage runs: the reference path answers (its errors, its pipelines)."""
+    base = dict(batch_size=2, prompt_len=64, gen_len=8)
+    base.update(kwargs)
+    try:
+        expected: Any = reference("llama-3.1-8b", "h100-sxm", **base)
+    except llmsim.LlmsimError as exc:
+        with pytest.raises(type(exc)) as raised:
+            llmsim.simulate("llama-3.1-8b", "h100-sxm", **base)
+        assert str(raised.value) == str(exc)
+        return
+    assert_same(llmsim.simulate("llama-3.1-8b", "h100-sxm", **base), expected)
+
+
+def test_a_changed_config_file_or_dict_is_not_served_stale(tmp_path: Any) -> None:
+    config = json.loads((llmsim.shipped.model_configs_dir() / "llama-3.2-1b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    before = llmsim.simulate(str(path), "h100-sxm", batch_size=2, prompt_len=64, gen_len=8)
+    changed = dict(config, num_hidden_layers=config["num_hidden_layers"] // 2)
+    path.write_text(json.dumps(changed) + " " * 7)  # another size: seen even within the clock's resolution
+    os.utime(path, ns=(0, 10**9))
+    after = llmsim.simulate(str(path), "h100-sxm", batch_size=2, prompt_len=64, gen_len=8)
+    assert after.memory.weights_bytes < before.memory.weights_bytes
+    assert_same(after, reference(str(path), "h100-sxm", batch_size=2, prompt_len=64, gen_len=8))
+    mutable = dict(config)
+    first = llmsim.simulate(mutable, "h100-sxm", batch_size=2, prompt_len=64, gen_len=8)
+    mutable["num_hidden_layers"] = 4
+    second = llmsim.simulate(mutable, "h100-sxm", batch_size=2, prompt_len=64, gen_len=8)
+    assert second.decode.time_s < first.decode.time_s
+    assert_same(second, reference(mutable, "h100-sxm", batch_size=2, prompt_len=64, gen_len=8))
+
+
+def test_fast_results_support_what_results_do() -> None:
+    """layer_table (which reads the inputs simulate() remembered), copies, JSON round trips, equality."""
+    result = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=2, prompt_len=64, gen_len=8)
+    ref = reference("llama-3.1-8b", "h100-sxm", batch_size=2, prompt_len=64, gen_len=8)
+    assert str(result.layer_table()) == str(ref.layer_table())
+    assert type(result).model_validate_json(result.model_dump_json()) == result
+    assert result.model_copy(update={"gen_len": 9}).gen_len == 9 and result.gen_len == 8
