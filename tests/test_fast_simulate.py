@@ -41,13 +41,18 @@ CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
 )
 
 
-def reference(*args: Any, **kwargs: Any) -> llmsim.SimulationResult:
-    original = simulate_module.fast_simulate
-    simulate_module.fast_simulate = lambda *a, **k: None
+def _without_fast_path(module: Any, name: str, run: Any) -> Any:
+    """run() with module.<name> (the fast path's entry) answering None: the reference path."""
+    original = getattr(module, name)
+    setattr(module, name, lambda *a, **k: None)
     try:
-        return llmsim.simulate(*args, **kwargs)
+        return run()
     finally:
-        simulate_module.fast_simulate = original
+        setattr(module, name, original)
+
+
+def reference(*args: Any, **kwargs: Any) -> llmsim.SimulationResult:
+    return _without_fast_path(simulate_module, "fast_simulate", lambda: llmsim.simulate(*args, **kwargs))
 
 
 def assert_same(fast: Any, ref: Any, where: str = "result") -> None:
@@ -132,3 +137,26 @@ def test_fast_results_support_what_results_do() -> None:
     assert str(result.layer_table()) == str(ref.layer_table())
     assert type(result).model_validate_json(result.model_dump_json()) == result
     assert result.model_copy(update={"gen_len": 9}).gen_len == 9 and result.gen_len == 8
+
+
+def reference_sweep(*args: Any, **kwargs: Any) -> Any:
+    from llmsim.analysis import regime
+
+    return _without_fast_path(regime, "fast_evaluate", lambda: llmsim.sweep(*args, **kwargs))
+
+
+@pytest.mark.parametrize(("model", "device", "options"), CASES[:8] + CASES[10:12], ids=lambda c: str(c))
+def test_fast_sweep_equals_the_reference(model: str, device: str, options: dict[str, Any]) -> None:
+    """A sweep's blocks by timing.fast_sweep against the reference evaluation: every column."""
+    import numpy as np
+
+    grid = dict(batch_size=[1, 2, 7, 64, 300], prompt_len=[1, 5, 100, 2000, 9000], gen_len=[1, 2, 50, 3000])
+    fast, ref = llmsim.sweep(model, device, **grid, **options), reference_sweep(model, device, **grid, **options)
+    assert list(fast.columns) == list(ref.columns)
+    for key, expected in ref.columns.items():
+        got = fast.columns[key]
+        assert got.dtype == expected.dtype and got.shape == expected.shape, key
+        if expected.dtype.kind == "f":
+            np.testing.assert_allclose(got, expected, rtol=RELATIVE, atol=0.0, err_msg=key)
+        else:
+            np.testing.assert_array_equal(got, expected, err_msg=key)

@@ -25,8 +25,9 @@ from ..hardware.spec import HardwareSpec, load_hardware
 from ..models.loading import load_model
 from ..models.spec import ModelSpec
 from ..timing.fast_path import ScalarPlan
+from ..timing.fast_sweep import VectorPhases
 from ..timing.roofline import BOUNDS
-from .memory import MemoryResult, weights_bytes, workspace_bytes
+from .memory import MemoryResult, footprint, weights_bytes, workspace_bytes
 from .results import OpResult, PhaseResult, SimulationResult
 
 
@@ -222,3 +223,34 @@ def _phase(phase: str, totals: list[tuple[float, ...]], steps: int, fixed: list[
         "overhead_s": parts["overhead"], "communication_s": parts["communication"], "shares": shares,
         "bound": max(parts, key=lambda b: parts[b]) if time_s > 0 else "none",
         "flops": float(sum(columns[5])) + float(sum(columns[6])), "bytes": float(sum(columns[7])), "ops": ops})
+
+
+_SWEEP_PLANS: dict[tuple, tuple[Any, Any, Any]] = {}
+
+
+def _sweep_plan(spec: ModelSpec, hw: HardwareSpec, cost: Any, execution: Any) -> VectorPhases | None:
+    """The VectorPhases of these inputs (specs by identity: a HardwareSpec does not hash), made on first use."""
+    key = (id(spec), id(hw), cost, execution)
+    found = _SWEEP_PLANS.get(key)
+    if found is None or found[0] is not spec or found[1] is not hw:
+        plan = ScalarPlan.make(spec, hw, cost, execution)
+        found = (spec, hw, None if plan is None else VectorPhases(plan))
+        with _LOCK:
+            while len(_SWEEP_PLANS) >= 16:
+                _SWEEP_PLANS.pop(next(iter(_SWEEP_PLANS)))
+            _SWEEP_PLANS[key] = found
+    return found[2]
+
+
+def fast_evaluate(spec: ModelSpec, hw: HardwareSpec, cost: Any, execution: Any, B: Any, P: Any, G: Any
+                  ) -> tuple[Any, Any, dict[str, Any]] | None:
+    """evaluation.evaluate of a sweep block (one stage, one micro-batch) by the fast path: each phase's PARTS
+    summed over its ops (timing.fast_sweep) and the footprint; None where the fast path does not apply."""
+    phases = _sweep_plan(spec, hw, cost, execution)
+    if phases is None:
+        return None
+    prefill, values = phases.prefill(B, P)
+    runs = {quantity: [v[i] for v in values] for quantity, i in (("bytes_read", 2), ("bytes_written", 3),
+                                                                   ("weight_bytes", 4))}
+    memory = footprint(spec, hw, cost, B, P, G, prefill_values=runs)
+    return prefill, phases.decode(B, P, G), memory

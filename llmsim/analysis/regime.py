@@ -21,6 +21,7 @@ from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_choice, check_positive
 from ..timing.phases import decode_step_totals, prefill_totals
 from ..timing.roofline import BOUNDS, Roofline
+from .fast_simulate import fast_evaluate
 from .memory import footprint
 from .roots import bracketed_roots
 from .simulate import check_workload, evaluate, resolve
@@ -76,6 +77,10 @@ def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512,
     B, P, G = (axis.reshape([-1 if i == j else 1 for j in range(3)]) for i, axis in enumerate(axes))
     B, P, G = (np.asarray(x) for x in check_workload(spec, B, P, G))
     shape = np.broadcast_shapes(B.shape, P.shape, G.shape)
+    if int(np.prod(shape)) > SWEEP_CHUNK_POINTS:  # a large sweep: its temporaries reused, not mapped afresh
+        from .._malloc import keep_large_blocks
+
+        keep_large_blocks()
     # the grid in blocks of at most SWEEP_CHUNK_POINTS points along its longest axis, each block's results
     # written into columns allocated once: memory of one block's intermediates, not of the whole grid's
     columns: dict[str, np.ndarray] = {}
@@ -107,7 +112,9 @@ def _grid_blocks(shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
 def _sweep_columns(spec: Any, hw: Any, cost: Any, execution: Any, B: np.ndarray, P: np.ndarray, G: np.ndarray
                    ) -> dict[str, np.ndarray]:
     """Every result column over one block of the open grid B x P x G (arrays of the block's shape)."""
-    prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G)
+    # the fast path's phase totals where it applies (the same numbers: tests/test_fast_simulate.py)
+    fast = fast_evaluate(spec, hw, cost, execution, B, P, G)
+    prefill, decode, memory = fast if fast is not None else evaluate(spec, hw, cost, execution, B, P, G)
     shape = np.broadcast_shapes(B.shape, P.shape, G.shape)
 
     def full(x: Any) -> np.ndarray:

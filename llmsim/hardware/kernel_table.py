@@ -17,7 +17,6 @@ returns their geometric mean. Beyond the measured range of an axis:
 from __future__ import annotations
 
 import bisect
-import itertools
 import json
 import math
 import operator
@@ -41,7 +40,6 @@ class GridTable:
     times_s: np.ndarray  # shape (len(points[0]), len(points[1]), ...)
     _log_points: tuple[np.ndarray, ...] = field(init=False, repr=False, compare=False)
     _log_times: np.ndarray = field(init=False, repr=False, compare=False)
-    _corners: np.ndarray = field(init=False, repr=False, compare=False)
     _strides: np.ndarray = field(init=False, repr=False, compare=False)
     _log_lists: tuple[list[float], ...] = field(init=False, repr=False, compare=False)
     _log_list: list[float] = field(init=False, repr=False, compare=False)
@@ -54,9 +52,8 @@ class GridTable:
                 times = np.concatenate([times, 2 * times], axis=axis)
         object.__setattr__(self, "_log_points", tuple(np.log(p) for p in points))
         object.__setattr__(self, "_log_times", np.log(times).ravel())  # flat, C order
-        # each corner of a grid cell: its 0/1 offset per axis [corner, axis], and the flat-index step of each axis
+        # the flat-index step of each axis
         d = len(points)
-        object.__setattr__(self, "_corners", np.array(list(itertools.product((0, 1), repeat=d)), dtype=int))
         object.__setattr__(self, "_strides", np.array([int(np.prod([len(p) for p in points[i + 1:]]))
                                                        for i in range(d)], dtype=int))
         object.__setattr__(self, "_log_lists", tuple(lp.tolist() for lp in self._log_points))
@@ -71,40 +68,36 @@ class GridTable:
         if arrays[0].size <= _FEW_POINTS:  # one simulate(): a handful of ops; plain Python beats numpy's overheads
             times = [self._time_at(point) for point in zip(*(a.ravel().tolist() for a in arrays))]
             return float(times[0]) if not shape else np.array(times).reshape(shape)
-        # a sweep: each axis located on its own values, then the cell's corners one at a time (memory of one point
-        # array per corner, not of all corners)
+        # a sweep: each axis located on its own values, then the cell's corners lerped, the last axis first
+        # (_nested: memory of one point array per axis)
         located = [_locate(np.asarray(x, dtype=float), lp) for x, lp in zip(coords, self._log_points)]
-        log_t: Any = 0.0
-        beyond: Any = 1.0
-        for (_, _, factor) in located:
-            beyond = beyond * factor
-        for corner in self._corners.tolist():
-            index: Any = 0
-            weight: Any = 1.0
-            for (lo, w, _), side, stride in zip(located, corner, self._strides.tolist()):
-                index = index + (lo + side) * stride
-                weight = weight * (w if side else 1.0 - w)
-            log_t = log_t + weight * self._log_times[index]
-        result = np.broadcast_to(np.exp(log_t) * beyond, shape)
+        strides = self._strides.tolist()
+
+        def nested(axis: int, index: Any) -> Any:
+            """log time lerped over axes axis.. of the cells at flat index `index` (of the axes before)."""
+            if axis == len(located):
+                return self._log_times[index]
+            lo, w, _ = located[axis]
+            low = nested(axis + 1, index + lo * strides[axis])
+            high = nested(axis + 1, index + (lo + 1) * strides[axis])
+            return (1.0 - w) * low + w * high
+
+        result = np.broadcast_to(np.exp(nested(0, 0)) * _beyond([f for _, _, f in located]), shape)
         return float(result) if result.ndim == 0 else result
 
-
     def _time_at(self, point: tuple[float, ...]) -> float:
-        """time_s of one point, the same arithmetic in plain Python (math.log, bisect)."""
-        flat, weight_of, beyond = [0], [1.0], 1.0
-        for x, log_points, stride in zip(point, self._log_lists, self._strides.tolist()):
-            log_x = math.log(max(x, 1e-300))
-            clamped = min(max(log_x, log_points[0]), log_points[-1])
-            lo = min(max(bisect.bisect_right(log_points, clamped) - 1, 0), len(log_points) - 2)
-            w = (clamped - log_points[lo]) / (log_points[lo + 1] - log_points[lo])
-            if log_x > log_points[-1]:
-                beyond *= math.exp(log_x - log_points[-1])
-            # every corner so far, each with this axis's lower and upper point
-            flat = [f + (lo + side) * stride for f in flat for side in (0, 1)]
-            weight_of = [wt * (w if side else 1.0 - w) for wt in weight_of for side in (0, 1)]
-        log_t = sum(wt * self._log_list[f] for f, wt in zip(flat, weight_of))
-        return math.exp(log_t) * beyond
-
+        """time_s of one point, the same arithmetic in plain Python (math.log, bisect): the cell's corners lerped
+        along the last axis first, then the one before, ...; the factors beyond the top edges multiplied last
+        axis first (ScalarGrid reads the same way with some axes held)."""
+        located = [_locate_one(x, log_points) for x, log_points in zip(point, self._log_lists)]
+        strides = self._strides.tolist()
+        corners = [0]  # flat indices of the cell's corners, the last axis varying fastest
+        for (lo, _, _), stride in zip(located, strides):
+            corners = [c + (lo + side) * stride for c in corners for side in (0, 1)]
+        values = [self._log_list[c] for c in corners]
+        for _, w, _ in reversed(located):  # each pair along the axis reduced to one: half as many values
+            values = [(1.0 - w) * values[i] + w * values[i + 1] for i in range(0, len(values), 2)]
+        return math.exp(values[0]) * _beyond([f for _, _, f in located])
 
     def fixed_at(self, fixed: tuple[float | None, ...]) -> ScalarGrid:
         """time_s of one point with the axes given in `fixed` (None: free) held at those values: a ScalarGrid
@@ -113,10 +106,10 @@ class GridTable:
 
 
 class ScalarGrid:
-    """A GridTable read at single points with some axes held fixed, in plain Python: the fixed axes' cell
+    """A GridTable read at single points with its last axes held fixed, in plain Python: the fixed axes' cell
     weights applied once (to the log times: a table over the free axes), so a read of a 3-axis GEMM table
-    at a new M interpolates one axis. The same interpolation as GridTable.time_s; only the order of the
-    sums differs (last bits)."""
+    at a new M interpolates one axis. The same arithmetic as GridTable._time_at, which lerps the last axis
+    first (the held axes must come after the free ones: TableRead.fixed_at checks)."""
 
     def __init__(self, grid: GridTable, fixed: tuple[float | None, ...]) -> None:
         log_times = grid._log_times.reshape([len(p) for p in grid._log_points])
@@ -126,10 +119,8 @@ class ScalarGrid:
             if value is None:
                 free.append(axis)
                 continue
-            log_points = grid._log_points[axis]
-            lo, w, factor = _locate(np.asarray(float(value)), log_points)
-            lo, w = int(lo), float(w)
-            beyond *= float(factor)
+            lo, w, factor = _locate_one(float(value), grid._log_lists[axis])  # as GridTable._time_at locates it
+            beyond *= factor  # the last axis first, as _beyond multiplies them
             low, high = np.take(log_times, lo, axis=axis), np.take(log_times, lo + 1, axis=axis)
             log_times = (1.0 - w) * low + w * high
         self.beyond = beyond
@@ -151,10 +142,30 @@ class ScalarGrid:
             lo = bisect_right(points, clamped) - 1
             lo = 0 if lo < 0 else cells if lo > cells else lo
             w = (clamped - points[lo]) / (points[lo + 1] - points[lo])
-            t = exp((1.0 - w) * times[lo] + w * times[lo + 1]) * beyond
-            return t * exp(log_x - top) if log_x > top else t
+            return exp((1.0 - w) * times[lo] + w * times[lo + 1]) * (beyond * exp(log_x - top) if log_x > top
+                                                                       else beyond)
 
         return time_s
+
+    def array_time_s(self, *free: np.ndarray) -> np.ndarray:
+        """time_s over arrays of the free axes' values (broadcasting; at most two free axes)."""
+        located = [_locate(np.asarray(x, dtype=float), np.asarray(points)) for x, points in zip(free, self.log_lists)]
+        times = np.asarray(self.log_list)
+        if len(located) == 1:
+            (lo, w, factor), = located
+            log_t = (1.0 - w) * times[lo] + w * times[lo + 1]
+            factor = self.beyond * factor
+        elif len(located) == 2:
+            (lo0, w0, f0), (lo1, w1, f1) = located
+            at, n = lo0 * self.stride + lo1, self.stride
+            log_t = ((1.0 - w0) * ((1.0 - w1) * times[at] + w1 * times[at + 1])
+                     + w0 * ((1.0 - w1) * times[at + n] + w1 * times[at + n + 1]))
+            factor = (self.beyond * f1) * f0  # the last axis first, as _beyond multiplies them
+        elif free:
+            raise ValueError("ScalarGrid reads at most two free axes")
+        else:
+            return np.asarray(math.exp(self.log_list[0]) * self.beyond)
+        return np.exp(log_t) * factor
 
     def time_s(self, *free: float) -> float:
         """The time at the free axes' values (in axis order)."""
@@ -162,7 +173,7 @@ class ScalarGrid:
         if len(free) == 1:
             lo, w, factor = _locate_one(free[0], self.log_lists[0])
             log_t = (1.0 - w) * self.log_list[lo] + w * self.log_list[lo + 1]
-            beyond *= factor
+            beyond = beyond * factor
         elif len(free) == 2:
             lo0, w0, f0 = _locate_one(free[0], self.log_lists[0])
             lo1, w1, f1 = _locate_one(free[1], self.log_lists[1])
@@ -170,12 +181,20 @@ class ScalarGrid:
             at = lo0 * n + lo1
             log_t = ((1.0 - w0) * ((1.0 - w1) * t[at] + w1 * t[at + 1])
                      + w0 * ((1.0 - w1) * t[at + n] + w1 * t[at + n + 1]))
-            beyond *= f0 * f1
+            beyond = (beyond * f1) * f0  # the last axis first, as _beyond multiplies them
         elif free:
             raise ValueError("ScalarGrid reads at most two free axes")
         else:
             log_t = self.log_list[0]
         return math.exp(log_t) * beyond
+
+
+def _beyond(factors: list[Any]) -> Any:
+    """The product of the per-axis factors beyond the top edges, the last axis first (1.0 inside the grid)."""
+    product: Any = factors[-1] if factors else 1.0
+    for factor in reversed(factors[:-1]):
+        product = product * factor
+    return product
 
 
 def _locate_one(x: float, log_points: list[float]) -> tuple[int, float, float]:

@@ -68,13 +68,14 @@ def _compile(template: Any) -> Any:
     return namespace["run"]
 
 
-def _table_read(time_at: Any, template: Any, index: int, depth: float) -> Any:
-    """The op's measured time as a function (x, y) -> seconds of single points, with the coordinates that no
-    workload changes (a GEMM's N and K) applied once (TableRead.fixed_at); None where no table covers it."""
+def _table_read(time_at: Any, template: Any, index: int, depth: float, arrays: bool = False) -> Any:
+    """The op's measured time as a function (x, y) -> seconds of single points (arrays: of arrays of points),
+    with the coordinates that no workload changes (a GEMM's N and K) applied once (TableRead.fixed_at); None
+    where no table covers it."""
     if time_at is None:
         return None
     if not isinstance(time_at, TableRead):
-        return lambda x, y: float(time_at(x, y, depth))
+        return (lambda x, y: time_at(x, y, depth)) if arrays else (lambda x, y: float(time_at(x, y, depth)))
     program, columns = template._program, template._value_registers
     held = []
     for quantity in ("kernel_x", "kernel_y"):
@@ -83,7 +84,7 @@ def _table_read(time_at: Any, template: Any, index: int, depth: float) -> Any:
             held.append(1.0)  # read at 1.0, as the reference reads an op without the coordinate
         else:
             held.append(None if program._varies[register] else float(program._registers[register]))
-    return time_at.fixed_at(held[0], held[1], depth)
+    return time_at.fixed_at(held[0], held[1], depth, arrays)
 
 
 class _OpPlan:
@@ -98,6 +99,7 @@ class _OpPlan:
         "launches",
         "matmul_peak",
         "measured",
+        "measured_arrays",
         "op",
         "plain",
         "row_key",
@@ -116,7 +118,8 @@ class _OpPlan:
             roofline.bandwidth_bytes_per_s
         self.window = float(op.kv_window or math.inf)
         self.collective = bool(op.collective)
-        self.measured = measured  # (x, y, depth) -> seconds, or None
+        self.measured = measured  # (x, y) -> seconds of one point, or None
+        self.measured_arrays = None  # the same of arrays of points (timing.fast_sweep)
         self.depth = float(op.kernel_key[2]) if op.kernel_key and op.kernel_key[0] == "gemm" else 0.0
         # the row curve's key (precision, layout, K) where the roofline reads one for this op, else None
         self.row_key = (op.precision, op.weight_layout, op.matmul_depth) if rows_read else None
@@ -172,8 +175,9 @@ class ScalarPlan:
                          and roofline._row_fraction((op.precision, op.weight_layout, op.matmul_depth), 1.0) is not None)
             plan = _OpPlan(op, roofline, rows_read, None)
             if roofline.measured is not None and op.kernel_key is not None:
-                plan.measured = _table_read(roofline.measured.lookup(group_key(op.kernel_key))[0], template,
-                                            len(plans), plan.depth)
+                time_at = roofline.measured.lookup(group_key(op.kernel_key))[0]
+                plan.measured = _table_read(time_at, template, len(plans), plan.depth)
+                plan.measured_arrays = _table_read(time_at, template, len(plans), plan.depth, arrays=True)
             if (not peak and op.kind in ELEMENTWISE_KINDS
                     and hw.elementwise_bandwidth_fraction(op.precision, 1.0) is not None):
                 plan.size_precision = op.precision

@@ -140,25 +140,29 @@ class TableRead:
             time_s = time_s * prefill_window_factor(y, *self.window)
         return time_s
 
-    def fixed_at(self, x: float | None, y: float | None, z: float) -> Any:
+    def fixed_at(self, x: float | None, y: float | None, z: float, arrays: bool = False) -> Any:
         """A function (x, y) -> seconds of single points (plain floats) where x and y, when given here, are
-        those values and z is: the grid's fixed axes applied once (kernel_table.ScalarGrid)."""
+        those values and z is: the grid's fixed axes applied once (kernel_table.ScalarGrid). arrays: of
+        arrays of points instead (a sweep's)."""
         held = (None if x is None else (x if self.x_factor is None else x * self.x_factor), y, z)[:self.axes]
-        reduced = self.grid.fixed_at(held)
         free = [i for i, value in enumerate(held) if value is None]
+        if free and free[-1] >= len(held) - sum(value is not None for value in held):  # a held axis first
+            return (lambda x, y: self(x, y, z)) if arrays else (lambda x, y: float(self(x, y, z)))
+        reduced = self.grid.fixed_at(held)
         x_factor, share, window = self.x_factor, self.share, self.window
-        if free == [0] and x_factor is None and share is None and window is None:  # a GEMM: time at M
-            read = reduced.reader()
-            return lambda x, y: read(x)
+        if not arrays and free == [0] and x_factor is None and share is None and window is None:  # a GEMM: at M
+            read_m = reduced.reader()
+            return lambda x, y: read_m(x)
+        read = reduced.array_time_s if arrays else reduced.time_s
 
-        def time_s(x: float, y: float) -> float:
+        def time_s(x: Any, y: Any) -> Any:
             coords = (x if x_factor is None else x * x_factor, y)
-            t = reduced.time_s(*(coords[i] for i in free))
+            t = read(*(coords[i] for i in free))
             if share is not None:
                 t = t * share
             if window is not None:
-                t = t * float(prefill_window_factor(y, *window))
-            return t
+                t = t * prefill_window_factor(y, *window)
+            return t if arrays else float(t)
 
         return time_s
 

@@ -1,0 +1,177 @@
+"""A sweep block's phase totals by the fast path: ScalarPlan's per-op arithmetic on numpy arrays.
+
+The reference (phases.prefill_totals / decode_totals) keeps every op's PARTS and SUMS over the block and
+sums them afterwards; a sweep reads only each phase's PARTS summed over its ops. Here each op's parts are
+computed with the reference's operations, element by element (the same IEEE doubles), and added into the
+phase's totals in op order (as the reference's sums add them), without the per-op SUMS, stacks and copies.
+Measured tables are read with the coordinates no workload changes applied once (TableRead.fixed_at; a
+GEMM's table becomes one interpolation along M): that read alone sums its cell corners in another order
+(last bits). tests/test_fast_simulate.py checks sweeps against the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .decode_sum import segments
+from .fast_path import ScalarPhase, ScalarPlan, _OpPlan
+from .op_totals import PARTS
+
+
+class BlockTotals:
+    """One phase's PARTS summed over its ops (arrays over the block), read as PhaseTotals.total reads them."""
+
+    def __init__(self, totals: dict[str, Any]) -> None:
+        self.totals = totals
+
+    def total(self, key: str) -> Any:
+        value = self.totals[key]
+        if key == "communication_s":  # the reference sums zeros of each op's shape: the phase's shape
+            shape = np.broadcast_shapes(*(np.shape(v) for v in self.totals.values()))
+            return np.broadcast_to(np.asarray(value, dtype=float), shape) if np.shape(value) != shape else value
+        return value
+
+
+class VectorPhases:
+    """Prefill and decode totals of blocks of a sweep grid, from a ScalarPlan."""
+
+    def __init__(self, plan: ScalarPlan) -> None:
+        self.plan = plan
+        roofline = plan.roofline
+        self.hw = roofline.hardware
+        self.overlap_max = plan.overlap_max
+
+    def prefill(self, B: np.ndarray, P: np.ndarray) -> tuple[BlockTotals, tuple[tuple[Any, ...], ...]]:
+        """The prefill's totals, and the per-run values (for the footprint)."""
+        phase = self.plan.prefill
+        values = phase.run(B, P, 0)
+        sums = _Sums()
+        for p, v in zip(phase.ops, values):
+            sums.add(self._steady(p, v, p.count * 1, phase.any_collective))
+        return BlockTotals(sums.totals), values
+
+    def decode(self, B: np.ndarray, P: np.ndarray, G: np.ndarray) -> BlockTotals:
+        phase: ScalarPhase = self.plan.decode
+        L0 = np.asarray(P, dtype=float)
+        steps = np.asarray(np.asarray(G) - 1, dtype=float)
+        first, second = phase.run(B, 1, L0), phase.run(B, 1, L0 + 1.0)
+        sums = _Sums()
+        for i, (p, v0, v1) in enumerate(zip(phase.ops, first, second)):
+            if i in phase.varying:
+                sums.add(self._trapezoid(p, v0, v1, L0, steps))
+            else:
+                sums.add(self._steady(p, v0, p.count * steps, phase.any_collective))
+        return BlockTotals(sums.totals)
+
+    # ---- one op, as op_totals.steady_totals and decode_sum.trapezoid_totals compute it ------------------
+    def _scales(self, p: _OpPlan, mf: Any, vf: Any, by: Any, rows: Any, cols: Any, x: Any, y: Any, size: Any
+                ) -> tuple[Any, Any]:
+        """Roofline.costs' scale and memory scale of one op (arrays): its measured time over its roofline time
+        where a table covers it, else 1 / its row curve's fraction; memory also / the size curve's."""
+        scale: Any = 1.0
+        if p.row_key is not None:
+            key = p.row_key
+            scale = 1.0 / self.hw.matmul_row_fraction(key[0], 1.0 if rows is None else np.asarray(rows, dtype=float),
+                                                      1.0 if cols is None else np.asarray(cols, dtype=float),
+                                                      key[1], key[2])
+        if p.measured_arrays is not None:
+            compute_s = mf / p.matmul_peak + vf / p.vector_peak
+            memory_s = by / p.bandwidth
+            kernel_s = np.maximum(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
+            scale = p.measured_arrays(np.asarray(1.0 if x is None else x, dtype=float),
+                                      np.asarray(1.0 if y is None else y, dtype=float)) / np.maximum(kernel_s, 1e-300)
+        if p.size_precision is None:
+            return scale, scale
+        return scale, scale * (1.0 / self.hw.elementwise_bandwidth_fraction(p.size_precision, size))
+
+    def _time(self, compute_s: Any, memory_s: Any, launches: float, comm_s: Any) -> tuple[Any, ...]:
+        """Roofline.time of arrays: (time, compute part, memory part, overhead part)."""
+        plan = self.plan
+        if self.overlap_max:
+            kernel_s = np.maximum(compute_s, memory_s)
+            compute_part = np.where(compute_s >= memory_s, kernel_s, 0.0)
+            memory_part = kernel_s - compute_part
+        else:
+            kernel_s = compute_s + memory_s
+            compute_part, memory_part = compute_s, memory_s
+        busy_s = kernel_s if type(comm_s) is float and comm_s == 0 else kernel_s + comm_s
+        if plan.dispatch_s == 0:
+            time_s = busy_s + launches * plan.launch_s
+        elif plan.async_host:
+            time_s = np.maximum(busy_s + launches * plan.launch_s, launches * plan.dispatch_s)
+        else:
+            time_s = busy_s + launches * plan.launch_s + launches * plan.dispatch_s
+        return time_s, compute_part, memory_part, time_s - busy_s
+
+    def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: Any, collective_chunk: bool) -> tuple[Any, ...]:
+        mf, vf = np.asarray(v[0], dtype=float), np.asarray(v[1], dtype=float)
+        by = np.asarray(v[2] + v[3], dtype=float)
+        comm_s: Any = 0.0
+        if p.collective:
+            comm_s = np.asarray(self.plan.roofline.collective_s(p.op.collective, v[5], p.op.group_size), dtype=float)
+        compute_s = mf / p.matmul_peak + vf / p.vector_peak
+        memory_s = by / p.bandwidth
+        scale, memory_scale = self._scales(p, mf, vf, by, v[6], v[7], v[8], v[9], by / max(p.launches, 1.0))
+        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s)
+        comm_total = runs * comm_s if collective_chunk else 0.0
+        return runs * t[0], runs * t[1], runs * t[2], runs * t[3], comm_total
+
+    def _trapezoid(self, p: _OpPlan, v0: tuple[Any, ...], v1: tuple[Any, ...], L0: np.ndarray, steps: np.ndarray
+                   ) -> tuple[Any, ...]:
+        q0 = [np.asarray(v0[0], dtype=float), np.asarray(v0[1], dtype=float), np.asarray(v0[2] + v0[3], dtype=float)]
+        q1 = [np.asarray(v1[0], dtype=float), np.asarray(v1[1], dtype=float), np.asarray(v1[2] + v1[3], dtype=float)]
+        clamp = (p.window - 1) - L0
+        x = y = None
+        mid = q0
+        if p.measured_arrays is not None:  # the middle step's quantities and table coordinates
+            u = np.minimum((steps - 1) / 2, np.maximum(clamp, 0.0))
+            mid = [a + (b - a) * u for a, b in zip(q0, q1)]
+            x = None if v0[8] is None else _at(v0[8], v1[8], u)
+            y = None if v0[9] is None else _at(v0[9], v1[9], u)
+        scale, memory_scale = self._scales(p, *mid, v0[6], v0[7], x, y, q0[2])
+        c0 = (q0[0] / p.matmul_peak + q0[1] / p.vector_peak) * scale
+        m0 = q0[2] / p.bandwidth * memory_scale
+        cs = (q1[0] / p.matmul_peak + q1[1] / p.vector_peak) * scale - c0
+        ms = q1[2] / p.bandwidth * memory_scale - m0
+        launches = p.launches
+        ends, n = segments([np.asarray(clamp, dtype=float), *self._crossings(c0, cs, m0, ms, launches)], steps)
+        clamp_axis = np.asarray(clamp, dtype=float)[..., None]
+        c0, cs, m0, ms = c0[..., None], cs[..., None], m0[..., None], ms[..., None]
+        first, last = (self._time(c0 + cs * u, m0 + ms * u, launches, 0.0)
+                       for u in (np.minimum(end, clamp_axis) for end in ends))
+        count = p.count
+        return (*(count * (n * (a + b) / 2.0).sum(axis=-1) for a, b in zip(first, last)), 0.0)
+
+    def _crossings(self, c0: Any, cs: Any, m0: Any, ms: Any, launches: float) -> list[Any]:
+        plan = self.plan
+        dispatch = launches * plan.dispatch_s - launches * plan.launch_s
+        pairs = [(c0 - m0, cs - ms)]
+        if plan.dispatch_s > 0 and plan.async_host:
+            pairs += [(c0 - dispatch, cs), (m0 - dispatch, ms)]
+            if not self.overlap_max:
+                pairs = [(c0 + m0 - dispatch, cs + ms)]
+        out = []
+        for diff0, slope in pairs:
+            diff0, slope = np.asarray(diff0, dtype=float), np.asarray(slope, dtype=float)
+            shape = np.broadcast_shapes(diff0.shape, slope.shape)
+            out.append(np.divide(-diff0, slope, out=np.full(shape, np.inf), where=slope != 0))
+        return out
+
+
+def _at(v0: Any, v1: Any, u: np.ndarray) -> np.ndarray:
+    """A value at offsets (0, 1) -> at offset u (decode_sum's at_middle)."""
+    a = np.asarray(v0, dtype=float)
+    return a + (np.asarray(v1, dtype=float) - a) * u
+
+
+class _Sums:
+    """PARTS summed over ops in op order, as the reference's sum() of its per-op lists adds them."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, Any] = dict.fromkeys(PARTS, 0)
+
+    def add(self, parts: tuple[Any, ...]) -> None:
+        for key, value in zip(PARTS, parts):
+            self.totals[key] = self.totals[key] + value
