@@ -38,6 +38,12 @@ CASES: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("gemma-3-27b", "h100-sxm", {"fusion": "none", "attention": "math", "kv_cache": "concat"}),
     ("qwen3-8b", "l40s", {"logits": "all"}),
     ("phi-4", "b200", {"tensor_parallel": 2}),
+    # MoE (ops made by calling their formula: values_at itself), MLA, hybrid linear attention
+    ("deepseek-v3", "h100-sxm", {"tensor_parallel": 8}),
+    ("deepseek-v3", "h200", {"tensor_parallel": 8, "expert_parallel": 8, "engine": "sglang"}),
+    ("qwen3-30b-a3b", "h100-sxm", {}),
+    ("gpt-oss-20b", "a100-80gb-sxm", {"engine": "trtllm"}),
+    ("qwen3-next-80b-a3b", "h100-sxm", {"tensor_parallel": 2}),
 )
 
 
@@ -145,7 +151,8 @@ def reference_sweep(*args: Any, **kwargs: Any) -> Any:
     return _without_fast_path(regime, "fast_evaluate", lambda: llmsim.sweep(*args, **kwargs))
 
 
-@pytest.mark.parametrize(("model", "device", "options"), CASES[:8] + CASES[10:12], ids=lambda c: str(c))
+@pytest.mark.parametrize(("model", "device", "options"), CASES[:8] + CASES[10:12] + CASES[14:16],
+                         ids=lambda c: str(c))
 def test_fast_sweep_equals_the_reference(model: str, device: str, options: dict[str, Any]) -> None:
     """A sweep's blocks by timing.fast_sweep against the reference evaluation: every column."""
     import numpy as np

@@ -38,12 +38,12 @@ _QUANTITIES = ("matmul_flops", "vector_flops", "bytes_read", "bytes_written", "w
 
 def _compile(template: Any) -> Any:
     """template.values_at(B, S, L) for numbers, as one generated straight-line function returning one tuple
-    per op (its _QUANTITIES); None where the template has ops made by calling their formula again.
+    per op (its _QUANTITIES); values_at itself where the template has ops made by calling their formula again.
 
     Each step is the program's own (the same operator on the same registers, in the same order), so each
     value is the one values_at gives. The source is generated from the recorded program, never from input."""
-    if template._called:
-        return None
+    if template._called:  # ops made by calling their formula again: values_at itself, as tuples per op
+        return _values_at_rows(template)
     program = template._program
     registers = program._registers
     fixed = [i for i in range(3, len(registers)) if not program._varies[i]]
@@ -77,6 +77,8 @@ def _table_read(time_at: Any, template: Any, index: int, depth: float, arrays: b
     if not isinstance(time_at, TableRead):
         return (lambda x, y: time_at(x, y, depth)) if arrays else (lambda x, y: float(time_at(x, y, depth)))
     program, columns = template._program, template._value_registers
+    if any(called[0] == index for called in template._called):  # values from calling its formula: none held
+        return time_at.fixed_at(None, None, depth, arrays)
     held = []
     for quantity in ("kernel_x", "kernel_y"):
         register = columns[quantity][index] if quantity in columns else -1
@@ -85,6 +87,17 @@ def _table_read(time_at: Any, template: Any, index: int, depth: float, arrays: b
         else:
             held.append(None if program._varies[register] else float(program._registers[register]))
     return time_at.fixed_at(held[0], held[1], depth, arrays)
+
+
+def _values_at_rows(template: Any) -> Any:
+    """The run function of a template with called ops: values_at's values, one tuple of _QUANTITIES per op."""
+    none = [None] * len(template.ops)
+
+    def run(B: Any, S: Any, L: Any) -> tuple[tuple[Any, ...], ...]:
+        values = template.values_at(B, S, L)
+        return tuple(zip(*(values.get(quantity, none) for quantity in _QUANTITIES)))
+
+    return run
 
 
 class _OpPlan:
