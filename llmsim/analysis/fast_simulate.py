@@ -195,7 +195,7 @@ def _memory(prepared: _Prepared, spec: ModelSpec, B: int, P: int, G: int, values
         "capacity_bytes": float(prepared.capacity), "fits": bool(total <= prepared.capacity)})
 
 
-_FIELDS = ("time_s", "compute_s", "memory_s", "overhead_s", "communication_s")
+assert BOUNDS == ("compute", "memory", "overhead", "communication")  # the order _phase's bound test follows
 
 
 def _phase(phase: str, totals: list[tuple[float, ...]], steps: int, fixed: list[tuple[Any, ...]]) -> PhaseResult:
@@ -207,12 +207,14 @@ def _phase(phase: str, totals: list[tuple[float, ...]], steps: int, fixed: list[
     ops = []
     fields_set, new, set_ = _FIELDS_SET[OpResult], _new, _set
     for (t, c, m, o, comm, mf, vf, by), (name, kind, count, source) in zip(totals, fixed):
-        terms = (c, m, o, comm)
+        # the first largest of (compute, memory, overhead, communication), as BOUNDS[terms.index(max(terms))]
+        bound = ("compute" if c >= m and c >= o and c >= comm else "memory" if m >= o and m >= comm
+                 else "overhead" if o >= comm else "communication")
         op = new(OpResult)  # _trusted, written out: 26 of these per call
         set_(op, "__dict__", {
             "name": name, "kind": kind, "count": count, "matmul_flops": mf, "vector_flops": vf, "bytes": by,
             "arithmetic_intensity": (mf + vf) / by if by > 0 else 0.0, "time_s": t, "compute_s": c, "memory_s": m,
-            "overhead_s": o, "communication_s": comm, "bound": BOUNDS[terms.index(max(terms))],
+            "overhead_s": o, "communication_s": comm, "bound": bound,
             "share": t / time_s if time_s > 0 else 0.0, "source": source})
         set_(op, "__pydantic_fields_set__", fields_set)
         set_(op, "__pydantic_extra__", None)

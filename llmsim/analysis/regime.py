@@ -55,9 +55,10 @@ def _py(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
-def _bounds_of(parts: dict[str, Any]) -> np.ndarray:
+def _bound_index(parts: dict[str, Any]) -> np.ndarray:
+    """The index in BOUNDS of the largest part (the first of equal ones)."""
     stacked = np.stack([np.asarray(parts[b], dtype=float) for b in BOUNDS], axis=-1)
-    return np.asarray(BOUNDS)[np.argmax(stacked, axis=-1)]
+    return np.argmax(stacked, axis=-1)
 
 
 def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512, gen_len: Any = 128,
@@ -89,15 +90,18 @@ def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512,
         for key, values in _sweep_columns(spec, hw, cost, execution, b, p, g).items():
             if key not in columns:
                 columns[key] = np.empty(shape, dtype=_COLUMN_DTYPES.get(key, values.dtype))
-            columns[key][block] = values
+            if key in _COLUMN_DTYPES:  # a bound: its index into _BOUND_NAMES, written as the name (no temporaries)
+                np.take(_BOUND_NAMES, np.broadcast_to(values, columns[key][block].shape), out=columns[key][block])
+            else:
+                columns[key][block] = values
     columns = {key: values.ravel() for key, values in columns.items()}  # C order: the grid's flat order
     return SweepResult(model=spec.name, hardware=hw.name, columns=columns)
 
 
 SWEEP_CHUNK_POINTS = 1 << 16
 # the bound columns hold any bound name or "none" (a block's own values may be shorter strings)
-_COLUMN_DTYPES = {"prefill_bound": np.asarray((*BOUNDS, "none")).dtype, "decode_bound": np.asarray(
-    (*BOUNDS, "none")).dtype}
+_BOUND_NAMES = np.asarray((*BOUNDS, "none"))
+_COLUMN_DTYPES = {"prefill_bound": _BOUND_NAMES.dtype, "decode_bound": _BOUND_NAMES.dtype}
 
 
 def _grid_blocks(shape: tuple[int, ...]) -> list[tuple[slice, ...]]:
@@ -129,8 +133,10 @@ def _sweep_columns(spec: Any, hw: Any, cost: Any, execution: Any, B: np.ndarray,
         "batch_size": full(B), "prompt_len": full(P), "gen_len": full(G),
         "ttft_s": full(ttft), "tpot_s": full(tpot), "e2e_s": full(e2e),
         "throughput_tokens_per_s": full(B * G / e2e),
-        "prefill_bound": full(_bounds_of({b: prefill.total(f"{b}_s") for b in BOUNDS})),
-        "decode_bound": full(np.where(steps > 0, _bounds_of({b: decode.total(f"{b}_s") for b in BOUNDS}), "none")),
+        # bounds as indices into _BOUND_NAMES (sweep writes the names)
+        "prefill_bound": full(_bound_index({b: prefill.total(f"{b}_s") for b in BOUNDS})),
+        "decode_bound": full(np.where(steps > 0, _bound_index({b: decode.total(f"{b}_s") for b in BOUNDS}),
+                                      len(BOUNDS))),
         **{key: full(np.asarray(memory[key], dtype=float))
            for key in ("weights_bytes", "kv_cache_bytes", "activation_bytes", "total_bytes")},
         "fits": full(memory["fits"]),

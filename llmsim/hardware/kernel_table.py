@@ -63,9 +63,10 @@ class GridTable:
         """The time at `coords` (one per axis; numbers or broadcasting arrays), as the module docstring reads it."""
         if all(type(x) is float for x in coords):  # one point (the scalar fast path): _time_at, as below
             return float(self._time_at(coords))
-        arrays = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in coords))
-        shape = arrays[0].shape
-        if arrays[0].size <= _FEW_POINTS:  # one simulate(): a handful of ops; plain Python beats numpy's overheads
+        coords = tuple(np.asarray(x, dtype=float) for x in coords)
+        shape = np.broadcast_shapes(*(x.shape for x in coords))
+        if math.prod(shape) <= _FEW_POINTS:  # one simulate(): a handful of ops; plain Python beats numpy's overheads
+            arrays = np.broadcast_arrays(*coords)
             times = [self._time_at(point) for point in zip(*(a.ravel().tolist() for a in arrays))]
             return float(times[0]) if not shape else np.array(times).reshape(shape)
         # a sweep: each axis located on its own values, then the cell's corners lerped, the last axis first

@@ -170,9 +170,11 @@ class ScalarPlan:
         phases = []
         for phase in ("prefill", "decode"):
             template = graph_template(model, phase, cost)
-            run = None if template is None else _compile(template)
-            if run is None:
+            if template is None:
                 return None
+            run = template.__dict__.get("_fast_run")
+            if run is None:  # compiled once per template (templates are cached per model, phase and options)
+                run = template._fast_run = _compile(template)
             phases.append(cls._phase(roofline, template, run, phase))
         return cls(roofline, *phases)
 

@@ -173,5 +173,10 @@ class _Sums:
         self.totals: dict[str, Any] = dict.fromkeys(PARTS, 0)
 
     def add(self, parts: tuple[Any, ...]) -> None:
+        totals = self.totals
         for key, value in zip(PARTS, parts):
-            self.totals[key] = self.totals[key] + value
+            total = totals[key]
+            if type(total) is np.ndarray and total.shape == np.broadcast_shapes(total.shape, np.shape(value)):
+                np.add(total, value, out=total)  # the same sum, into the array this made (no new array)
+            else:
+                totals[key] = total + value  # a new array (0 + the first op's: a copy), owned here

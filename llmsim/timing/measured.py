@@ -130,6 +130,7 @@ class TableRead:
     def __init__(self, grid: Any, axes: int, x_factor: Any = None, share: Any = None,
                  window: tuple[int, bool] | None = None) -> None:
         self.grid, self.axes, self.x_factor, self.share, self.window = grid, axes, x_factor, share, window
+        self._fixed: dict[tuple, Any] = {}  # fixed_at's functions, made once per held coordinates
 
     def __call__(self, x: Any, y: Any, z: Any) -> Any:
         coords = (x if self.x_factor is None else x * self.x_factor, y, z)[:self.axes]
@@ -144,6 +145,12 @@ class TableRead:
         """A function (x, y) -> seconds of single points (plain floats) where x and y, when given here, are
         those values and z is: the grid's fixed axes applied once (kernel_table.ScalarGrid). arrays: of
         arrays of points instead (a sweep's)."""
+        key = (x, y, z, arrays)
+        if key not in self._fixed:
+            self._fixed[key] = self._fixed_at(x, y, z, arrays)
+        return self._fixed[key]
+
+    def _fixed_at(self, x: float | None, y: float | None, z: float, arrays: bool) -> Any:
         held = (None if x is None else (x if self.x_factor is None else x * self.x_factor), y, z)[:self.axes]
         free = [i for i, value in enumerate(held) if value is None]
         if free and free[-1] >= len(held) - sum(value is not None for value in held):  # a held axis first
