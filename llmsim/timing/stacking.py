@@ -38,9 +38,13 @@ def stack_ops(values: list[Any], ndim: int) -> np.ndarray:
 def broadcast_block(values: list[Any] | tuple[Any, ...]) -> np.ndarray:
     """Numbers or arrays as floats along a new leading axis, broadcast to one shape."""
     # shape: [len(values), *broadcast shape of the values]
-    if len({getattr(v, "shape", ()) for v in values}) > 1:  # numbers and arrays mixed: broadcast them first
-        # (np.array would refuse them only after a slow attempt)
-        return np.array(np.broadcast_arrays(*values), dtype=float)
+    shapes = {getattr(v, "shape", ()) for v in values}
+    if len(shapes) > 1:  # numbers and arrays mixed: each written into its row of the broadcast shape (np.array
+        # would refuse them only after a slow attempt; np.broadcast_arrays makes a view per value first)
+        block = np.empty((len(values), *np.broadcast_shapes(*shapes)))
+        for row, value in zip(block, values):
+            row[...] = value
+        return block
     try:  # numbers, or arrays of one shape
         return np.array(values, dtype=float)
     except ValueError:
