@@ -42,7 +42,8 @@ SWEEP = ("import resource, sys, time, llmsim\n"
          "t = time.perf_counter()\n"
          "llmsim.sweep(sys.argv[1], 'h100-sxm', batch_size=list(range(1, 1001)), prompt_len=list(range(64, 1064)),"
          " gen_len=256)\n"
-         "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+         "r = resource.getrusage(resource.RUSAGE_SELF)\n"
+         "print(time.perf_counter() - t, r.ru_maxrss, r.ru_utime + r.ru_stime)")
 
 
 def fresh_wall_s(python: str, code: list[str], runs: int, env: dict[str, str] | None = None) -> float:
@@ -55,9 +56,9 @@ def fresh_wall_s(python: str, code: list[str], runs: int, env: dict[str, str] | 
     return statistics.median(times)
 
 
-def warm_median_s(fn, number: int, repeat: int) -> float:
+def warm_median_s(fn, number: int, repeat: int, timer=time.perf_counter) -> float:
     fn()
-    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number
+    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat, timer=timer)) / number
 
 
 def line(label: str, measured: float, target: float | None, unit: str = "s", scale: float = 1.0,
@@ -118,7 +119,8 @@ def main() -> None:
         def by_name() -> None:
             llmsim.simulate("llama-3.1-70b", "h100-sxm", batch_size=batch, prompt_len=prompt, gen_len=generated)
 
-        by_name()
+        for _ in range(1000):  # warm: caches filled, the collector's generations settled
+            by_name()
         rounds, calls = (5, 50) if args.quick else (15, 100)
         ours, theirs = [], []
         for _ in range(rounds):  # interleaved: a machine whose speed drifts moves both alike
@@ -154,8 +156,8 @@ def main() -> None:
         def crossover_once() -> None:
             llmsim.find_crossover("llama-3.1-70b", "h100-sxm", phase="decode", vary="batch_size", kv_len=2048)
 
-        crossover = warm_median_s(crossover_once, 3, 5 if args.quick else 15)
-        line("find_crossover(llama-3.1-70b, decode, vary batch_size)", crossover, 10e-3, "ms", 1e3)
+        crossover = warm_median_s(crossover_once, 3, 5 if args.quick else 15, timer=time.process_time)
+        line("find_crossover(llama-3.1-70b, decode, vary batch_size), CPU", crossover, 10e-3, "ms", 1e3)
 
         per_call = statistics.median(theirs) if theirs else None
         for model_name, mb_target in (("llama-3.1-70b", 400), ("deepseek-v3", 800)):
@@ -166,6 +168,7 @@ def main() -> None:
             line(f"sweep of 1M points (1000 x 1000), {model_name}, fresh process", seconds,
                  1.0 if model_name == "llama-3.1-70b" else None,
                  peer=per_call * 1e6 if per_call and model_name == "llama-3.1-70b" else None)
+            line("  its process CPU time (imports and the sweep)", statistics.median(float(o[2]) for o in out), None)
             line("  its peak RSS", peak_mb, mb_target, "MB")
         if per_call:
             print("  (sweep peer: llm-analysis has no sweep; one million infer() calls, extrapolated from the above)")

@@ -150,7 +150,7 @@ class ScalarGrid:
 
     def array_time_s(self, *free: np.ndarray) -> np.ndarray:
         """time_s over arrays of the free axes' values (broadcasting; at most two free axes)."""
-        located = [_locate(np.asarray(x, dtype=float), np.asarray(points)) for x, points in zip(free, self.log_lists)]
+        located = [_located(x, points) for x, points in zip(free, self.log_lists)]
         times = np.asarray(self.log_list)
         if len(located) == 1:
             (lo, w, factor), = located
@@ -188,6 +188,21 @@ class ScalarGrid:
         else:
             log_t = self.log_list[0]
         return math.exp(log_t) * beyond
+
+
+_LOCATED: dict[tuple[int, int], tuple[Any, Any, Any]] = {}  # (id x, id points) -> (x, points, _locate)
+
+
+def _located(x: Any, log_points: list[float]) -> tuple[np.ndarray, np.ndarray, Any]:
+    """_locate of an array on one axis; again for the same array on the same axis as a recent call (a sweep
+    block's GEMMs all read their table at the same M array), from that call."""
+    key = (id(x), id(log_points))
+    found = _LOCATED.get(key)
+    if found is None or found[0] is not x or found[1] is not log_points:
+        if len(_LOCATED) >= 8:  # a few per sweep block: forget the last block's
+            _LOCATED.clear()
+        found = _LOCATED[key] = (x, log_points, _locate(np.asarray(x, dtype=float), np.asarray(log_points)))
+    return found[2]  # type: ignore[no-any-return]
 
 
 def _beyond(factors: list[Any]) -> Any:

@@ -6,12 +6,12 @@ most of its time. ScalarPlan does the same arithmetic op by op on Python floats,
 reference does it (same operations, same order: the same IEEE doubles), with everything that does not
 depend on the workload done once per (model, device, options):
   - each phase's formula program compiled to one straight-line Python function of (B, S, L) (`_compile`);
-  - per op: its rates, launches, window, count, and the time function of the measured table covering it.
-Only the measured-table reads may differ in the last bits: none here (the same GridTable._time_at).
-tests/test_fast_paths.py checks the fast path against the reference over many models, engines and workloads.
-
-Supported: graph templates without called formulas, any engine, tables, curves and collectives; the caller
-(analysis.fast_simulate) falls back to the reference path for anything else (ScalarPlan.make gives None).
+  - per op: its rates, launches, window, count, and the time function of the measured table covering it,
+    with the coordinates no workload changes applied once (TableRead.fixed_at: a GEMM's N and K), read with
+    the arithmetic of GridTable._time_at.
+tests/test_fast_simulate.py checks the results against the reference over models, engines and workloads
+(every shipped model agrees to the last bit). The caller (analysis.fast_simulate) takes the reference path
+wherever ScalarPlan.make gives None (a model without graph templates).
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ class VectorPhases:
         roofline = plan.roofline
         self.hw = roofline.hardware
         self.overlap_max = plan.overlap_max
+        self._floats_of: dict[int, tuple[Any, np.ndarray]] = {}  # id(x) -> (x, its floats)
 
     def prefill(self, B: np.ndarray, P: np.ndarray) -> tuple[BlockTotals, tuple[tuple[Any, ...], ...]]:
         """The prefill's totals, and the per-run values (for the footprint)."""
@@ -80,11 +81,21 @@ class VectorPhases:
             compute_s = mf / p.matmul_peak + vf / p.vector_peak
             memory_s = by / p.bandwidth
             kernel_s = np.maximum(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
-            scale = p.measured_arrays(np.asarray(1.0 if x is None else x, dtype=float),
-                                      np.asarray(1.0 if y is None else y, dtype=float)) / np.maximum(kernel_s, 1e-300)
+            scale = p.measured_arrays(self._floats(1.0 if x is None else x),
+                                      self._floats(1.0 if y is None else y)) / np.maximum(kernel_s, 1e-300)
         if p.size_precision is None:
             return scale, scale
         return scale, scale * (1.0 / self.hw.elementwise_bandwidth_fraction(p.size_precision, size))
+
+    def _floats(self, x: Any) -> np.ndarray:
+        """x as floats; the same array again for the same x as a recent call (a block's GEMMs share their M
+        values: the table reads then locate them once, kernel_table._located)."""
+        found = self._floats_of.get(id(x))
+        if found is None or found[0] is not x:
+            if len(self._floats_of) >= 8:  # a few per block: forget the last block's
+                self._floats_of.clear()
+            found = self._floats_of[id(x)] = (x, np.asarray(x, dtype=float))
+        return found[1]
 
     def _time(self, compute_s: Any, memory_s: Any, launches: float, comm_s: Any) -> tuple[Any, ...]:
         """Roofline.time of arrays: (time, compute part, memory part, overhead part)."""
