@@ -194,7 +194,7 @@ def _fp8_format(block: Sequence[int] | None, static: bool, *, scale_bytes: float
     act = 4.0 if static else 0.0  # a static activation scale per matrix (float32)
     if block:
         return WeightFormat(dtype="fp8", value_bits=8, granularity="block", block=(int(block[0]), int(block[1])),
-                            scale_bytes=scale_bytes, tensor_bytes=act, compute="fp8", gemm_table="fp8",
+                            scale_bytes=scale_bytes, tensor_bytes=act, compute="fp8", gemm_table="fp8_block",
                             describe=f"{method} e4m3 ({block[0]}x{block[1]} block scales, fp8 activations)")
     kind = granularity or "tensor"
     return WeightFormat(dtype="fp8", value_bits=8, granularity=kind,  # type: ignore[arg-type]

@@ -67,6 +67,10 @@ class MeasuredTiming:
             grid = k.gemm_table_named(dtype)
             if grid is not None:
                 return (lambda x, y, z: grid.time_s(x, y, z)), self.label("gemm"), None
+            if dtype == "fp8_block" and k.gemm_table_named("fp8") is not None:  # the per-tensor kernel stands in
+                grid = k.gemm_table_named("fp8")
+                return (lambda x, y, z: grid.time_s(x, y, z)), (
+                    self.label("gemm") + "; fp8 per-tensor rows (no fp8_block rows for this engine and device)"), None
             proxy = _proxy_gemm(k.device, k.engine, dtype)
             if proxy is None:
                 hint = " (fp8 weights with 16-bit activations are weight-only; pass activation_dtype='fp8' for " \

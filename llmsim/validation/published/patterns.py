@@ -143,10 +143,10 @@ def patterns(done: list[Comparison], skipped: list[Skipped]) -> list[str]:
         f"{error_range(mamf, lambda c: c.settings.startswith('bf16') and _from_table(c))}, on shapes the tables "
         f"interpolate. fp8 torch._scaled_mm read from vLLM's fp8 lane (proxy): "
         f"{error_range(mamf, lambda c: c.settings.startswith('fp8'))}; {_fp8_b200_note()}. DeepGEMM FP8 on H800 "
-        f"(proxy: vLLM's per-tensor fp8 lane on h100-sxm): M=64 {m['dg_m64']:+.0f}%, M=128 {m['dg_m128']:+.0f}%, "
-        f"M=4096 {m['dg_m4096']:+.0f}%: DeepGEMM is tuned for exactly these small-M DeepSeek shapes and beats "
-        f"the per-tensor fp8 kernel the table times (aiconfigurator's block-scaled fp8_block lane is not in the "
-        f"shipped compact table).",
+        f"(SGLang's fp8_block lane on h100-sxm, which times DeepGEMM with SGLang's activation quantisation): "
+        f"M=64 {m['dg_m64']:+.0f}%, M=128 {m['dg_m128']:+.0f}%, M=4096 {m['dg_m4096']:+.0f}%; the table's "
+        f"time includes the per-token-group quantisation kernel that DeepGEMM's own benchmark leaves out, which "
+        f"weighs most at small M.",
         f"- **Attention.** From vLLM's causal FlashAttention-3 prefill table doubled for non-causal rows: FA3 "
         f"{m['fa3']:+.0f}% on average ({fa3_span}); the Triton tutorial kernel (proxy) {m['fa2']:+.0f}%. The "
         f"error shrinks as S grows; the likely reason: at short S a causal kernel spends a larger share of its "
