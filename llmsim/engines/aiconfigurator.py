@@ -34,10 +34,11 @@ ENGINES = ("vllm", "sglang", "trtllm")
 GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",
                "int8_wo": "int8_wo", "int4_wo": "int4_wo"}
 KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
-# GEMM lanes left out: aiconfigurator's vLLM GEMM collector (ai-dynamo/aiconfigurator collector/vllm, gemm) replays
-# bf16 and fp8 under a CUDA graph but times fp8_block without one, so those rows hold the host launch path: a flat 59-95 us (H100) to 155-190 us (B200)
-# from m = 1 to 1024 at n = k = 4096, where its graph-timed fp8 rows take 12-39 us. vLLM serves with CUDA graphs,
-# which hide that host time; its block-scaled fp8 GEMMs read the per-tensor fp8 rows instead (and say so).
+# GEMM lanes left out: aiconfigurator's vLLM GEMM collector (ai-dynamo/aiconfigurator collector/vllm, gemm)
+# replays bf16 and fp8 under a CUDA graph but times fp8_block without one, so those rows hold the host launch
+# path: a flat 59-95 us (H100) to 155-190 us (B200) from m = 1 to 1024 at n = k = 4096, where its graph-timed
+# fp8 rows take 12-39 us. vLLM serves with CUDA graphs, which hide that host time; its block-scaled fp8 GEMMs
+# read the per-tensor fp8 rows instead (and say so).
 UNGRAPHED_GEMM_LANES = {("fp8_block", "vllm")}
 # compact grids: the measured points kept (a full grid over them; points missing from a table are dropped)
 COMPACT_M = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
