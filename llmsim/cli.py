@@ -416,7 +416,8 @@ def _run(args: argparse.Namespace) -> int:
         print(_table(rows))
         for engine in ENGINES.values():
             print(f"\n{engine.name}: {engine.description}." + (f" Tables: {engine.table_note}." if engine.table_note
-                                                                  else ""))
+                                                                  else "") + (
+                f" Host work per step: {engine.step_host_note}." if engine.step_host_note else ""))
         return 0
     if args.command == "hardware":
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))

@@ -72,6 +72,14 @@ class MeasuredTiming:
                 return (lambda x, y, z: grid.time_s(x, y, z)), (
                     self.label("gemm") + "; fp8 per-tensor rows (no fp8_block rows for this engine and device)"), None
             proxy = _proxy_gemm(k.device, k.engine, dtype)
+            ratio = _relative_gemm(k, dtype) if proxy is None else None
+            if ratio is not None:
+                other, grid = ratio
+                return (lambda x, y, z: grid.time_s(x, y, z)), (
+                    f"{other} {dtype}/bf16 time ratio x this engine's bf16 gemm table (approximation: no {dtype} "
+                    f"GEMM table on {k.device}; the dequantizing kernel's speed relative to the bf16 GEMM of the "
+                    f"same shape as measured on {other.split()[0]})"), (
+                    f"{k.engine} gemm x {other} {dtype} ratio (proxy)")
             if proxy is None:
                 hint = " (fp8 weights with 16-bit activations are weight-only; pass activation_dtype='fp8' for " \
                        "W8A8 GEMMs)" if dtype == "fp8_wo" else ""
@@ -137,4 +145,36 @@ def _proxy_gemm(device: str, engine: str, dtype: str) -> tuple[str, Any] | None:
         grid = kernels.gemm_table_named(dtype) if kernels is not None else None
         if grid is not None:
             return other, grid
+    return None
+
+
+class _RatioGrid:
+    """time_s(m, n, k) = base(m, n, k) * other(m, n, k) / other_base(m, n, k): a dtype's measured speed relative
+    to bf16 on one device, carried to another device's bf16 table."""
+
+    def __init__(self, base: Any, other: Any, other_base: Any) -> None:
+        self.base, self.other, self.other_base = base, other, other_base
+
+    def time_s(self, m: Any, n: Any, k: Any) -> Any:
+        return self.base.time_s(m, n, k) * self.other.time_s(m, n, k) / self.other_base.time_s(m, n, k)
+
+
+def _relative_gemm(kernels: Any, dtype: str) -> tuple[str, _RatioGrid] | None:
+    """For a weight-only dtype (int8_wo, int4_wo) with no table on this device: another shipped device's table
+    of it, as its time relative to that device's bf16 GEMM at the same shape, times this engine's bf16 table,
+    as ("<device> <engine>", the grid); None where no device measured it or this engine has no bf16 table.
+    approximation: a dequantizing GEMM keeps its measured speed relative to the bf16 GEMM across GPUs (both
+    read the same weights from HBM at small m, where weight-only kernels matter)."""
+    base = kernels.gemm_table_named("bf16")
+    if base is None or not dtype.endswith("_wo"):
+        return None
+    for device, engines in sorted(shipped_kernel_sets().items()):
+        if device == kernels.device:
+            continue
+        for engine in engines:
+            other = measured_for(device, engine)
+            grid = other.gemm_table_named(dtype) if other is not None else None
+            other_base = other.gemm_table_named("bf16") if grid is not None else None
+            if grid is not None and other_base is not None:
+                return f"{device} {engine}", _RatioGrid(base, grid, other_base)
     return None
