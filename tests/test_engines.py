@@ -201,3 +201,16 @@ def test_weight_only_gemms_without_a_table_on_the_device_keep_their_measured_rat
     source = "vllm gemm x a100-80gb-sxm trtllm int4_wo ratio (proxy)"
     assert _op(r, "decode", "layers.mlp.down_proj").source == source
     assert "time ratio x this engine's bf16 gemm table (approximation" in r.measured_tables[source]
+
+
+def test_step_host_s_on_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from llmsim.cli import main
+
+    args = ["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch-size", "1", "--prompt-len", "128",
+            "--gen-len", "8"]
+    assert main(args + ["--step-host-s", "0"]) == 0
+    without = capsys.readouterr().out
+    assert main(args) == 0
+    assert "engine host 0.40 ms per step" in capsys.readouterr().out and "engine host" not in without
+    assert main(args + ["--step-host-s", "-1"]) == 2
+    assert "step_host_s=-1.0 must be a positive number of seconds (or 0)" in capsys.readouterr().err
