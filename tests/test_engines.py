@@ -208,9 +208,9 @@ def test_step_host_s_on_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
 
     args = ["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch-size", "1", "--prompt-len", "128",
             "--gen-len", "8"]
-    assert main(args + ["--step-host-s", "0"]) == 0
+    assert main([*args, "--step-host-s", "0"]) == 0
     without = capsys.readouterr().out
     assert main(args) == 0
     assert "engine host 0.40 ms per step" in capsys.readouterr().out and "engine host" not in without
-    assert main(args + ["--step-host-s", "-1"]) == 2
+    assert main([*args, "--step-host-s", "-1"]) == 2
     assert "step_host_s=-1.0 must be a positive number of seconds (or 0)" in capsys.readouterr().err
