@@ -28,6 +28,7 @@ class MeasuredTiming:
     def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None) -> None:
         self.kernels = kernels
         self.families = tuple(f for f in kernels.families if families is None or f in families)
+        self.all_families = families is None  # may another engine's table of the device stand in (MLA)
         self._lookups: dict[tuple, Any] = {}
         self._remembered: dict[int, tuple[Any, Any]] = {}  # id(owner) -> (owner, value): the owner kept alive
 
@@ -54,6 +55,14 @@ class MeasuredTiming:
         family = FAMILY_OF.get(key[0])
         if family is None:
             return None, f"{key[0]}: no measured table family in llmsim yet (roofline)", None
+        if family in ("prefill_mla", "decode_mla") and family not in self.kernels.tables and self.all_families:
+            proxy = _proxy_mla(self.kernels.device, self.kernels.engine, family, tuple(key[1:]))
+            if proxy is not None:
+                other, grid = proxy
+                return (lambda x, y, z: grid.time_s(x, y)), (
+                    f"{other} {family} table, a proxy: aiconfigurator ships no op-level MLA table for "
+                    f"{self.kernels.engine}; {other}'s MLA kernels (FlashMLA-style absorbed decode, FlashAttention "
+                    f"prefill) stand in (approximation)"), f"{other} {family} (proxy)"
         if family not in self.kernels.tables and family != "gemm":
             return None, f"no {family} table for engine {self.kernels.engine} on {self.kernels.device}", None
         if family not in self.families:
@@ -177,4 +186,18 @@ def _relative_gemm(kernels: Any, dtype: str) -> tuple[str, _RatioGrid] | None:
             other_base = other.gemm_table_named("bf16") if grid is not None else None
             if grid is not None and other_base is not None:
                 return f"{device} {engine}", _RatioGrid(base, grid, other_base)
+    return None
+
+
+def _proxy_mla(device: str, engine: str, family: str, key: tuple) -> tuple[str, Any] | None:
+    """Another engine's shipped MLA table of the device at this (kv_dtype, per-GPU heads), as (that engine, its
+    grid), SGLang first; None where none has one."""
+    for other in sorted(shipped_kernel_sets().get(device, ()), key=lambda e: (e != "sglang", e)):
+        if other == engine:
+            continue
+        kernels = measured_for(device, other)
+        table = kernels.tables[family] if kernels is not None and family in kernels.tables else None
+        grid = table.grids.get(key) if table is not None else None
+        if grid is not None:
+            return other, grid
     return None
