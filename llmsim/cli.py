@@ -324,8 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("profile", help="a measured profile's kernels on the roofline: time, FLOPs, bytes, bound and "
                        "why; beside a prediction with --model",
-                       description="Read a torch.profiler Chrome trace (JSON), an `ncu --csv` export or an `nsys stats "
-                       "--format csv` report (cuda_gpu_kern_sum, cuda_gpu_trace); print its kernels and write the "
+                       description="Read a torch.profiler Chrome trace (JSON), an `ncu --csv` export, an Nsight "
+                       "Compute .ncu-rep report (pip install 'llmsim[ncu]') or an `nsys stats --format csv` report "
+                       "(cuda_gpu_kern_sum, cuda_gpu_trace); print its kernels and write the "
                        "roofline plot. See docs/profiling.md.")
     p.add_argument("path", help="the export to read")
     p.add_argument("--hardware", "--hw", required=True,
