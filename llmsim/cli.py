@@ -349,12 +349,23 @@ def build_parser() -> argparse.ArgumentParser:
                        "kernels by module (needs torch)",
                        description="Trace a module's forward on the meta device (nothing computed) and time every "
                        "aten op on the device's roofline. MODEL: hf:vit, hf:resnet or hf:convnext (transformers' "
-                       "own vision models from their config defaults), or FILE.py:FUNCTION returning "
+                       "own vision models from their config defaults), diffusers:unet-sd15, diffusers:vae-sd15, "
+                       "diffusers:sd3-transformer or diffusers:flux (a denoising pipeline from shipped configs: per "
+                       "step and whole; needs diffusers), or FILE.py:FUNCTION returning "
                        "(module, example_inputs) or a module (then --input-shape).")
-    p.add_argument("model", help="hf:vit | hf:resnet | hf:convnext | FILE.py:FUNCTION")
+    p.add_argument("model", help="hf:vit | hf:resnet | hf:convnext | diffusers:unet-sd15 | diffusers:vae-sd15 | "
+                   "diffusers:sd3-transformer | diffusers:flux | FILE.py:FUNCTION")
     p.add_argument("--hardware", "--hw", default="h100-sxm", help="a shipped device or a hardware .toml file")
     p.add_argument("--batch-size", type=_positive_int, default=1, help="images per batch (hf: models)")
     p.add_argument("--image-size", type=_positive_int, default=224, help="image height and width (hf: models)")
+    p.add_argument("--latent", type=_positive_int, default=None,
+                   help="latent height and width of diffusers: models (image pixels / 8; default: the model's, "
+                   "SD 1.5 64, SD3 and Flux 128)")
+    p.add_argument("--steps", type=_positive_int, default=None,
+                   help="denoising steps of diffusers: models (default: the pipeline's, SD 1.5 50, SD3 28, Flux 4)")
+    p.add_argument("--cfg", action=argparse.BooleanOptionalAction, default=None,
+                   help="classifier-free guidance: the denoiser runs on 2 x batch latents (default: on for SD 1.5 "
+                   "and SD3, off for FLUX.1-schnell)")
     p.add_argument("--input-shape", type=_shape_arg, default=None,
                    help="shape of the one input of a FILE.py:FUNCTION that returns only a module, e.g. 8,3,224,224")
     p.add_argument("--dtype", default="bfloat16", help="float32, bfloat16 or float16 (default: bfloat16)")
@@ -617,8 +628,18 @@ def _analyze(args: argparse.Namespace) -> int:
     from .trace.zoo import resolve_target
 
     _check_out(args.out)
-    module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
-    result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine, name=args.model)
+    if args.model.startswith("diffusers:"):
+        from .trace.diffusion import analyze_pipeline
+
+        pipeline = analyze_pipeline(args.model.removeprefix("diffusers:"), args.batch_size, args.latent, args.steps,
+                                    args.cfg, hardware=args.hardware, dtype=args.dtype, engine=args.engine)
+        print(pipeline)
+        print()
+        result = pipeline.stages[-1 if len(pipeline.stages) == 1 else 1].result  # the denoiser's step
+    else:
+        module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
+        result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine,
+                         name=args.model)
     print(result)
     print()
     print(result.ops_table(top=args.top))
