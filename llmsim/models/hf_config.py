@@ -24,6 +24,7 @@ from .config_fields import rotary_fraction as _rotary_fraction
 from .dtype_default import config_dtype
 from .families import ADAPTERS as _FAMILY_ADAPTERS
 from .families import REQUIRED_KEYS as _FAMILY_REQUIRED_KEYS
+from .modelopt_file import with_quant_file
 from .quantization import quantize_layers
 from .spec import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
@@ -55,7 +56,8 @@ _MOE_KEYS = {"mixtral": ("num_local_experts", "num_experts_per_tok"),
 
 # ---- loading ------------------------------------------------------------------------------------
 def read_config_file(path: Path) -> dict[str, Any]:
-    """The dict of a config.json file, or of the config.json inside a folder."""
+    """The dict of a config.json file, or of the config.json inside a folder (with the quantization_config of
+    an hf_quant_config.json beside it: llmsim.models.modelopt_file)."""
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
         raise ConfigError(f"model config: no file at {file}")
@@ -65,7 +67,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"model config {file}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"model config {file}: expected a JSON object at the top level")
-    return data
+    return with_quant_file(data, file)  # ModelOpt's hf_quant_config.json beside it, if any
 
 
 def _text_part(data: dict[str, Any]) -> dict[str, Any]:

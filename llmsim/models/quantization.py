@@ -33,6 +33,7 @@ Formats read (field names as the checkpoints write them):
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -282,7 +283,9 @@ def _method_formats(qc: Mapping[str, Any], base_bytes: float) -> tuple[str, dict
         return method, dict.fromkeys(_LINEAR_ROLES, _bnb_format(qc)), _list_field(qc, "llm_int8_skip_modules"), False
     if method == "modelopt":
         algo = str(qc.get("quant_algo", "")).upper()
-        skip = _list_field(qc, "exclude_modules", "ignore", "modules_to_not_convert")
+        # ModelOpt writes shell-style wildcards ("model.layers.61*", "*.attn.*"): matched as globs, whole names
+        skip = [f"re:{fnmatch.translate(p)}" if "*" in p else p
+                for p in _list_field(qc, "exclude_modules", "ignore", "modules_to_not_convert")]
         if algo == "NVFP4":
             return method, dict.fromkeys(_LINEAR_ROLES, _fp4_format("nvfp4", True, "modelopt")), skip, False
         if algo == "FP8":  # per-tensor weight and input scales
@@ -386,6 +389,9 @@ def quantization_spec(qc: Mapping[str, Any], num_layers: int, base_dtype: str
     if lm_head and not any(module_matches(p, "lm_head") for p in patterns):
         formats["lm_head"] = formats.get("attention") or next(iter(formats.values()))
     notes = []
+    if method == "modelopt" and qc.get("kv_cache_quant_algo"):
+        notes.append(f"kv_cache_quant_algo {qc['kv_cache_quant_algo']}: the KV cache follows kv_dtype, as engines "
+                     "do unless told (kv_dtype='fp8')")
     if per_layer:
         notes.append(f"{len(per_layer)} layer(s) keep some modules at {base_dtype}: modules_to_not_convert")
     spec = QuantizationSpec(method=method, formats=tuple(formats.items()), kept=tuple(kept_everywhere),
