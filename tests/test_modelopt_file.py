@@ -2,7 +2,8 @@
 config states none; weight bytes pinned by hand. The fixture: nvidia/Qwen3-32B-NVFP4's hf_quant_config.json as
 ai-dynamo/aiconfigurator@f577ab8432dfc9970fea27853a24861a6d3076cf keeps it
 (src/aiconfigurator/model_configs/nvidia--Qwen3-32B-NVFP4_hf_quant_config.json, byte for byte) beside the
-Qwen3-32B config.json (model_configs/qwen3-32b.json; the NVFP4 checkpoint keeps the base architecture)."""
+Qwen3-32B config.json (model_configs/qwen3-32b.json; the NVFP4 checkpoint keeps the base architecture); and
+nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4's pair of files from the aiconfigurator-core 0.12.0 wheel."""
 
 from __future__ import annotations
 
@@ -75,3 +76,28 @@ def test_a_broken_hf_quant_config_is_refused_in_one_line(tmp_path: Path) -> None
     (folder / "hf_quant_config.json").write_text(json.dumps({"producer": {"name": "modelopt"}}))
     with pytest.raises(ConfigError, match=re.escape("hf_quant_config.json: expected an object with a 'quantization'")):
         llmsim.load_model(folder)
+
+
+def test_nemotron_3_nano_nvfp4_keeps_its_excluded_mixers_in_bf16() -> None:
+    # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4's config.json and hf_quant_config.json, byte for byte from the
+    # aiconfigurator-core 0.12.0 wheel (aiconfigurator_core/model_configs/nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-
+    # NVFP4_*): exclude_modules lists lm_head, in_proj/out_proj of 6 Mamba-2 layers (4, 11, 18, 25, 32, 41),
+    # q/k/v/o_proj of all 6 attention layers (5, 12, 19, 26, 33, 42) and the convolutions (no matmul)
+    spec = llmsim.load_model(FIXTURE.parent / "nemotron-3-nano-30b-a3b-nvfp4")
+    kept = [i for i, g in enumerate(spec.layer_pattern) if spec.layer_groups[g].layer.unquantized]
+    assert kept == [4, 5, 11, 12, 18, 19, 25, 26, 32, 33, 41, 42]
+
+    def nvfp4(K: int, N: int) -> int:  # K*N/2 values + K/16*N E4M3 scales + two float32 global scales
+        return K * N // 2 + K // 16 * N + 8
+
+    h = 2688
+    mamba_rest = (6144 * 5 + 3 * 64 + 4096 + h) * 2  # conv [6144, 4] + bias, A_log/dt_bias/D, gated norm, norm
+    mamba = nvfp4(h, 10304) + nvfp4(4096, h) + mamba_rest  # in_proj [h -> 2*4096 + 2*8*128 + 64], out_proj
+    mamba_bf16 = (h * 10304 + 4096 * h) * 2 + mamba_rest
+    attention_bf16 = (h * 4096 + 2 * h * 256 + 4096 * h) * 2 + h * 2  # q, k, v, o (32 heads, 2 KV heads of 128)
+    experts = 128 * (nvfp4(h, 1856) + nvfp4(1856, h))  # 128 relu2 experts: up, down
+    moe = 128 * h * 2 + experts + nvfp4(h, 3712) + nvfp4(3712, h) + h * 2  # router bf16, shared expert, norm
+    assert (mamba, moe) == (21_848_208, 730_326_288)
+    rest = 2 * 131072 * h * 2 + h * 2  # embeddings, lm_head (excluded), final norm in bf16
+    total = 17 * mamba + 6 * mamba_bf16 + 6 * attention_bf16 + 23 * moe + rest
+    assert weights_bytes(spec, CostOptions.make()) == total == 19_323_942_912

@@ -24,6 +24,9 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
     "gemma3_text": {"model_type": "gemma3_text", **_BASE, "num_hidden_layers": 3, "num_key_value_heads": 1,
                     "head_dim": 16, "sliding_window": 8,
                     "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]},
+    "gemma3-text_config": {"model_type": "gemma3", "text_config": {
+        "model_type": "gemma3_text", **_BASE, "num_hidden_layers": 3, "num_key_value_heads": 1, "head_dim": 16,
+        "sliding_window": 8, "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]}},
     "gpt2": {"model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 128, "n_positions": 256},
     "gpt_neox": {"model_type": "gpt_neox", **_BASE, "rotary_pct": 0.25, "use_parallel_residual": True},
     "gpt_neox-serial": {"model_type": "gpt_neox", **_BASE, "use_parallel_residual": False},
