@@ -3,6 +3,8 @@ hand. (Parameters, FLOPs and state bytes against the real transformers models: t
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import llmsim
@@ -82,3 +84,24 @@ def test_hybrid_configs_name_what_is_wrong() -> None:
         llmsim.load_model(dict(TINY_CONFIGS["nemotron_h"], n_groups=3))
     with pytest.raises(ConfigError, match="moe_latent_size"):
         llmsim.load_model(dict(TINY_CONFIGS["nemotron_h"], moe_latent_size=32))
+
+
+@pytest.mark.parametrize(("name", "field", "value", "message"), [
+    ("mamba2", "n_groups", 0, "n_groups=0 is not allowed; give an integer in 1..65536"),
+    ("mamba2", "state_size", -1, "state_size=-1 is not allowed"),
+    ("nemotron_h", "mamba_num_heads", 0, "mamba_num_heads=0 is not allowed"),
+    ("nemotron_h", "hybrid_override_pattern", "MX", "hybrid_override_pattern='MX' is not allowed; give one character "
+                                                    "per layer: M (Mamba-2), * (attention), - (MLP), E (MoE)"),
+])
+def test_state_space_fields_refused_by_name(name: str, field: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        llmsim.load_model(dict(TINY_CONFIGS[name], **{field: value}))
+
+
+def test_serving_says_when_the_states_of_max_num_seqs_fill_the_gpu() -> None:
+    # Nemotron 3 Nano: 49,364,992 state bytes per sequence (23 Mamba-2 layers); vLLM's default max_num_seqs 1024
+    # on an H100 reserves 47.1 GiB of them beside 58.8 GiB of weights
+    with pytest.raises(llmsim.errors.OptionError, match=re.escape(
+            "and the fixed-size states of max_num_seqs=1024 sequences (47.1 GiB)")):
+        llmsim.serve("nemotron-3-nano-30b-a3b", "h100-sxm", request_rate=5, prompt_len=2000, gen_len=200,
+                     num_requests=10)
