@@ -35,6 +35,8 @@ _CONVOLUTIONS = {
     "qwen3_next": (2, 2 * 2 * 8 + 4 * 16, 4),  # 2 linear layers, C = 2*Hk*dk + Hv*dv = 96
     "mamba2": (2, 8 * 16 + 2 * 2 * 16, 4),  # 2 Mamba-2 layers, C = H*p + 2*G*N = 192
     "nemotron_h": (2, 8 * 16 + 2 * 2 * 16, 4),  # "M*-EM": 2 Mamba-2 layers, C = 192
+    "granitemoehybrid": (2, 8 * 16 + 2 * 2 * 16, 4),  # 2 Mamba-2 layers, C = 192
+    "granitemoehybrid-dense-nope": (1, 4 * 32 + 2 * 1 * 16, 4),  # 1 Mamba-2 layer, H*p = 2*64, C = 160
 }
 
 

@@ -105,3 +105,29 @@ def test_serving_says_when_the_states_of_max_num_seqs_fill_the_gpu() -> None:
             "and the fixed-size states of max_num_seqs=1024 sequences (47.1 GiB)")):
         llmsim.serve("nemotron-3-nano-30b-a3b", "h100-sxm", request_rate=5, prompt_len=2000, gen_len=200,
                      num_requests=10)
+
+
+def test_granite_4_hybrid_layers() -> None:
+    model = llmsim.load_model(TINY_CONFIGS["granitemoehybrid"])
+    # layer_types mamba, attention, mamba: each mixer followed by the MoE and the shared MLP, Granite's multipliers
+    assert model.layer_pattern == (0, 1, 0) and [g.tag for g in model.layer_groups] == ["mamba", "full"]
+    layer = model.layer_groups[0].layer
+    assert layer.residual_scale and model.embedding_scale and model.logit_scale
+    assert layer.mlp.shared.fused_gate_up and layer.mlp.expert.fused_gate_up and not layer.mlp.shared_gate
+    dense = llmsim.load_model(TINY_CONFIGS["granitemoehybrid-dense-nope"])
+    # num_local_experts 0: the shared MLP alone; no position_embedding_type "rope": no rotary
+    attn_layer = dense.layer_groups[dense.layer_pattern[0]].layer
+    assert not attn_layer.is_moe and attn_layer.mlp.intermediate_size == 48 and attn_layer.attention.rotary_dim == 0
+    mamba = dense.layer_groups[dense.layer_pattern[1]].layer.attention
+    # mamba_d_head "auto": 2 * 64 / 4 heads = 32; conv without bias
+    assert (mamba.head_dim, mamba.num_kv_heads, mamba.conv_bias) == (32, 1, False)
+
+
+def test_granite_4_modules_not_converted_by_their_names() -> None:
+    qc = {"quant_method": "fp8", "weight_block_size": [128, 128],
+          "modules_to_not_convert": ["model.layers.0.mamba", "model.layers.1.shared_mlp"]}
+    spec = llmsim.load_model(dict(TINY_CONFIGS["granitemoehybrid"], quantization_config=qc))
+    kept = [spec.layer_groups[g].layer.unquantized for g in spec.layer_pattern]
+    # layer 0's Mamba-2 mixer (its in_proj/out_proj: the attention role); layer 1's shared MLP (named as a dense
+    # MLP's module too: the layer has only the shared one)
+    assert kept[0] == ("attention",) and "shared_experts" in kept[1] and kept[2] == ()

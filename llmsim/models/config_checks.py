@@ -25,7 +25,9 @@ _POSITIVE_INTS: dict[str, int] = {
     **dict.fromkeys(("max_position_embeddings", "n_positions", "sliding_window"), _POSITIONS_MAX),
 }
 # 0 standing for "none", as transformers itself writes it (Qwen2MoeConfig: sliding_window=0 without use_sliding_window)
-_ZERO_MEANS_NONE = {("qwen2_moe", "sliding_window")}
+# and Granite 4's dense models (num_local_experts=0, num_experts_per_tok=0: the shared MLP alone)
+_ZERO_MEANS_NONE = {("qwen2_moe", "sliding_window"), ("granitemoehybrid", "num_local_experts"),
+                    ("granitemoehybrid", "num_experts_per_tok")}
 # (hidden, heads) names of the families whose head dim is hidden // heads: always (gpt2, gpt_neox, falcon)
 # or unless head_dim is stated (llama-like, gpt_oss)
 _HEAD_SPLIT = {"gpt2": ("n_embd", "n_head", True), "gpt_neox": ("hidden_size", "num_attention_heads", True),

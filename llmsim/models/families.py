@@ -35,6 +35,9 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "mamba2": ("hidden_size", "num_hidden_layers", "vocab_size", "num_heads", "head_dim", "state_size", "n_groups"),
     "nemotron_h": ("hidden_size", "vocab_size", "num_attention_heads", "num_key_value_heads", "mamba_num_heads",
                    "mamba_head_dim", "ssm_state_size", "n_groups", "hybrid_override_pattern|layers_block_type"),
+    "granitemoehybrid": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "num_local_experts",
+                         "shared_intermediate_size", "layer_types|layers_block_type", "mamba_n_heads",
+                         "mamba_d_state"),
 }
 # a state-space model has no position limit; llmsim's searches over the context stop at 2^20 tokens
 SSM_MAX_CONTEXT = 1 << 20
@@ -218,14 +221,17 @@ def _qwen3_next(config: Any) -> dict[str, Any]:
     return model_fields(config, layers)
 
 
-def mamba2_mixer(config: Any, *, heads: str, head_dim: str, state: str, bias: str) -> AttentionSpec:
-    """A Mamba-2 mixer from the config's field names for its heads, head size, state size and projection bias
-    (groups n_groups, conv_kernel taps, use_conv_bias, chunk_size: the names every transformers family uses)."""
-    return AttentionSpec(kind="mamba2", num_heads=getattr(config, heads), num_kv_heads=config.n_groups,
+def mamba2_mixer(config: Any, *, heads: str, head_dim: str, state: str, bias: str, groups: str = "n_groups",
+                 conv: str = "conv_kernel", conv_bias: str = "use_conv_bias", chunk: str = "chunk_size"
+                 ) -> AttentionSpec:
+    """A Mamba-2 mixer from the config's field names for its heads, head size, state size, projection bias,
+    groups, convolution taps and bias, and scan chunk (Mamba-2 and Nemotron-H share the last four names; Granite 4
+    prefixes them all with mamba_)."""
+    return AttentionSpec(kind="mamba2", num_heads=getattr(config, heads), num_kv_heads=getattr(config, groups),
                          head_dim=getattr(config, head_dim), v_head_dim=getattr(config, head_dim),
                          qkv_bias=bool(get(config, bias, False)), o_bias=bool(get(config, bias, False)),
-                         conv_kernel=config.conv_kernel, conv_bias=bool(get(config, "use_conv_bias", True)),
-                         ssm_state_size=getattr(config, state), ssm_chunk_size=config.chunk_size)
+                         conv_kernel=getattr(config, conv), conv_bias=bool(get(config, conv_bias, True)),
+                         ssm_state_size=getattr(config, state), ssm_chunk_size=getattr(config, chunk))
 
 
 def _mamba2(config: Any) -> dict[str, Any]:
@@ -272,6 +278,35 @@ def _nemotron_h(config: Any) -> dict[str, Any]:
     return model_fields(config, layers, position_embedding="none")
 
 
+def _granitemoehybrid(config: Any) -> dict[str, Any]:
+    """Granite 4.0-H: Granite 3's multipliers (embeddings, each residual branch, logits) on layers whose mixer is
+    Mamba-2 or attention (layer_types; rotary only with position_embedding_type "rope"), each followed by a MoE of
+    fused gate/up experts with a plain top-k router plus an always-on shared MLP (shared_intermediate_size), or
+    by the shared MLP alone when num_local_experts is 0."""
+    act = activation(config)
+    shared = MLPSpec(gated=True, intermediate_size=config.shared_intermediate_size, fused_gate_up=True,
+                     activation=act)
+    experts = get(config, "num_local_experts", 0)
+    ffn: MLPSpec | MoESpec = shared
+    if experts:
+        expert = MLPSpec(gated=True, intermediate_size=config.intermediate_size, fused_gate_up=True, activation=act)
+        ffn = MoESpec(num_experts=experts, top_k=config.num_experts_per_tok, expert=expert, shared=shared)
+    rope = get(config, "position_embedding_type", None) == "rope"
+    mixers = {"linear_attention": mamba2_mixer(config, heads="mamba_n_heads", head_dim="mamba_d_head",
+                                                state="mamba_d_state", bias="mamba_proj_bias", groups="mamba_n_groups",
+                                                conv="mamba_d_conv", conv_bias="mamba_conv_bias",
+                                                chunk="mamba_chunk_size"),
+              "full_attention": attention(config, **_biases(config), **({} if rope else {"rotary_dim": 0}))}
+    layers = []
+    for i, layer_type in enumerate(config.layer_types):
+        if layer_type not in mixers:
+            raise ConfigError(f"model config (granitemoehybrid): layer_types[{i}]={layer_type!r}; supported: "
+                              "mamba (linear_attention), attention (full_attention)")
+        layers.append(LayerSpec(attention=mixers[layer_type], mlp=ffn, residual_scale=True))
+    return model_fields(config, layers, embedding_scale=True, logit_scale=True,
+                        position_embedding="rotary" if rope else "none")
+
+
 ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "gemma": _gemma,
     "phi": _phi,
@@ -286,4 +321,5 @@ ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "qwen3_next": _qwen3_next,
     "mamba2": _mamba2,
     "nemotron_h": _nemotron_h,
+    "granitemoehybrid": _granitemoehybrid,
 }

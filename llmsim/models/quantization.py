@@ -137,7 +137,7 @@ class QuantizationSpec(_Frozen):
 # ---- module names, for the lists of modules not converted --------------------------------------------
 # The Hugging Face module names of each role in layer i (transformers 5 and the checkpoints' own names): groups
 # of (the module, its linear layers), one group per way a family names it (Llama-like self_attn and mlp; Mamba-2
-# and Nemotron-H's backbone.layers.i.mixer, Granite 4's mamba).
+# and Nemotron-H's backbone.layers.i.mixer; Granite 4's mamba, shared_mlp and block_sparse_moe).
 _ROLE_NAMES: dict[str, tuple[tuple[str, ...], ...]] = {
     "attention": (("model.layers.{i}.self_attn", "model.layers.{i}.self_attn.q_proj",
                    "model.layers.{i}.self_attn.k_proj", "model.layers.{i}.self_attn.v_proj",
@@ -149,13 +149,16 @@ _ROLE_NAMES: dict[str, tuple[tuple[str, ...], ...]] = {
                   ("model.layers.{i}.mamba", "model.layers.{i}.mamba.in_proj", "model.layers.{i}.mamba.out_proj")),
     "mlp": (("model.layers.{i}.mlp", "model.layers.{i}.mlp.gate_proj", "model.layers.{i}.mlp.up_proj",
              "model.layers.{i}.mlp.down_proj", "model.layers.{i}.mlp.gate_up_proj"),
-            ("backbone.layers.{i}.mixer", "backbone.layers.{i}.mixer.up_proj", "backbone.layers.{i}.mixer.down_proj")),
+            ("backbone.layers.{i}.mixer", "backbone.layers.{i}.mixer.up_proj", "backbone.layers.{i}.mixer.down_proj"),
+            ("model.layers.{i}.shared_mlp", "model.layers.{i}.shared_mlp.input_linear",
+             "model.layers.{i}.shared_mlp.output_linear")),
     "shared_experts": (("model.layers.{i}.mlp.shared_experts",), ("model.layers.{i}.mlp.shared_expert",),
-                       ("backbone.layers.{i}.mixer.shared_experts",)),
+                       ("backbone.layers.{i}.mixer.shared_experts",), ("model.layers.{i}.shared_mlp",)),
     "experts": (("model.layers.{i}.mlp.experts",), ("model.layers.{i}.block_sparse_moe.experts",),
                 ("backbone.layers.{i}.mixer.experts",)),
     "router": (("model.layers.{i}.mlp.gate",), ("model.layers.{i}.mlp.router",),
-               ("model.layers.{i}.block_sparse_moe.gate",), ("backbone.layers.{i}.mixer.gate",)),
+               ("model.layers.{i}.block_sparse_moe.gate",), ("backbone.layers.{i}.mixer.gate",),
+               ("model.layers.{i}.block_sparse_moe.router",)),
 }
 
 
