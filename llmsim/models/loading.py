@@ -16,6 +16,7 @@ from ..errors import ConfigError
 from ..memo import Memo, content_key, file_stamp, shipped_file
 from ..shipped import model_configs_dir
 from .hf_config import read_config_file, spec_from_hf_config
+from .modelopt_file import quant_file_beside
 from .spec import ModelSpec
 from .spec_cache import Noted, build_noted, cached_spec, replay
 
@@ -26,7 +27,8 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
     """A ModelSpec from:
 
     - a shipped name such as "llama-3.1-8b" (see `llmsim models`),
-    - a path to a config.json, or to a folder holding one,
+    - a path to a config.json, or to a folder holding one (with ModelOpt's hf_quant_config.json beside it, read
+      as its quantization_config where config.json states none),
     - a config dict, or a transformers PretrainedConfig,
     - a ModelSpec (returned as it is).
     """
@@ -61,12 +63,15 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
 def _from_file(file: Path, name: str) -> Noted:
     """The spec of a config.json (with its assumption notes), read again only when the file changed; from the
     disk cache of specs (spec_cache) where this content was read before, so without importing transformers."""
+    quant = quant_file_beside(file)  # ModelOpt's hf_quant_config.json: part of the key and of the stamp
+
     def read() -> Noted:
         build = lambda: spec_from_hf_config(read_config_file(file), name=name)  # noqa: E731
         try:
-            content = file.read_bytes()
+            content = file.read_bytes() + (b"\0" + quant.read_bytes() if quant else b"")
         except OSError:  # read_config_file says what is wrong
             return build_noted(build)
         return cached_spec(content, name, build)
 
-    return _SPECS.get(("file", str(file.absolute()), name), file_stamp(file), read)
+    stamp = (file_stamp(file), file_stamp(quant) if quant else None)
+    return _SPECS.get(("file", str(file.absolute()), name), stamp, read)

@@ -77,10 +77,13 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     blocks = int(free // (block * per_token)) if per_token > 0 else 1 << 40
     need = -(-longest_request // block)
     if blocks < need:
+        states = (f" and the fixed-size states of max_num_seqs={seqs} sequences ({seqs * state / _GIB:.1f} GiB)"
+                  if state else "")
         raise OptionError(
             f"the KV cache holds {max(blocks, 0) * block} tokens per GPU after the weights "
-            f"({weights_bytes(model, options) / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the "
-            f"longest request's {longest_request}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
+            f"({weights_bytes(model, options) / _GIB:.1f} GiB){states} at gpu_memory_utilization={util}, fewer than "
+            f"the longest request's {longest_request}: raise tensor_parallel, gpu_memory_utilization"
+            f"{', lower max_num_seqs' if state else ''} or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
                            block_size=int(block),
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches)
