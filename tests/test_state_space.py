@@ -98,13 +98,19 @@ def test_state_space_fields_refused_by_name(name: str, field: str, value: object
         llmsim.load_model(dict(TINY_CONFIGS[name], **{field: value}))
 
 
-def test_serving_says_when_the_states_of_max_num_seqs_fill_the_gpu() -> None:
-    # Nemotron 3 Nano: 49,364,992 state bytes per sequence (23 Mamba-2 layers); vLLM's default max_num_seqs 1024
-    # on an H100 reserves 47.1 GiB of them beside 58.8 GiB of weights
-    with pytest.raises(llmsim.errors.OptionError, match=re.escape(
-            "and the fixed-size states of max_num_seqs=1024 sequences (47.1 GiB)")):
-        llmsim.serve("nemotron-3-nano-30b-a3b", "h100-sxm", request_rate=5, prompt_len=2000, gen_len=200,
+def test_serving_takes_states_per_running_request_and_says_when_one_does_not_fit() -> None:
+    # Nemotron 3 Nano: 49,364,992 state bytes per sequence (23 Mamba-2 layers) beside 58.8 GiB of weights on an
+    # H100. States come from the KV pool per running request (vLLM V1's hybrid allocator), so vLLM's default
+    # max_num_seqs 1024 no longer reserves 47.1 GiB up front: the model serves
+    r = llmsim.serve("nemotron-3-nano-30b-a3b", "h100-sxm", request_rate=5, prompt_len=2000, gen_len=200,
                      num_requests=10)
+    assert r.ttft_s.mean > 0
+    # at 75 % of 80 GiB = 60 GiB, less than weights + activations + workspace: not one request fits
+    with pytest.raises(llmsim.errors.OptionError, match=re.escape(
+            "the KV cache holds 0 tokens per GPU after the weights (58.8 GiB) at gpu_memory_utilization=0.75, "
+            "fewer than the longest request's 2199 tokens plus its fixed-size state (0.05 GiB)")):
+        llmsim.serve("nemotron-3-nano-30b-a3b", "h100-sxm", request_rate=5, prompt_len=2000, gen_len=200,
+                     num_requests=10, gpu_memory_utilization=0.75)
 
 
 def test_granite_4_hybrid_layers() -> None:
