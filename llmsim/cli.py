@@ -86,11 +86,14 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
                        "written by `llmsim calibrate --from aiconfigurator` (default: the engine's)")
     for name, choices in _EXEC_OPTIONS.items():
         group.add_argument(f"--{name}", choices=choices, help=f"default: the engine's, else {choices[0]}")
+    group.add_argument("--step-host-s", dest="step_host_s", type=float,
+                       help="the engine's host work per step that the GPU waits for, in s (default: the engine's; "
+                       "0 switches it off; `llmsim engines` gives each engine's figure and source)")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
-            "expert_parallel", "fused_projections", "engine", "tables"]
+            "expert_parallel", "fused_projections", "engine", "tables", "step_host_s"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
@@ -321,8 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("profile", help="a measured profile's kernels on the roofline: time, FLOPs, bytes, bound and "
                        "why; beside a prediction with --model",
-                       description="Read a torch.profiler Chrome trace (JSON), an `ncu --csv` export or an `nsys stats "
-                       "--format csv` report (cuda_gpu_kern_sum, cuda_gpu_trace); print its kernels and write the "
+                       description="Read a torch.profiler Chrome trace (JSON), an `ncu --csv` export, an Nsight "
+                       "Compute .ncu-rep report (pip install 'llmsim[ncu]') or an `nsys stats --format csv` report "
+                       "(cuda_gpu_kern_sum, cuda_gpu_trace); print its kernels and write the "
                        "roofline plot. See docs/profiling.md.")
     p.add_argument("path", help="the export to read")
     p.add_argument("--hardware", "--hw", required=True,
@@ -345,12 +349,23 @@ def build_parser() -> argparse.ArgumentParser:
                        "kernels by module (needs torch)",
                        description="Trace a module's forward on the meta device (nothing computed) and time every "
                        "aten op on the device's roofline. MODEL: hf:vit, hf:resnet or hf:convnext (transformers' "
-                       "own vision models from their config defaults), or FILE.py:FUNCTION returning "
+                       "own vision models from their config defaults), diffusers:unet-sd15, diffusers:vae-sd15, "
+                       "diffusers:sd3-transformer or diffusers:flux (a denoising pipeline from shipped configs: per "
+                       "step and whole; needs diffusers), or FILE.py:FUNCTION returning "
                        "(module, example_inputs) or a module (then --input-shape).")
-    p.add_argument("model", help="hf:vit | hf:resnet | hf:convnext | FILE.py:FUNCTION")
+    p.add_argument("model", help="hf:vit | hf:resnet | hf:convnext | diffusers:unet-sd15 | diffusers:vae-sd15 | "
+                   "diffusers:sd3-transformer | diffusers:flux | FILE.py:FUNCTION")
     p.add_argument("--hardware", "--hw", default="h100-sxm", help="a shipped device or a hardware .toml file")
     p.add_argument("--batch-size", type=_positive_int, default=1, help="images per batch (hf: models)")
     p.add_argument("--image-size", type=_positive_int, default=224, help="image height and width (hf: models)")
+    p.add_argument("--latent", type=_positive_int, default=None,
+                   help="latent height and width of diffusers: models (image pixels / 8; default: the model's, "
+                   "SD 1.5 64, SD3 and Flux 128)")
+    p.add_argument("--steps", type=_positive_int, default=None,
+                   help="denoising steps of diffusers: models (default: the pipeline's, SD 1.5 50, SD3 28, Flux 4)")
+    p.add_argument("--cfg", action=argparse.BooleanOptionalAction, default=None,
+                   help="classifier-free guidance: the denoiser runs on 2 x batch latents (default: on for SD 1.5 "
+                   "and SD3, off for FLUX.1-schnell)")
     p.add_argument("--input-shape", type=_shape_arg, default=None,
                    help="shape of the one input of a FILE.py:FUNCTION that returns only a module, e.g. 8,3,224,224")
     p.add_argument("--dtype", default="bfloat16", help="float32, bfloat16 or float16 (default: bfloat16)")
@@ -416,7 +431,8 @@ def _run(args: argparse.Namespace) -> int:
         print(_table(rows))
         for engine in ENGINES.values():
             print(f"\n{engine.name}: {engine.description}." + (f" Tables: {engine.table_note}." if engine.table_note
-                                                                  else ""))
+                                                                  else "") + (
+                f" Host work per step: {engine.step_host_note}." if engine.step_host_note else ""))
         return 0
     if args.command == "hardware":
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))
@@ -612,8 +628,18 @@ def _analyze(args: argparse.Namespace) -> int:
     from .trace.zoo import resolve_target
 
     _check_out(args.out)
-    module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
-    result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine, name=args.model)
+    if args.model.startswith("diffusers:"):
+        from .trace.diffusion import analyze_pipeline
+
+        pipeline = analyze_pipeline(args.model.removeprefix("diffusers:"), args.batch_size, args.latent, args.steps,
+                                    args.cfg, hardware=args.hardware, dtype=args.dtype, engine=args.engine)
+        print(pipeline)
+        print()
+        result = pipeline.stages[-1 if len(pipeline.stages) == 1 else 1].result  # the denoiser's step
+    else:
+        module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
+        result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine,
+                         name=args.model)
     print(result)
     print()
     print(result.ops_table(top=args.top))

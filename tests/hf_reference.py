@@ -7,6 +7,7 @@ would drop attention) and the eager experts loop (it has none for grouped-mm eit
 
 from __future__ import annotations
 
+import inspect
 from functools import cache
 from typing import Any
 
@@ -60,6 +61,16 @@ def prefill_flops(name: str, batch_size: int, seq_len: int) -> int:
     return counter.get_total_flops()
 
 
+def _cache(out: Any) -> Any:
+    """The cache a forward pass returns (Mamba-2's models call it cache_params)."""
+    return out.cache_params if hasattr(out, "cache_params") else out.past_key_values
+
+
+def _cache_argument(model: Any, cache: Any) -> dict[str, Any]:
+    name = "cache_params" if "cache_params" in inspect.signature(model.forward).parameters else "past_key_values"
+    return {name: cache}
+
+
 def decode_flops(name: str, batch_size: int, kv_len: int) -> int:
     """FLOPs of one decode step with the cache holding kv_len tokens (the prefill is not counted)."""
     model = tiny_model(name)
@@ -67,7 +78,7 @@ def decode_flops(name: str, batch_size: int, kv_len: int) -> int:
         out = model(_ids(model, batch_size, kv_len), use_cache=True)
         counter = FlopCounterMode(display=False)
         with counter:
-            model(_ids(model, batch_size, 1), past_key_values=out.past_key_values, use_cache=True)
+            model(_ids(model, batch_size, 1), **_cache_argument(model, _cache(out)), use_cache=True)
     return counter.get_total_flops()
 
 
@@ -76,7 +87,7 @@ def cache_bytes_after_prefill(name: str, batch_size: int, seq_len: int, dtype: t
     model = tiny_model(name).to(dtype)
     try:
         with torch.no_grad():
-            cache = model(_ids(model, batch_size, seq_len), use_cache=True).past_key_values
+            cache = _cache(model(_ids(model, batch_size, seq_len), use_cache=True))
         tensors = []
         for layer in cache.layers:  # K and V, and a linear-attention layer's conv and recurrent states
             tensors += [getattr(layer, "keys", None), getattr(layer, "values", None)]

@@ -30,15 +30,23 @@ def dense_experts_extra(name: str, tokens: int) -> int:
     return 2 * (4 - 1) * tokens * (2 * 64 * 2 * 32 + 2 * 32 * 64)
 
 
+# (convolving layers, channels, taps) of the tiny configs with a causal convolution
+_CONVOLUTIONS = {
+    "qwen3_next": (2, 2 * 2 * 8 + 4 * 16, 4),  # 2 linear layers, C = 2*Hk*dk + Hv*dv = 96
+    "mamba2": (2, 8 * 16 + 2 * 2 * 16, 4),  # 2 Mamba-2 layers, C = H*p + 2*G*N = 192
+    "nemotron_h": (2, 8 * 16 + 2 * 2 * 16, 4),  # "M*-EM": 2 Mamba-2 layers, C = 192
+    "granitemoehybrid": (2, 8 * 16 + 2 * 2 * 16, 4),  # 2 Mamba-2 layers, C = 192
+    "granitemoehybrid-dense-nope": (1, 4 * 32 + 2 * 1 * 16, 4),  # 1 Mamba-2 layer, H*p = 2*64, C = 160
+}
+
+
 def convolution_flops(name: str, batch_size: int, positions: int) -> int:
-    """FlopCounterMode counts the gated DeltaNet's depthwise convolution (2 FLOPs per tap and output position),
-    which llmsim costs as vector FLOPs (no tensor-core matmul). transformers' torch path convolves over
-    positions = S + K - 1 padded outputs in prefill (keeping S), and 2 in a decode step (the K cached inputs
-    and the new one, keeping 1). qwen3_next tiny: 2 linear layers, C = 2*Hk*dk + Hv*dv = 2*2*8 + 4*16 = 96
-    channels, K = 4 taps."""
-    if name != "qwen3_next":
-        return 0
-    return 2 * 2 * batch_size * positions * 96 * 4
+    """FlopCounterMode counts the gated DeltaNet's and Mamba-2's depthwise convolution (2 FLOPs per tap and
+    output position), which llmsim costs as vector FLOPs (no tensor-core matmul). transformers' torch path
+    convolves over positions = S + K - 1 padded outputs in prefill (keeping S), and 2 in a decode step (the K
+    cached inputs and the new one, keeping 1): layers x 2 x B x positions x C x K."""
+    layers, channels, taps = _CONVOLUTIONS.get(name, (0, 0, 0))
+    return layers * 2 * batch_size * positions * channels * taps
 
 
 @pytest.mark.parametrize("name", sorted(TINY_CONFIGS))

@@ -72,8 +72,8 @@ def test_no_tables_for_the_device_falls_back_and_says_why() -> None:
 
 
 def test_a_dtype_without_a_table_falls_back_and_says_why() -> None:
-    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, weight_dtype="int4")
-    assert "no int4_wo GEMM table for engine vllm on h100-sxm" in r.roofline_reasons
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, weight_dtype="fp8")
+    assert any(why.startswith("no fp8_wo GEMM table for engine vllm on h100-sxm") for why in r.roofline_reasons)
     assert _op(r, "decode", "layers.mlp.down_proj").source == "roofline"
     assert _op(r, "decode", "layers.attn.flash").source == "vllm decode_attention"  # attention still measured
 
@@ -134,7 +134,13 @@ def test_deepseek_mla_attention_from_the_engines_mla_tables() -> None:
     assert flash.time_s / flash.count == pytest.approx(expected, rel=1e-3)
     vllm = llmsim.simulate("deepseek-v3", "h100-sxm", engine="vllm", batch_size=8, prompt_len=1024, gen_len=3,
                            tensor_parallel=8)
-    assert "no decode_mla table for engine vllm on h100-sxm" in vllm.roofline_reasons
+    # vLLM: aiconfigurator has no op-level MLA table for it; SGLang's of the same device stands in, said so
+    assert next(op for op in vllm.decode.ops if op.name.endswith(".flash")).source == "sglang decode_mla (proxy)"
+    assert "a proxy: aiconfigurator ships no op-level MLA table for vllm" in vllm.measured_tables[
+        "sglang decode_mla (proxy)"]
+    on_h200 = llmsim.simulate("deepseek-v3", "h200", engine="vllm", batch_size=8, prompt_len=1024, gen_len=3,
+                              tensor_parallel=8)  # no engine has an MLA table on the H200: the roofline, said so
+    assert "no decode_mla table for engine vllm on h200" in on_h200.roofline_reasons
 
 
 def test_a_sweep_with_measured_tables_equals_simulate_point_by_point() -> None:
@@ -161,3 +167,56 @@ def test_tables_from_a_folder_of_another_gpu_are_refused(tmp_path: Path) -> None
         llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=16, gen_len=2, tables=str(folder))
     r = llmsim.simulate("llama-3.1-8b", "h200", batch_size=1, prompt_len=4096, gen_len=2, tables=str(folder))
     assert _op(r, "prefill", "layers.mlp.down_proj").source.endswith("gemm")
+
+
+def test_engine_host_work_per_step_is_one_op_per_forward_pass() -> None:
+    kw = dict(batch_size=4, prompt_len=128, gen_len=65)
+    base = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="vllm", step_host_s=0, **kw)
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="vllm", **kw)
+    # vLLM: 0.4 ms per step (vllm-project/vllm PR #42131): once in the prefill, once per decode step
+    assert r.ttft_s - base.ttft_s == pytest.approx(0.4e-3, rel=1e-9)
+    assert r.tpot_s - base.tpot_s == pytest.approx(0.4e-3, rel=1e-9)
+    step = next(op for op in r.decode.ops if op.name == "engine.step")
+    assert step.kind == "host" and step.bound == "overhead" and step.time_s == pytest.approx(64 * 0.4e-3)
+    assert step.matmul_flops == step.vector_flops == step.bytes == 0
+    assert "engine host 0.40 ms per step" in str(r)
+    # TensorRT-LLM 0.58 ms (NVIDIA/TensorRT-LLM issue #13957); SGLang none; a time given switches it on
+    trt = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="trtllm", **kw)
+    trt0 = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="trtllm", step_host_s=0.0, **kw)
+    assert trt.tpot_s - trt0.tpot_s == pytest.approx(0.58e-3, rel=1e-9)
+    sg = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="sglang", **kw)
+    assert not any(op.kind == "host" for op in sg.decode.ops)
+    sg1 = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="sglang", step_host_s=1e-3, **kw)
+    assert sg1.tpot_s - sg.tpot_s == pytest.approx(1e-3, rel=1e-9)
+    # a sweep and serving at a vanishing rate pay it the same way
+    s = llmsim.sweep("llama-3.1-8b", "h100-sxm", engine="vllm", batch_size=[4], prompt_len=[128], gen_len=[65])
+    assert float(s.to_pandas()["tpot_s"][0]) == pytest.approx(r.tpot_s, rel=1e-12)
+    with pytest.raises(OptionError, match="step_host_s"):
+        llmsim.simulate("llama-3.1-8b", "h100-sxm", step_host_s=-1, **kw)
+
+
+def test_weight_only_gemms_without_a_table_on_the_device_keep_their_measured_ratio_to_bf16() -> None:
+    from llmsim.timing.measured import _relative_gemm
+
+    other, grid = _relative_gemm(llmsim.hardware.measured.measured_for("h100-sxm", "vllm"), "int4_wo")
+    assert other == "a100-80gb-sxm trtllm"
+    # kernels/h100-sxm/vllm/gemm.csv bf16,1,4096,4096: 15.05 us; kernels/a100-80gb-sxm/trtllm/gemm.csv
+    # int4_wo,1,4096,4096: 20.48 us and bf16,1,4096,4096: 26.21 us -> 15.05 * 20.48 / 26.21 = 11.760 us
+    assert grid.time_s(1, 4096, 4096) == pytest.approx(15.05e-6 * 20.48 / 26.21, rel=1e-9)
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, weight_dtype="int4")
+    source = "vllm gemm x a100-80gb-sxm trtllm int4_wo ratio (proxy)"
+    assert _op(r, "decode", "layers.mlp.down_proj").source == source
+    assert "time ratio x this engine's bf16 gemm table (approximation" in r.measured_tables[source]
+
+
+def test_step_host_s_on_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from llmsim.cli import main
+
+    args = ["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--batch-size", "1", "--prompt-len", "128",
+            "--gen-len", "8"]
+    assert main([*args, "--step-host-s", "0"]) == 0
+    without = capsys.readouterr().out
+    assert main(args) == 0
+    assert "engine host 0.40 ms per step" in capsys.readouterr().out and "engine host" not in without
+    assert main([*args, "--step-host-s", "-1"]) == 2
+    assert "step_host_s=-1.0 must be a positive number of seconds (or 0)" in capsys.readouterr().err

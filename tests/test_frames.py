@@ -16,7 +16,7 @@ import llmsim
 ROOT = Path(llmsim.__file__).resolve().parents[1]
 GPU = "h100-sxm"
 # import name -> distribution name, where they differ
-DISTRIBUTION = {"aiconfigurator_core": "aiconfigurator-core"}
+DISTRIBUTION = {"aiconfigurator_core": "aiconfigurator-core", "ncu_report": "ncu-report"}
 
 
 def _imported_modules() -> set[str]:
@@ -55,7 +55,7 @@ def test_planner_results_as_data_frames() -> None:
     assert set(ops["phase"]) == {"prefill", "decode"} and len(ops) == len(r.prefill.ops) + len(r.decode.ops)
     assert ops[ops.phase == "decode"]["time_s"].sum() == pytest.approx(r.decode.time_s, rel=1e-12)
     assert len(r.ops_to_pandas("prefill")) == len(r.prefill.ops)
-    assert len(r.layer_table().to_pandas()) == 13  # 10 ops of the layer, 3 outside
+    assert len(r.layer_table().to_pandas()) == 14  # 10 ops of the layer, 4 outside (with vLLM's engine.step)
     sweep = llmsim.sweep("llama-3.2-1b", GPU, batch_size=[1, 8], prompt_len=256, gen_len=8)
     assert len(sweep.to_pandas()) == 2
     plan = llmsim.plan("llama-3.2-1b", GPU, prompt_len=256, gen_len=8, max_gpus=2, batch_sizes=[1, 8])

@@ -123,6 +123,9 @@ def test_importer_on_a_parquet_file_written_here(tmp_path: Path) -> None:
              "latency": 0.001 * m * n * k / (1024 * 1024)}  # ms
             for m in (1, 256) for n in (1024, 4096) for k in (1024, 4096)]
     gemm.append({**gemm[0], "gemm_dtype": "awq"})  # a dtype llmsim does not import
+    # vLLM's fp8_block lane is timed outside CUDA graphs (host launch time): left out for vLLM only
+    gemm += [{**row, "gemm_dtype": "fp8_block", "kernel_source": "DeepGemmFp8BlockScaledMMKernel"}
+             for row in gemm[:8]]
     _write_parquet(data / "test_gpu" / "gemm" / "vllm" / "9.9" / "gemm_perf.parquet", gemm)
     allreduce = [{"framework": "vLLM", "version": "9.9", "device": "Test GPU", "op_name": "all_reduce",
                   "kernel_source": f"vLLM_custom_{lane}", "allreduce_dtype": "bfloat16", "num_gpus": 2,
@@ -137,6 +140,11 @@ def test_importer_on_a_parquet_file_written_here(tmp_path: Path) -> None:
     assert mk.gemm_s("bf16", 256, 4096, 4096) == pytest.approx(4.096e-3, rel=1e-3)
     text = (out / "gemm.csv").read_text()
     assert "# gpu: Test GPU" in text and "# engine_version: 9.9" in text and "awq" not in text
+    assert "fp8_block" not in text and "DeepGemm" not in text
+    _write_parquet(data / "test_gpu" / "gemm" / "sglang" / "9.9" / "gemm_perf.parquet", gemm)
+    sglang = load_measured(str(tmp_path / "sg")) if import_tables(
+        "test_gpu", "sglang", tmp_path / "sg", data_root=data, full=True, families=["gemm"]) else None
+    assert sglang is not None and sglang.gemm_table_named("fp8_block") is not None  # other engines keep it
     # all-reduce: the graph lane only, message_size in elements -> bytes (x2 for bf16)
     grid = mk.all_reduce_table(2)
     assert grid.time_s(4096) == pytest.approx(10e-6)  # 2048 elements = 4096 bytes: 0.01 ms
@@ -176,3 +184,18 @@ def test_an_engine_without_tables_on_a_device_reads_the_devices_vllm_tables_and_
     assert any("vLLM's measured tables of this device stand in" in why for why in r.roofline_reasons)
     assert {op.source for op in r.decode.ops if op.kind == "matmul"} == {"vllm gemm"}
     assert "tables      no trtllm kernel tables ship for h200" in str(r)
+
+
+def test_block_fp8_gemms_read_the_fp8_block_lane_where_an_engine_has_one() -> None:
+    # aiconfigurator-core 0.12.0, h100_sxm/gemm/sglang/0.5.14/gemm_perf.parquet, fp8_block
+    # (sglang_deepgemm_gemm_nt_f8f8bf16), m 64, n 4096, k 4096: 0.011895111 ms
+    grid = measured_for("h100-sxm", "sglang").gemm_table_named("fp8_block")
+    assert grid.time_s(64, 4096, 4096) == pytest.approx(11.895111e-6, rel=1e-3)  # the CSV keeps 4 figures: 11.90
+    kw = dict(batch_size=4, prompt_len=1024, gen_len=64, tensor_parallel=8)
+    r = llmsim.simulate("deepseek-v3", "h100-sxm", engine="sglang", **kw)  # 128x128 block-scaled fp8
+    assert {op.source for op in r.decode.ops if op.name.endswith("o_proj")} == {"sglang gemm"}
+    assert "per-tensor rows" not in str(r)
+    # vLLM ships no fp8_block lane (timed without CUDA graphs): its per-tensor fp8 rows stand in, said so
+    assert measured_for("h100-sxm", "vllm").gemm_table_named("fp8_block") is None
+    r = llmsim.simulate("deepseek-v3", "h100-sxm", engine="vllm", **kw)
+    assert "fp8 per-tensor rows (no fp8_block rows for this engine and device)" in str(r)

@@ -241,9 +241,9 @@ def test_exports_lacking_needed_columns_are_refused(tmp_path: Path, text: str, n
 
 
 def test_binary_reports_and_missing_files_are_refused(tmp_path: Path) -> None:
-    report = tmp_path / "run.ncu-rep"
+    report = tmp_path / "run.nsys-rep"  # .ncu-rep files are read (tests/test_profiles_ncu_rep.py)
     report.write_bytes(b"\x00\x01")
-    with pytest.raises(LlmsimError, match="ncu --import"):
+    with pytest.raises(LlmsimError, match="nsys stats --report cuda_gpu_trace"):
         llmsim.read_profile(report)
     with pytest.raises(LlmsimError, match="no such file"):
         llmsim.read_profile(tmp_path / "absent.csv")

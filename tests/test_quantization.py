@@ -272,3 +272,35 @@ def test_configs_saved_by_transformers_5_load(tmp_path: object) -> None:
 def test_bad_quantization_configs_are_refused_in_one_line(qc: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
         llmsim.load_model(_llama8b(qc))  # type: ignore[arg-type]
+
+
+# ---- shipped AWQ and GPTQ checkpoints (model_configs/SOURCES.md) --------------------------------------------
+def test_qwen3_32b_awq_weights_equal_its_checkpoint_tensors() -> None:
+    # AutoAWQ GEMM int4, group 128, zero points: per linear qweight K*N/2 + per 128 inputs an N-wide row of scales
+    # (2 bytes) and packed 4-bit zeros (0.5 byte); Qwen3-32B: 64 layers, h 5120, q 8192, k/v 1024, I 25600
+    linears = [(5120, 8192), (5120, 1024), (5120, 1024), (8192, 5120), (5120, 25600), (5120, 25600), (25600, 5120)]
+    per_layer = sum(K * N // 2 + K // 128 * N * 5 // 2 for K, N in linears) + (2 * 5120 + 2 * 128) * 2  # + norms
+    assert per_layer == 253_338_112
+    # = the checkpoint's tensors per layer, as a transformers 5.7 report of the Qwen3-32B-AWQ folder lists them
+    # (search-index file id 62727925985): gate/up qweight [5120, 3200] int32 65,536,000 + qzeros [40, 3200] int32
+    # 512,000 + scales [40, 25600] bf16 2,048,000 each; down [25600, 640] / [200, 640] / [200, 5120] the same sizes;
+    # q and o 20,971,520 + 163,840 + 655,360 each; k and v 2,621,440 + 20,480 + 81,920 each; norms 20,992
+    assert per_layer == 3 * (65_536_000 + 512_000 + 2_048_000) + 2 * (20_971_520 + 163_840 + 655_360) + 2 * (
+        2_621_440 + 20_480 + 81_920) + 20_992
+    # embed_tokens and lm_head [151936, 5120] and the final norm at 2 bytes: 19,325,298,688 bytes = 18.00 GiB, the
+    # report's total tensor size
+    assert _weights("qwen3-32b-awq") == 64 * per_layer + 2 * 151936 * 5120 * 2 + 5120 * 2 == 19_325_298_688
+
+
+def test_qwen3_30b_a3b_gptq_int4_weights_by_hand() -> None:
+    # GPTQ int4 group 128 (desc_act false, sym): as AWQ plus an int32 g_idx per input row; the router (mlp.gate)
+    # stays float16 (the checkpoint stores it as a plain weight: ModelCloud/GPTQModel issue #1625's load log)
+    def gptq(K: int, N: int) -> int:
+        return K * N // 2 + K // 128 * N * 5 // 2 + 4 * K
+
+    attention = gptq(2048, 4096) + 2 * gptq(2048, 512) + gptq(4096, 2048)  # q, k, v, o: 4 KV heads of 128
+    experts = 128 * (2 * gptq(2048, 768) + gptq(768, 2048))  # gate, up, down of each of 128 experts
+    assert (attention, experts) == (9_846_784, 316_276_736)
+    layer = attention + experts + 128 * 2048 * 2 + (2 * 2048 + 2 * 128) * 2  # + router, norms (float16)
+    total = 48 * layer + 2 * 151936 * 2048 * 2 + 2048 * 2  # + embed_tokens, lm_head, final norm
+    assert _weights("qwen3-30b-a3b-gptq-int4") == total == 16_924_176_384

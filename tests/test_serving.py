@@ -306,3 +306,22 @@ def test_plan_serving_weighs_disaggregated_pools_too() -> None:
                             decode={"replicas": c.decode_replicas, "max_num_seqs": 128}, request_rate=30.0,
                             prompt_len=1024, gen_len=64, num_requests=150)
     assert r.ttft_s.p99 == pytest.approx(c.ttft_p_s) and r.ttft_s.p99 <= 0.2 and r.tpot_s.p99 <= 0.02
+
+
+def test_fixed_size_states_come_from_the_pool_per_running_request() -> None:
+    from llmsim.analysis.evaluation import resolve
+    from llmsim.serving.engine_limits import scheduler_limits
+
+    spec, hw, cost, _ = resolve("nemotron-3-nano-30b-a3b", "h100-sxm", engine="vllm")
+    limits = scheduler_limits(spec, hw, cost, "vllm", 2048)
+    # per sequence: 49,364,992 B of Mamba conv + SSM state; per token 6,144 B of KV; a block of 16 tokens is
+    # 98,304 B, so a state takes ceil(49,364,992 / 98,304) = 503 blocks of the shared pool
+    assert spec.recurrent_state_bytes(1, kv_dtype="bfloat16") == 49_364_992
+    assert limits.state_blocks == 503
+    # vLLM's default 1024 sequences no longer reserve 47 GiB of states up front: the model serves on one H100,
+    # and the blocks in use (states of the running requests included) never pass the pool
+    r = llmsim.serve("nemotron-3-nano-30b-a3b", "h100-sxm", concurrency=64, prompt_len=1024, gen_len=32,
+                     num_requests=128)
+    used = r.steps_to_pandas()["kv_blocks_used"]
+    assert 0 < used.max() <= limits.kv_blocks
+    assert used.max() >= 64 * 503  # 64 running requests hold their states at the peak

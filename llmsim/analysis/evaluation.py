@@ -41,7 +41,8 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
         quantization = spec.quantization.for_precisions(tuple(hw.matrix_flops_per_s))
         if quantization is not spec.quantization:
             spec = spec.model_copy(update={"quantization": quantization})
-    cost = CostOptions.make(**{**chosen.cost, **{k: v for k, v in given.items() if k in cost_keys}})
+    steps = {"engine_step": True} if given.get("step_host_s") else {}  # a host time given: its op too
+    cost = CostOptions.make(**{**chosen.cost, **steps, **{k: v for k, v in given.items() if k in cost_keys}})
     defaults = {**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
                 "table_families": chosen.table_families}
     if "tables" in options and options["tables"] is None:  # tables=None given: the roofline alone

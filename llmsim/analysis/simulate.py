@@ -183,7 +183,9 @@ def _assumptions(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, executio
         f"({execution.efficiency}, fraction {fraction:.2f}{without_table})",
         "bandwidth": f"{roofline.bandwidth_bytes_per_s / 1e12:.3f} TB/s (fraction {roofline.memory_fraction:.2f})",
         "overhead": f"{execution.overhead}: launch {roofline.launch_s * 1e6:.1f} us, dispatch "
-        f"{roofline.dispatch_s * 1e6:.1f} us per kernel",
+        f"{roofline.dispatch_s * 1e6:.1f} us per kernel" + (
+            f", engine host {roofline.step_host_s * 1e3:.2f} ms per step" if cost.engine_step and roofline.step_host_s
+            else ""),
         "overlap": execution.overlap,
     }
 

@@ -3,8 +3,8 @@
 GraphBuilder holds the workload symbols, the op list and the helpers that append ops (add, linear, norm,
 elementwise, expert_linear), and walks the model: embeddings, each layer group (norms, attention, MLP or
 MoE, residual adds), final norm, LM head. The blocks themselves are mixins, one concern each, in
-`cost.blocks` (attention, mla, feedforward, parallel, head); every op's numbers come from a formula
-found by its op kind name in the registry (`cost.op.formula`).
+`cost.blocks` (attention, mla, linear_attention, ssm, feedforward, parallel, head); every op's numbers come
+from a formula found by its op kind name in the registry (`cost.op.formula`).
 
 Prefill runs `seq_len` new tokens per sequence with an empty cache. Decode runs one new token per
 sequence with the cache already holding `kv_len` tokens: the new token's K and V are appended and it
@@ -29,6 +29,7 @@ from .blocks.head import HeadBlocks
 from .blocks.linear_attention import LinearAttentionBlocks
 from .blocks.mla import MLABlocks
 from .blocks.parallel import ParallelBlocks
+from .blocks.ssm import SSMBlocks
 from .op import Op, formula, value_scalar
 from .symbolic import Expr
 from .workload import CostOptions
@@ -36,7 +37,8 @@ from .workload import CostOptions
 _UNFUSED = ("none", "eager")  # fusion policies without the fused residual add + norm
 
 
-class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks, FeedForwardBlocks, ParallelBlocks):
+class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks, SSMBlocks, FeedForwardBlocks,
+                   ParallelBlocks):
     """Builds the op list; one method per block, shared by every model family."""
 
     def __init__(self, model: ModelSpec, phase: str, B: Any, S: Any, L: Any, options: CostOptions) -> None:
@@ -139,7 +141,8 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks
         return self.ops
 
     def layer(self, prefix: str, group: LayerGroup) -> None:
-        """One layer type, run group.count times: norms, attention, MLP or MoE, residual adds."""
+        """One layer type, run group.count times: norms, attention (or a Mamba-2 mixer), MLP or MoE, residual
+        adds; a one-branch layer (LayerSpec) runs its norm, its branch and its add."""
         layer, n = group.layer, group.count
         T, h = self.T, self.h
         self.layer_unquantized = layer.unquantized
@@ -148,20 +151,26 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks
             self._add_norm(f"{prefix}.input_add_norm", n)  # x += previous mlp out; norm(x)
         elif layer.input_norm:
             self.norm(f"{prefix}.input_norm", n, h)
-        self.role = "attention"
-        self.attention(f"{prefix}.attn", n, layer.attention)
-        if layer.post_attn_norm:
-            self.norm(f"{prefix}.post_attn_norm", n, h)
-        self._residual_scale(f"{prefix}.attn_residual_scale", n, layer)
-        if layer.parallel:
-            if layer.pre_mlp_norm:
-                self.norm(f"{prefix}.pre_mlp_norm", n, h)
-        elif fuse_add:
-            self._add_norm(f"{prefix}.pre_mlp_add_norm", n)  # x += attn out; norm(x)
-        else:
-            self.elementwise(f"{prefix}.attn_residual_add", n, T * h, 2, 1, 1)
-            if layer.pre_mlp_norm:
-                self.norm(f"{prefix}.pre_mlp_norm", n, h)
+        if layer.attention is not None:
+            self.role = "attention"
+            self.attention(f"{prefix}.attn", n, layer.attention)
+            if layer.post_attn_norm:
+                self.norm(f"{prefix}.post_attn_norm", n, h)
+            self._residual_scale(f"{prefix}.attn_residual_scale", n, layer)
+        if layer.mlp is None:  # a mixer alone (Mamba-2, Nemotron-H): its add, fused into the next norm or not
+            if not fuse_add:
+                self.elementwise(f"{prefix}.attn_residual_add", n, T * h, 2, 1, 1)
+            return
+        if layer.attention is not None:  # (an MLP alone runs behind the input norm)
+            if layer.parallel:
+                if layer.pre_mlp_norm:
+                    self.norm(f"{prefix}.pre_mlp_norm", n, h)
+            elif fuse_add:
+                self._add_norm(f"{prefix}.pre_mlp_add_norm", n)  # x += attn out; norm(x)
+            else:
+                self.elementwise(f"{prefix}.attn_residual_add", n, T * h, 2, 1, 1)
+                if layer.pre_mlp_norm:
+                    self.norm(f"{prefix}.pre_mlp_norm", n, h)
         self.role = "mlp"
         if isinstance(layer.mlp, MoESpec):
             self.moe(f"{prefix}.mlp", n, layer.mlp)

@@ -55,6 +55,8 @@ class CostOptions(BaseModel):
       --enable-expert-parallel with one attention data-parallel rank; SGLang/TRT-LLM moe_tp x moe_ep = tp).
     - fused_projections=True: the Q, K and V projections run as one GEMM, and gate and up as one, whatever
       the checkpoint stores (serving engines fuse them at load); False: as the config has them.
+    - engine_step=True: one "engine.step" op per forward pass, the engine's host work the GPU waits for
+      (scheduling, input preparation, sampling), timed as ExecutionOptions.step_host_s per step.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -70,6 +72,7 @@ class CostOptions(BaseModel):
     tensor_parallel: int = 1
     expert_parallel: int = 1
     fused_projections: bool = False
+    engine_step: bool = False
 
     @classmethod
     def make(cls, **options: Any) -> CostOptions:
@@ -94,8 +97,9 @@ class CostOptions(BaseModel):
                 values[key] = check_count(key, values[key], 1)
                 if not isinstance(values[key], int):
                     raise OptionError(f"{key} must be a single integer")
-        if not isinstance(values.get("fused_projections", False), bool):
-            raise OptionError(f"fused_projections must be True or False, not {values['fused_projections']!r}")
+        for key in ("fused_projections", "engine_step"):
+            if not isinstance(values.get(key, False), bool):
+                raise OptionError(f"{key} must be True or False, not {values[key]!r}")
         ep, tp = values.get("expert_parallel", 1), values.get("tensor_parallel", 1)
         if tp % ep:
             raise OptionError(f"expert_parallel={ep} must divide tensor_parallel={tp} (the experts' "

@@ -28,6 +28,7 @@ class Engine(BaseModel):
     cost: dict[str, Any] = {}  # CostOptions defaults
     execution: dict[str, Any] = {}  # ExecutionOptions defaults
     serves_float32_as: str | None = None  # dtype="auto": a float32 checkpoint run in this dtype (models.dtype_default)
+    step_host_note: str = ""  # the source of execution["step_host_s"] (or why the engine has none)
 
 
 _SERVING_COST = {"attention": "flash", "fusion": "elementwise", "mla": "absorb", "kv_cache": "paged",
@@ -35,19 +36,37 @@ _SERVING_COST = {"attention": "flash", "fusion": "elementwise", "mla": "absorb",
 _SERVING_NOTE = ("{name} fuses the QKV and gate/up projections into one GEMM each (fused_projections), runs fused "
                  "add+RMSNorm and activation kernels, paged flash attention and CUDA graphs")
 
+# The host work per engine step that the GPU waits for (one "engine.step" op per forward pass), from public
+# profiles of each engine; none is fitted to a validation set. approximation: a fixed time per step; the
+# per-request part (vLLM: update_from_output about 1.1 us per running request, PR #46112: 0.142 ms at 128
+# requests, 0.287 ms at 256) is left out, at most 0.3 ms at 256 requests.
+_VLLM_STEP = {"engine_step": True}
+_VLLM_STEP_S = 0.4e-3
+_VLLM_STEP_NOTE = ("0.4 ms host work per step on the GPU's critical path with async scheduling on: vllm-project/vllm "
+                   "PR #42131 (2026-05, B200): schedule() about 0.2 ms, the model runner's _update_states about "
+                   "0.18 ms and decode input preparation about 0.05 ms per decode step, about 30 % of TPOT on its "
+                   "workload")
+_TRTLLM_STEP_S = 0.58e-3
+_TRTLLM_STEP_NOTE = ("0.58 ms host work per iteration left as GPU idle with the overlap scheduler on: NVIDIA/"
+                     "TensorRT-LLM issue #13957 (2026-05, Llama-3.1-8B-FP8 on B200, concurrency 64)")
+_SGLANG_STEP_NOTE = ("none: SGLang's overlap scheduler leaves no GPU idle between decode batches (lmsys.org blog "
+                     "2024-12-04, SGLang v0.4, Nsight timeline); no public per-step figure for current versions")
+
 ENGINES: dict[str, Engine] = {
     "vllm": Engine(
         name="vllm", description=_SERVING_NOTE.format(name="vLLM"), tables="vllm",
         table_note="aiconfigurator-core's vLLM tables (GEMM, attention, fused MoE, custom all-reduce)",
-        cost=_SERVING_COST, execution={"overhead": "graph"}, serves_float32_as="bfloat16"),
+        cost={**_SERVING_COST, **_VLLM_STEP}, execution={"overhead": "graph", "step_host_s": _VLLM_STEP_S},
+        serves_float32_as="bfloat16", step_host_note=_VLLM_STEP_NOTE),
     "sglang": Engine(
         name="sglang", description=_SERVING_NOTE.format(name="SGLang"), tables="sglang",
         table_note="aiconfigurator-core's SGLang tables", cost=_SERVING_COST, execution={"overhead": "graph"},
-        serves_float32_as="bfloat16"),
+        serves_float32_as="bfloat16", step_host_note=_SGLANG_STEP_NOTE),
     "trtllm": Engine(
         name="trtllm", description=_SERVING_NOTE.format(name="TensorRT-LLM"), tables="trtllm",
-        table_note="aiconfigurator-core's TensorRT-LLM tables", cost=_SERVING_COST, execution={"overhead": "graph"},
-        serves_float32_as="bfloat16"),
+        table_note="aiconfigurator-core's TensorRT-LLM tables", cost={**_SERVING_COST, **_VLLM_STEP},
+        execution={"overhead": "graph", "step_host_s": _TRTLLM_STEP_S}, serves_float32_as="bfloat16",
+        step_host_note=_TRTLLM_STEP_NOTE),
     "torch-compile": Engine(
         name="torch-compile",
         description="gpt-fast / torchao generate.py style: torch.compile with CUDA graphs (mode='reduce-overhead'), "

@@ -18,12 +18,16 @@ _POSITIVE_INTS: dict[str, int] = {
                      "qk_nope_head_dim", "v_head_dim", "shared_expert_intermediate_size"), _WIDTH_MAX),
     **dict.fromkeys(("num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "num_key_value_heads",
                      "num_kv_heads", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
-                     "decoder_sparse_step", "no_rope_layer_interval"), _COUNT_MAX),
+                     "decoder_sparse_step", "no_rope_layer_interval", "num_heads", "mamba_num_heads", "n_groups",
+                     "conv_kernel"), _COUNT_MAX),
+    **dict.fromkeys(("state_size", "ssm_state_size", "mamba_head_dim", "chunk_size"), _WIDTH_MAX),
     "vocab_size": _VOCAB_MAX,
     **dict.fromkeys(("max_position_embeddings", "n_positions", "sliding_window"), _POSITIONS_MAX),
 }
 # 0 standing for "none", as transformers itself writes it (Qwen2MoeConfig: sliding_window=0 without use_sliding_window)
-_ZERO_MEANS_NONE = {("qwen2_moe", "sliding_window")}
+# and Granite 4's dense models (num_local_experts=0, num_experts_per_tok=0: the shared MLP alone)
+_ZERO_MEANS_NONE = {("qwen2_moe", "sliding_window"), ("granitemoehybrid", "num_local_experts"),
+                    ("granitemoehybrid", "num_experts_per_tok")}
 # (hidden, heads) names of the families whose head dim is hidden // heads: always (gpt2, gpt_neox, falcon)
 # or unless head_dim is stated (llama-like, gpt_oss)
 _HEAD_SPLIT = {"gpt2": ("n_embd", "n_head", True), "gpt_neox": ("hidden_size", "num_attention_heads", True),
@@ -61,6 +65,10 @@ def check_fields(data: Mapping[str, Any], model_type: str, family: str) -> None:
                 canonical_dtype(str(data[key]), key)
             except LlmsimError as exc:
                 raise ConfigError(f"model config ({model_type}): {exc}") from None
+    pattern = data.get("hybrid_override_pattern") if model_type == "nemotron_h" else None
+    if pattern is not None and (not isinstance(pattern, str) or not pattern or set(pattern) - set("M*-E")):
+        raise ConfigError(f"model config ({model_type}): hybrid_override_pattern={pattern!r} is not allowed; give "
+                          "one character per layer: M (Mamba-2), * (attention), - (MLP), E (MoE)")
     split = head_split(data, family)
     if split and (_HEAD_SPLIT[family][2] or data.get("head_dim") is None):
         fix = "" if _HEAD_SPLIT[family][2] else ", or state head_dim"

@@ -16,7 +16,7 @@ from .spec import AttentionSpec, LayerSpec, MLPSpec, MoESpec
 
 _BASE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 
-# Keys each family's config must state (raw config.json names); the rest have faithful defaults.
+# Keys each family's config must state (raw config.json names; "a|b": either); the rest have faithful defaults.
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "gemma": (*_BASE_KEYS, "head_dim"),  # the class default (256) is Gemma-7B's
     "phi": _BASE_KEYS,
@@ -32,7 +32,15 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "qwen3_next": (*_BASE_KEYS, "head_dim", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
                    "shared_expert_intermediate_size", "linear_num_value_heads", "linear_num_key_heads",
                    "linear_key_head_dim", "linear_value_head_dim"),
+    "mamba2": ("hidden_size", "num_hidden_layers", "vocab_size", "num_heads", "head_dim", "state_size", "n_groups"),
+    "nemotron_h": ("hidden_size", "vocab_size", "num_attention_heads", "num_key_value_heads", "mamba_num_heads",
+                   "mamba_head_dim", "ssm_state_size", "n_groups", "hybrid_override_pattern|layers_block_type"),
+    "granitemoehybrid": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "num_local_experts",
+                         "shared_intermediate_size", "layer_types|layers_block_type", "mamba_n_heads",
+                         "mamba_d_state"),
 }
+# a state-space model has no position limit; llmsim's searches over the context stop at 2^20 tokens
+SSM_MAX_CONTEXT = 1 << 20
 
 
 def attention(config: Any, **differences: Any) -> AttentionSpec:
@@ -213,6 +221,92 @@ def _qwen3_next(config: Any) -> dict[str, Any]:
     return model_fields(config, layers)
 
 
+def mamba2_mixer(config: Any, *, heads: str, head_dim: str, state: str, bias: str, groups: str = "n_groups",
+                 conv: str = "conv_kernel", conv_bias: str = "use_conv_bias", chunk: str = "chunk_size"
+                 ) -> AttentionSpec:
+    """A Mamba-2 mixer from the config's field names for its heads, head size, state size, projection bias,
+    groups, convolution taps and bias, and scan chunk (Mamba-2 and Nemotron-H share the last four names; Granite 4
+    prefixes them all with mamba_)."""
+    return AttentionSpec(kind="mamba2", num_heads=getattr(config, heads), num_kv_heads=getattr(config, groups),
+                         head_dim=getattr(config, head_dim), v_head_dim=getattr(config, head_dim),
+                         qkv_bias=bool(get(config, bias, False)), o_bias=bool(get(config, bias, False)),
+                         conv_kernel=getattr(config, conv), conv_bias=bool(get(config, conv_bias, True)),
+                         ssm_state_size=getattr(config, state), ssm_chunk_size=getattr(config, chunk))
+
+
+def _mamba2(config: Any) -> dict[str, Any]:
+    """Mamba-2: every layer an RMSNorm and a Mamba-2 mixer, no MLP, no positions. transformers' config has no
+    max_position_embeddings: the model has no position limit (SSM_MAX_CONTEXT stands in).
+
+    approximation: residual_in_fp32 (the residual stream kept in float32) is not counted in the adds' bytes.
+    """
+    layer = LayerSpec(attention=mamba2_mixer(config, heads="num_heads", head_dim="head_dim", state="state_size",
+                                             bias="use_bias"), mlp=None, pre_mlp_norm=False)
+    return {"vocab_size": config.vocab_size, "hidden_size": config.hidden_size,
+            "max_position_embeddings": get(config, "max_position_embeddings", SSM_MAX_CONTEXT),
+            "tie_word_embeddings": bool(get(config, "tie_word_embeddings", False)),
+            "layers": [layer] * config.num_hidden_layers, "position_embedding": "none"}
+
+
+def _nemotron_h(config: Any) -> dict[str, Any]:
+    """Nemotron-H (Nemotron-H 8B/47B/56B, Nemotron 3 Nano/Super): one block per layer, each an RMSNorm, one
+    mixer and a residual add, the mixer named by layers_block_type (hybrid_override_pattern M, *, -, E):
+    Mamba-2, attention without positions or biases, a relu2 MLP (up, down), or a MoE of relu2 experts with a
+    sigmoid router (its score correction bias a buffer) and a shared expert."""
+    act = str(get(config, "mlp_hidden_act", "relu2"))
+    bias = bool(get(config, "mlp_bias", False))
+    if get(config, "moe_latent_size", None) is not None:
+        raise ConfigError("model config (nemotron_h): moe_latent_size (latent MoE projections) is not supported")
+    mixers = {"linear_attention": mamba2_mixer(config, heads="mamba_num_heads", head_dim="mamba_head_dim",
+                                                state="ssm_state_size", bias="use_bias"),
+              "full_attention": attention(config, rotary_dim=0)}
+    dense = MLPSpec(gated=False, intermediate_size=config.intermediate_size, bias=bias, activation=act)
+    expert = MLPSpec(gated=False, intermediate_size=config.moe_intermediate_size, activation=act)
+    shared = MLPSpec(gated=False, intermediate_size=config.moe_shared_expert_intermediate_size, bias=bias,
+                     activation=act)
+    layers = []
+    for i, block in enumerate(config.layers_block_type):
+        if block in mixers:
+            layers.append(LayerSpec(attention=mixers[block], mlp=None, pre_mlp_norm=False))
+        elif block in ("mlp", "moe"):
+            mlp = dense if block == "mlp" else MoESpec(num_experts=config.n_routed_experts,
+                                                       top_k=config.num_experts_per_tok, expert=expert, shared=shared)
+            layers.append(LayerSpec(attention=None, mlp=mlp, pre_mlp_norm=False))
+        else:
+            raise ConfigError(f"model config (nemotron_h): layers_block_type[{i}]={block!r}; supported: "
+                              "full_attention, linear_attention, mlp, moe")
+    return model_fields(config, layers, position_embedding="none")
+
+
+def _granitemoehybrid(config: Any) -> dict[str, Any]:
+    """Granite 4.0-H: Granite 3's multipliers (embeddings, each residual branch, logits) on layers whose mixer is
+    Mamba-2 or attention (layer_types; rotary only with position_embedding_type "rope"), each followed by a MoE of
+    fused gate/up experts with a plain top-k router plus an always-on shared MLP (shared_intermediate_size), or
+    by the shared MLP alone when num_local_experts is 0."""
+    act = activation(config)
+    shared = MLPSpec(gated=True, intermediate_size=config.shared_intermediate_size, fused_gate_up=True,
+                     activation=act)
+    experts = get(config, "num_local_experts", 0)
+    ffn: MLPSpec | MoESpec = shared
+    if experts:
+        expert = MLPSpec(gated=True, intermediate_size=config.intermediate_size, fused_gate_up=True, activation=act)
+        ffn = MoESpec(num_experts=experts, top_k=config.num_experts_per_tok, expert=expert, shared=shared)
+    rope = get(config, "position_embedding_type", None) == "rope"
+    mixers = {"linear_attention": mamba2_mixer(config, heads="mamba_n_heads", head_dim="mamba_d_head",
+                                                state="mamba_d_state", bias="mamba_proj_bias", groups="mamba_n_groups",
+                                                conv="mamba_d_conv", conv_bias="mamba_conv_bias",
+                                                chunk="mamba_chunk_size"),
+              "full_attention": attention(config, **_biases(config), **({} if rope else {"rotary_dim": 0}))}
+    layers = []
+    for i, layer_type in enumerate(config.layer_types):
+        if layer_type not in mixers:
+            raise ConfigError(f"model config (granitemoehybrid): layer_types[{i}]={layer_type!r}; supported: "
+                              "mamba (linear_attention), attention (full_attention)")
+        layers.append(LayerSpec(attention=mixers[layer_type], mlp=ffn, residual_scale=True))
+    return model_fields(config, layers, embedding_scale=True, logit_scale=True,
+                        position_embedding="rotary" if rope else "none")
+
+
 ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "gemma": _gemma,
     "phi": _phi,
@@ -225,4 +319,7 @@ ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "qwen2_moe": _qwen2_moe,
     "llama4_text": _llama4_text,
     "qwen3_next": _qwen3_next,
+    "mamba2": _mamba2,
+    "nemotron_h": _nemotron_h,
+    "granitemoehybrid": _granitemoehybrid,
 }

@@ -24,6 +24,7 @@ from .config_fields import rotary_fraction as _rotary_fraction
 from .dtype_default import config_dtype
 from .families import ADAPTERS as _FAMILY_ADAPTERS
 from .families import REQUIRED_KEYS as _FAMILY_REQUIRED_KEYS
+from .modelopt_file import with_quant_file
 from .quantization import quantize_layers
 from .spec import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
@@ -55,7 +56,8 @@ _MOE_KEYS = {"mixtral": ("num_local_experts", "num_experts_per_tok"),
 
 # ---- loading ------------------------------------------------------------------------------------
 def read_config_file(path: Path) -> dict[str, Any]:
-    """The dict of a config.json file, or of the config.json inside a folder."""
+    """The dict of a config.json file, or of the config.json inside a folder (with the quantization_config of
+    an hf_quant_config.json beside it: llmsim.models.modelopt_file)."""
     file = path / "config.json" if path.is_dir() else path
     if not file.is_file():
         raise ConfigError(f"model config: no file at {file}")
@@ -65,7 +67,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"model config {file}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"model config {file}: expected a JSON object at the top level")
-    return data
+    return with_quant_file(data, file)  # ModelOpt's hf_quant_config.json beside it, if any
 
 
 def _text_part(data: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +108,7 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
     """A transformers PretrainedConfig built from a config dict, after checking the needed keys."""
     transformers = _import_transformers()
 
-    data = dict(data)
+    data = _special_floats(dict(data))
     data.pop("auto_map", None)  # remote-code hooks are never followed
     from_text_config = "text_config" in data and data.get("model_type") not in _ADAPTERS
     data = _text_part(data)
@@ -128,9 +130,10 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
     # either name of an attribute_map pair counts (transformers 5 writes qwen3_moe's num_experts as num_local_experts)
     present = set(data) | {aliases[k] for k in data if k in aliases} | {k for k, v in aliases.items() if v in data}
     # a multimodal config's text_config leans on its class defaults by design (Gemma 3)
-    missing = [] if from_text_config else [key for key in required if key not in present]
+    missing = [] if from_text_config else [key for key in required if not present & set(key.split("|"))]
     if missing:
-        raise ConfigError(f"model config ({model_type}): missing field {missing[0]!r} (needed: {', '.join(missing)})")
+        named = [" or ".join(repr(k) for k in key.split("|")) for key in missing]
+        raise ConfigError(f"model config ({model_type}): missing field {named[0]} (needed: {', '.join(missing)})")
     check_fields(data, model_type, family)
     fields = {k: v for k, v in data.items() if k != "model_type"}
     if family == "falcon":  # transformers derives Falcon's head_dim (a read-only property); checked equal above
@@ -146,6 +149,21 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
                               "requires it even with head_dim") from None
         reason = " ".join(str(exc).split())  # one line: its validation errors span several
         raise ConfigError(f"model config ({model_type}): transformers refused it: {reason}") from None
+
+
+_FLOAT_TAGS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
+
+
+def _special_floats(value: Any) -> Any:
+    """transformers 5 saves non-finite floats as {"__float__": "Infinity"} (Mamba-2's time_step_limit) and reads
+    them back as floats; so does this."""
+    if isinstance(value, dict):
+        if set(value) == {"__float__"} and value["__float__"] in _FLOAT_TAGS:
+            return _FLOAT_TAGS[value["__float__"]]
+        return {k: _special_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_special_floats(v) for v in value]
+    return value
 
 
 def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:
@@ -191,20 +209,32 @@ def _group_layers(layers: list[LayerSpec]) -> tuple[tuple[LayerGroup, ...], tupl
         if layer not in unique:
             unique.append(layer)
         pattern.append(unique.index(layer))
-    features = [
-        ("linear" if u.attention.kind == "linear" else "full" if not u.attention.sliding_window
-         else "chunked" if u.attention.chunked else "sliding",
-         "moe" if u.is_moe else "dense",
-         "" if u.attention.kind == "linear" else "rope" if u.attention.rotary_dim else "nope") for u in unique
-    ]
+    features = [_layer_features(u) for u in unique]
     varying = [i for i in range(3) if len({f[i] for f in features} - {""}) > 1]
-    tags = [".".join(f[i] for i in varying if f[i]) for f in features]
+    # a one-branch layer whose varying features are all empty is named by what it has (an MLP alone: "dense")
+    tags = [".".join(f[i] for i in varying if f[i]) or (next((x for x in f if x), "") if len(features) > 1 else "")
+            for f in features]
     if len(set(tags)) < len(tags):
         tags = [f"{t}{i}" if t else f"group{i}" for i, t in enumerate(tags)]
     groups = tuple(
         LayerGroup(tag=tag, count=pattern.count(i), layer=layer) for i, (tag, layer) in enumerate(zip(tags, unique))
     )
     return groups, tuple(pattern)
+
+
+def _layer_features(layer: LayerSpec) -> tuple[str, str, str]:
+    """(mixer, feed-forward, positions) of a layer, for its group's tag: linear/mamba/full/chunked/sliding or
+    "" (an MLP alone), moe/dense or "" (a mixer alone), rope/nope or "" (no attention)."""
+    attn = layer.attention
+    if attn is None:
+        mixer = ""
+    elif attn.kind in ("linear", "mamba2"):
+        mixer = "mamba" if attn.kind == "mamba2" else "linear"
+    else:
+        mixer = "full" if not attn.sliding_window else "chunked" if attn.chunked else "sliding"
+    ffn = "" if layer.mlp is None else "moe" if layer.is_moe else "dense"
+    rope = "" if attn is None or attn.kind in ("linear", "mamba2") else "rope" if attn.rotary_dim else "nope"
+    return mixer, ffn, rope
 
 
 # ---- adapters: config -> ModelSpec fields ------------------------------------------------------

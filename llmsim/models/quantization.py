@@ -33,6 +33,7 @@ Formats read (field names as the checkpoints write them):
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -134,16 +135,30 @@ class QuantizationSpec(_Frozen):
 
 
 # ---- module names, for the lists of modules not converted --------------------------------------------
-# The Hugging Face module names of each role in layer i (transformers 5 and the checkpoints' own names).
-_ROLE_NAMES: dict[str, tuple[str, ...]] = {
-    "attention": ("model.layers.{i}.self_attn", "model.layers.{i}.self_attn.q_proj",
-                  "model.layers.{i}.self_attn.k_proj", "model.layers.{i}.self_attn.v_proj",
-                  "model.layers.{i}.self_attn.o_proj", "model.layers.{i}.self_attn.qkv_proj"),
-    "mlp": ("model.layers.{i}.mlp", "model.layers.{i}.mlp.gate_proj", "model.layers.{i}.mlp.up_proj",
-            "model.layers.{i}.mlp.down_proj", "model.layers.{i}.mlp.gate_up_proj"),
-    "shared_experts": ("model.layers.{i}.mlp.shared_experts", "model.layers.{i}.mlp.shared_expert"),
-    "experts": ("model.layers.{i}.mlp.experts", "model.layers.{i}.block_sparse_moe.experts"),
-    "router": ("model.layers.{i}.mlp.gate", "model.layers.{i}.mlp.router", "model.layers.{i}.block_sparse_moe.gate"),
+# The Hugging Face module names of each role in layer i (transformers 5 and the checkpoints' own names): groups
+# of (the module, its linear layers), one group per way a family names it (Llama-like self_attn and mlp; Mamba-2
+# and Nemotron-H's backbone.layers.i.mixer; Granite 4's mamba, shared_mlp and block_sparse_moe).
+_ROLE_NAMES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "attention": (("model.layers.{i}.self_attn", "model.layers.{i}.self_attn.q_proj",
+                   "model.layers.{i}.self_attn.k_proj", "model.layers.{i}.self_attn.v_proj",
+                   "model.layers.{i}.self_attn.o_proj", "model.layers.{i}.self_attn.qkv_proj"),
+                  ("backbone.layers.{i}.mixer", "backbone.layers.{i}.mixer.q_proj", "backbone.layers.{i}.mixer.k_proj",
+                   "backbone.layers.{i}.mixer.v_proj", "backbone.layers.{i}.mixer.o_proj"),
+                  ("backbone.layers.{i}.mixer", "backbone.layers.{i}.mixer.in_proj",
+                   "backbone.layers.{i}.mixer.out_proj"),
+                  ("model.layers.{i}.mamba", "model.layers.{i}.mamba.in_proj", "model.layers.{i}.mamba.out_proj")),
+    "mlp": (("model.layers.{i}.mlp", "model.layers.{i}.mlp.gate_proj", "model.layers.{i}.mlp.up_proj",
+             "model.layers.{i}.mlp.down_proj", "model.layers.{i}.mlp.gate_up_proj"),
+            ("backbone.layers.{i}.mixer", "backbone.layers.{i}.mixer.up_proj", "backbone.layers.{i}.mixer.down_proj"),
+            ("model.layers.{i}.shared_mlp", "model.layers.{i}.shared_mlp.input_linear",
+             "model.layers.{i}.shared_mlp.output_linear")),
+    "shared_experts": (("model.layers.{i}.mlp.shared_experts",), ("model.layers.{i}.mlp.shared_expert",),
+                       ("backbone.layers.{i}.mixer.shared_experts",), ("model.layers.{i}.shared_mlp",)),
+    "experts": (("model.layers.{i}.mlp.experts",), ("model.layers.{i}.block_sparse_moe.experts",),
+                ("backbone.layers.{i}.mixer.experts",)),
+    "router": (("model.layers.{i}.mlp.gate",), ("model.layers.{i}.mlp.router",),
+               ("model.layers.{i}.block_sparse_moe.gate",), ("backbone.layers.{i}.mixer.gate",),
+               ("model.layers.{i}.block_sparse_moe.router",)),
 }
 
 
@@ -166,13 +181,17 @@ def module_matches(pattern: str, name: str) -> bool:
 
 
 def _role_kept(patterns: Sequence[str], role: str, layer: int) -> bool:
-    """Whether the lists keep this role of this layer at the base dtype: its module, or all of its linears."""
-    names = [n.format(i=layer) for n in _ROLE_NAMES[role]]
-    if any(module_matches(p, names[0]) for p in patterns):
-        return True
-    linears = names[1:]
-    return bool(linears) and role in ("attention", "mlp") and all(
-        any(module_matches(p, n) for p in patterns) for n in linears)
+    """Whether the lists keep this role of this layer at the base dtype: its module, or all of its linears (under
+    one of the names families give them)."""
+    for group in _ROLE_NAMES[role]:
+        names = [n.format(i=layer) for n in group]
+        if any(module_matches(p, names[0]) for p in patterns):
+            return True
+        linears = names[1:]
+        if linears and role in ("attention", "mlp") and all(
+                any(module_matches(p, n) for p in patterns) for n in linears):
+            return True
+    return False
 
 
 # ---- formats ----------------------------------------------------------------------------------------
@@ -194,7 +213,7 @@ def _fp8_format(block: Sequence[int] | None, static: bool, *, scale_bytes: float
     act = 4.0 if static else 0.0  # a static activation scale per matrix (float32)
     if block:
         return WeightFormat(dtype="fp8", value_bits=8, granularity="block", block=(int(block[0]), int(block[1])),
-                            scale_bytes=scale_bytes, tensor_bytes=act, compute="fp8", gemm_table="fp8",
+                            scale_bytes=scale_bytes, tensor_bytes=act, compute="fp8", gemm_table="fp8_block",
                             describe=f"{method} e4m3 ({block[0]}x{block[1]} block scales, fp8 activations)")
     kind = granularity or "tensor"
     return WeightFormat(dtype="fp8", value_bits=8, granularity=kind,  # type: ignore[arg-type]
@@ -282,7 +301,9 @@ def _method_formats(qc: Mapping[str, Any], base_bytes: float) -> tuple[str, dict
         return method, dict.fromkeys(_LINEAR_ROLES, _bnb_format(qc)), _list_field(qc, "llm_int8_skip_modules"), False
     if method == "modelopt":
         algo = str(qc.get("quant_algo", "")).upper()
-        skip = _list_field(qc, "exclude_modules", "ignore", "modules_to_not_convert")
+        # ModelOpt writes shell-style wildcards ("model.layers.61*", "*.attn.*"): matched as globs, whole names
+        skip = [f"re:{fnmatch.translate(p)}" if "*" in p else p
+                for p in _list_field(qc, "exclude_modules", "ignore", "modules_to_not_convert")]
         if algo == "NVFP4":
             return method, dict.fromkeys(_LINEAR_ROLES, _fp4_format("nvfp4", True, "modelopt")), skip, False
         if algo == "FP8":  # per-tensor weight and input scales
@@ -386,6 +407,9 @@ def quantization_spec(qc: Mapping[str, Any], num_layers: int, base_dtype: str
     if lm_head and not any(module_matches(p, "lm_head") for p in patterns):
         formats["lm_head"] = formats.get("attention") or next(iter(formats.values()))
     notes = []
+    if method == "modelopt" and qc.get("kv_cache_quant_algo"):
+        notes.append(f"kv_cache_quant_algo {qc['kv_cache_quant_algo']}: the KV cache follows kv_dtype, as engines "
+                     "do unless told (kv_dtype='fp8')")
     if per_layer:
         notes.append(f"{len(per_layer)} layer(s) keep some modules at {base_dtype}: modules_to_not_convert")
     spec = QuantizationSpec(method=method, formats=tuple(formats.items()), kept=tuple(kept_everywhere),

@@ -36,9 +36,14 @@ class AttentionSpec(_Frozen):
     kind "linear" is a gated DeltaNet layer (Qwen3-Next): num_heads value heads of v_head_dim, num_kv_heads
     query/key heads of head_dim, a causal depthwise convolution of conv_kernel taps over q, k and v; no KV
     cache, but a recurrent state of fixed size per sequence (see recurrent_state_bytes).
+    kind "mamba2" is a Mamba-2 (SSD) mixer: num_heads heads of head_dim (= v_head_dim) channels, num_kv_heads
+    groups sharing B and C of ssm_state_size, a causal depthwise convolution of conv_kernel taps over x, B and C
+    (conv_bias: with a bias), the selective scan in chunks of ssm_chunk_size; qkv_bias and o_bias are in_proj's
+    and out_proj's biases. Its state is fixed-size too: the convolution's inputs and the [H, head_dim, N] SSM
+    state.
     """
 
-    kind: Literal["standard", "mla", "linear"] = "standard"
+    kind: Literal["standard", "mla", "linear", "mamba2"] = "standard"
     num_heads: int = Field(gt=0)
     num_kv_heads: int = Field(gt=0)
     head_dim: int = Field(gt=0, description="q and k dims per head (MLA: qk_nope + qk_rope)")
@@ -52,7 +57,11 @@ class AttentionSpec(_Frozen):
         "heads (Qwen3, Gemma 3), one per head, [H*d] and [kvh*d] (OLMo 2 and Cohere), or none (Llama 4's L2 norm)")
     output_gate: bool = Field(default=False, description="the output multiplied by sigmoid(gate), the gate a "
                               "second half of q_proj's output (Qwen3-Next's full attention)")
-    conv_kernel: int = Field(default=0, ge=0, description="linear attention: taps of the causal convolution")
+    conv_kernel: int = Field(default=0, ge=0, description="linear attention, Mamba-2: taps of the causal "
+                             "convolution")
+    conv_bias: bool = Field(default=False, description="Mamba-2: the convolution adds a bias per channel")
+    ssm_state_size: int = Field(default=0, ge=0, description="Mamba-2: N, the state size of each group's B and C")
+    ssm_chunk_size: int = Field(default=0, ge=0, description="Mamba-2: the chunk length of the prefill scan")
     chunked: bool = Field(default=False, description="sliding_window is a chunk size: each query attends to the "
                           "keys of its own aligned chunk (Llama 4's chunked local attention); the cache keeps "
                           "W - 1 tokens, as for a window")
@@ -68,8 +77,9 @@ class AttentionSpec(_Frozen):
     @model_validator(mode="after")
     def _check(self) -> AttentionSpec:
         if self.num_heads % self.num_kv_heads:
-            heads, kv_heads = (("linear_num_value_heads", "linear_num_key_heads") if self.kind == "linear"
-                               else ("num_attention_heads", "num_key_value_heads"))
+            heads, kv_heads = {"linear": ("linear_num_value_heads", "linear_num_key_heads"),
+                               "mamba2": ("mamba num_heads", "n_groups")}.get(
+                                   self.kind, ("num_attention_heads", "num_key_value_heads"))
             raise ValueError(f"{heads}={self.num_heads} is not a multiple of {kv_heads}={self.num_kv_heads}")
         if self.rotary_dim % 2 or self.rotary_dim > self.head_dim:
             raise ValueError(f"head_dim={self.head_dim} with rotary_dim={self.rotary_dim}: rotary embeddings "
@@ -80,20 +90,30 @@ class AttentionSpec(_Frozen):
             raise ValueError("MLA attention needs kv_lora_rank > 0 and qk_rope_head_dim > 0")
         if self.kind == "linear" and self.conv_kernel <= 0:
             raise ValueError("linear attention needs linear_conv_kernel_dim > 0")
+        if self.kind == "mamba2" and min(self.conv_kernel, self.ssm_state_size, self.ssm_chunk_size) <= 0:
+            raise ValueError(f"a Mamba-2 layer needs conv_kernel, ssm_state_size and chunk_size > 0 (got "
+                             f"{self.conv_kernel}, {self.ssm_state_size}, {self.ssm_chunk_size})")
         return self
 
     def recurrent_state_bytes(self, batch_size: np.ndarray | int, kv_bytes: float, tensor_parallel: int = 1
                               ) -> np.ndarray | float:
-        """A linear-attention layer's state per batch, as transformers' LinearAttentionLayer holds it: the
+        """A linear-attention or Mamba-2 layer's state per batch, as transformers' LinearAttentionLayer holds it: the
         convolution's last conv_kernel inputs [B, 2*Hk*dk + Hv*dv, K] at the cache dtype, and the recurrent
         state [B, Hv, dk, dv] in float32 (the torch gated delta rule computes and returns it in float32).
         With tensor_parallel=t, one GPU's heads (Hv/t, and Hk/t or one replicated head when Hk < t, as for KV
-        heads). 0 for attention layers."""
-        if self.kind != "linear":
+        heads). A Mamba-2 layer's (the same LinearAttentionLayer): the convolution's last conv_kernel inputs
+        [B, H*p + 2*G*N, K] at the cache dtype and the SSM state [B, H, p, N] in float32 (the torch chunk scan
+        returns it in float32; vLLM's mamba_ssm_cache_dtype "float32", as Nemotron-H states it); H/t heads and
+        G/t groups (one replicated group when G < t) per GPU. 0 for attention layers."""
+        if self.kind not in ("linear", "mamba2"):
             return 0.0
         hv, hk = self.num_heads / tensor_parallel, max(self.num_kv_heads // tensor_parallel, 1)
-        conv_channels = 2 * hk * self.head_dim + hv * self.v_head_dim
-        recurrent = hv * self.head_dim * self.v_head_dim
+        if self.kind == "mamba2":  # x [H*p], B and C [G*N] convolved; state [H, p, N]
+            conv_channels = hv * self.head_dim + 2 * hk * self.ssm_state_size
+            recurrent = hv * self.head_dim * self.ssm_state_size
+        else:
+            conv_channels = 2 * hk * self.head_dim + hv * self.v_head_dim
+            recurrent = hv * self.head_dim * self.v_head_dim
         return np.asarray(batch_size) * (conv_channels * self.conv_kernel * kv_bytes + recurrent * 4.0)
 
     @property
@@ -110,7 +130,7 @@ class AttentionSpec(_Frozen):
         """Values cached per token per layer: K and V of every KV head, or MLA's latent and rope key."""
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim  # latent [r] + shared rope key [d_rope]
-        if self.kind == "linear":
+        if self.kind in ("linear", "mamba2"):
             return 0  # a state of fixed size instead (recurrent_state_bytes)
         return self.num_kv_heads * (self.head_dim + self.v_head_dim)  # K [kvh, d] + V [kvh, dv]
 
@@ -155,10 +175,13 @@ class MoESpec(_Frozen):
 class LayerSpec(_Frozen):
     """One decoder layer. Norm placement: pre-attention (absent in OLMo 2, which normalises only the
     branch outputs), optional pre-MLP (absent when a parallel block shares one norm), optional
-    post-attention and post-MLP sandwich norms (Gemma 2/3, GLM-4, OLMo 2)."""
+    post-attention and post-MLP sandwich norms (Gemma 2/3, GLM-4, OLMo 2).
 
-    attention: AttentionSpec
-    mlp: MLPSpec | MoESpec
+    A layer may hold one branch only (Mamba-2 and Nemotron-H blocks: one norm, one mixer, one residual add):
+    mlp None is a mixer alone (attention or Mamba-2), attention None an MLP or MoE alone behind input_norm."""
+
+    attention: AttentionSpec | None
+    mlp: MLPSpec | MoESpec | None
     parallel: bool = False
     input_norm: bool = True
     pre_mlp_norm: bool = True
@@ -168,6 +191,14 @@ class LayerSpec(_Frozen):
                                          "dtype where the quantization_config converts them in other layers")
     residual_scale: bool = Field(default=False, description="each branch output multiplied by a constant before "
                                  "its residual add (Granite's residual_multiplier)")
+
+    @model_validator(mode="after")
+    def _check(self) -> LayerSpec:
+        if self.attention is None and self.mlp is None:
+            raise ValueError("a layer needs an attention (or Mamba-2) mixer, an MLP, or both")
+        if (self.attention is None or self.mlp is None) and (self.parallel or self.pre_mlp_norm):
+            raise ValueError("a layer with one branch has neither a parallel block nor a pre-MLP norm")
+        return self
 
     @property
     def norms(self) -> int:
@@ -244,13 +275,16 @@ class ModelSpec(_Frozen):
         """A short description such as 'GQA 32/8, sliding 4096' for tables."""
         counts: dict[AttentionSpec, int] = {}
         for group in self.layer_groups:
-            counts[group.layer.attention] = counts.get(group.layer.attention, 0) + group.count
+            if group.layer.attention is not None:
+                counts[group.layer.attention] = counts.get(group.layer.attention, 0) + group.count
         parts = []
         for attn, count in counts.items():
             if attn.kind == "mla":
                 kind = f"MLA r={attn.kv_lora_rank}"
             elif attn.kind == "linear":
                 kind = f"gated DeltaNet {attn.num_kv_heads}/{attn.num_heads}"
+            elif attn.kind == "mamba2":
+                kind = f"Mamba-2 {attn.num_heads}x{attn.head_dim}, state {attn.ssm_state_size}"
             elif attn.num_kv_heads == attn.num_heads:
                 kind = f"MHA {attn.num_heads}"
             elif attn.num_kv_heads == 1:
@@ -266,8 +300,8 @@ class ModelSpec(_Frozen):
     def weight_roles(self) -> tuple[str, ...]:
         """The module roles with weight matrices in this model (llmsim.models.quantization.ROLES)."""
         layers = [g.layer for g in self.layer_groups]
-        present = {"attention"}
-        present |= {"mlp"} if any(not layer.is_moe for layer in layers) else set()
+        present = {"attention"} if any(layer.attention is not None for layer in layers) else set()
+        present |= {"mlp"} if any(isinstance(layer.mlp, MLPSpec) for layer in layers) else set()
         present |= {"experts", "router"} if any(layer.is_moe for layer in layers) else set()
         present |= {"shared_experts"} if any(isinstance(layer.mlp, MoESpec) and layer.mlp.shared is not None
                                              for layer in layers) else set()
@@ -300,6 +334,8 @@ class ModelSpec(_Frozen):
         total: float | np.ndarray = self.recurrent_state_bytes(batch_size, kv_dtype, tensor_parallel)
         for group in self.layer_groups:
             attn = group.layer.attention
+            if attn is None:
+                continue
             values = attn.kv_cache_values_per_token
             if attn.kind == "standard" and tensor_parallel > 1:
                 values = max(attn.num_kv_heads // tensor_parallel, 1) * (attn.head_dim + attn.v_head_dim)
@@ -318,6 +354,7 @@ class ModelSpec(_Frozen):
         kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
         total: float | np.ndarray = 0.0
         for group in self.layer_groups:
-            total = total + group.count * group.layer.attention.recurrent_state_bytes(batch_size, kv_bytes,
-                                                                                       tensor_parallel)
+            if group.layer.attention is not None:
+                total = total + group.count * group.layer.attention.recurrent_state_bytes(batch_size, kv_bytes,
+                                                                                           tensor_parallel)
         return total if isinstance(total, np.ndarray) and total.ndim else float(total)

@@ -1,4 +1,5 @@
-"""Nsight Compute CSV exports -> Profile.
+"""Nsight Compute exports -> Profile: the CSV layouts here, and the metric mapping that .ncu-rep reports
+(profiles.ncu_rep) share.
 
 Two layouts of `ncu --csv`:
 - details (the default page): one row per (launch, metric), columns "ID", "Kernel Name", "Section Name",
@@ -12,7 +13,15 @@ DRAM bytes (dram__bytes_read.sum + dram__bytes_write.sum, or dram__bytes.sum) an
 from the SASS counters sm__sass_thread_inst_executed_op_{f,h,d}{add,mul,fma}_pred_on.sum (an FMA is 2
 FLOPs). approximation: tensor-core (matrix) work is not in these SASS counters, so a GEMM on tensor cores
 shows its non-tensor FLOPs only; its bound then rests on the Speed of Light percentages.
+Where a report has no counts but the roofline sections' rates (`--set full`, `--section
+SpeedOfLight_RooflineChart`), they give the same numbers: bytes = dram__bytes.sum.per_second x duration,
+FLOPs = (add + mul + 2 fma).per_cycle_elapsed (smsp__sass_thread_inst_executed_op_*_pred_on.sum) x
+smsp__cycles_elapsed.avg.per_second x duration, the product NVIDIA's roofline chart plots per second.
+These rates are taken over the kernel's duration: on a real report of a 1024^3 SGEMM the product gives
+1024^3 FFMAs to 16 digits (tests/test_profiles_ncu_rep.py).
 Numbers may carry "," thousands separators (English locale); unit prefixes are SI (Kbyte = 1e3 bytes).
+Launches without a duration value (a kernel ncu could not profile: "n/a" in a CSV, NaN in a report) are
+left out with a note naming them; an export where no launch has one is refused.
 """
 
 from __future__ import annotations
@@ -29,7 +38,12 @@ from .profile import Profile
 DURATION = ("gpu__time_duration.sum", "Duration")
 SM_PCT = ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "Compute (SM) Throughput")
 MEMORY_PCT = ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "Memory Throughput")
+DRAM_BYTES = ("dram__bytes_read.sum", "dram__bytes_write.sum", "dram__bytes.sum")
+DRAM_RATE = "dram__bytes.sum.per_second"
+SMSP_CLOCK = "smsp__cycles_elapsed.avg.per_second"
 _SASS = "sm__sass_thread_inst_executed_op_{}{}_pred_on.sum"
+_SASS_RATE = "smsp__sass_thread_inst_executed_op_{}{}_pred_on.sum.per_cycle_elapsed"
+_PRECISIONS, _OPS = ("h", "f", "d"), ("add", "mul", "fma")
 _FIXED = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream",
           "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit", "Metric Value",
           "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup"}
@@ -42,19 +56,35 @@ Metrics = dict[str, tuple[str, float]]  # metric name or section label -> (unit,
 
 def read_ncu(path: Path, kind: str, header: list[str], rows: list[list[str]]) -> Profile:
     launches = _details(header, rows) if kind == "ncu details" else _raw(header, rows)
+    return ncu_profile(path, kind, launches, f"Nsight Compute ({kind.split()[1]})")
+
+
+def metric_names() -> tuple[str, ...]:
+    """Every metric name the mapping below reads (what a report reader needs to fetch per launch)."""
+    sass = [pattern.format(p, op) for pattern in (_SASS, _SASS_RATE) for p in _PRECISIONS for op in _OPS]
+    return (*DURATION[:1], *SM_PCT[:1], *MEMORY_PCT[:1], *DRAM_BYTES, DRAM_RATE, SMSP_CLOCK, *sass)
+
+
+def ncu_profile(path: Path, kind: str, launches: list[tuple[str, Metrics]], label: str,
+                notes: tuple[str, ...] = ()) -> Profile:
+    """Launches (kernel name, its metrics) of any Nsight Compute export -> Profile, one Kernel per name."""
     if not launches:
         raise LlmsimError(f"{kind} export {path}: no kernel launches in it")
+    untimed = sorted({name for name, metrics in launches if _pick(metrics, DURATION) is None})
+    timed = [(name, metrics) for name, metrics in launches if _pick(metrics, DURATION) is not None]
+    if not timed:
+        raise missing_columns(kind, path, ["gpu__time_duration.sum (or the Speed Of Light section's Duration)"],
+                              "profile with --section SpeedOfLight, or --metrics gpu__time_duration.sum,"
+                              "sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,...")
     by_name: dict[str, list[Metrics]] = defaultdict(list)
-    for name, metrics in launches:
-        if _pick(metrics, DURATION) is None:
-            raise missing_columns(kind, path, ["gpu__time_duration.sum (or the Speed Of Light section's Duration)"],
-                                  "profile with --section SpeedOfLight, or --metrics gpu__time_duration.sum,"
-                                  "sm__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,...")
+    for name, metrics in timed:
         by_name[name].append(metrics)
     kernels = [_kernel(path, name, group) for name, group in by_name.items()]
-    return Profile(format=f"Nsight Compute ({kind.split()[1]})", path=str(path), device="gpu",
-                   kernels=sorted(kernels, key=lambda k: -k.time_s),
-                   notes=["Nsight Compute replays each kernel alone: no timeline, so no idle time (use nsys)"])
+    skipped = [f"left out, without a duration value (ncu did not profile them): {len(launches) - len(timed)} "
+               f"launches of {', '.join(untimed)}"] if untimed else []
+    return Profile(format=label, path=str(path), device="gpu", kernels=sorted(kernels, key=lambda k: -k.time_s),
+                   notes=[*notes, *skipped,
+                          "Nsight Compute replays each kernel alone: no timeline, so no idle time (use nsys)"])
 
 
 def _details(header: list[str], rows: list[list[str]]) -> list[tuple[str, Metrics]]:
@@ -122,24 +152,53 @@ def _seconds(path: Path, metrics: Metrics) -> float:
 
 
 def _bytes(path: Path, metrics: Metrics) -> float | None:
-    read, written = _pick(metrics, ("dram__bytes_read.sum",)), _pick(metrics, ("dram__bytes_write.sum",))
+    """read + write, else dram__bytes.sum, else the roofline section's rate x duration."""
+    read, written = _pick(metrics, DRAM_BYTES[:1]), _pick(metrics, DRAM_BYTES[1:2])
     if read and written:
         return sum(_scaled(path, "dram bytes", u, v, "byte") for u, v in (read, written))
-    both = _pick(metrics, ("dram__bytes.sum",))
-    return _scaled(path, "dram__bytes.sum", *both, "byte") if both else None
+    both = _pick(metrics, DRAM_BYTES[2:])
+    if both:
+        return _scaled(path, "dram__bytes.sum", *both, "byte")
+    rate = _pick(metrics, (DRAM_RATE,))
+    # bytes = (bytes / s) * s
+    return _rate(path, DRAM_RATE, *rate, "byte") * _seconds(path, metrics) if rate else None
 
 
 def _flops(path: Path, metrics: Metrics) -> float | None:
-    """add + mul + 2 * fma over the precisions whose three counters are all present."""
+    """add + mul + 2 * fma over the precisions whose three counters are all present (counts, else the
+    roofline section's instructions per SMSP cycle x SMSP cycles per second x duration)."""
     total, found = 0.0, False
-    for p in ("h", "f", "d"):
-        counts = [_pick(metrics, (_SASS.format(p, op),)) for op in ("add", "mul", "fma")]
+    clock = _pick(metrics, (SMSP_CLOCK,))
+    for p in _PRECISIONS:
+        counts = [_pick(metrics, (_SASS.format(p, op),)) for op in _OPS]
+        rates = [_pick(metrics, (_SASS_RATE.format(p, op),)) for op in _OPS]
         if all(counts):
-            found = True
             add, mul, fma = (_scaled(path, "a SASS instruction count", u, v, "inst") if u else v
                              for u, v in counts)  # type: ignore[misc]
-            total += add + mul + 2 * fma
+        elif all(rates) and clock:
+            # instructions = (inst / cycle) * (cycle / s) * s
+            cycles = _rate(path, SMSP_CLOCK, *clock, "cycle") * _seconds(path, metrics)
+            add, mul, fma = (_scaled(path, "a SASS instruction rate", u, v, "inst/cycle") * cycles
+                             for u, v in rates)  # type: ignore[misc]
+        else:
+            continue
+        found = True
+        total += add + mul + 2 * fma
     return total if found else None
+
+
+def _rate(path: Path, what: str, unit: str, value: float, base: str) -> float:
+    """value in base units per second: "byte/s", "Gbyte/second", "Kbyte/usecond"; for cycles also "hz",
+    "Ghz", "cycle/nsecond"."""
+    if base == "cycle" and unit.lower().endswith("hz"):
+        prefix = unit[:-2]
+        if prefix not in _PREFIX:
+            raise LlmsimError(f"ncu export {path}: {what} has unit {unit!r}; expected hz with an SI prefix")
+        return value * _PREFIX[prefix]
+    amount, _, per = unit.partition("/")
+    if per not in _TIME:
+        raise LlmsimError(f"ncu export {path}: {what} has unit {unit!r}; expected {base}/second with SI prefixes")
+    return _scaled(path, what, amount, value, base) / _TIME[per]
 
 
 def _kernel(path: Path, name: str, launches: list[Metrics]) -> Kernel:

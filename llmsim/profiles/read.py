@@ -2,6 +2,8 @@
 
 Told apart by content, not by file name:
 - JSON with "traceEvents" (also .json.gz): a torch.profiler Chrome trace (profiles.torch_trace)
+- a .ncu-rep (or .ncu-repz) file, by name: an Nsight Compute report, read through NVIDIA's ncu_report
+  module (profiles.ncu_rep; the `ncu` extra)
 - CSV with "Metric Name" and "Metric Value" columns: `ncu --csv` (details page, long format; profiles.ncu)
 - CSV with "ID" and "Kernel Name" columns and no "Metric Name": `ncu --csv --page raw` (wide format)
 - CSV with "Total Time (ns)": `nsys stats --report cuda_gpu_kern_sum --format csv` (profiles.nsys)
@@ -21,22 +23,25 @@ from ..errors import LlmsimError
 from .profile import Profile
 
 _BINARY = {
-    ".ncu-rep": "export it first: ncu --import FILE.ncu-rep --csv --page raw > FILE.csv",
     ".nsys-rep": "export it first: nsys stats --report cuda_gpu_trace --format csv --output . FILE.nsys-rep",
     ".sqlite": "export it first: nsys stats --report cuda_gpu_trace --format csv --output . FILE.sqlite",
     ".qdrep": "export it first: nsys stats --report cuda_gpu_trace --format csv --output . FILE.qdrep",
 }
-FORMATS = ("torch.profiler Chrome trace JSON", "ncu --csv (details or --page raw)",
+FORMATS = ("torch.profiler Chrome trace JSON", "ncu --csv (details or --page raw)", "Nsight Compute .ncu-rep",
            "nsys stats cuda_gpu_kern_sum CSV", "nsys stats cuda_gpu_trace CSV")
 
 
 def read_profile(path: Any) -> Profile:
-    """A measured run from a torch.profiler trace, an Nsight Compute CSV export or an Nsight Systems
-    stats CSV: its kernels with time, FLOPs and bytes where the export has them, and its timeline's span
-    and idle time where it has one."""
+    """A measured run from a torch.profiler trace, an Nsight Compute CSV export or .ncu-rep report, or an
+    Nsight Systems stats CSV: its kernels with time, FLOPs and bytes where the export has them, and its
+    timeline's span and idle time where it has one."""
     source = Path(path)
     if not source.is_file():
         raise LlmsimError(f"profile {source}: no such file")
+    if source.suffix in (".ncu-rep", ".ncu-repz"):
+        from .ncu_rep import read_ncu_rep
+
+        return read_ncu_rep(source)
     if source.suffix in _BINARY:
         raise LlmsimError(f"profile {source}: a binary {source.suffix} report; {_BINARY[source.suffix]}")
     if source.name.endswith((".json", ".json.gz")) or _starts_with_brace(source):

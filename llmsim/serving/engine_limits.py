@@ -51,8 +51,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         kv_blocks = floor((utilization x capacity - weights - activations - workspace) / (block x kv/token))
 
     approximation: every layer keeps a full KV cache (sliding-window layers are not trimmed), as vLLM
-    allocates without its hybrid allocator; linear-attention layers' fixed states are reserved for
-    max_num_seqs sequences up front.
+    allocates without its hybrid allocator. Linear-attention and Mamba layers' fixed-size states come from
+    the same pool, state_blocks blocks per running request (taken when it starts, freed when it finishes
+    or is preempted), as vLLM V1's hybrid KV cache manager gives each request one state page.
     """
     defaults = engine_defaults(engine, hardware)
     seqs = check_count("max_num_seqs", defaults["max_num_seqs"] if max_num_seqs is None else max_num_seqs, 1)
@@ -71,16 +72,19 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     tp = options.tensor_parallel
     state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp))  # per sequence, fixed
     per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) - state
-    # linear-attention states (Qwen3-Next) are held per running sequence: reserved for max_num_seqs of them
     free = (util * hardware.memory_capacity_bytes - weights_bytes(model, options)
-            - float(peak_activation_bytes(model, options, 1, tokens)) - workspace_bytes(hardware) - seqs * state)
-    blocks = int(free // (block * per_token)) if per_token > 0 else 1 << 40
-    need = -(-longest_request // block)
+            - float(peak_activation_bytes(model, options, 1, tokens)) - workspace_bytes(hardware))
+    block_bytes = block * per_token if per_token > 0 else state  # a state-only model: one state per block
+    blocks = int(free // block_bytes) if block_bytes > 0 else 1 << 40
+    state_blocks = -(-int(state) // int(block_bytes)) if state and block_bytes else 0  # per running request
+    need = -(-longest_request // block) * (per_token > 0) + state_blocks
     if blocks < need:
+        holds = (f"{max(blocks, 0) * block} tokens" if per_token > 0 else f"{max(blocks, 0)} sequence states")
+        with_state = f" plus its fixed-size state ({state / _GIB:.2f} GiB)" if state else ""
         raise OptionError(
-            f"the KV cache holds {max(blocks, 0) * block} tokens per GPU after the weights "
-            f"({weights_bytes(model, options) / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the "
-            f"longest request's {longest_request}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
+            f"the KV cache holds {holds} per GPU after the weights ({weights_bytes(model, options) / _GIB:.1f} "
+            f"GiB) at gpu_memory_utilization={util}, fewer than the longest request's {longest_request} tokens"
+            f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
-                           block_size=int(block),
+                           block_size=int(block), state_blocks=state_blocks,
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches)

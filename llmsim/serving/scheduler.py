@@ -38,6 +38,7 @@ class SchedulerLimits:
     kv_blocks: int
     block_size: int
     mixed_batches: bool = True  # False: a step either prefills (new requests first) or decodes, never both
+    state_blocks: int = 0  # blocks of the pool each running request's fixed-size state takes (linear attention)
 
 
 @dataclass
@@ -161,6 +162,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     emitted_of = [1 if prefilled else 0] * n  # tokens sampled by requests not running (preempted ones keep theirs)
     computed_of = list(prompt_of) if prefilled else [0] * n  # tokens in the KV cache of requests not running
     bs = limits.block_size
+    states = limits.state_blocks  # taken from the pool while a request runs, freed when it leaves
     free_blocks = limits.kv_blocks
     hit_blocks = prefix_len // bs  # whole blocks of a shared prefix, the part a cache can hold
     groups = prefix_group.tolist() if prefix_group is not None and hit_blocks else None
@@ -202,7 +204,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 free_blocks -= int(np.sum(need - run.blocks[:m]))
                 run.blocks[:m] = need
                 finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
-                free_blocks = limits.kv_blocks - pinned - run.own_blocks()
+                free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
                 continue
 
         # ---- one step: running requests first, then waiting ones ---------------------------------------
@@ -210,7 +212,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
         # SGLang's default (no mixed chunks): while prompts wait and can start, steps prefill only
         prefill_only = not limits.mixed_batches and not force_decode and (run.prefilling > 0 or (
             bool(waiting) and run.m < limits.max_num_seqs
-            and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) <= free_blocks))
+            and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) + states <= free_blocks))
         lead = 0 if prefill_only else min(run.leading_decodes(), budget)
         crossing = run.computed[:lead] % bs == 0  # a decode whose next token opens a new block
         need = int(np.count_nonzero(crossing))
@@ -231,7 +233,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             while need > free_blocks and run.m > i:  # preempt from the back until the blocks fit (or i goes)
                 j = run.m - 1
                 victim = int(run.ids[j])
-                free_blocks += int(run.blocks[j] - run.shared[j])
+                free_blocks += int(run.blocks[j] - run.shared[j]) + states
                 emitted_of[victim] = int(run.emitted[j])
                 computed_of[victim] = 0  # recompute
                 if not (run.emitted[j] > 0 and run.computed[j] == run.prompt[j] + run.emitted[j] - 1):
@@ -253,10 +255,10 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             done_tokens += shared * bs  # a cached prefix: computed already
             new = min(prompt_of[r] + emitted_of[r] - done_tokens, budget)  # recompute: prompt and tokens so far
             need = -(-(done_tokens + new) // bs)
-            if need - shared > free_blocks:
+            if need - shared + states > free_blocks:
                 break
             waiting.popleft()
-            free_blocks -= need - shared
+            free_blocks -= need - shared + states
             run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need, shared)
             scheduled.append((run.m - 1, new))
             budget -= new
@@ -307,7 +309,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 any_done = any_done or run.emitted[i] >= run.gen[i]
         if any_done:
             finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
-            free_blocks = limits.kv_blocks - pinned - run.own_blocks()
+            free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
     return log, steps
 
 

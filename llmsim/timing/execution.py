@@ -33,6 +33,9 @@ class ExecutionOptions(BaseModel):
     - tables: the measured kernel tables ops are timed from where they cover them (an engine's set name,
       kernels/<device>/<tables>/, or a folder of table files); None: the roofline alone. table_families:
       the families of the set to use (None: all). Engines set both (llmsim.engines); not read at peak.
+    - step_host_s: the engine's host work per step that the GPU waits for, charged to each "engine.step"
+      op (CostOptions.engine_step; llmsim.engines sets both, with their sources); 0, or overhead="none",
+      switches it off.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -42,6 +45,7 @@ class ExecutionOptions(BaseModel):
     engine: str | None = None  # the engine these options came from (llmsim.engines), for the record
     tables: str | None = None
     table_families: tuple[str, ...] | None = None
+    step_host_s: float = 0.0  # seconds of host work per engine step the GPU waits for ("engine.step" ops)
 
     @classmethod
     def make(cls, **values: Any) -> ExecutionOptions:
@@ -49,6 +53,12 @@ class ExecutionOptions(BaseModel):
         check_choice("efficiency", values.get("efficiency", "achievable"), EFFICIENCY_MODES)
         check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
         check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
+        if "step_host_s" in values:
+            from ..errors import check_positive
+
+            step = values["step_host_s"]
+            values["step_host_s"] = 0.0 if (type(step) in (int, float) and step == 0) else check_positive(
+                "step_host_s", step, "seconds (or 0)")
         tables = values.get("tables")
         if tables is not None and (not isinstance(tables, str) or not tables or (
                 tables not in _table_set_names() and not Path(tables).is_dir())):

@@ -108,6 +108,7 @@ class _OpPlan:
         "collective",
         "count",
         "depth",
+        "host_s",
         "launch_s",
         "launches",
         "matmul_peak",
@@ -137,7 +138,9 @@ class _OpPlan:
         # the row curve's key (precision, layout, K) where the roofline reads one for this op, else None
         self.row_key = (op.precision, op.weight_layout, op.matmul_depth) if rows_read else None
         self.size_precision = None
-        self.launch_s = 0.0  # launches x the roofline's launch_s (ScalarPlan)
+        self.launch_s = 0.0  # launches x the roofline's launch_s, + host_s (ScalarPlan)
+        # an "engine.step" op's host work per run (Roofline.step_host_s; 0 for every other op)
+        self.host_s = roofline.step_host_s if op.kind == "host" else 0.0
 
 
 
@@ -161,7 +164,7 @@ class ScalarPlan:
         self.plain_time = self.overlap_max and self.dispatch_s == 0
         for phase in (prefill, decode):
             for p in phase.ops:
-                p.launch_s = p.launches * self.launch_s
+                p.launch_s = p.launches * self.launch_s + p.host_s if p.host_s else p.launches * self.launch_s
 
     @classmethod
     def make(cls, model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions
@@ -227,8 +230,10 @@ class ScalarPlan:
         kernel_s = max(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
         return p.measured(1.0 if x is None else float(x), 1.0 if y is None else float(y)) / max(kernel_s, 1e-300)
 
-    def _time(self, compute_s: float, memory_s: float, launches: float, comm_s: float) -> tuple[float, ...]:
-        """Roofline.time: (time, compute part, memory part, overhead part) of one run."""
+    def _time(self, compute_s: float, memory_s: float, launches: float, comm_s: float, host_s: float = 0.0
+              ) -> tuple[float, ...]:
+        """Roofline.time: (time, compute part, memory part, overhead part) of one run (host_s: an engine step's
+        host work, added to its launches)."""
         if self.overlap_max:
             kernel_s = compute_s if compute_s >= memory_s else memory_s
             compute_part = kernel_s if compute_s >= memory_s else 0.0
@@ -237,12 +242,13 @@ class ScalarPlan:
             kernel_s = compute_s + memory_s
             compute_part, memory_part = compute_s, memory_s
         busy_s = kernel_s + comm_s if comm_s else kernel_s
+        launch_s = launches * self.launch_s + host_s if host_s else launches * self.launch_s
         if self.dispatch_s == 0:
-            time_s = busy_s + launches * self.launch_s
+            time_s = busy_s + launch_s
         elif self.async_host:
-            time_s = max(busy_s + launches * self.launch_s, launches * self.dispatch_s)
+            time_s = max(busy_s + launch_s, launches * self.dispatch_s)
         else:
-            time_s = busy_s + launches * self.launch_s + launches * self.dispatch_s
+            time_s = busy_s + launch_s + launches * self.dispatch_s
         return time_s, compute_part, memory_part, time_s - busy_s
 
     # ---- phases -----------------------------------------------------------------------------------------
@@ -292,7 +298,7 @@ class ScalarPlan:
         compute_s = mf / p.matmul_peak + vf / p.vector_peak
         memory_s = by / p.bandwidth
         scale, memory_scale = self._scales(p, mf, vf, by, v[6], v[7], v[8], v[9], by / max(p.launches, 1.0))
-        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s)
+        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s, p.host_s)
         comm_total = runs * comm_s if collective_chunk else 0.0
         return (runs * t[0], runs * t[1], runs * t[2], runs * t[3], comm_total, runs * mf, runs * vf, runs * by)
 

@@ -97,7 +97,8 @@ class VectorPhases:
             found = self._floats_of[id(x)] = (x, np.asarray(x, dtype=float))
         return found[1]
 
-    def _time(self, compute_s: Any, memory_s: Any, launches: float, comm_s: Any) -> tuple[Any, ...]:
+    def _time(self, compute_s: Any, memory_s: Any, launches: float, comm_s: Any, host_s: float = 0.0
+              ) -> tuple[Any, ...]:
         """Roofline.time of arrays: (time, compute part, memory part, overhead part)."""
         plan = self.plan
         if self.overlap_max:
@@ -108,12 +109,13 @@ class VectorPhases:
             kernel_s = compute_s + memory_s
             compute_part, memory_part = compute_s, memory_s
         busy_s = kernel_s if type(comm_s) is float and comm_s == 0 else kernel_s + comm_s
+        launch_s = launches * plan.launch_s + host_s if host_s else launches * plan.launch_s
         if plan.dispatch_s == 0:
-            time_s = busy_s + launches * plan.launch_s
+            time_s = busy_s + launch_s
         elif plan.async_host:
-            time_s = np.maximum(busy_s + launches * plan.launch_s, launches * plan.dispatch_s)
+            time_s = np.maximum(busy_s + launch_s, launches * plan.dispatch_s)
         else:
-            time_s = busy_s + launches * plan.launch_s + launches * plan.dispatch_s
+            time_s = busy_s + launch_s + launches * plan.dispatch_s
         return time_s, compute_part, memory_part, time_s - busy_s
 
     def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: Any, collective_chunk: bool) -> tuple[Any, ...]:
@@ -125,7 +127,7 @@ class VectorPhases:
         compute_s = mf / p.matmul_peak + vf / p.vector_peak
         memory_s = by / p.bandwidth
         scale, memory_scale = self._scales(p, mf, vf, by, v[6], v[7], v[8], v[9], by / max(p.launches, 1.0))
-        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s)
+        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s, p.host_s)
         comm_total = runs * comm_s if collective_chunk else 0.0
         return runs * t[0], runs * t[1], runs * t[2], runs * t[3], comm_total
 

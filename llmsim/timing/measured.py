@@ -28,6 +28,7 @@ class MeasuredTiming:
     def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None) -> None:
         self.kernels = kernels
         self.families = tuple(f for f in kernels.families if families is None or f in families)
+        self.all_families = families is None  # may another engine's table of the device stand in (MLA)
         self._lookups: dict[tuple, Any] = {}
         self._remembered: dict[int, tuple[Any, Any]] = {}  # id(owner) -> (owner, value): the owner kept alive
 
@@ -54,6 +55,14 @@ class MeasuredTiming:
         family = FAMILY_OF.get(key[0])
         if family is None:
             return None, f"{key[0]}: no measured table family in llmsim yet (roofline)", None
+        if family in ("prefill_mla", "decode_mla") and family not in self.kernels.tables and self.all_families:
+            proxy = _proxy_mla(self.kernels.device, self.kernels.engine, family, tuple(key[1:]))
+            if proxy is not None:
+                other, grid = proxy
+                return TableRead(grid, 2), (
+                    f"{other} {family} table, a proxy: aiconfigurator ships no op-level MLA table for "
+                    f"{self.kernels.engine}; {other}'s MLA kernels (FlashMLA-style absorbed decode, FlashAttention "
+                    f"prefill) stand in (approximation)"), f"{other} {family} (proxy)"
         if family not in self.kernels.tables and family != "gemm":
             return None, f"no {family} table for engine {self.kernels.engine} on {self.kernels.device}", None
         if family not in self.families:
@@ -67,7 +76,19 @@ class MeasuredTiming:
             grid = k.gemm_table_named(dtype)
             if grid is not None:
                 return TableRead(grid, 3), self.label("gemm"), None
+            if dtype == "fp8_block" and k.gemm_table_named("fp8") is not None:  # the per-tensor kernel stands in
+                grid = k.gemm_table_named("fp8")
+                return TableRead(grid, 3), (
+                    self.label("gemm") + "; fp8 per-tensor rows (no fp8_block rows for this engine and device)"), None
             proxy = _proxy_gemm(k.device, k.engine, dtype)
+            ratio = _relative_gemm(k, dtype) if proxy is None else None
+            if ratio is not None:
+                other, grid = ratio
+                return (lambda x, y, z: grid.time_s(x, y, z)), (
+                    f"{other} {dtype}/bf16 time ratio x this engine's bf16 gemm table (approximation: no {dtype} "
+                    f"GEMM table on {k.device}; the dequantizing kernel's speed relative to the bf16 GEMM of the "
+                    f"same shape as measured on {other.split()[0]})"), (
+                    f"{k.engine} gemm x {other} {dtype} ratio (proxy)")
             if proxy is None:
                 hint = " (fp8 weights with 16-bit activations are weight-only; pass activation_dtype='fp8' for " \
                        "W8A8 GEMMs)" if dtype == "fp8_wo" else ""
@@ -183,6 +204,52 @@ def _proxy_gemm(device: str, engine: str, dtype: str) -> tuple[str, Any] | None:
             continue
         kernels = measured_for(device, other)
         grid = kernels.gemm_table_named(dtype) if kernels is not None else None
+        if grid is not None:
+            return other, grid
+    return None
+
+
+class _RatioGrid:
+    """time_s(m, n, k) = base(m, n, k) * other(m, n, k) / other_base(m, n, k): a dtype's measured speed relative
+    to bf16 on one device, carried to another device's bf16 table."""
+
+    def __init__(self, base: Any, other: Any, other_base: Any) -> None:
+        self.base, self.other, self.other_base = base, other, other_base
+
+    def time_s(self, m: Any, n: Any, k: Any) -> Any:
+        return self.base.time_s(m, n, k) * self.other.time_s(m, n, k) / self.other_base.time_s(m, n, k)
+
+
+def _relative_gemm(kernels: Any, dtype: str) -> tuple[str, _RatioGrid] | None:
+    """For a weight-only dtype (int8_wo, int4_wo) with no table on this device: another shipped device's table
+    of it, as its time relative to that device's bf16 GEMM at the same shape, times this engine's bf16 table,
+    as ("<device> <engine>", the grid); None where no device measured it or this engine has no bf16 table.
+    approximation: a dequantizing GEMM keeps its measured speed relative to the bf16 GEMM across GPUs (both
+    read the same weights from HBM at small m, where weight-only kernels matter)."""
+    base = kernels.gemm_table_named("bf16")
+    if base is None or not dtype.endswith("_wo"):
+        return None
+    for device, engines in sorted(shipped_kernel_sets().items()):
+        if device == kernels.device:
+            continue
+        for engine in engines:
+            other = measured_for(device, engine)
+            grid = other.gemm_table_named(dtype) if other is not None else None
+            other_base = other.gemm_table_named("bf16") if grid is not None else None
+            if grid is not None and other_base is not None:
+                return f"{device} {engine}", _RatioGrid(base, grid, other_base)
+    return None
+
+
+def _proxy_mla(device: str, engine: str, family: str, key: tuple) -> tuple[str, Any] | None:
+    """Another engine's shipped MLA table of the device at this (kv_dtype, per-GPU heads), as (that engine, its
+    grid), SGLang first; None where none has one."""
+    for other in sorted(shipped_kernel_sets().get(device, ()), key=lambda e: (e != "sglang", e)):
+        if other == engine:
+            continue
+        kernels = measured_for(device, other)
+        table = kernels.tables[family] if kernels is not None and family in kernels.tables else None
+        grid = table.grids.get(key) if table is not None else None
         if grid is not None:
             return other, grid
     return None

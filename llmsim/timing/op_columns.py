@@ -31,6 +31,7 @@ class OpColumns:
     # grouped by dtype alone, each op's K in kernel_depth (one table read for all of a dtype's GEMMs)
     kernel_groups: tuple[tuple[tuple, np.ndarray], ...] = ()
     kernel_depth: np.ndarray | None = None
+    is_host: np.ndarray | None = None  # bool: host work ops ("engine.step"), timed by ExecutionOptions.step_host_s
 
     @classmethod
     def of(cls, ops: list[Any]) -> OpColumns:
@@ -49,6 +50,7 @@ class OpColumns:
             kernel_groups=_groups([group_key(op.kernel_key) for op in ops], [op.kernel_key is not None for op in ops]),
             kernel_depth=np.array([op.kernel_key[2] if op.kernel_key and op.kernel_key[0] == "gemm" else 0
                                    for op in ops], dtype=float),
+            is_host=np.array([kind == "host" for kind in kinds], dtype=bool) if "host" in kinds else None,
         )
 
 

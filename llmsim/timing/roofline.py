@@ -22,7 +22,7 @@ The op's bound is the largest of its compute, memory and overhead terms.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ class OpCost:
     memory_s: Any
     launches: Any  # an int, or a float array for stacked ops
     comm_s: Any = 0.0
+    host_s: Any = 0.0  # host work the GPU waits for ("engine.step" ops: ExecutionOptions.step_host_s)
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class Roofline:
         launch_key = "graph_replay_per_kernel_s" if mode == "graph" else "kernel_launch_s"
         self.launch_s = 0.0 if mode == "none" else hardware.overhead_s(launch_key)
         self.dispatch_s = hardware.overhead_s("eager_dispatch_s") if mode == "eager" else 0.0
+        self.step_host_s = 0.0 if mode == "none" else execution.step_host_s  # per "engine.step" op run
         self.async_host = hardware.device_type == "gpu"
         self.measured, self.tables_note = _measured_timing(hardware, execution)
 
@@ -164,9 +166,10 @@ class Roofline:
         scale = self.row_scale(kind, precision, rows, cols, layout, depth)
         size = _bytes_per_kernel(bytes_moved, launches) if size_bytes is None else size_bytes
         memory_scale = scale * self.size_scale(kind, precision, size)
-        return _op_cost(matmul_flops, vector_flops, bytes_moved, self.matmul_flops_per_s(precision),
+        cost = _op_cost(matmul_flops, vector_flops, bytes_moved, self.matmul_flops_per_s(precision),
                         self.vector_flops_per_s(precision), self.bandwidth_for(kind), scale, memory_scale, launches,
                         comm_s)
+        return replace(cost, host_s=self.step_host_s) if kind == "host" and self.step_host_s else cost
 
     def costs(self, ops: OpColumns, matmul_flops: np.ndarray, vector_flops: np.ndarray, bytes_moved: np.ndarray,
               rows: np.ndarray | None = None, size_bytes: np.ndarray | None = None, comm_s: Any = 0.0,
@@ -189,8 +192,12 @@ class Roofline:
         if size_groups:
             size = _bytes_per_kernel(bytes_moved, launches) if size_bytes is None else size_bytes
             size_scale = _curve_scales(size_groups, size, self.hardware.elementwise_bandwidth_fraction)
-        return _op_cost(matmul_flops, vector_flops, bytes_moved, matmul_peak, vector_peak, bandwidth, scale,
+        cost = _op_cost(matmul_flops, vector_flops, bytes_moved, matmul_peak, vector_peak, bandwidth, scale,
                         scale * size_scale, launches, comm_s)
+        if ops.is_host is None or not self.step_host_s:
+            return cost
+        host = np.where(ops.is_host, self.step_host_s, 0.0).reshape(np.shape(launches))  # [op, 1, ...]
+        return replace(cost, host_s=host)
 
     def rates(self, ops: OpColumns, ndim: int) -> tuple[np.ndarray, ...]:
         """Each op's matrix peak, vector peak, bandwidth and launches along the op axis of `ops`,
@@ -311,6 +318,8 @@ class Roofline:
             kernel_s = compute_s + memory_s
             compute_part, memory_part = compute_s, memory_s
         launch = cost.launches * self.launch_s
+        if type(cost.host_s) not in (int, float) or cost.host_s:  # engine steps' host work (none: skipped)
+            launch = launch + cost.host_s
         dispatch = cost.launches * self.dispatch_s
         # adding no communication (a scalar 0) or taking the max with no host dispatch changes nothing (the
         # terms are >= 0): skipped, as each would be a pass over an array in a sweep

@@ -109,8 +109,11 @@ def _attention(op: RecordedOp) -> AtenCost:
     # q[B, H, L, E], k[B, H, S, E], v[B, H, S, Ev]: 2*B*H*L*S*E (q @ k^T) + 2*B*H*L*S*Ev (p @ v), the full
     # L x S as FlopCounterMode counts; softmax ~5 vector FLOPs per score. is_causal=True: the flash kernel
     # skips the masked blocks, so only the scores it keeps count: query i sees keys 0..i (top-left
-    # aligned, as SDPA's is_causal), sum_i min(i + 1, S) = L*(L+1)/2 for L = S.
-    # approximation: an explicit mask (attn_mask) is not read (it is data): the full L x S is counted.
+    # aligned, as SDPA's is_causal), sum_i min(i + 1, S) = L*(L+1)/2 for L = S (DESIGN's flash convention;
+    # FlopCounterMode counts the full L x S here too, so a causal model's traced FLOPs are below its count
+    # by 2*B*H*(L*S - kept)*(E + Ev): tests/test_trace_zoo.py pins it on SD 1.5's CLIP text encoder).
+    # approximation: an explicit mask (attn_mask) is not read (it is data): the full L x S is counted, as
+    # FlopCounterMode counts it and a math or memory-efficient kernel computes it.
     # The flash variants store [B, L, H, E] batch-first: the same counts
     q, k, v = _tensor_args(op)[:3]
     if op.aten.split(".")[1] in ("_flash_attention_forward", "_efficient_attention_forward"):

@@ -125,6 +125,21 @@ def _replace_tensors(value: Any, recorder: _Recorder, torch: Any) -> Any:
     return value
 
 
+_SDPA_PARAMETERS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal")
+
+
+def _sdpa_positional(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """F.scaled_dot_product_attention's arguments with query, key, value (and attn_mask, dropout_p,
+    is_causal while no gap) moved to their positions, as its formula reads them (diffusers passes them
+    all by keyword)."""
+    positional, rest = list(args), dict(kwargs)
+    for name in _SDPA_PARAMETERS[len(args):]:
+        if name not in rest:
+            break
+        positional.append(rest.pop(name))
+    return tuple(positional), rest
+
+
 def record(module: Any, call: Callable[[], Any], device: str) -> tuple[list[RecordedOp], frozenset[int]]:
     """Run call() (the module's forward on example inputs on `device`) under the recorder, with module
     paths from `module`'s hooks; (recorded ops, identities of the storages the forward returns).
@@ -164,7 +179,7 @@ def record(module: Any, call: Callable[[], Any], device: str) -> tuple[list[Reco
                 out = func(*args, **kwargs)
             finally:
                 recorder.inside_fused -= 1
-            recorder.add(SDPA_NAME, args, kwargs, out, False, frozenset())
+            recorder.add(SDPA_NAME, *_sdpa_positional(args, kwargs), out, False, frozenset())
             return out
 
     def enter(name: str) -> Callable[..., None]:

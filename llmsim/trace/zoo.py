@@ -73,7 +73,16 @@ def resolve_target(target: str, batch_size: int = 1, image_size: int = 224,
     """A CLI model name -> (module, example_inputs)."""
     if target.startswith("hf:"):
         return hf_vision(target[3:], batch_size, image_size)
-    if target.split(":", 1)[0] in ("timm", "diffusers"):
-        raise OptionError(f"model={target!r}: timm and diffusers models are not supported yet; use "
-                          f"{', '.join('hf:' + n for n in HF_VISION)} or FILE.py:FUNCTION")
+    if target.startswith("diffusers:"):
+        from .diffusion import diffusion_target
+
+        module, args, kwargs = diffusion_target(target.removeprefix("diffusers:"), batch_size)
+        if kwargs:
+            raise OptionError(f"model={target!r}: its forward takes keyword inputs; use "
+                              "llmsim.trace.diffusion.analyze_pipeline or diffusion_target")
+        return module, args
+    if target.startswith("timm:"):
+        raise OptionError(f"model={target!r}: timm models are not supported (timm needs torchvision, whose "
+                          f"wheel does not load beside the CPU torch build); use the same architectures from "
+                          f"transformers: {', '.join('hf:' + n for n in HF_VISION)}")
     return from_file(target, input_shape)

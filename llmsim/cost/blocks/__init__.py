@@ -1,6 +1,6 @@
 """The blocks of the graph builder, one concern per module, each a mixin of `cost.builder.GraphBuilder`:
 attention (standard attention, the core softmax(Q K^T) V kernels: flash, math, SDPA math), mla (multi-head
-latent attention), linear_attention (gated DeltaNet), feedforward (MLP, MoE, activation), parallel
+latent attention), linear_attention (gated DeltaNet), ssm (Mamba-2), feedforward (MLP, MoE, activation), parallel
 (tensor-parallel split checks, local heads, all-reduce) and head (embeddings, LM head).
 
 A mixin holds methods only. It reads the builder's workload symbols and options (self.B, self.S, self.L,

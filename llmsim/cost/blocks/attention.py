@@ -64,6 +64,9 @@ class AttentionBlocks:
         if attn.kind == "linear":
             self.linear_attention(prefix, n, attn)
             return
+        if attn.kind == "mamba2":
+            self.mamba2(prefix, n, attn)
+            return
         h, T = self.h, self.T
         H, kvh = self.heads(attn)
         d, dv = Expr.sym("d", attn.head_dim), Expr.sym("dv", attn.v_head_dim)

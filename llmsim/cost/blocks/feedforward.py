@@ -11,7 +11,7 @@ from ..op import formula
 from ..symbolic import Expr
 
 _VECTOR_FLOPS_PER_ELEMENT = {"silu": 4, "swish": 4, "gelu": 8, "gelu_new": 8, "gelu_pytorch_tanh": 8,
-                             "gelu_fast": 8, "relu": 1, "swiglu_clamped": 6}
+                             "gelu_fast": 8, "relu": 1, "relu2": 2, "swiglu_clamped": 6}
 
 
 class FeedForwardBlocks:
@@ -93,8 +93,10 @@ class FeedForwardBlocks:
 
         if expert.gated and (expert.fused_gate_up or self.options.fused_projections):
             self.expert_linear(f"{prefix}.experts.gate_up_proj", n, K=h, N=2 * I, **kw, **moe_key(2))
-        else:
+        elif expert.gated:
             self.expert_linear(f"{prefix}.experts.gate_proj", n, K=h, N=I, **kw, **moe_key(1))
+            self.expert_linear(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw, **moe_key(1))
+        else:  # act(x W_up) W_down (Nemotron-H's relu2 experts)
             self.expert_linear(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw, **moe_key(1))
         self._activation_op(f"{prefix}.experts.act", n, expert, tokens * k, I)
         self.expert_linear(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw, **moe_key(1))

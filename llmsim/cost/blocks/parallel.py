@@ -39,8 +39,9 @@ class ParallelBlocks:
         checks: list[tuple[str, int]] = []
         for group in model.layer_groups:
             attn, mlp = group.layer.attention, group.layer.mlp
-            checks.append(("num_attention_heads", attn.num_heads))
-            if attn.kind == "standard" and attn.num_kv_heads % t and t % attn.num_kv_heads:
+            if attn is not None:
+                checks.append(("mamba num_heads" if attn.kind == "mamba2" else "num_attention_heads", attn.num_heads))
+            if attn is not None and attn.kind == "standard" and attn.num_kv_heads % t and t % attn.num_kv_heads:
                 raise OptionError(
                     f"tensor_parallel={t}: num_key_value_heads={attn.num_kv_heads} is neither a multiple nor a "
                     f"divisor of it"
@@ -50,7 +51,7 @@ class ParallelBlocks:
                     checks.append(("expert intermediate_size", mlp.expert.intermediate_size))
                 if mlp.shared is not None:
                     checks.append(("shared expert intermediate_size", mlp.shared.intermediate_size))
-            else:
+            elif mlp is not None:
                 checks.append(("intermediate_size", mlp.intermediate_size))
         for field, value in checks:
             if value % t:

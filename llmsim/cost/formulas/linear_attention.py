@@ -14,9 +14,10 @@ STATE_BYTES = 4.0  # the recurrent state is kept in float32
 
 
 @register("causal_conv1d")
-def causal_conv1d(name: str, count: int, *, B: Expr, S: Expr, C: Expr, K: int, ab: Expr, kvb: Expr) -> Op:
-    """y[B, S, C] = silu(sum_j w[C, j] * x[B, S - K + 1 + j, C]): a depthwise causal convolution of K taps,
-    its last K inputs kept in the state. 2 FLOPs per tap and output, plus SiLU.
+def causal_conv1d(name: str, count: int, *, B: Expr, S: Expr, C: Expr, K: int, ab: Expr, kvb: Expr,
+                  bias: bool = False) -> Op:
+    """y[B, S, C] = silu(sum_j w[C, j] * x[B, S - K + 1 + j, C] (+ b[C])): a depthwise causal convolution of K
+    taps, its last K inputs kept in the state. 2 FLOPs per tap and output, plus SiLU (and the bias add).
 
     approximation: vector FLOPs (a depthwise convolution is no tensor-core matmul); the state's K inputs are
     read and the new ones written once per call.
@@ -24,10 +25,11 @@ def causal_conv1d(name: str, count: int, *, B: Expr, S: Expr, C: Expr, K: int, a
     taps = Expr.sym("K", K)
     return make_op(
         name, "elementwise", count,
-        vector_flops=2 * B * S * C * taps + 4 * B * S * C,
+        vector_flops=2 * B * S * C * taps + (5 if bias else 4) * B * S * C,
         bytes_read=B * S * C * ab + B * C * taps * kvb,
         bytes_written=B * S * C * ab + B * C * taps * kvb,
-        param_count=int(value_scalar(C)) * K, param_bytes=int(value_scalar(C)) * K * float(value_scalar(ab)),
+        param_count=int(value_scalar(C)) * (K + bias),
+        param_bytes=int(value_scalar(C)) * (K + bias) * float(value_scalar(ab)),
     )
 
 

@@ -79,7 +79,7 @@ def predict_gemm(row: PublishedRow, options: PredictOptions) -> list[Comparison]
     precision, in_bytes, out_bytes, block_scales = gemm_precision(row)
     choice = engine_of(row, options)
     if choice.proxy or (precision == "fp8" and "mamf" in row.framework.lower()):
-        flags.add("P")  # DeepGEMM, or torch._scaled_mm read from vLLM's fp8 lane
+        flags.add("P")  # torch._scaled_mm read from vLLM's fp8 lane
     flops = 2.0 * M * N * K
     moved = in_bytes * (M * K + N * K) + out_bytes * M * N
     if block_scales:  # DeepGEMM: fp32 scale per 1x128 of A and per 128x128 of B
@@ -90,10 +90,14 @@ def predict_gemm(row: PublishedRow, options: PredictOptions) -> list[Comparison]
 
     def time_s(hardware: str) -> tuple[float, str]:
         kernels, why = engine_tables(hardware, choice.engine, "gemm", options)
-        table_s = kernels.gemm_s(precision, M, N, K) if kernels is not None else None
+        lane = "fp8_block" if block_scales else precision  # DeepGEMM: the block-scaled lane
+        grid = kernels.gemm_table_named(lane) if kernels is not None and block_scales else None
+        table_s = (grid.time_s(M, N, K) if grid is not None else None) if block_scales else (
+            kernels.gemm_s(precision, M, N, K) if kernels is not None else None)
         if kernels is not None and table_s is None:
-            why = f"no {precision} GEMM table for {choice.engine} on {kernels.device}"
-        return timed(table_s, why, roofline_s(hardware), f"{choice.engine} gemm table")
+            why = f"no {lane} GEMM table for {choice.engine} on {kernels.device}"
+        return timed(table_s, why, roofline_s(hardware), f"{choice.engine} gemm table" + (
+            " (fp8_block)" if block_scales else ""))
 
     seconds, timing = time_s(gpu.hardware)
     if row.id in IN_SAMPLE and timing.startswith("roofline"):

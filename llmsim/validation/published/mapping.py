@@ -101,8 +101,8 @@ ENGINES: dict[str, EngineChoice] = {
         "vllm", "bf16 torch.matmul is the cuBLAS kernel vLLM's bf16 GEMM rows time (torch.nn.functional.linear); "
         "fp8 (torch._scaled_mm) reads vLLM's fp8 rows as a kernel proxy (flag P)"),
     "DeepGEMM (JIT CUDA)": EngineChoice(
-        "vllm", "proxy: DeepGEMM's FP8 128-block-scaled kernel has no table of its own; the shipped vLLM GEMM "
-        "table's fp8 rows (aiconfigurator's fp8 lane, not its fp8_block lane) stand in", proxy=True),
+        "sglang", "SGLang's fp8_block GEMM rows time DeepGEMM itself (aiconfigurator kernel source "
+        "'sglang_deepgemm_gemm_nt_f8f8bf16'), with SGLang's per-token-group activation quantisation included"),
     "tritonbench run_benchmark.py triton --op flash_attention --metrics tflops --d-head 128": EngineChoice(
         "vllm", "vLLM's prefill attention table times FlashAttention-3 (vllm_flash_attn_fa3), the flash_v3 "
         "kernel of these rows; the Triton tutorial kernel's rows read it as a kernel proxy (flag P)"),

@@ -21,6 +21,8 @@ def mean_error(comps: Iterable[Comparison], pred: Callable[[Comparison], bool]) 
 def error_range(comps: Iterable[Comparison], pred: Callable[[Comparison], bool]) -> str:
     """"lo% to hi%" of the signed errors that `pred` selects ("n/a" for none)."""
     errors = [c.error_pct for c in comps if pred(c)]
+    if len(errors) == 1:
+        return f"{errors[0]:+.0f}% (one row)"
     return f"{min(errors):+.0f}% to {max(errors):+.0f}%" if errors else "n/a"
 
 
@@ -30,10 +32,6 @@ def _bs1(c: Comparison) -> bool:
 
 def _tp4(c: Comparison) -> bool:
     return "TP4" in c.settings
-
-
-def _quantized(c: Comparison) -> bool:
-    return any(q in c.settings for q in ("int8/", "int4/"))
 
 
 def _from_table(c: Comparison) -> bool:
@@ -55,7 +53,6 @@ def pattern_numbers(done: list[Comparison]) -> dict[str, float]:
         "lmd_tp4_big_decode": mean_error(lmd_prim, lambda c: _tp4(c) and not _bs1(c) and " in 1," in c.settings),
         "ttft_short": mean_error(lmd, lambda c: c.metric == "TTFT" and "in 2048" not in c.settings),
         "ttft_long": mean_error(lmd, lambda c: c.metric == "TTFT" and "in 2048" in c.settings),
-        "torchao_quant": mean_error(prim, lambda c: c.source == "torchao" and _quantized(c)),
         "dg_m64": mean_error(prim, lambda c: c.source == "DeepGEMM" and c.model.startswith("GEMM 64x")),
         "dg_m128": mean_error(prim, lambda c: c.source == "DeepGEMM" and c.model.startswith("GEMM 128x")),
         "dg_m4096": mean_error(prim, lambda c: c.source == "DeepGEMM" and c.model.startswith("GEMM 4096x")),
@@ -116,7 +113,7 @@ def patterns(done: list[Comparison], skipped: list[Skipped]) -> list[str]:
         "",
         "With each row's engine and its measured tables, the large optimism of the roofline is gone where a "
         "table covers the work (lmdeploy's serving runs, bf16 GEMMs); what is left splits into rows no table "
-        "covers (quantized weight-only GEMMs, which stay on the roofline and stay far too fast), kernels the "
+        "covers (fp8 weight-only GEMMs, which stay on the roofline and stay far too fast), kernels the "
         "tables are only a proxy for (DeepGEMM, the Triton tutorial, fp8 torch._scaled_mm), and one reading "
         "rule of the tables that is wrong in the latency-bound regime. By regime:",
         "",
@@ -133,20 +130,22 @@ def patterns(done: list[Comparison], skipped: list[Skipped]) -> list[str]:
         f"first token costs 1.1-2.6 decode steps of fixed engine work) and {m['ttft_long']:+.0f}% for 2048-token "
         f"prompts (vLLM's GEMM and FlashAttention tables against TurboMind's kernels).",
         f"- **torchao (torch-compile engine: GEMM tables only).** bf16 rows read vLLM's bf16 F.linear table: "
-        f"{error_range(torchao, lambda c: 'bf16/bf16' in c.settings)}. The int8/int4 weight-only rows have no "
-        f"table (no shipped device has int8_wo/int4_wo GEMM rows for these GPUs), so they stay on the roofline: "
-        f"{m['torchao_quant']:+.0f}% on average; the dequantizing kernels (tinygemm int4, int8 weight-only mm) "
-        f"move far less than the hardware file's bandwidth fraction. The fp8 rows read the W8A8 fp8 table for "
-        f"weight-only fp8 too, so fp8 weight-only and fp8 dynamic predict the same: "
-        f"{error_range(torchao, lambda c: 'fp8' in c.settings)}.",
+        f"{error_range(torchao, lambda c: 'bf16/bf16' in c.settings)}. The int8/int4 weight-only rows read "
+        f"TensorRT-LLM's A100 int8_wo/int4_wo GEMM tables: on the A100 directly, on the H100 as the kernel's "
+        f"time relative to the A100's bf16 GEMM at the same shape times the H100's bf16 table (an approximation "
+        f"added after these H100 rows showed the roofline +73 % and +150 % fast, so these rows informed it): "
+        f"{error_range(torchao, lambda c: 'int8/' in c.settings or 'int4/' in c.settings)}. fp8 weight-only "
+        f"(fp8 weights, bf16 activations) has no table on any device and stays on the roofline: "
+        f"{error_range(torchao, lambda c: ', fp8/bf16,' in c.settings)}; fp8 dynamic (W8A8) reads the fp8 table: "
+        f"{error_range(torchao, lambda c: 'fp8/fp8' in c.settings)}.",
         f"- **GEMMs.** bf16 torch.matmul (MAMF) from vLLM's F.linear tables: "
         f"{error_range(mamf, lambda c: c.settings.startswith('bf16') and _from_table(c))}, on shapes the tables "
         f"interpolate. fp8 torch._scaled_mm read from vLLM's fp8 lane (proxy): "
         f"{error_range(mamf, lambda c: c.settings.startswith('fp8'))}; {_fp8_b200_note()}. DeepGEMM FP8 on H800 "
-        f"(proxy: vLLM's per-tensor fp8 lane on h100-sxm): M=64 {m['dg_m64']:+.0f}%, M=128 {m['dg_m128']:+.0f}%, "
-        f"M=4096 {m['dg_m4096']:+.0f}%: DeepGEMM is tuned for exactly these small-M DeepSeek shapes and beats "
-        f"the per-tensor fp8 kernel the table times (aiconfigurator's block-scaled fp8_block lane is not in the "
-        f"shipped compact table).",
+        f"(SGLang's fp8_block lane on h100-sxm, which times DeepGEMM with SGLang's activation quantisation): "
+        f"M=64 {m['dg_m64']:+.0f}%, M=128 {m['dg_m128']:+.0f}%, M=4096 {m['dg_m4096']:+.0f}%; the table's "
+        f"time includes the per-token-group quantisation kernel that DeepGEMM's own benchmark leaves out, which "
+        f"weighs most at small M.",
         f"- **Attention.** From vLLM's causal FlashAttention-3 prefill table doubled for non-causal rows: FA3 "
         f"{m['fa3']:+.0f}% on average ({fa3_span}); the Triton tutorial kernel (proxy) {m['fa2']:+.0f}%. The "
         f"error shrinks as S grows; the likely reason: at short S a causal kernel spends a larger share of its "
