@@ -295,7 +295,7 @@ def test_a_busy_machine_is_warned_about() -> None:
     # the 2-core machine of #20's report, loaded by other work: 1-minute load 4.29 >= 2 cores
     assert busy_machine_warning("cpu", 4.29, 2) == (
         "warning: this machine is busy before the run (1-minute load average 4.29 on 2 cores): measured CPU times "
-        "will be slow and noisy, the errors not llmsim's; rerun on a quieter machine")
+        "will be noisy (and slow on the wall clock), the errors not llmsim's; rerun on a quieter machine")
     assert busy_machine_warning("cpu", 1.5, 2) is None  # a core to spare
     assert busy_machine_warning("cuda", 40.0, 2) is None and busy_machine_warning("cpu", None, 2) is None
 

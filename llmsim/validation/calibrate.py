@@ -82,14 +82,16 @@ class _Measure:
 
 
 def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32", "bfloat16"), out: str | Path | None = None,
-              quick: bool = False, name: str | None = None, dispatch: str = "op",
+              quick: bool = False, name: str | None = None, dispatch: str = "hf",
               threads: int | None = 1, progress: bool = False) -> HardwareSpec:
     """Measure `device` ("cpu" or "cuda") and return its HardwareSpec; write it as TOML to `out` if given.
 
     quick=True uses smaller sizes and fewer repeats (a few seconds on a small CPU; for tests).
-    dispatch: what overhead.eager_dispatch_s holds. "op" (default): one bare tiny op. "hf": the host time
-    per llmsim op of a tiny transformers Llama decode step (the model code's Python included), which is
-    what eager transformers really pays per op llmsim counts. Both are measured and named in the source.
+    dispatch: what overhead.eager_dispatch_s holds. "hf" (default): the host time per llmsim op of a tiny
+    transformers Llama decode step (the model code's Python included), which is what eager transformers (and
+    so `validate`) really pays per op llmsim counts (14.2 us on a loaded 2-core AMD EPYC, 6.8 us on the
+    Sapphire Rapids of validation/README.md). "op": one bare tiny op (1.8 and 0.8 us there), the framework's
+    floor. Both are measured and named in the source.
     threads: torch CPU threads during the measurement (default 1, as the CLI: the steadiest on a shared machine,
     see validation/README.md; None keeps torch's current setting). The count is written into the file, and
     `validate` measures with it unless told otherwise, so that predictions and measurements describe the same

@@ -166,12 +166,15 @@ def hardware_mismatch_warning(hardware: HardwareSpec, running: str) -> str | Non
 
 def busy_machine_warning(device: str, load: float | None, cores: int | None) -> str | None:
     """A one-line warning when other work already keeps every CPU core busy before a CPU run (the 1-minute load
-    average at least the core count): the measured times then come out slow and noisy. None otherwise (a GPU
-    run's kernels do not share the CPU's cores; a platform without a load average)."""
+    average at least the core count): the measured times then come out noisy, and slow on the wall clock (a
+    1-thread run is timed by its CPU time, which leaves out its waits for a core but not the caches and memory
+    bandwidth it shares). None otherwise (a GPU run's kernels do not share the CPU's cores; a platform without
+    a load average)."""
     if device != "cpu" or load is None or not cores or load < cores:
         return None
     return (f"warning: this machine is busy before the run (1-minute load average {load:g} on {cores} cores): "
-            "measured CPU times will be slow and noisy, the errors not llmsim's; rerun on a quieter machine")
+            "measured CPU times will be noisy (and slow on the wall clock), the errors not llmsim's; rerun on a "
+            "quieter machine")
 
 
 class _Progress:
