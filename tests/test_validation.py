@@ -487,3 +487,23 @@ def test_static_cache_steps_repeat_after_a_rewind(name: str) -> None:
         for _ in range(3):
             rewind()
             torch.testing.assert_close(step(), decode_logits, atol=1e-4, rtol=1e-4)
+
+
+def test_a_float32_run_reads_the_float32_figures(test_gpu_dict: dict) -> None:
+    """Ops without matmul FLOPs (norms, element-wise, copies, softmax) run on the activations: in a float32 run
+    they read the fp32 vector rate and element-wise curve, so a file calibrated in float32 only predicts a
+    float32 model (it raised "no matrix-unit peak for bf16": those ops kept Op's bf16 default)."""
+    data = prepare_config(TINY_CONFIGS["llama-gqa"], "float32", None)
+    options = dict(weight_dtype="float32", activation_dtype="float32", kv_dtype="float32", fusion="eager")
+    assert {op.precision for op in llmsim.build_ops(data, "decode", 2, kv_len=8, **options)} == {"fp32"}
+    f32_only = dict(test_gpu_dict, name="f32-only", device_type="cpu",
+                    matrix_flops_per_s={"fp32": {"value": 1e11, "unit": "flop/s", "source": "test"}},
+                    vector_flops_per_s={"fp32": {"value": 1e10, "unit": "flop/s", "source": "test"}},
+                    elementwise_bytes={"fp32": {"bytes": [1e3, 1e9], "fraction": [0.25, 0.25], "source": "test"}})
+    f32_only.pop("interconnect")
+    hw = llmsim.hardware.hardware_from_dict(f32_only)
+    result = llmsim.simulate(data, hw, batch_size=2, prompt_len=8, gen_len=2, **options)
+    assert result.ttft_s > 0
+    # the element-wise ops of a bfloat16 run still read the 16-bit figures
+    assert "bf16" in {op.precision for op in llmsim.build_ops(data, "decode", 2, kv_len=8, fusion="eager",
+                                                               activation_dtype="bfloat16")}
