@@ -1,7 +1,8 @@
 """calibrate(): measure this device with PyTorch and return a HardwareSpec (optionally a TOML file).
 
-What is measured (every figure: warm-up, then the median of N timed repeats; the spread
-(p90 - p10) / median, the thread count and the versions go into each source string). On CUDA the device
+What is measured (every figure: warm-up, then the median of N timed repeats, on a CPU with one thread (the
+default) of the process's CPU time, which leaves out its waits for a core on a shared machine; the spread
+(p90 - p10) / median, the thread count, the clock and the versions go into each source string). On CUDA the device
 ceilings below (matrix, bandwidth, vector, matmul_rows, elementwise_bytes) are timed with a spin kernel
 queued ahead of the start event, so they hold the kernels' own time without the host's launch latency,
 which the overhead figures at the end measure separately:

@@ -1,6 +1,8 @@
 """validate(): run the real transformers model, time its phases, and compare with llmsim's prediction.
 
-Each case is a prefill of seq_len tokens per sequence, or one decode step with kv_len tokens cached.
+Each case is a prefill of seq_len tokens per sequence, or one decode step with kv_len tokens cached, timed
+with the torch threads the hardware file was calibrated with; on one CPU thread by the process's CPU time
+(the wall time recorded beside it), as calibrate times its micro-benchmarks.
 The prediction uses the cost options that match what eager transformers executes:
 attention="flash" when SDPA runs a fused kernel (on a CPU aten::_scaled_dot_product_flash_attention_for_cpu,
 which skips fully masked causal blocks), "sdpa_math" when it falls back to its math kernel (MLA: query/key
