@@ -294,7 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-layers", type=_positive_int, help="keep only this many layers (the prediction too)")
     p.add_argument("--repeats", type=_positive_int, default=5, help="timed runs per case; the median is kept")
     p.add_argument("--warmup", type=_non_negative_int, default=2, help="untimed runs before them")
-    p.add_argument("--threads", type=_positive_int, help="torch CPU threads while measuring (default: torch's)")
+    p.add_argument("--threads", type=_positive_int,
+                   help="torch CPU threads while measuring (default: the count a calibrated hardware file records, "
+                   "1 from `llmsim calibrate`; else torch's)")
     p.add_argument("--results", help="JSON-lines file: each case appended; reruns resume")
     p.add_argument("--profile", action="store_true", help="split measured time by op class (torch.profiler)")
 

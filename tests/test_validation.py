@@ -20,7 +20,10 @@ from llmsim.validation.hf_model import prepare_config  # noqa: E402
 from llmsim.validation.validate import (  # noqa: E402
     busy_machine_warning,
     hardware_mismatch_warning,
+    noisy_cases_warning,
     recorded_device,
+    recorded_threads,
+    run_threads,
 )
 
 from .tiny_configs import TINY_CONFIGS  # noqa: E402
@@ -230,14 +233,69 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
 
 def _not_busy(warnings: list[str]) -> list[str]:
     """The warnings but a busy machine's (which depends on what else runs while the tests do)."""
-    return [w for w in warnings if "this machine is busy" not in w]
+    return [w for w in warnings if "this machine is busy" not in w and "too busy to time" not in w]
+
+
+def _timed_row(spread: float, wall_s: float = 1.0, cpu_s: float = 1.0, clock: str = "cpu", threads: int = 1,
+         load: float = 1.0) -> ValidationRow:
+    return ValidationRow(model="m", phase="prefill", batch_size=1, seq_len=8, dtype="float32", device="cpu",
+                         predicted_s=1.0, measured_s=cpu_s if clock == "cpu" else wall_s, spread=spread,
+                         error_pct=0.0, timings_s=[1.0, 1.0, 1.0], clock=clock, wall_s=wall_s, cpu_s=cpu_s,
+                         threads=threads, load_average=load)
+
+
+def test_a_run_too_noisy_to_time_is_warned_about() -> None:
+    # quiet: the median spread of the recorded quiet run was 1.5 % (validation/README.md); one noisy case in 5
+    # (20 %) is not enough
+    assert noisy_cases_warning([_timed_row(0.02)] * 4 + [_timed_row(0.6)]) is None
+    # 2 of 5 cases spread more than 25 %: the machine was busy
+    warning = noisy_cases_warning([_timed_row(0.02)] * 3 + [_timed_row(0.3, load=5.2), _timed_row(0.6, load=6.1)])
+    assert warning == ("warning: 2 of 5 cases spread more than 25% between repeats ((p90 - p10) / median), "
+                       "1-minute load average up to 6.1: the machine was too busy to time them and their errors "
+                       "are not llmsim's; rerun on a quieter machine")
+    # timed on the wall clock (2 threads), a steady case whose threads waited for a core half the time is noisy:
+    # 1 - cpu / (wall * threads) = 1 - 1.0 / (1.0 * 2) = 0.5
+    waiting = [_timed_row(0.02, wall_s=1.0, cpu_s=1.0, clock="wall", threads=2)] * 2
+    assert "waiting for a core up to 50% of the wall time" in noisy_cases_warning(waiting)
+    # on the CPU clock the waits are left out of the timings: not noisy by themselves
+    assert noisy_cases_warning([_timed_row(0.02, wall_s=3.0, cpu_s=1.0)] * 2) is None
+
+
+def test_validate_measures_with_the_threads_the_file_was_calibrated_with(test_gpu_dict: dict) -> None:
+    spec = llmsim.hardware.hardware_from_dict(dict(test_gpu_dict, name="mine", device_type="cpu",
+                                                   description="cpu: X, calibrated by llmsim (1 threads, torch 2)"))
+    assert recorded_threads(spec) == 1
+    assert run_threads(spec, "cpu", None) == (1, None)
+    assert run_threads(spec, "cpu", 1) == (1, None)
+    threads, warning = run_threads(spec, "cpu", 2)
+    assert threads == 2 and warning == (
+        "warning: hardware 'mine' was calibrated with 1 torch threads but this run uses 2: the predictions describe "
+        "1; give --threads 1 (or leave it out) to compare like with like")
+    sheet = llmsim.hardware.hardware_from_dict(dict(test_gpu_dict, name="sheet", description="a datasheet"))
+    assert recorded_threads(sheet) is None and run_threads(sheet, "cpu", None) == (None, None)
+    assert run_threads(spec, "cuda", None) == (None, None)  # GPU kernels: torch's CPU threads are not the point
+
+
+def test_one_thread_cpu_timings_are_the_process_cpu_time() -> None:
+    """With one torch thread the timings leave out the time the process waited for a core; the wall
+    times come back beside them. A sleep takes wall time but almost no CPU time."""
+    import time
+
+    from llmsim.validation._device import cpu_clock, time_call, torch_threads
+
+    clocks: dict[str, list[float]] = {}
+    with torch_threads(1):
+        assert cpu_clock("cpu") and not cpu_clock("cuda")
+        times = time_call(lambda: time.sleep(0.02), "cpu", repeats=3, warmup=0, clocks=clocks)
+    assert times == clocks["cpu"] and len(clocks["wall"]) == 3
+    assert all(t < 0.01 for t in times) and all(w >= 0.02 for w in clocks["wall"])
 
 
 def test_a_busy_machine_is_warned_about() -> None:
     # the 2-core machine of #20's report, loaded by other work: 1-minute load 4.29 >= 2 cores
     assert busy_machine_warning("cpu", 4.29, 2) == (
         "warning: this machine is busy before the run (1-minute load average 4.29 on 2 cores): measured CPU times "
-        "will be slow and noisy, the errors not llmsim's; rerun on a quieter machine")
+        "will be noisy (and slow on the wall clock), the errors not llmsim's; rerun on a quieter machine")
     assert busy_machine_warning("cpu", 1.5, 2) is None  # a core to spare
     assert busy_machine_warning("cuda", 40.0, 2) is None and busy_machine_warning("cpu", None, 2) is None
 
@@ -382,6 +440,30 @@ def test_eager_fusion_counts_the_kernels_transformers_runs() -> None:
     assert norm.bytes_read == 8 * 2048 * 20 and norm.bytes_written == 8 * 2048 * 16
 
 
+def test_gemma2_softcapping_counts_the_kernels_transformers_runs() -> None:
+    """Gemma 2 caps its attention scores and its logits as c * tanh(x / c) (transformers' defaults 50 and 30):
+    three eager kernels each (div, tanh, mul), on every layer's [B, H, S, S] scores and on the [T, V] logits.
+    The profiler's aten::tanh calls of a prefill are llmsim's capped tensors, and the softcap kernels llmsim
+    adds are the div and mul calls on those tensors."""
+    data = prepare_config(TINY_CONFIGS["gemma2"], "float32", None)
+    model = hf_model_module.build_model(data, "float32", "cpu")
+    assert hf_model_module.attention_kernel(model) == "math"  # transformers' Gemma 2 has no SDPA path
+    names = hf_model_module.aten_op_names(hf_model_module.prefill_timer(model, 1, 8, "cpu"))
+    ops = llmsim.build_ops(data, "prefill", 1, seq_len=8, attention="math", fusion="eager", logits="all",
+                           activation_dtype="float32", kv_dtype="float32")
+    capped = [op for op in ops if op.name.endswith((".softmax", "logit_softcap"))]
+    # 2 layers' scores + the logits = 3 tanh; float32 eager softmax: scale, mask, softmax (3) + cap (3) per layer
+    assert names["aten::tanh"] == 3 == sum(op.count for op in capped)
+    # one sliding and one full layer group (a layer each), then the logits
+    assert [(op.count, op.launches) for op in capped] == [(1, 6), (1, 6), (1, 3)] and capped[-1].name == "logit_softcap"
+    plain = llmsim.build_ops({**data, "attn_logit_softcapping": None, "final_logit_softcapping": None}, "prefill",
+                             1, seq_len=8, attention="math", fusion="eager", logits="all",
+                             activation_dtype="float32", kv_dtype="float32")
+    # the capped scores: 3 more kernels of [1, 4, 8, 8] float32 scores, each reading and writing them
+    extra = sum(op.bytes_read for op in ops) - sum(op.bytes_read for op in plain)
+    assert extra == 2 * 3 * (1 * 4 * 8 * 8) * 4 + 3 * (8 * 128) * 4
+
+
 @pytest.mark.parametrize("name", ["llama-gqa", "mistral-sliding", "gemma3_text"])
 def test_static_cache_steps_repeat_after_a_rewind(name: str) -> None:
     """overhead="graph" captures these steps as CUDA graphs and replays them; here they run eagerly on the
@@ -405,3 +487,23 @@ def test_static_cache_steps_repeat_after_a_rewind(name: str) -> None:
         for _ in range(3):
             rewind()
             torch.testing.assert_close(step(), decode_logits, atol=1e-4, rtol=1e-4)
+
+
+def test_a_float32_run_reads_the_float32_figures(test_gpu_dict: dict) -> None:
+    """Ops without matmul FLOPs (norms, element-wise, copies, softmax) run on the activations: in a float32 run
+    they read the fp32 vector rate and element-wise curve, so a file calibrated in float32 only predicts a
+    float32 model (it raised "no matrix-unit peak for bf16": those ops kept Op's bf16 default)."""
+    data = prepare_config(TINY_CONFIGS["llama-gqa"], "float32", None)
+    options = dict(weight_dtype="float32", activation_dtype="float32", kv_dtype="float32", fusion="eager")
+    assert {op.precision for op in llmsim.build_ops(data, "decode", 2, kv_len=8, **options)} == {"fp32"}
+    f32_only = dict(test_gpu_dict, name="f32-only", device_type="cpu",
+                    matrix_flops_per_s={"fp32": {"value": 1e11, "unit": "flop/s", "source": "test"}},
+                    vector_flops_per_s={"fp32": {"value": 1e10, "unit": "flop/s", "source": "test"}},
+                    elementwise_bytes={"fp32": {"bytes": [1e3, 1e9], "fraction": [0.25, 0.25], "source": "test"}})
+    f32_only.pop("interconnect")
+    hw = llmsim.hardware.hardware_from_dict(f32_only)
+    result = llmsim.simulate(data, hw, batch_size=2, prompt_len=8, gen_len=2, **options)
+    assert result.ttft_s > 0
+    # the element-wise ops of a bfloat16 run still read the 16-bit figures
+    assert "bf16" in {op.precision for op in llmsim.build_ops(data, "decode", 2, kv_len=8, fusion="eager",
+                                                               activation_dtype="bfloat16")}

@@ -104,7 +104,7 @@ def plan(hardware: llmsim.HardwareSpec) -> list[tuple[str, str, int, dict, str, 
 
 
 def run_calibration() -> llmsim.HardwareSpec:
-    spec = calibrate("cpu", dtypes=DTYPES, out=CALIBRATED, threads=THREADS)
+    spec = calibrate("cpu", dtypes=DTYPES, out=CALIBRATED, threads=THREADS, dispatch="op")
     data = tomllib.loads(CALIBRATED.read_text())
     value, source = measure_dispatch("cpu", kind="hf", threads=THREADS)
     data["name"] = "cpu-calibrated-hf-dispatch"

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
 from ..models.quantization import WeightFormat, compute_precision
 from ..models.spec import LayerGroup, LayerSpec, ModelSpec, MoESpec
@@ -35,6 +37,12 @@ from .symbolic import Expr
 from .workload import CostOptions
 
 _UNFUSED = ("none", "eager")  # fusion policies without the fused residual add + norm
+
+
+def _no_matmul_flops(op: Op) -> bool:
+    """Whether an op does no matrix-unit work (element-wise, norms, copies, softmax, collectives)."""
+    flops = op.formulas.get("matmul_flops")
+    return flops is None or not np.any(np.asarray(flops.value) != 0)
 
 
 class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks, SSMBlocks, FeedForwardBlocks,
@@ -72,6 +80,10 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks
 
     # ---- helpers ----------------------------------------------------------------------------------
     def add(self, op: Op) -> None:
+        if self.act_dtype == "float32" and op.precision == "bf16" and _no_matmul_flops(op):
+            # an op without matmul FLOPs left at Op's default precision runs on the activations: in a float32 run
+            # it reads the fp32 vector rate and element-wise curve, not the 16-bit ones
+            op = op.scaled(precision="fp32")
         if self.fusion == "full" and op.kind in ("norm", "elementwise"):
             # fused into a neighbouring matmul's prologue/epilogue: no traffic, no launch of its own
             zero = Expr.const(0)

@@ -268,6 +268,7 @@ def _llama_like(config: Any) -> dict[str, Any]:
             fused_qkv=model_type == "phi3",
             qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3_text"),
             sliding_window=window,
+            logit_softcap=bool(_get(config, "attn_logit_softcapping", None)),
             rotary_dim=int(head_dim * _rotary_fraction(config)),
         )
         layers.append(
@@ -284,6 +285,7 @@ def _llama_like(config: Any) -> dict[str, Any]:
         "max_position_embeddings": config.max_position_embeddings,
         "tie_word_embeddings": bool(_get(config, "tie_word_embeddings", False)),
         "embedding_scale": gemma,  # x * sqrt(h) after the lookup
+        "logit_softcap": bool(_get(config, "final_logit_softcapping", None)),
         "layers": layers,
     }
 

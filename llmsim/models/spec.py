@@ -67,6 +67,8 @@ class AttentionSpec(_Frozen):
                           "W - 1 tokens, as for a window")
     sliding_window: int | None = Field(default=None, gt=1)
     sinks: bool = False
+    logit_softcap: bool = Field(default=False, description="the scores capped as c * tanh(scores / c) before the "
+                                "softmax (Gemma 2's attn_logit_softcapping)")
     rotary_dim: int = Field(default=0, ge=0, description="dims per head that rotary rotates (0: none)")
     weight_layout: WeightLayout = Field(default="out_in", description=_LAYOUT_DOC)
     q_lora_rank: int | None = None
@@ -238,6 +240,8 @@ class ModelSpec(_Frozen):
                                   "(Gemma: sqrt(h); Granite: embedding_multiplier)")
     logit_scale: bool = Field(default=False, description="the logits multiplied by a constant (Cohere: "
                               "logit_scale; Granite: 1 / logits_scaling)")
+    logit_softcap: bool = Field(default=False, description="the logits capped as c * tanh(logits / c) (Gemma 2's "
+                                "final_logit_softcapping)")
     lm_head_bias: bool = False
     dtype: str = "bfloat16"
     dtype_source: str = Field(default="", description="where dtype came from, or what was assumed and why")

@@ -101,9 +101,23 @@ def synchronize(device: str) -> None:
 _QUEUE_AHEAD_CYCLES = 1_000_000
 
 
+def cpu_clock(device: str) -> bool:
+    """Whether timings on `device` are the process's CPU time: on a CPU with one torch thread, where the CPU
+    time of the process is the time the call computed, without the time it waited for a core while other
+    processes held both (a wall clock on a shared 2-core machine read 1.09-1.66 s for a matmul whose CPU time
+    was 0.14-0.19 s, at a 1-minute load of 8.5). With more threads the CPU time sums them: the wall clock."""
+    return device == "cpu" and require_torch().get_num_threads() == 1
+
+
 def time_call(fn: Callable[[], Any], device: str, repeats: int, warmup: int,
-              setup: Callable[[], Any] | None = None, queue_ahead: bool = False) -> list[float]:
+              setup: Callable[[], Any] | None = None, queue_ahead: bool = False,
+              clocks: dict[str, list[float]] | None = None) -> list[float]:
     """Seconds of each of `repeats` timed calls of fn(*setup()), after `warmup` untimed calls.
+
+    On a CPU with one torch thread (cpu_clock) the seconds are the process's CPU time (time.process_time:
+    user + system, page faults included); elsewhere wall (or CUDA event) time. On a CPU, `clocks`, when
+    given, receives both for each timed call, as clocks["wall"] and clocks["cpu"] (the process's, all threads):
+    a wall time well above the CPU time per thread means the process waited for a core.
 
     `setup` (untimed) prepares the arguments of each call, e.g. a fresh copy of a KV cache.
     On CUDA the time is taken with CUDA events around the call, after a synchronisation. That time
@@ -118,6 +132,7 @@ def time_call(fn: Callable[[], Any], device: str, repeats: int, warmup: int,
         fn(*args)
     synchronize(device)
     times = []
+    by_cpu = cpu_clock(device)
     for _ in range(repeats):
         args = setup() if setup else ()
         synchronize(device)
@@ -131,11 +146,28 @@ def time_call(fn: Callable[[], Any], device: str, repeats: int, warmup: int,
             end.synchronize()
             times.append(start.elapsed_time(end) / 1e3)
         else:
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             fn(*args)
-            times.append(time.perf_counter() - t0)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            times.append(cpu if by_cpu else wall)
+            if clocks is not None:
+                clocks.setdefault("wall", []).append(wall)
+                clocks.setdefault("cpu", []).append(cpu)
         del args
     return times
+
+
+# a 1-thread CPU run whose process waited for a core more than this share of its wall time ran on a machine too
+# busy to time on the wall clock (other processes held the cores)
+BUSY_WAIT_SHARE = 0.2
+
+
+def waited_share(wall_s: float, cpu_s: float, threads: int) -> float:
+    """The share of the wall time the process's `threads` threads spent waiting for a core:
+    1 - cpu / (wall * threads), 0 when it never waited (or the timings are empty)."""
+    if wall_s <= 0 or threads < 1:
+        return 0.0
+    return max(0.0, 1.0 - cpu_s / (wall_s * threads))
 
 
 def median(values: list[float]) -> float:

@@ -1,7 +1,8 @@
 """calibrate(): measure this device with PyTorch and return a HardwareSpec (optionally a TOML file).
 
-What is measured (every figure: warm-up, then the median of N timed repeats; the spread
-(p90 - p10) / median, the thread count and the versions go into each source string). On CUDA the device
+What is measured (every figure: warm-up, then the median of N timed repeats, on a CPU with one thread (the
+default) of the process's CPU time, which leaves out its waits for a core on a shared machine; the spread
+(p90 - p10) / median, the thread count, the clock and the versions go into each source string). On CUDA the device
 ceilings below (matrix, bandwidth, vector, matmul_rows, elementwise_bytes) are timed with a spin kernel
 queued ahead of the start event, so they hold the kernels' own time without the host's launch latency,
 which the overhead figures at the end measure separately:
@@ -52,7 +53,9 @@ from typing import Any
 from ..errors import LlmsimError
 from ..hardware.spec import HardwareSpec, hardware_from_dict, plausible_range
 from ._device import (
+    BUSY_WAIT_SHARE,
     check_device,
+    cpu_clock,
     device_name,
     load_average,
     median,
@@ -63,6 +66,7 @@ from ._device import (
     torch_dtype,
     torch_threads,
     versions,
+    waited_share,
 )
 
 _PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
@@ -79,16 +83,20 @@ class _Measure:
 
 
 def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32", "bfloat16"), out: str | Path | None = None,
-              quick: bool = False, name: str | None = None, dispatch: str = "op",
-              threads: int | None = None, progress: bool = False) -> HardwareSpec:
+              quick: bool = False, name: str | None = None, dispatch: str = "hf",
+              threads: int | None = 1, progress: bool = False) -> HardwareSpec:
     """Measure `device` ("cpu" or "cuda") and return its HardwareSpec; write it as TOML to `out` if given.
 
     quick=True uses smaller sizes and fewer repeats (a few seconds on a small CPU; for tests).
-    dispatch: what overhead.eager_dispatch_s holds. "op" (default): one bare tiny op. "hf": the host time
-    per llmsim op of a tiny transformers Llama decode step (the model code's Python included), which is
-    what eager transformers really pays per op llmsim counts. Both are measured and named in the source.
-    threads: torch CPU threads during the measurement (default: torch's current setting; 1 is steadiest on a
-    shared machine, see validation/README.md).
+    dispatch: what overhead.eager_dispatch_s holds. "hf" (default): the host time per llmsim op of a tiny
+    transformers Llama decode step (the model code's Python included), which is what eager transformers (and
+    so `validate`) really pays per op llmsim counts (14.2 us on a loaded 2-core AMD EPYC, 6.8 us on the
+    Sapphire Rapids of validation/README.md). "op": one bare tiny op (1.8 and 0.8 us there), the framework's
+    floor. Both are measured and named in the source.
+    threads: torch CPU threads during the measurement (default 1, as the CLI: the steadiest on a shared machine,
+    see validation/README.md; None keeps torch's current setting). The count is written into the file, and
+    `validate` measures with it unless told otherwise, so that predictions and measurements describe the same
+    threads.
     progress: a line on stderr as each measurement starts.
     """
     torch = check_device(device)
@@ -136,8 +144,10 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         if dtype not in _PRECISION:
             raise LlmsimError(f"calibrate: dtype={dtype!r} is not supported; choose from {', '.join(_PRECISION)}")
     info = versions()
+    clock = "process CPU time" if cpu_clock(device) else "wall time" if device == "cpu" else "CUDA events"
     stamp = (f"measured by llmsim calibrate on {_dt.date.today().isoformat()}, torch {info['torch_version']}, "
-             f"{info['threads']} threads")
+             f"{info['threads']} threads, {clock}")
+    started_wall, started_cpu = time.perf_counter(), time.process_time()
     repeats = 5 if quick else 15
     warmup = 1 if quick else 3
 
@@ -235,6 +245,11 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         "elementwise_bytes": size_curves,
     }
     check_plausible(data, info["threads"], load_average())
+    waited = waited_share(time.perf_counter() - started_wall, time.process_time() - started_cpu, info["threads"])
+    if device == "cpu" and waited > BUSY_WAIT_SHARE:
+        print(f"calibrate: warning: this process waited for a core {waited:.0%} of the time (1-minute load "
+              f"{load_average()}): {clock} leaves the waits out, but other work also shares the caches and memory "
+              f"bandwidth; calibrate again on a quieter machine if the figures matter", file=sys.stderr, flush=True)
     spec = hardware_from_dict(data, origin="calibrate")
     say("done" + (f": writing {out}" if out is not None else ""))
     if out is not None:
@@ -509,12 +524,13 @@ def _dispatch(torch: Any, device: str, quick: bool) -> _Measure:
         for _ in range(20):  # warm-up
             torch.add(a, b, out=o)
         synchronize(device)
+        clock = time.process_time if cpu_clock(device) else time.perf_counter  # as time_call times
         for _ in range(5 if quick else 15):
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(loop):
                 torch.add(a, b, out=o)
             synchronize(device)
-            times.append((time.perf_counter() - t0) / loop)
+            times.append((clock() - t0) / loop)
     how = (f"torch.add of two 1-element tensors in a Python loop of {loop}, host time per op (the bare framework "
            f"cost of one op; transformers' eager model code adds its own Python per module on top)")
     return _Measure(median(times), how, times)

@@ -202,18 +202,20 @@ def prefill_timer(model: Any, batch_size: int, seq_len: int, device: str) -> Cal
 
 
 def time_prefill(model: Any, batch_size: int, seq_len: int, device: str, overhead: str, repeats: int,
-                 warmup: int) -> tuple[list[float], Callable[[], Any]]:
+                 warmup: int, clocks: dict[str, list[float]] | None = None) -> tuple[list[float], Callable[[], Any]]:
+    """Seconds of each timed prefill (time_call's clock; `clocks` receives the wall and CPU times)."""
     if overhead == "graph":
         ids = input_ids(model, batch_size, seq_len, device, seed=seq_len)
         return graph_timer(static_prefill_step(model, ids), device, repeats, warmup)
     run = prefill_timer(model, batch_size, seq_len, device)
-    return time_call(run, device, repeats, warmup), run
+    return time_call(run, device, repeats, warmup, clocks=clocks), run
 
 
 def time_decode(model: Any, batch_size: int, kv_len: int, device: str, overhead: str, repeats: int,
-                warmup: int) -> tuple[list[float], Callable[[], Any]]:
-    """Seconds of one decode step with kv_len tokens cached. Each timed step gets a fresh copy of the
-    cache made before the clock starts (a DynamicCache grows by one token per call)."""
+                warmup: int, clocks: dict[str, list[float]] | None = None) -> tuple[list[float], Callable[[], Any]]:
+    """Seconds of one decode step with kv_len tokens cached (time_call's clock; `clocks` receives the wall
+    and CPU times). Each timed step gets a fresh copy of the cache made before the clock starts (a DynamicCache
+    grows by one token per call)."""
     torch = require_torch()
     next_ids = input_ids(model, batch_size, 1, device, seed=kv_len + 1)
     if overhead == "graph":
@@ -227,7 +229,7 @@ def time_decode(model: Any, batch_size: int, kv_len: int, device: str, overhead:
         with torch.inference_mode():
             model(input_ids=next_ids, past_key_values=step_cache, use_cache=True)
 
-    times = time_call(step, device, repeats, warmup, setup=setup)
+    times = time_call(step, device, repeats, warmup, setup=setup, clocks=clocks)
 
     def once() -> None:
         step(*setup())

@@ -49,6 +49,9 @@ class ValidationRow(BaseModel):
     predicted_split_s: dict[str, float] | None = None  # per op class, from llmsim's ops
     measured_split_s: dict[str, float] | None = None  # per op class, from torch.profiler (profile=True)
     timings_s: list[float] = Field(default_factory=list)
+    clock: str = "wall"  # what timings_s and measured_s are: "cpu" (the process's CPU time, 1 thread) or "wall"
+    wall_s: float | None = None  # median wall time of the timed repeats (CPU only)
+    cpu_s: float | None = None  # median CPU time of the process over them (wall_s * threads above it: it waited)
     torch_version: str = ""
     transformers_version: str = ""
     threads: int | None = None

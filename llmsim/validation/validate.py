@@ -1,6 +1,8 @@
 """validate(): run the real transformers model, time its phases, and compare with llmsim's prediction.
 
-Each case is a prefill of seq_len tokens per sequence, or one decode step with kv_len tokens cached.
+Each case is a prefill of seq_len tokens per sequence, or one decode step with kv_len tokens cached, timed
+with the torch threads the hardware file was calibrated with; on one CPU thread by the process's CPU time
+(the wall time recorded beside it), as calibrate times its micro-benchmarks.
 The prediction uses the cost options that match what eager transformers executes:
 attention="flash" when SDPA runs a fused kernel (on a CPU aten::_scaled_dot_product_flash_attention_for_cpu,
 which skips fully masked causal blocks), "sdpa_math" when it falls back to its math kernel (MLA: query/key
@@ -26,7 +28,9 @@ from ..hardware.spec import HardwareSpec
 from ..timing.phases import decode_totals, prefill_totals
 from ..timing.roofline import BOUNDS, Roofline
 from ._device import (
+    BUSY_WAIT_SHARE,
     check_device,
+    cpu_clock,
     device_name,
     is_oom,
     load_average,
@@ -36,6 +40,7 @@ from ._device import (
     synchronize,
     torch_threads,
     versions,
+    waited_share,
 )
 from .hf_model import (
     attention_kernel,
@@ -84,8 +89,14 @@ def predict_case(data: dict[str, Any], hardware: HardwareSpec, phase: str, batch
     }
 
 
-# calibrate writes description = f"{device_name(device)}, calibrated by llmsim (...)" (calibrate.py)
+# calibrate writes description = f"{device_name(device)}, calibrated by llmsim ({threads} threads, ...)" (calibrate.py)
 _CALIBRATED = re.compile(r"^(?P<device>.+?), calibrated by llmsim\b")
+_CALIBRATED_THREADS = re.compile(r"calibrated by llmsim \((?P<threads>\d+) threads\b")
+# a case whose repeats spread more than this ((p90 - p10) / median) was measured on a machine too busy to time
+# it: on the quiet 2-core machine of validation/README.md the median spread was 1.5 % (p90 11.7 %)
+NOISY_SPREAD = 0.25
+# more than this share of noisy cases makes the whole run suspect (a report-level warning)
+NOISY_SHARE = 0.2
 
 
 def recorded_device(hardware: HardwareSpec) -> str | None:
@@ -93,6 +104,52 @@ def recorded_device(hardware: HardwareSpec) -> str | None:
     from the description calibrate writes; None where the file records none (a datasheet, a hand-written file)."""
     match = _CALIBRATED.match(hardware.description.strip())
     return match.group("device").strip() if match else None
+
+
+def recorded_threads(hardware: HardwareSpec) -> int | None:
+    """The torch thread count a calibrated hardware file was measured with, read from the description
+    calibrate writes; None where the file records none."""
+    match = _CALIBRATED_THREADS.search(hardware.description)
+    return int(match.group("threads")) if match else None
+
+
+def run_threads(hardware: HardwareSpec, device: str, threads: int | None) -> tuple[int | None, str | None]:
+    """(torch threads to measure with, a warning or None). A CPU run measures with the thread count the
+    hardware file was calibrated with unless `threads` is given: a prediction from 1-thread rates compared
+    with a 2-thread run (torch's default on 2 cores) is off by the parallel speed-up, not by llmsim. A given
+    count that differs from the file's is kept and warned about."""
+    calibrated = recorded_threads(hardware) if device == "cpu" else None
+    if threads is None:
+        return calibrated, None
+    if calibrated is not None and threads != calibrated:
+        where = f"hardware {hardware.name!r}" + (f" ({hardware.path})" if hardware.path else "")
+        return threads, (f"warning: {where} was calibrated with {calibrated} torch threads but this run uses "
+                         f"{threads}: the predictions describe {calibrated}; give --threads {calibrated} (or leave it "
+                         f"out) to compare like with like")
+    return threads, None
+
+
+def noisy_cases_warning(rows: Sequence[ValidationRow], threshold: float = NOISY_SPREAD,
+                        share: float = NOISY_SHARE) -> str | None:
+    """A one-line warning when more than `share` of the measured cases spread more than `threshold` between
+    their repeats ((p90 - p10) / median of the timings), or, timed on the wall clock, waited for a core more
+    than BUSY_WAIT_SHARE of the time: the machine was too busy to time them, and their errors say more about
+    the other work than about llmsim. None otherwise."""
+    timed = [r for r in rows if r.ok and r.spread is not None and len(r.timings_s) >= 2]
+
+    def waited(r: ValidationRow) -> float:
+        return waited_share(r.wall_s, r.cpu_s, r.threads or 1) if r.wall_s and r.cpu_s else 0.0
+
+    noisy = [r for r in timed if r.spread > threshold or (r.clock == "wall" and waited(r) > BUSY_WAIT_SHARE)]  # type: ignore[operator]
+    if not timed or len(noisy) <= share * len(timed):
+        return None
+    loads = [r.load_average for r in noisy if r.load_average is not None]
+    load = f", 1-minute load average up to {max(loads):g}" if loads else ""
+    waits = max(waited(r) for r in noisy)
+    wait = f", the process waiting for a core up to {waits:.0%} of the wall time" if waits > 0.05 else ""
+    return (f"warning: {len(noisy)} of {len(timed)} cases spread more than {threshold:.0%} between repeats "
+            f"((p90 - p10) / median){wait}{load}: the machine was too busy to time them and their errors are not "
+            f"llmsim's; rerun on a quieter machine")
 
 
 def hardware_mismatch_warning(hardware: HardwareSpec, running: str) -> str | None:
@@ -111,12 +168,15 @@ def hardware_mismatch_warning(hardware: HardwareSpec, running: str) -> str | Non
 
 def busy_machine_warning(device: str, load: float | None, cores: int | None) -> str | None:
     """A one-line warning when other work already keeps every CPU core busy before a CPU run (the 1-minute load
-    average at least the core count): the measured times then come out slow and noisy. None otherwise (a GPU
-    run's kernels do not share the CPU's cores; a platform without a load average)."""
+    average at least the core count): the measured times then come out noisy, and slow on the wall clock (a
+    1-thread run is timed by its CPU time, which leaves out its waits for a core but not the caches and memory
+    bandwidth it shares). None otherwise (a GPU run's kernels do not share the CPU's cores; a platform without
+    a load average)."""
     if device != "cpu" or load is None or not cores or load < cores:
         return None
     return (f"warning: this machine is busy before the run (1-minute load average {load:g} on {cores} cores): "
-            "measured CPU times will be slow and noisy, the errors not llmsim's; rerun on a quieter machine")
+            "measured CPU times will be noisy (and slow on the wall clock), the errors not llmsim's; rerun on a "
+            "quieter machine")
 
 
 class _Progress:
@@ -170,7 +230,8 @@ def validate(
     are not run again (resume). progress: a progress bar on stderr (default: when stderr is a terminal).
     name: the model's name in the report (default: the shipped name or file stem).
     config_overrides: config keys replaced before both sides read it (e.g. a smaller vocab_size).
-    threads: torch CPU threads while measuring (default: torch's current setting).
+    threads: torch CPU threads while measuring (default on a CPU: the count a calibrated hardware file was measured
+    with, `calibrate`'s 1 by default; else torch's current setting). A different count is warned about.
     cases: an explicit list of (phase, batch_size, seq_len or kv_len) instead of the grid.
     """
     check_device(device)
@@ -204,9 +265,10 @@ def validate(
     bar = _Progress(len(cases), progress)
     rows: list[ValidationRow] = []
     warnings: list[str] = []
+    threads, threads_warning = run_threads(hw, device, threads)
     with torch_threads(threads):
         info = {**versions(), "device_name": device_name(device)}
-        for warning in (hardware_mismatch_warning(hw, info["device_name"]),
+        for warning in (hardware_mismatch_warning(hw, info["device_name"]), threads_warning,
                         busy_machine_warning(device, load_average(), os.cpu_count())):
             if warning is not None:
                 warnings.append(warning)
@@ -248,6 +310,10 @@ def validate(
             bar.update(f"{name} {phase} b{batch} {length} {row.status}")
         del hf_model
         release_device_memory(device)
+    noisy = noisy_cases_warning(rows)
+    if noisy is not None:
+        warnings.append(noisy)
+        print(noisy, file=sys.stderr)
     return ValidationReport(rows=rows, warnings=warnings)
 
 
@@ -257,8 +323,9 @@ def _measure(hf_model: Any, phase: str, batch: int, length: int, device: str, ov
     timer: Callable[..., tuple[list[float], Callable[[], Any]]] = time_prefill if phase == "prefill" else time_decode
     load = load_average()
     failure = None
+    clocks: dict[str, list[float]] = {}
     try:
-        times, run = timer(hf_model, batch, length, device, overhead, repeats, warmup)
+        times, run = timer(hf_model, batch, length, device, overhead, repeats, warmup, clocks=clocks)
         measured = median(times)
         split = profile_split(run, device, measured) if profile else None
         del run
@@ -286,6 +353,9 @@ def _measure(hf_model: Any, phase: str, batch: int, length: int, device: str, ov
         predicted_split_s=predicted["split"],
         measured_split_s=split,
         timings_s=times,
+        clock="cpu" if cpu_clock(device) else "wall",
+        wall_s=median(clocks["wall"]) if clocks else None,
+        cpu_s=median(clocks["cpu"]) if clocks else None,
         load_average=load,
         **common,
     )

@@ -146,7 +146,7 @@ class AttentionBlocks:
         self.add(formula("attention_scores")(f"{prefix}.scores", n, **common, d=d, kvh=kvh, ab=self.ab,
                                              kvb=self.kvb, precision=self.precision, kv_window=window))
         self.add(formula("softmax")(f"{prefix}.softmax", n, **common, ab=self.ab, params=params, kv_window=window,
-                                    eager=eager))
+                                    eager=eager, softcap=attn.logit_softcap))
         self.add(formula("attention_context")(f"{prefix}.context", n, **common, dv=dv, kvh=kvh, ab=self.ab,
                                               kvb=self.kvb, precision=self.precision, kv_window=window))
 

@@ -38,6 +38,8 @@ class HeadBlocks:
         ))
         if model.logit_scale:  # logits[tokens, V] * c (Cohere: logit_scale; Granite: 1 / logits_scaling)
             self.elementwise("logit_scale", 1, tokens * V_local, 1, 1, 1)
+        if model.logit_softcap:  # logits[tokens, V]: / c, tanh, * c (Gemma 2), one kernel each in eager PyTorch
+            self.elementwise("logit_softcap", 1, tokens * V_local, 3, 3, 10, launches=3)
         if self.tp_degree > 1:  # gather the vocabulary slices of the logits
             self.add(formula("collective")("lm_head.all_gather", 1, kind="all_gather",
                                            message_bytes=tokens * V_local * self.tp * self.ab, group=self.tp_degree))

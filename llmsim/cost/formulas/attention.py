@@ -22,12 +22,15 @@ def attention_scores(name: str, count: int, *, B: Expr, H: Expr, Sq: Expr, Skv: 
 
 @register("softmax")
 def softmax(name: str, count: int, *, B: Expr, H: Expr, Sq: Expr, Skv: Expr, ab: Expr, params: int = 0,
-            kv_window: int | None = None, eager: bool = False) -> Op:
+            kv_window: int | None = None, eager: bool = False, softcap: bool = False) -> Op:
     """probs[B, H, Sq, Skv] = softmax(scores) over the last axis (reads and writes the scores).
 
     eager=True: as transformers' eager attention runs it, one kernel per PyTorch op on the scores:
     scale (a read, a written), + mask (a, a), softmax into float32 (a, 4), .to(dtype) (4, a; none when
     a = 4), with a the activation bytes per element.
+    softcap=True (Gemma 2): scores = c * tanh(scores / c) first, three more kernels in eager PyTorch (/ c,
+    tanh, * c: 3a read, 3a written; 10 nominal FLOPs per score: tanh 8 as in tanh-GELU, / and * 1 each);
+    (a fused kernel caps inside its softmax: no extra traffic, and flash_attention counts none).
     """
     scores = B * H * Sq * Skv
     read, written, launches = scores * ab, scores * ab, 1
@@ -36,9 +39,11 @@ def softmax(name: str, count: int, *, B: Expr, H: Expr, Sq: Expr, Skv: Expr, ab:
         read = scores * (3 * ab + (4 if cast else 0))
         written = scores * (2 * ab + 4 + (ab if cast else 0))
         launches = 4 if cast else 3
+    if eager and softcap:
+        read, written, launches = read + 3 * scores * ab, written + 3 * scores * ab, launches + 3
     return make_op(
         name, "attention", count,
-        vector_flops=5 * scores,
+        vector_flops=(5 + (10 if softcap else 0)) * scores,
         bytes_read=read,
         bytes_written=written,
         param_count=params, param_bytes=params * float(value_scalar(ab)), kv_window=kv_window, launches=launches,
