@@ -86,6 +86,9 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
                        "written by `llmsim calibrate --from aiconfigurator` (default: the engine's)")
     for name, choices in _EXEC_OPTIONS.items():
         group.add_argument(f"--{name}", choices=choices, help=f"default: the engine's, else {choices[0]}")
+    group.add_argument("--pipeline-decode", dest="pipeline_decode", choices=("steady", "lockstep"),
+                       help="decode under --pipeline-parallel: micro-batches kept in flight across steps (steady, "
+                       "default, as serving engines run it) or one batch filling the pipeline every step")
     group.add_argument("--step-host-s", dest="step_host_s", type=float,
                        help="the engine's host work per step that the GPU waits for, in s (default: the engine's; "
                        "0 switches it off; `llmsim engines` gives each engine's figure and source)")
@@ -93,7 +96,7 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
-            "expert_parallel", "fused_projections", "engine", "tables", "step_host_s"]
+            "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "pipeline_decode"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 

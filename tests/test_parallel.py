@@ -192,3 +192,22 @@ def test_experts_touched_under_expert_parallelism_count_all_experts() -> None:
     ops = llmsim.build_ops("mixtral-8x7b", "decode", batch_size=64, kv_len=128, tensor_parallel=8, expert_parallel=8)
     down = next(op for op in ops if op.name.endswith("experts.down_proj"))
     assert down.formulas["weight_bytes"].value == pytest.approx(14336 * 4096 * 2 * (1 - 0.75 ** 64), rel=1e-12)
+
+
+def test_pipeline_decode_in_steady_state_pays_no_bubble_per_token() -> None:
+    kw = dict(batch_size=8, prompt_len=1024, gen_len=9, tensor_parallel=2)
+    steady = llmsim.simulate("llama-3.1-70b", "h100-sxm", pipeline_parallel=4, **kw)  # 4 micro-batches of 2
+    lock = llmsim.simulate("llama-3.1-70b", "h100-sxm", pipeline_parallel=4, pipeline_decode="lockstep", **kw)
+    p2p = next(op for op in steady.decode.ops if op.name == "pipeline.p2p").time_s
+    body = steady.decode.time_s - p2p  # the stages' work, without the hand-overs
+    # steady: max(m, p) / p = 4 / 4 of the whole model's steps at a micro-batch of 2; lock-step: (4 + 4 - 1) / 4
+    assert lock.decode.time_s - p2p == pytest.approx(body * 7 / 4, rel=1e-12)
+    whole = llmsim.simulate("llama-3.1-70b", "h100-sxm", batch_size=2, prompt_len=1024, gen_len=9, tensor_parallel=2)
+    assert body == pytest.approx(whole.decode.time_s, rel=1e-9)  # the same ops, one GPU holding all the layers
+    assert steady.ttft_s == lock.ttft_s  # a prefill fills and drains the pipeline either way
+    # fewer micro-batches than stages: the stages idle, max(1, 4) / 4 = 1 whole-model step at batch 8
+    one = llmsim.simulate("llama-3.1-70b", "h100-sxm", pipeline_parallel=4, num_microbatches=1, **kw)
+    assert one.decode.time_s - next(op for op in one.decode.ops if op.name == "pipeline.p2p").time_s == (
+        pytest.approx(llmsim.simulate("llama-3.1-70b", "h100-sxm", **kw).decode.time_s, rel=1e-9))
+    with pytest.raises(llmsim.errors.OptionError, match="pipeline_decode"):
+        llmsim.simulate("llama-3.1-70b", "h100-sxm", pipeline_parallel=4, pipeline_decode="wave", **kw)

@@ -98,7 +98,8 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
     decode = decode_totals(model, roofline, cost, micro, prompt_len, np.asarray(gen_len) - 1)
     if p > 1 or m > 1:
         prefill = pipeline_of(prefill, model, roofline, cost, micro, prompt_len, p, m)
-        decode = pipeline_of(decode, model, roofline, cost, micro, 1, p, m, steps=np.asarray(gen_len) - 1)
+        decode = pipeline_of(decode, model, roofline, cost, micro, 1, p, m, steps=np.asarray(gen_len) - 1,
+                             steady=execution.pipeline_decode == "steady")
         # one GPU holds 1/p of the layers: weights and KV cache of all m micro-batches, split by p
         kv_all = memory["kv_cache_bytes"] * m
         memory = dict(memory, weights_bytes=memory["weights_bytes"] / p, kv_cache_bytes=kv_all / p)
@@ -109,7 +110,7 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
 
 
 def pipeline_of(totals: PhaseTotals, model: ModelSpec, roofline: Roofline, cost: CostOptions, micro: Any,
-                tokens: Any, p: int, m: int, steps: Any = 1) -> PhaseTotals:
+                tokens: Any, p: int, m: int, steps: Any = 1, steady: bool = False) -> PhaseTotals:
     """A phase's totals on one GPU of a p-stage pipeline run by m micro-batches of `micro` sequences of
     `tokens` new tokens each (phases.pipelined, with the activation hand-over between stages); as given
     when p = m = 1."""
@@ -122,7 +123,7 @@ def pipeline_of(totals: PhaseTotals, model: ModelSpec, roofline: Roofline, cost:
     h, b = Expr.sym("h", model.hidden_size), Expr.sym("b", micro)
     S = Expr.sym("S", tokens) if not (isinstance(tokens, int) and tokens == 1) else Expr.const(1)
     p2p = formula("collective")("pipeline.p2p", p - 1, kind="p2p", message_bytes=b * S * h * ab, group=2)
-    return pipelined(totals, roofline, p, m, p2p, steps=steps)
+    return pipelined(totals, roofline, p, m, p2p, steps=steps, steady=steady)
 
 
 def evaluate_inputs(result: Any) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:

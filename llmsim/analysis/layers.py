@@ -126,7 +126,8 @@ def layer_table(result: Any, phase: str = "decode", step: int | None = None) -> 
     else:
         totals = decode_totals(spec, roofline, cost, micro, kv_len, 1)
     totals = pipeline_of(totals, spec, roofline, cost, micro, result.prompt_len if phase == "prefill" else 1,
-                         result.pipeline_parallel, result.num_microbatches)
+                         result.pipeline_parallel, result.num_microbatches,
+                         steady=phase == "decode" and execution.pipeline_decode == "steady")
     columns = {key: list(map(float, values)) for key, values in totals.per_op.items()}
     step_time_s = float(sum(columns["time_s"]))
     fields = _op_fields(totals, columns, step_time_s, roofline)

@@ -36,6 +36,9 @@ class ExecutionOptions(BaseModel):
     - step_host_s: the engine's host work per step that the GPU waits for, charged to each "engine.step"
       op (CostOptions.engine_step; llmsim.engines sets both, with their sources); 0, or overhead="none",
       switches it off.
+    - pipeline_decode="steady" (default): under pipeline parallelism the decode micro-batches stay in flight
+      across steps, as serving engines run them (no bubble per token once micro-batches >= stages);
+      "lockstep": one static batch whose every step fills and drains the pipeline (timing.phases.pipelined).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,6 +49,7 @@ class ExecutionOptions(BaseModel):
     tables: str | None = None
     table_families: tuple[str, ...] | None = None
     step_host_s: float = 0.0  # seconds of host work per engine step the GPU waits for ("engine.step" ops)
+    pipeline_decode: str = "steady"  # decode under pipeline parallelism: micro-batches kept in flight, or "lockstep"
 
     @classmethod
     def make(cls, **values: Any) -> ExecutionOptions:
@@ -53,6 +57,7 @@ class ExecutionOptions(BaseModel):
         check_choice("efficiency", values.get("efficiency", "achievable"), EFFICIENCY_MODES)
         check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
         check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
+        check_choice("pipeline_decode", values.get("pipeline_decode", "steady"), ("steady", "lockstep"))
         if "step_host_s" in values:
             from ..errors import check_positive
 

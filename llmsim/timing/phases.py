@@ -119,22 +119,24 @@ def _shape_of(*values: Any) -> tuple[int, ...]:
 
 
 def pipelined(totals: PhaseTotals, roofline: Roofline, stages: int, microbatches: int, p2p: Op,
-              steps: Any = 1) -> PhaseTotals:
+              steps: Any = 1, steady: bool = False) -> PhaseTotals:
     """Totals of one GPU of a `stages`-deep pipeline, from the totals of the whole model run on one
     micro-batch (batch / microbatches sequences).
 
-    Each of the m micro-batches passes p stages holding 1/p of the model each, so the phase takes
-    (m + p - 1) stage times (the pipeline bubble is the p - 1), plus the activation hand-overs between
-    stages on the critical path ((p - 1) point-to-point transfers per step); one GPU does m/p of the
-    whole model's FLOPs and bytes of one micro-batch.
-    approximation: layers, embedding and LM head spread evenly over the stages.
-    approximation: decode steps in lock-step (one static batch): every step refills the pipeline, so every
-    token pays the bubble; engines that keep micro-batches in flight across steps (steady-state pipelined
-    serving) do not, and their TPOT is lower.
+    Each of the m micro-batches passes p stages holding 1/p of the model each. One pass that fills and
+    drains the pipeline (a prefill; decode in lock-step) takes (m + p - 1) stage times (the pipeline bubble
+    is the p - 1). In steady state (steady=True: decode steps with the micro-batches kept in flight across
+    steps, as serving engines' pipeline parallelism runs them) a stage starts a micro-batch's next token as
+    soon as it has passed the last stage, so a step of every micro-batch takes max(m, p) stage times: no
+    bubble once m >= p, idle stages when m < p. Plus the activation hand-overs between stages on the
+    critical path ((p - 1) point-to-point transfers per step); one GPU does m/p of the whole model's FLOPs
+    and bytes of one micro-batch.
+    approximation: layers, embedding and LM head spread evenly over the stages; the hand-overs are not
+    overlapped with other micro-batches' work.
     """
     if stages == 1 and microbatches == 1:
         return totals
-    time_scale = (microbatches + stages - 1) / stages
+    time_scale = (max(microbatches, stages) if steady else microbatches + stages - 1) / stages
     work_scale = microbatches / stages
     per_op = {key: [v * (time_scale if key in PARTS else work_scale) for v in values]
               for key, values in totals.per_op.items()}
