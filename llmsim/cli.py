@@ -634,7 +634,14 @@ def _analyze(args: argparse.Namespace) -> int:
 
     _check_out(args.out)
     if args.model.startswith("diffusers:"):
+        import importlib.util
+
         from .trace.diffusion import analyze_pipeline
+
+        missing = [name for name in ("torch", "diffusers") if importlib.util.find_spec(name) is None]
+        if missing:  # both named at once, not one install after the other
+            raise ImportError(f"{args.model} needs torch and diffusers ({' and '.join(missing)} missing): "
+                              f"pip install 'llmsim[validate,models]'")
 
         pipeline = analyze_pipeline(args.model.removeprefix("diffusers:"), args.batch_size, args.latent, args.steps,
                                     args.cfg, hardware=args.hardware, dtype=args.dtype, engine=args.engine)

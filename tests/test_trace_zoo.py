@@ -124,3 +124,16 @@ def test_zoo_at_default_sizes_equal_flop_counter() -> None:
         module, inputs = hf_vision(name, batch_size=2)
         result = llmsim.analyze(module, inputs, dtype="float32", engine="transformers")
         assert result.matmul_flops == _flop_counter(module, inputs, {}), name
+
+
+def test_a_diffusers_target_without_diffusers_names_both_extras(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from llmsim.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "diffusers" else real(name, *a))
+    assert main(["analyze", "diffusers:unet-sd15", "--hardware", "h100-sxm"]) == 2
+    assert ("diffusers:unet-sd15 needs torch and diffusers (diffusers missing): pip install "
+            "'llmsim[validate,models]'") in capsys.readouterr().err
