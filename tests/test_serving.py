@@ -325,3 +325,35 @@ def test_fixed_size_states_come_from_the_pool_per_running_request() -> None:
     used = r.steps_to_pandas()["kv_blocks_used"]
     assert 0 < used.max() <= limits.kv_blocks
     assert used.max() >= 64 * 503  # 64 running requests hold their states at the peak
+
+
+def test_pipeline_parallel_serving_matches_simulate_at_the_limits() -> None:
+    kw = dict(prompt_len=1024, gen_len=33, tensor_parallel=2)
+    # one request at a time through 2 stages: a whole-model pass plus one hand-over, as simulate
+    s = llmsim.simulate("llama-3.1-70b", GPU, batch_size=1, pipeline_parallel=2, **kw)
+    r = llmsim.serve("llama-3.1-70b", GPU, concurrency=1, num_requests=2, pipeline_parallel=2, **kw)
+    assert r.gpus == 4 and "pipeline" in r.assumptions
+    assert r.ttft_s.mean == pytest.approx(s.ttft_s, rel=1e-3)
+    assert r.tpot_s.mean == pytest.approx(s.tpot_s, rel=1e-3)
+    # 16 clients decoding together: 2 micro-batches of 8 in flight, each step the whole model at a batch of 8
+    # plus a hand-over, as simulate's steady-state pipelined decode of a batch of 16 in 2 micro-batches
+    kw16 = dict(kw, prompt_len=256)  # 16 x 256 = 4096 prompt tokens: one prefill step within the 8192 budget
+    s16 = llmsim.simulate("llama-3.1-70b", GPU, batch_size=16, pipeline_parallel=2, num_microbatches=2, **kw16)
+    r16 = llmsim.serve("llama-3.1-70b", GPU, concurrency=16, num_requests=16, pipeline_parallel=2, **kw16)
+    assert r16.step_log["prefill_tokens"][0] == 16 * 256
+    decode_s = r16.step_log["time_s"][1:]
+    assert len(decode_s) == 32 and decode_s.sum() == pytest.approx(s16.decode.time_s, rel=1e-3)
+    # each GPU holds half the layers: about twice the KV cache of tensor_parallel=2 alone (which does not fit)
+    tp4 = llmsim.serve("llama-3.1-70b", GPU, concurrency=1, num_requests=1, prompt_len=1024, gen_len=33,
+                       tensor_parallel=4)
+    assert r.kv_cache_tokens == pytest.approx(tp4.kv_cache_tokens, rel=0.01)  # the same weights per GPU
+    with pytest.raises(OptionError, match="pipeline_parallel=200 exceeds the model's 80 layers"):
+        llmsim.serve("llama-3.1-70b", GPU, concurrency=1, num_requests=1, pipeline_parallel=200, **kw)
+
+
+def test_pipeline_parallel_on_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from llmsim.cli import main
+
+    assert main(["serve", "llama-3.1-70b", "--hardware", GPU, "--concurrency", "4", "--num-requests", "4",
+                 "--prompt-len", "256", "--gen-len", "8", "--tensor-parallel", "2", "--pipeline-parallel", "2"]) == 0
+    assert "x4 (vllm, tensor_parallel=2, pipeline_parallel=2)" in capsys.readouterr().out

@@ -44,7 +44,7 @@ def engine_defaults(engine: str, hardware: HardwareSpec) -> dict[str, Any]:
 def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, engine: str,
                      longest_request: int, max_num_seqs: Any = None, max_num_batched_tokens: Any = None,
                      gpu_memory_utilization: Any = None, block_size: Any = None,
-                     mixed_batches: Any = None) -> SchedulerLimits:
+                     mixed_batches: Any = None, pipeline_parallel: int = 1) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace:
 
@@ -70,9 +70,13 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         seqs = tokens  # approximation: vLLM refuses max_num_batched_tokens < max_num_seqs; one token each
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
     tp = options.tensor_parallel
-    state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp))  # per sequence, fixed
-    per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) - state
-    free = (util * hardware.memory_capacity_bytes - weights_bytes(model, options)
+    # one GPU of a pipeline stage holds 1/p of the layers: their weights, KV cache and states
+    # (approximation: layers, embedding and LM head spread evenly over the stages)
+    p = pipeline_parallel
+    state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p  # per sequence
+    per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p \
+        - state
+    free = (util * hardware.memory_capacity_bytes - weights_bytes(model, options) / p
             - float(peak_activation_bytes(model, options, 1, tokens)) - workspace_bytes(hardware))
     block_bytes = block * per_token if per_token > 0 else state  # a state-only model: one state per block
     blocks = int(free // block_bytes) if block_bytes > 0 else 1 << 40
@@ -82,7 +86,7 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         holds = (f"{max(blocks, 0) * block} tokens" if per_token > 0 else f"{max(blocks, 0)} sequence states")
         with_state = f" plus its fixed-size state ({state / _GIB:.2f} GiB)" if state else ""
         raise OptionError(
-            f"the KV cache holds {holds} per GPU after the weights ({weights_bytes(model, options) / _GIB:.1f} "
+            f"the KV cache holds {holds} per GPU after the weights ({weights_bytes(model, options) / p / _GIB:.1f} "
             f"GiB) at gpu_memory_utilization={util}, fewer than the longest request's {longest_request} tokens"
             f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,

@@ -41,6 +41,7 @@ class ServingResult(BaseModel):
     tensor_parallel: int
     gpus: int
     num_requests: int
+    pipeline_parallel: int = 1
     request_rate: float | None
     concurrency: int | None
     arrival: str
@@ -102,6 +103,7 @@ class ServingResult(BaseModel):
                 else f"concurrency {self.concurrency}")
         lines = [
             f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, tensor_parallel={self.tensor_parallel}"
+            f"{f', pipeline_parallel={self.pipeline_parallel}' if self.pipeline_parallel > 1 else ''}"
             f"{', ' + self.mode if self.mode != 'aggregated' else ''}): {self.num_requests} requests at {load}",
             f"  engine: max_num_seqs {self.max_num_seqs}, max_num_batched_tokens {self.max_num_batched_tokens}, "
             f"KV cache {self.kv_cache_tokens:,} tokens (block {self.block_size})",

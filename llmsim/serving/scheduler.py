@@ -347,7 +347,7 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
     c, held = run.computed[:m], run.blocks[:m]
     mean0 = (grow * float(c.sum()) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached tokens, mean
     means = mean0 + grow * np.arange(k, dtype=float)
-    times = cost.tokens(0, m) + cost.lm_head(m, m) + cost.decode_attention(m, means) + cost.proposals(m, means)
+    times = cost.decode_steps_s(m, means)
     if limit_s is not None:
         starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
         k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival

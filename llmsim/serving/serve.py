@@ -23,14 +23,15 @@ _STEP_COSTS: dict[tuple, StepCost] = {}
 
 
 def _step_cost(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
-               max_tokens: int, max_seqs: int, max_len: int, speculation: Speculation | None = None) -> StepCost:
+               max_tokens: int, max_seqs: int, max_len: int, speculation: Speculation | None = None,
+               stages: int = 1) -> StepCost:
     """The step-cost grids, kept for the last few setups (a planner calls serve() many times)."""
-    key = (model, hardware.model_dump_json(), cost, execution, max_tokens, max_seqs, max_len, speculation)
+    key = (model, hardware.model_dump_json(), cost, execution, max_tokens, max_seqs, max_len, speculation, stages)
     if key not in _STEP_COSTS:
         if len(_STEP_COSTS) >= 16:
             _STEP_COSTS.pop(next(iter(_STEP_COSTS)))
         _STEP_COSTS[key] = StepCost(model, Roofline(hardware, execution), cost, max_tokens, max_seqs, max_len,
-                                    speculation)
+                                    speculation, stages)
     return _STEP_COSTS[key]
 
 
@@ -41,7 +42,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
           shared_prefix_len: int = 0, prefix_groups: int = 1, prefix_caching: bool = True,
           speculative: dict[str, Any] | None = None, mixed_batches: bool | None = None,
-          **options: Any) -> ServingResult:
+          pipeline_parallel: int = 1, **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
@@ -59,19 +60,26 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization, block_size,
     mixed_batches (True: prefill chunks share a step with decodes, vLLM and TensorRT-LLM; False: prefill
     first, a step prefills while prompts can start, SGLang's default).
+    pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in
+    flight across steps as vLLM runs them (StepCost.step_s); each GPU holds 1/p of the weights and KV cache.
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
     """
     spec, hw, cost, execution = resolve(model, hardware, engine, **options)
+    stages = check_one("pipeline_parallel", pipeline_parallel, 1)
+    if stages > spec.num_layers:
+        raise OptionError(f"pipeline_parallel={stages} exceeds the model's {spec.num_layers} layers")
     prompts, gens, arrivals, concurrency = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
                                                          num_requests, arrival, burstiness, lengths_csv, seed, ramp_s)
     longest = int(np.max(prompts + gens - 1))
     groups = prefix_groups_of(prompts, shared_prefix_len, prefix_groups, seed)
     engine_name = execution.engine or "vllm"
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
-                              gpu_memory_utilization, block_size, mixed_batches)
+                              gpu_memory_utilization, block_size, mixed_batches, stages)
+    if speculative is not None and stages > 1:
+        raise OptionError("speculative decoding with pipeline_parallel > 1 is not modelled; use one of the two")
     speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
     step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
-                           max(longest, 2), speculation)
+                           max(longest, 2), speculation, stages)
     run_gens = gens
     if speculation is not None:  # decode steps a request takes: its first token, then tokens_per_step a step
         run_gens = 1 + np.ceil((gens - 1) / speculation.tokens_per_step).astype(np.int64)
@@ -86,8 +94,12 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         f"{speculation.method}, {speculation.num_tokens} proposals per step at acceptance "
         f"{speculation.acceptance_rate:g}: {speculation.tokens_per_step:.2f} tokens per decode step; the verifying "
         "tokens read the KV cache once; KV blocks grow one token per step")}
+    if stages > 1:
+        extra["pipeline"] = (f"{stages} stages of {cost.tensor_parallel} GPU(s), micro-batches kept in flight "
+                             "across steps; layers, weights and KV cache split evenly over the stages")
     return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps,
-                   prefix_note=note, extra_assumptions=extra)
+                   prefix_note=note, extra_assumptions=extra, gpus=cost.tensor_parallel * stages,
+                   pipeline_parallel=stages)
 
 
 def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_len: Any, gen_len: Any,
@@ -201,8 +213,9 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
         assumptions={
             "scheduler": "vLLM V1 continuous batching: running requests first, then waiting ones first come "
                          "first served; chunked prefill within max_num_batched_tokens; recompute on preemption",
-            "step time": "one forward pass of the mixed batch from the per-op cost model; decode attention at "
-                         "the batch's mean cached length; no per-step engine cost (scheduling, sampling) yet",
+            "step time": "one forward pass of the mixed batch from the per-op cost model, with the engine's "
+                         "host time per step (engine.step) where it has one; decode attention at the batch's "
+                         "mean cached length",
             "prefix caching": prefix_note,
             **(extra_assumptions or {}),
         },

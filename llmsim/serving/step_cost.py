@@ -120,9 +120,16 @@ class StepCost:
     """
 
     def __init__(self, model: ModelSpec, roofline: Roofline, options: CostOptions, max_tokens: int,
-                 max_seqs: int, max_len: int, speculation: Speculation | None = None) -> None:
+                 max_seqs: int, max_len: int, speculation: Speculation | None = None, stages: int = 1) -> None:
         self.max_tokens, self.max_seqs, self.max_len = max_tokens, max_seqs, max_len
         self.speculation = speculation
+        self.stages = stages  # pipeline stages (see step_s)
+        if stages > 1:  # the hidden state handed from stage to stage, per token: one p2p transfer
+            _, act_dtype, _ = options.resolved_dtypes(model.dtype)
+            from ..dtypes import dtype_bytes
+
+            per_token = model.hidden_size * dtype_bytes(act_dtype)
+            self._p2p = lambda tokens: float(roofline.collective_s("p2p", tokens * per_token, 2)) if tokens else 0.0
         self.query = speculation.num_tokens + 1 if speculation else 1  # target tokens per decode request
         rows = max_seqs * self.query
         tokens = np.arange(1, max_tokens + rows + 1, dtype=float)  # T = 1 .. budget (+ verified proposals)
@@ -219,7 +226,65 @@ class StepCost:
     # ---- one step -----------------------------------------------------------------------------------
     def step_s(self, decode_lengths_sum: float, n_decode: int, chunks: list[tuple[int, int]], n_emit: int) -> float:
         """Time of one step: n_decode decode requests with decode_lengths_sum cached tokens in all, the
-        prefill chunks (q new tokens after c cached) and n_emit requests sampling a token."""
+        prefill chunks (q new tokens after c cached) and n_emit requests sampling a token.
+
+        Pipeline parallelism (stages p > 1), in steady state as serving engines run it (vLLM keeps p batches
+        in flight): the step's requests form m = min(p, requests) micro-batches, decodes spread evenly and each
+        chunk joining the micro-batch with the fewest tokens; micro-batch i takes t_i for the whole model
+        (this class's one-pass time). A stage works through every micro-batch (sum_i t_i / p) and a
+        micro-batch passes every stage (t_i), plus p - 1 activation hand-overs of the largest micro-batch (h)
+        on the critical path, as simulate(pipeline_decode="steady") counts them:
+
+            max(sum_i t_i / p, max_i t_i) + (p - 1) h
+
+        approximation: layers spread evenly over the stages; every step in steady state (filling the
+        pipeline when a busy period starts is not charged); hand-overs not overlapped with compute; the
+        chunks that finish their prompt this step are the first ones placed (which ones sample a token is
+        not known here).
+        """
+        if self.stages == 1:
+            return self._one_pass(decode_lengths_sum, n_decode, chunks, n_emit)
+        p = self.stages
+        m = max(min(p, n_decode + len(chunks)), 1)
+        decodes = [n_decode // m + (i < n_decode % m) for i in range(m)]
+        mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
+        placed: list[list[tuple[int, int]]] = [[] for _ in range(m)]
+        tokens = [d * self.query for d in decodes]
+        for q, c in chunks:
+            i = tokens.index(min(tokens))
+            placed[i].append((q, c))
+            tokens[i] += q
+        chunk_emits = n_emit - n_decode
+        total, slowest = 0.0, 0.0
+        for i in range(m):
+            emits = min(len(placed[i]), max(chunk_emits, 0))
+            chunk_emits -= emits
+            t = self._one_pass(mean_len * decodes[i], decodes[i], placed[i], decodes[i] + emits)
+            total += t / p
+            slowest = max(slowest, t)
+        return max(total, slowest) + (p - 1) * self._p2p(max(tokens))
+
+    def decode_steps_s(self, n: int, mean_lens: np.ndarray) -> np.ndarray:
+        """Times of pure decode steps of n requests at each of mean_lens (step_s without chunks, vectorised)."""
+        def one_pass(k: int) -> np.ndarray:
+            return (self.tokens(0, k) + self.lm_head(k, k) + self.decode_attention(k, mean_lens)
+                    + self.proposals(k, mean_lens))
+        if self.stages == 1:
+            return one_pass(n)
+        p = self.stages
+        m = min(p, n)
+        small, big = n // m, n // m + 1
+        bigs = n % m
+        t_small = one_pass(small)
+        total, slowest = (m - bigs) * t_small / p, t_small
+        if bigs:
+            t_big = one_pass(big)
+            total, slowest = total + bigs * t_big / p, np.maximum(slowest, t_big)
+        return np.maximum(total, slowest) + (p - 1) * self._p2p((big if bigs else small) * self.query)
+
+    def _one_pass(self, decode_lengths_sum: float, n_decode: int, chunks: list[tuple[int, int]],
+                  n_emit: int) -> float:
+        """step_s of the whole model run on one pass (no pipeline)."""
         prefill_tokens = sum(q for q, _ in chunks)
         time_s = self.tokens(prefill_tokens, n_decode) + self.lm_head(n_emit, n_decode)
         pairs = sum(q * c + q * q / 2 for q, c in chunks)
