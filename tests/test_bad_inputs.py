@@ -278,6 +278,23 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "table_families=5 must be a list of family names"),  # was: TypeError
     ("simulate-table-families-unknown", _simulate(table_families=["gemmx"]), OptionError,
      "table_families='gemmx' is not allowed; choose one of"),
+    # ---- engine host time, pipeline decode, pipelined serving ------------------------------------------
+    ("simulate-step-host-string", _simulate(step_host_s="x"), OptionError,
+     "step_host_s='x' must be a positive number of seconds"),
+    ("simulate-step-host-nan", _simulate(step_host_s=float("nan")), OptionError, "step_host_s=nan must be"),
+    ("simulate-step-host-bool", _simulate(step_host_s=True), OptionError, "step_host_s=True must be"),
+    ("sweep-step-host-negative", _sweep(step_host_s=-1), OptionError, "step_host_s=-1 must be"),
+    ("simulate-pipeline-decode-unknown", _simulate(pipeline_decode=5), OptionError,
+     "pipeline_decode=5 is not allowed; choose one of lockstep, steady"),
+    ("simulate-engine-step-string", _simulate(engine_step="yes"), OptionError,
+     "engine_step must be True or False, not 'yes'"),
+    ("serve-pipeline-zero", lambda: llmsim.serve("llama-3.1-8b", GPU, concurrency=1, num_requests=1,
+                                                  pipeline_parallel=0), OptionError, "pipeline_parallel=0 must be"),
+    ("serve-pipeline-float", lambda: llmsim.serve("llama-3.1-8b", GPU, concurrency=1, num_requests=1,
+                                                   pipeline_parallel=2.5), OptionError, "pipeline_parallel=2.5 must"),
+    ("serve-pipeline-with-speculation", lambda: llmsim.serve(
+        "llama-3.1-8b", GPU, concurrency=1, num_requests=1, pipeline_parallel=2, speculative={"method": "ngram"}),
+     OptionError, "speculative decoding with pipeline_parallel > 1 is not modelled"),
 ]
 
 
