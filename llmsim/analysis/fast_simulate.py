@@ -28,6 +28,7 @@ from ..timing.fast_path import ScalarPlan
 from ..timing.fast_sweep import VectorPhases
 from ..timing.roofline import BOUNDS
 from .memory import MemoryResult, footprint, weights_bytes, workspace_bytes
+from .provenance import assumptions_of, provenance_of
 from .results import OpResult, PhaseResult, SimulationResult
 
 
@@ -70,14 +71,13 @@ class _Prepared:
     def __init__(self, loaded: tuple[Any, Any], spec: ModelSpec, hw: HardwareSpec, cost: Any, execution: Any,
                  plan: ScalarPlan) -> None:
         from ..dtypes import dtype_bytes
-        from .simulate import _assumptions, _provenance
 
         self.loaded, self.inputs, self.plan = loaded, (spec, hw, cost, execution), plan
         roofline = plan.roofline
         self.weights = weights_bytes(spec, cost)
         self.workspace = workspace_bytes(hw)
-        self.assumptions = _assumptions(spec, hw, cost, execution)
-        self.provenance = _provenance(roofline, tuple(_FixedOnly(p) for p in (plan.prefill, plan.decode)))
+        self.assumptions = assumptions_of(spec, hw, cost, execution)
+        self.provenance = provenance_of(roofline, tuple(_FixedOnly(p) for p in (plan.prefill, plan.decode)))
         # per phase, each op's (name, kind, count, source)
         self.fixed = tuple(list(zip(p.fixed.names, p.fixed.kinds, p.fixed.counts,
                                     [where for where, _ in roofline.sources_of(p.fixed)]))
@@ -91,7 +91,7 @@ class _Prepared:
 
 
 class _FixedOnly:
-    """A stand-in for PhaseTotals where _provenance reads only `.fixed`."""
+    """A stand-in for PhaseTotals where provenance_of reads only `.fixed`."""
 
     def __init__(self, phase: Any) -> None:
         self.fixed = phase.fixed

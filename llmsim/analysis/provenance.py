@@ -1,0 +1,75 @@
+"""What a simulation result says about itself: the assumptions it made (weights and dtypes, kernels, peaks,
+overheads) and where its op times came from (the measured tables, and why any op is on the roofline).
+Shared by simulate() and its scalar fast path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cost.workload import CostOptions
+from ..hardware.spec import HardwareSpec
+from ..models.spec import ModelSpec
+from ..timing.phases import PhaseTotals
+from ..timing.roofline import ExecutionOptions, Roofline
+
+
+def provenance_of(roofline: Roofline, phases: tuple[PhaseTotals, ...]) -> dict[str, Any]:
+    """The measured tables the ops were timed from (family -> source) and why any op was not."""
+    tables: dict[str, str] = {}
+    reasons: dict[str, None] = {}
+    if roofline.tables_note:
+        reasons[roofline.tables_note] = None
+    if roofline.measured is not None:
+        for totals in phases:
+            for where, why in roofline.sources_of(totals.fixed):
+                if where == "roofline":
+                    if why:
+                        reasons[why] = None
+                elif where.endswith("(proxy)"):  # another engine's table of the device: why says which and why
+                    tables.setdefault(where, why)
+                else:
+                    family = where.split(" ")[-1]
+                    tables.setdefault(family, roofline.measured.kernels.source(family))
+                    note = why.partition("; ")[2]  # the table's label, then any approximation it made
+                    if note and note not in tables[family]:
+                        tables[family] += f"; {note}"
+    return {"measured_tables": tables, "roofline_reasons": list(reasons)}
+
+
+def assumptions_of(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions
+                   ) -> dict[str, str]:
+    """The assumptions a result prints: weights, dtypes, kernels, peaks, overheads, overlap."""
+    weight, act, kv = cost.resolved_dtypes(model.dtype)
+    roofline = Roofline(hw, execution)
+    from ..dtypes import MATMUL_PRECISION
+
+    precision = MATMUL_PRECISION[act]
+    matmul_flops_per_s = roofline.matmul_flops_per_s(precision)
+    fraction = matmul_flops_per_s / hw.matrix_peak_flops_per_s(precision)
+    without_table = "; ops without a measured table" if roofline.measured else ""
+    return {
+        "weights": weights_line(model, cost),
+        "dtypes": f"weights {'per the weights line' if model.quantization and not cost.weight_dtype else weight}, "
+                  f"activations {act}, KV {kv}",
+        "kernels": f"attention={cost.attention}, logits={cost.logits}, mla={cost.mla}, fusion={cost.fusion}",
+        "matmul_peak": f"{matmul_flops_per_s / 1e12:.1f} TFLOP/s {precision} "
+        f"({execution.efficiency}, fraction {fraction:.2f}{without_table})",
+        "bandwidth": f"{roofline.bandwidth_bytes_per_s / 1e12:.3f} TB/s (fraction {roofline.memory_fraction:.2f})",
+        "overhead": f"{execution.overhead}: launch {roofline.launch_s * 1e6:.1f} us, dispatch "
+        f"{roofline.dispatch_s * 1e6:.1f} us per kernel" + (
+            f", engine host {roofline.step_host_s * 1e3:.2f} ms per step" if cost.engine_step and roofline.step_host_s
+            else ""),
+        "overlap": execution.overlap,
+    }
+
+
+def weights_line(model: ModelSpec, cost: CostOptions) -> str:
+    """How the weights are costed and where that comes from: the weight_dtype argument, or the config's
+    quantization_config per module role, or the config's dtype (or what was assumed and why)."""
+    if cost.weight_dtype:
+        over = f", overrides quantization_config {model.quantization.method}" if model.quantization else ""
+        return f"{cost.weight_dtype} everywhere (weight_dtype argument{over})"
+    line = model.weights_source()
+    if model.quantization is not None and model.dtype_source and not model.dtype_source.endswith("(config)"):
+        line += f"; {model.dtype_source}"
+    return line
