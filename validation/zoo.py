@@ -38,8 +38,9 @@ FILE_LABELS = {"shipped": "cpu-calibrated.toml", "here": "cpu-calibrated-zoo.tom
 FILE_NOTES = {
     "shipped": "the repository's calibrated CPU file, measured on 2026-11-22 on another machine ('Intel(R) Xeon(R) "
                "Processor', its description says) by wall clock",
-    "here": "`llmsim calibrate --dtypes float32 --threads 1` run on this machine just before these measurements, "
-            "with the calibration that times 1-thread CPU runs by process CPU time (the cpuacc branch, af148f2)",
+    "here": "`llmsim calibrate --device cpu --dtypes float32 --threads 1` run on this machine just before these "
+            "measurements (1-thread runs timed by process CPU time), on a quiet machine (load about 1; the "
+            "previous calibration, taken at load 8-9, had a 22 % matmul spread, this one 3.6 %)",
 }
 REPEATS, WARMUP = 5, 1
 CLASSES = ("convolution", "matmul", "attention", "norm", "other")
@@ -187,9 +188,9 @@ def main(names: list[str]) -> None:
         f"the minimum of {REPEATS} runs after {WARMUP} warm-up; the wall time's minimum beside it. Predicted: "
         "`llmsim.analyze(..., engine='transformers', dtype='float32', hardware=FILE)` (traced on meta). "
         "Reproduce: `PYTHONPATH=. python validation/zoo.py`.", "",
-        f"**The machine was loaded**: 2 cores shared with other agents, 1-minute load average {min(loads):.1f} to "
-        f"{max(loads):.1f} while measuring. A process waiting for a core does not add CPU time, which is why "
-        "the CPU time is the measure (the wall time counts the other work); caches and memory bandwidth are "
+        f"**Machine load**: 2 cores, 1-minute load average {min(loads):.1f} to {max(loads):.1f} while "
+        f"measuring ({'quiet' if max(loads) < 2 else 'shared with other work'}). A process waiting for a core "
+        "does not add CPU time, which is why the CPU time is the measure (the wall time counts the other work); caches and memory bandwidth are "
         "still shared, which CPU time does not remove.", "",
         *[f"Median |error| over {len(errors[f])} models against {FILE_LABELS[f]}: **{medians[f]:.1%}** "
           "(target 15 %)." for f in files], "",
