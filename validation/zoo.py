@@ -190,8 +190,8 @@ def main(names: list[str]) -> None:
         "Reproduce: `PYTHONPATH=. python validation/zoo.py`.", "",
         f"**Machine load**: 2 cores, 1-minute load average {min(loads):.1f} to {max(loads):.1f} while "
         f"measuring ({'quiet' if max(loads) < 2 else 'shared with other work'}). A process waiting for a core "
-        "does not add CPU time, which is why the CPU time is the measure (the wall time counts the other work); caches and memory bandwidth are "
-        "still shared, which CPU time does not remove.", "",
+        "does not add CPU time, which is why the CPU time is the measure (the wall time counts the other "
+        "work); caches and memory bandwidth are still shared, which CPU time does not remove.", "",
         *[f"Median |error| over {len(errors[f])} models against {FILE_LABELS[f]}: **{medians[f]:.1%}** "
           "(target 15 %)." for f in files], "",
         "Hardware files (calibration data, kept apart from these models: matmuls, copies and element-wise ops "
