@@ -27,7 +27,7 @@ from ..models.spec import ModelSpec
 from .measured import TableRead
 from .op_columns import ELEMENTWISE_KINDS, group_key
 from .op_fields import _template_fields
-from .roofline import ExecutionOptions, Roofline
+from .roofline import ExecutionOptions, Roofline, crossing_pairs
 
 _SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 # per run, each op's: matmul_flops, vector_flops, bytes_read, bytes_written, weight_bytes, comm_bytes,
@@ -350,11 +350,7 @@ class ScalarPlan:
                 count * b_sum)
 
     def _crossings(self, c0: float, cs: float, m0: float, ms: float, launches: float) -> list[float]:
-        """Roofline.crossings of one op."""
-        dispatch = launches * self.dispatch_s - launches * self.launch_s
-        pairs = [(c0 - m0, cs - ms)]
-        if self.dispatch_s > 0 and self.async_host:
-            pairs += [(c0 - dispatch, cs), (m0 - dispatch, ms)]
-            if not self.overlap_max:
-                pairs = [(c0 + m0 - dispatch, cs + ms)]
+        """Roofline.crossings of one op, in Python floats."""
+        pairs = crossing_pairs(c0, cs, m0, ms, launches, self.launch_s, self.dispatch_s, self.async_host,
+                               self.overlap_max)
         return [-diff0 / slope if slope != 0 else math.inf for diff0, slope in pairs]

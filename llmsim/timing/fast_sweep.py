@@ -18,6 +18,7 @@ import numpy as np
 from .decode_sum import segments
 from .fast_path import ScalarPhase, ScalarPlan, _OpPlan
 from .op_totals import PARTS
+from .roofline import crossing_offsets, crossing_pairs
 
 
 class BlockTotals:
@@ -159,18 +160,9 @@ class VectorPhases:
 
     def _crossings(self, c0: Any, cs: Any, m0: Any, ms: Any, launches: float) -> list[Any]:
         plan = self.plan
-        dispatch = launches * plan.dispatch_s - launches * plan.launch_s
-        pairs = [(c0 - m0, cs - ms)]
-        if plan.dispatch_s > 0 and plan.async_host:
-            pairs += [(c0 - dispatch, cs), (m0 - dispatch, ms)]
-            if not self.overlap_max:
-                pairs = [(c0 + m0 - dispatch, cs + ms)]
-        out = []
-        for diff0, slope in pairs:
-            diff0, slope = np.asarray(diff0, dtype=float), np.asarray(slope, dtype=float)
-            shape = np.broadcast_shapes(diff0.shape, slope.shape)
-            out.append(np.divide(-diff0, slope, out=np.full(shape, np.inf), where=slope != 0))
-        return out
+        pairs = crossing_pairs(c0, cs, m0, ms, launches, plan.launch_s, plan.dispatch_s, plan.async_host,
+                               self.overlap_max)
+        return [crossing_offsets(diff0, slope) for diff0, slope in pairs]
 
 
 def _at(v0: Any, v1: Any, u: np.ndarray) -> np.ndarray:

@@ -336,18 +336,31 @@ class Roofline:
     def crossings(self, c0: Any, cs: Any, m0: Any, ms: Any, launches: int) -> list[Any]:
         """Real L offsets where two of an op's affine terms (compute, memory, host dispatch) cross,
         given each term as value at offset 0 plus slope per step. Non-crossings are +inf."""
-        dispatch = launches * self.dispatch_s - launches * self.launch_s
-        pairs = [(c0 - m0, cs - ms)]
-        if self.dispatch_s > 0 and self.async_host:
-            pairs += [(c0 - dispatch, cs), (m0 - dispatch, ms)]
-            if self.execution.overlap == "sum":
-                pairs = [(c0 + m0 - dispatch, cs + ms)]
-        out = []
-        for diff0, slope in pairs:
-            diff0, slope = np.asarray(diff0, dtype=float), np.asarray(slope, dtype=float)
-            shape = diff0.shape if diff0.shape == slope.shape else np.broadcast_shapes(diff0.shape, slope.shape)
-            out.append(np.divide(-diff0, slope, out=np.full(shape, np.inf), where=slope != 0))
-        return out
+        pairs = crossing_pairs(c0, cs, m0, ms, launches, self.launch_s, self.dispatch_s, self.async_host,
+                               self.execution.overlap == "max")
+        return [crossing_offsets(diff0, slope) for diff0, slope in pairs]
+
+
+def crossing_pairs(c0: Any, cs: Any, m0: Any, ms: Any, launches: Any, launch_s: float, dispatch_s: float,
+                   async_host: bool, overlap_max: bool) -> list[tuple[Any, Any]]:
+    """(difference at offset 0, difference of slopes) of each pair of an op's affine time terms that can
+    cross: compute and memory, and with asynchronous host dispatch each of them (or, with overlap "sum",
+    their sum) against the dispatch time beyond the launches. Shared by Roofline.crossings and the fast
+    paths (timing.fast_path, timing.fast_sweep)."""
+    dispatch = launches * dispatch_s - launches * launch_s
+    pairs = [(c0 - m0, cs - ms)]
+    if dispatch_s > 0 and async_host:
+        pairs += [(c0 - dispatch, cs), (m0 - dispatch, ms)]
+        if not overlap_max:
+            pairs = [(c0 + m0 - dispatch, cs + ms)]
+    return pairs
+
+
+def crossing_offsets(diff0: Any, slope: Any) -> np.ndarray:
+    """-diff0 / slope element by element, +inf where the slope is 0 (the terms never cross)."""
+    diff0, slope = np.asarray(diff0, dtype=float), np.asarray(slope, dtype=float)
+    shape = diff0.shape if diff0.shape == slope.shape else np.broadcast_shapes(diff0.shape, slope.shape)
+    return np.divide(-diff0, slope, out=np.full(shape, np.inf), where=slope != 0)
 
 
 def _measured_timing(hardware: HardwareSpec, execution: ExecutionOptions) -> tuple[MeasuredTiming | None, str]:
