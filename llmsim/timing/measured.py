@@ -199,11 +199,18 @@ def _proxy_gemm(device: str, engine: str, dtype: str) -> tuple[str, Any] | None:
     """Another engine's shipped GEMM table of the device for a dtype the engine's own set lacks (weight-only
     int4/int8 kernels: TensorRT-LLM's on an A100), as (that engine, its grid); None where none has it.
     approximation: a dequantizing GEMM runs about as fast in any engine that ships one (the same kernel family)."""
-    for other in shipped_kernel_sets().get(device, ()):
-        if other == engine:
-            continue
-        kernels = measured_for(device, other)
-        grid = kernels.gemm_table_named(dtype) if kernels is not None else None
+    return _other_engine_grid(device, engine, lambda kernels: kernels.gemm_table_named(dtype))
+
+
+def _other_engine_grid(device: str, engine: str, grid_of: Any, first: str | None = None) -> tuple[str, Any] | None:
+    """(another engine, grid_of(its shipped tables)) for the first other engine of the device (`first` before
+    the rest) whose grid_of is not None; None where none has one."""
+    others = shipped_kernel_sets().get(device, ())
+    if first is not None:
+        others = sorted(others, key=lambda e: (e != first, e))
+    for other in others:
+        kernels = measured_for(device, other) if other != engine else None
+        grid = grid_of(kernels) if kernels is not None else None
         if grid is not None:
             return other, grid
     return None
@@ -244,12 +251,5 @@ def _relative_gemm(kernels: Any, dtype: str) -> tuple[str, _RatioGrid] | None:
 def _proxy_mla(device: str, engine: str, family: str, key: tuple) -> tuple[str, Any] | None:
     """Another engine's shipped MLA table of the device at this (kv_dtype, per-GPU heads), as (that engine, its
     grid), SGLang first; None where none has one."""
-    for other in sorted(shipped_kernel_sets().get(device, ()), key=lambda e: (e != "sglang", e)):
-        if other == engine:
-            continue
-        kernels = measured_for(device, other)
-        table = kernels.tables[family] if kernels is not None and family in kernels.tables else None
-        grid = table.grids.get(key) if table is not None else None
-        if grid is not None:
-            return other, grid
-    return None
+    return _other_engine_grid(device, engine, lambda kernels: kernels.tables[family].grids.get(key)
+                              if family in kernels.tables else None, first="sglang")
