@@ -587,16 +587,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "plan" and args.request_rate is not None:
         from .serving.plan import plan_serving
 
-        static = [flag for flag, value in (("--batch-sizes", args.batch_sizes), ("--pipeline-parallel",
-                  args.pipeline_parallel), ("--target-tokens-per-s", args.target_tokens_per_s)) if value is not None]
+        static = [flag for flag, value in (("--batch-sizes", args.batch_sizes),
+                  ("--target-tokens-per-s", args.target_tokens_per_s)) if value is not None]
         if static:  # they would be silently ignored
             raise LlmsimError(f"{static[0]} belongs to the static plan; a serving plan (--request-rate) searches "
-                              "--tensor-parallel and the engine's max_num_seqs")
+                              "--tensor-parallel, --pipeline-parallel and the engine's max_num_seqs")
 
         result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
                               gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
                               percentile=args.percentile, max_gpus=args.max_gpus, disaggregated=args.disaggregated,
-                              usd_per_gpu_hour=args.usd_per_gpu_hour, **options)
+                              usd_per_gpu_hour=args.usd_per_gpu_hour, pipeline_parallel=args.pipeline_parallel,
+                              **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.out:
             from .report.serving_plot import serving_plan_figure

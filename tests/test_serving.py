@@ -168,9 +168,12 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
 
     fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
     c = compare_serving(fixture)
-    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b"]
+    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"]
     reasons = [reason for _, reason in c.skipped]
-    assert any("disagg" in r for r in reasons) and any("not shipped" in r for r in reasons)
+    assert any("worker counts" in r for r in reasons) and any("not shipped" in r for r in reasons)
+    disagg = c.rows[2]  # 36 clients, 1 prefill worker of TP8 and 9 decode workers of TP8 (EP8), H200, TRT-LLM
+    assert disagg["mode"] == "disagg" and disagg["concurrency"] == 36 and disagg["tp"] == 8
+    assert disagg["measured_tpot_ms"] == pytest.approx(13.39021889249814)
     eight_b = c.rows[0]
     # the measured row: TensorRT-LLM, 8 clients of 1024-in/128-out on one H100, mean TPOT 7.94 ms
     assert eight_b["measured_tpot_ms"] == pytest.approx(7.94357745)
@@ -204,6 +207,19 @@ def test_plan_serving_finds_the_fewest_gpus_within_the_objectives(tmp_path) -> N
             llmsim.plan_serving(MODEL, GPU, request_rate=1.0, ttft_slo_s=1.0, **bad)
 
 
+def test_plan_serving_searches_pipeline_parallel_replicas() -> None:
+    p = llmsim.plan_serving(MODEL, GPU, **{**PLAN, "tensor_parallel": [1], "pipeline_parallel": [1, 2]})
+    assert sorted(c.pipeline_parallel for c in p.candidates) == [1, 2]
+    staged = next(c for c in p.candidates if c.pipeline_parallel == 2)
+    assert staged.shape == "TP1 PP2" and staged.gpus == staged.replicas * 1 * 2  # a replica is TP x PP GPUs
+    # the rate found is the rate serve() meets the objectives at, with the same two stages
+    check = llmsim.serve(MODEL, GPU, request_rate=staged.max_rate_per_replica, prompt_len=1024, gen_len=64,
+                         num_requests=150, max_num_seqs=128, pipeline_parallel=2)
+    assert check.ttft_s.p99 == pytest.approx(staged.ttft_p_s) and check.tpot_s.p99 == pytest.approx(staged.tpot_p_s)
+    with pytest.raises(OptionError, match="pipeline_parallel"):
+        llmsim.plan_serving(MODEL, GPU, request_rate=1.0, ttft_slo_s=1.0, pipeline_parallel=[0])
+
+
 def test_plan_serving_runs_unchanged_on_a_dask_cluster() -> None:
     distributed = pytest.importorskip("distributed")  # in the test extra: a real local cluster, no mock
     with distributed.Client(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as client:
@@ -222,11 +238,24 @@ def test_disaggregated_at_low_rate_is_prefill_then_transfer_then_decode() -> Non
     assert r.mode == "disaggregated" and r.gpus == 6
     assert r.ttft_s.p50 == pytest.approx(pre.ttft_s, rel=1e-3)
     # KV of 2048 tokens: 80 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes x 2048 = 671,088,640 bytes over
-    # min(4, 2) = 2 GPU links of 50e9 byte/s each (H100 SXM inter-node) = 6.71 ms
-    transfer_s = 671_088_640 / (2 * 50e9)
+    # min(4, 2) = 2 GPU links; 4 + 2 = 6 GPUs fit one 8-GPU HGX board, so NVLink at 450e9 byte/s each = 0.75 ms
+    transfer_s = 671_088_640 / (2 * 450e9)
     assert r.e2e_s.p50 == pytest.approx(pre.ttft_s + transfer_s + dec.decode.time_s, rel=1e-3)
     # TPOT over the 64 later tokens includes the transfer, spread over them
     assert r.tpot_s.p50 == pytest.approx((transfer_s + dec.decode.time_s) / 64, rel=1e-3)
+
+
+def test_disaggregated_pools_beyond_one_node_send_the_kv_cache_over_the_network() -> None:
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    kw = dict(request_rate=0.001, arrival="constant", prompt_len=2048, gen_len=2, num_requests=2)
+    one_node = serve_disaggregated("llama-3.1-70b", GPU, {"tensor_parallel": 4}, {"tensor_parallel": 4}, **kw)
+    two_nodes = serve_disaggregated("llama-3.1-70b", GPU, {"tensor_parallel": 4}, {"replicas": 2,
+                                                                                   "tensor_parallel": 4}, **kw)
+    # 671,088,640 KV bytes (above) over min(4, 4) = 4 links: 8 GPUs fit the HGX board's NVLink (450e9 byte/s),
+    # 12 do not and use the 400 Gb/s NIC per GPU (50e9 byte/s): the second waits 671088640/4 x (1/50e9 - 1/450e9)
+    extra_s = 671_088_640 / 4 * (1 / 50e9 - 1 / 450e9)
+    assert two_nodes.e2e_s.p50 - one_node.e2e_s.p50 == pytest.approx(extra_s, rel=1e-3)
 
 
 def test_disaggregated_closed_loop_obeys_littles_law() -> None:

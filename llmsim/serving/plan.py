@@ -1,11 +1,11 @@
 """Serving capacity plans: the replica shape and count that serve a request rate within percentile SLOs at
 the least cost.
 
-For each candidate replica (tensor_parallel, max_num_seqs) the largest request rate one replica sustains
-within the objectives is found by bisection on serve() (Poisson arrivals, a fixed seed); the replicas needed
-for the target rate follow (approximation: a load balancer splits the stream evenly, so each replica sees
-rate / replicas). Candidates are independent: any concurrent.futures.Executor (a process pool, Dask's
-`Client.get_executor()`, Ray's) evaluates them in parallel, unchanged.
+For each candidate replica (tensor_parallel, pipeline_parallel, max_num_seqs) the largest request rate one
+replica sustains within the objectives is found by bisection on serve() (Poisson arrivals, a fixed seed); the
+replicas needed for the target rate follow (approximation: a load balancer splits the stream evenly, so each
+replica sees rate / replicas). Candidates are independent: any concurrent.futures.Executor (a process pool,
+Dask's `Client.get_executor()`, Ray's) evaluates them in parallel, unchanged.
 """
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ class ServingCandidate(BaseModel):
     decode_tensor_parallel: int | None = None
     prefill_replicas: int | None = None
     decode_replicas: int | None = None
+    pipeline_parallel: int = 1
 
     @property
     def shape(self) -> str:
         if self.mode == "aggregated":
-            return f"TP{self.tensor_parallel}"
+            return f"TP{self.tensor_parallel}" + (f" PP{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "")
         return (f"P {self.prefill_replicas or '-'}xTP{self.tensor_parallel} + "
                 f"D {self.decode_replicas or '-'}xTP{self.decode_tensor_parallel}")
 
@@ -84,8 +85,11 @@ class ServingPlan(BaseModel):
 def _evaluate(job: dict[str, Any]) -> ServingCandidate:
     """The largest rate one replica of this shape sustains within the objectives (module level: picklable)."""
     tp, seqs, pct = job["tensor_parallel"], job["max_num_seqs"], job["percentile"]
+    pp = job.get("pipeline_parallel", 1)
     common = dict(engine=job["engine"], prompt_len=job["prompt_len"], gen_len=job["gen_len"], seed=job["seed"],
                   num_requests=job["num_requests"], tensor_parallel=tp, max_num_seqs=seqs, **job["options"])
+    if pp > 1:
+        common["pipeline_parallel"] = pp
 
     def meets(rate: float) -> tuple[bool, tuple[float, float]]:
         r = serve(job["model"], job["hardware"], request_rate=rate, **common)
@@ -98,19 +102,21 @@ def _evaluate(job: dict[str, Any]) -> ServingCandidate:
     try:
         saturated = serve(job["model"], job["hardware"], concurrency=seqs, **common)
     except OptionError as exc:
-        return ServingCandidate(tensor_parallel=tp, max_num_seqs=seqs, max_rate_per_replica=0.0, ttft_p_s=0.0,
-                                tpot_p_s=0.0, replicas=None, gpus=None, usd_per_hour=None, reason=str(exc))
+        return ServingCandidate(tensor_parallel=tp, pipeline_parallel=pp, max_num_seqs=seqs, max_rate_per_replica=0.0,
+                                ttft_p_s=0.0, tpot_p_s=0.0, replicas=None, gpus=None, usd_per_hour=None,
+                                reason=str(exc))
     # no replica sustains more than its saturated throughput
     rate, (ttft, tpot) = _largest_rate(meets, saturated.requests_per_s)
     if rate == 0:
-        return ServingCandidate(tensor_parallel=tp, max_num_seqs=seqs, max_rate_per_replica=0.0, ttft_p_s=ttft,
-                                tpot_p_s=tpot, replicas=None, gpus=None, usd_per_hour=None,
+        return ServingCandidate(tensor_parallel=tp, pipeline_parallel=pp, max_num_seqs=seqs, max_rate_per_replica=0.0,
+                                ttft_p_s=ttft, tpot_p_s=tpot, replicas=None, gpus=None, usd_per_hour=None,
                                 reason="misses the objectives even at a light load")
     replicas = math.ceil(job["request_rate"] / rate)
     price = job["usd_per_gpu_hour"]
-    return ServingCandidate(tensor_parallel=tp, max_num_seqs=seqs, max_rate_per_replica=rate, ttft_p_s=ttft,
-                            tpot_p_s=tpot, replicas=replicas, gpus=replicas * tp,
-                            usd_per_hour=price * replicas * tp if price is not None else None)
+    gpus = replicas * tp * pp  # a replica is tp x pp GPUs
+    return ServingCandidate(tensor_parallel=tp, pipeline_parallel=pp, max_num_seqs=seqs, max_rate_per_replica=rate,
+                            ttft_p_s=ttft, tpot_p_s=tpot, replicas=replicas, gpus=gpus,
+                            usd_per_hour=price * gpus if price is not None else None)
 
 
 def _largest_rate(meets: Any, hi: float) -> tuple[float, Any]:
@@ -200,11 +206,14 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
                  tensor_parallel: list[int] | None = None, max_num_seqs: list[int] | None = None,
                  engine: str | None = None, num_requests: int = 500, seed: int = 0,
                  usd_per_gpu_hour: float | None = None, max_gpus: int = 1024, executor: Executor | None = None,
-                 disaggregated: bool = False, **options: Any) -> ServingPlan:
-    """The replica shape (tensor_parallel, max_num_seqs) and count serving `request_rate` requests/s with the
-    `percentile` TTFT and TPOT within the objectives, at the fewest GPUs (then the lowest cost).
+                 disaggregated: bool = False, pipeline_parallel: list[int] | None = None,
+                 **options: Any) -> ServingPlan:
+    """The replica shape (tensor_parallel, pipeline_parallel, max_num_seqs) and count serving `request_rate`
+    requests/s with the `percentile` TTFT and TPOT within the objectives, at the fewest GPUs (then the lowest cost).
     disaggregated=True also sizes prefill and decode pools for every pair of tensor-parallel degrees (at the
-    largest max_num_seqs), so aggregated and disaggregated deployments compete in one plan."""
+    largest max_num_seqs), so aggregated and disaggregated deployments compete in one plan.
+    pipeline_parallel: the pipeline degrees searched for aggregated replicas (default [1]; a replica is then
+    tensor_parallel x pipeline_parallel GPUs, decode micro-batches in flight as serve() runs them)."""
     spec, hw = load_model(model), load_hardware(hardware)
     check_positive("request_rate", request_rate, "requests per second")
     if percentile not in (50, 90, 95, 99):
@@ -222,16 +231,21 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
         price = hw.price["usd_per_hour"].value
     tps = tensor_parallel or [t for t in (1, 2, 4, 8) if t <= max_gpus]
     seqs = max_num_seqs or [64, 256]
-    for name, values in (("tensor_parallel", tps), ("max_num_seqs", seqs)):
+    pps = [1] if pipeline_parallel is None else pipeline_parallel
+    for name, values in (("tensor_parallel", tps), ("max_num_seqs", seqs), ("pipeline_parallel", pps)):
         if isinstance(values, (int, str)) or not all(type(v) is int and v >= 1 for v in values):
             raise OptionError(f"{name}={values!r} must be a list of integers >= 1")
     jobs = [dict(model=spec, hardware=hw, tensor_parallel=tp, max_num_seqs=s, percentile=percentile, engine=engine,
                  prompt_len=prompt_len, gen_len=gen_len, seed=seed, num_requests=num_requests,
                  ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, request_rate=request_rate, usd_per_gpu_hour=price,
-                 options=options) for tp in tps for s in seqs]
+                 options=options, pipeline_parallel=pp)
+            for tp in tps for pp in pps if tp * pp <= max_gpus for s in seqs]
+    if not jobs:
+        raise OptionError(f"max_gpus={max_gpus} is below every tensor_parallel x pipeline_parallel replica searched")
     if not isinstance(disaggregated, bool):
         raise OptionError(f"disaggregated={disaggregated!r} must be True or False")
-    split = [dict(jobs[0], tensor_parallel=tp_p, decode_tensor_parallel=tp_d, max_num_seqs=max(seqs))
+    split = [dict(jobs[0], tensor_parallel=tp_p, decode_tensor_parallel=tp_d, max_num_seqs=max(seqs),
+                  pipeline_parallel=1)
              for tp_p in tps for tp_d in tps] if disaggregated else []
     run = executor.map if executor is not None else map
     candidates = list(run(_evaluate, jobs)) + list(run(_evaluate_disaggregated, split))
@@ -244,7 +258,7 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     if best is None:
         reason = "no replica shape meets the objectives within max_gpus; relax them or allow more GPUs"
     else:
-        reason = (f"{best.replicas} replicas of TP={best.tensor_parallel} with max_num_seqs={best.max_num_seqs}: "
+        reason = (f"{best.replicas} replicas of {best.shape} with max_num_seqs={best.max_num_seqs}: "
                   f"{best.gpus} GPUs, each replica within the p{percentile} objectives up to "
                   f"{best.max_rate_per_replica:.2f} req/s" if best.mode == "aggregated" else
                   f"disaggregated {best.shape} with max_num_seqs={best.max_num_seqs}: {best.gpus} GPUs within the "
