@@ -45,10 +45,15 @@ def main() -> None:
         "concurrency with fixed input/output lengths, mean TTFT and TPOT per run. **Validation data only: nothing "
         "is fitted to it.**",
         "",
-        f"Each runnable row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
+        f"Each runnable aggregated row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
         f"prompt_len=isl, gen_len=osl, num_requests={REQUESTS_PER_CLIENT}*c, tensor_parallel=tp)` with the shipped "
         "model, hardware and measured-kernel files and the engine's default scheduler limits; fp8 runs with fp8 "
-        "weights and activations and a 16-bit KV cache. The clients all start together (closed loop, `ramp_s=0`).",
+        "weights and activations and a 16-bit KV cache. The clients all start together (closed loop, `ramp_s=0`). "
+        "Each disaggregated row that states its worker counts is simulated with `llmsim.serve_disaggregated(model, "
+        "device, prefill={replicas, tensor_parallel, expert_parallel}, decode={...}, ...)` from the row's "
+        "prefill_/decode_ num_workers, tp_size and moe_ep_size, the clients from `silicon_concurrency=` in "
+        "silicon_data_source; the KV cache travels over NVLink when both pools fit one NVLink domain, else over "
+        "the device file's inter-node link.",
         "",
         "Reproduce: `pip install '.[aiconfigurator]' && PYTHONPATH=. python validation/serving.py`",
         "",
@@ -61,9 +66,11 @@ def main() -> None:
         everything = np.concatenate(list(c.errors(metric).values())) if c.rows else np.zeros(0)
         if len(everything):
             lines.append(_row("**all**", everything))
+        for key, errors in sorted(c.errors(metric, ("mode",)).items()):
+            lines.append(_row(f"mode {key[0]}", errors))
         for key, errors in sorted(c.errors(metric, ("engine",)).items()):
             lines.append(_row(f"engine {key[0]}", errors))
-        for key, errors in sorted(c.errors(metric, ("model", "system", "engine", "precision")).items()):
+        for key, errors in sorted(c.errors(metric, ("model", "system", "engine", "precision", "mode")).items()):
             lines.append(_row(" / ".join(map(str, key)), errors))
         lines.append("")
     lines += ["## Skipped rows", "", "| reason | rows |", "|---|---|"]
@@ -88,10 +95,12 @@ def _plot(c, path: Path) -> None:
     colours = {"vllm": "tab:blue", "sglang": "tab:green", "trtllm": "tab:red"}
     for ax, metric in zip(axes, ("ttft", "tpot")):
         for engine, colour in colours.items():
-            rows = [r for r in c.rows if r["engine"] == engine]
-            if rows:
-                ax.scatter([r[f"measured_{metric}_ms"] for r in rows], [r[f"{metric}_ms"] for r in rows], s=6,
-                           alpha=0.6, color=colour, label=engine)
+            for mode, marker in (("agg", "o"), ("disagg", "^")):
+                rows = [r for r in c.rows if r["engine"] == engine and r["mode"] == mode]
+                if rows:
+                    ax.scatter([r[f"measured_{metric}_ms"] for r in rows], [r[f"{metric}_ms"] for r in rows],
+                               s=6 if mode == "agg" else 18, alpha=0.6, color=colour, marker=marker,
+                               label=f"{engine} ({'disaggregated' if mode == 'disagg' else 'aggregated'})")
         lo, hi = ax.get_xlim()
         ax.plot([lo, hi], [lo, hi], color="0.4", linewidth=0.8)
         ax.set_xscale("log")
@@ -99,7 +108,7 @@ def _plot(c, path: Path) -> None:
         ax.set_xlabel(f"measured mean {metric.upper()} (ms)")
         ax.set_ylabel(f"llmsim serve() {metric.upper()} (ms)")
         ax.legend(fontsize=8)
-    fig.suptitle("serve() vs aiconfigurator-core silicon_sample.csv (aggregated runs)")
+    fig.suptitle("serve() vs aiconfigurator-core silicon_sample.csv (aggregated: dots, disaggregated: triangles)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

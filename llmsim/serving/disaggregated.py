@@ -7,11 +7,12 @@ its token budget); its KV cache then travels to a decode instance,
 
     transfer_s = kv_bytes(prompt) / (min(prefill TP, decode TP) x per-GPU link bandwidth)
 
-(each GPU pair sends its share of the heads at once; the default link is the device's inter-node bandwidth,
-the pools being on separate nodes), and joins that instance's continuous batch already prefilled, decoding
-its remaining tokens. A closed loop of c clients couples the two pools through the finish times; it is run
-as the open loop at the rate Little's law gives (c / mean end-to-end latency), found by fixed-point
-iteration (approximation: arrivals at that rate, evenly spaced).
+(each GPU pair sends its share of the heads at once; the default link is the device's intra-node (NVLink)
+bandwidth when both pools together fit one NVLink domain (gpus_per_node: 8 on an HGX board, 72 on a GB200
+NVL72 rack), else its inter-node bandwidth, the pools then being on separate nodes), and joins that instance's
+continuous batch already prefilled, decoding its remaining tokens. A closed loop of c clients couples the two
+pools through the finish times; it is run as the open loop at the rate Little's law gives (c / mean end-to-end
+latency), found by fixed-point iteration (approximation: arrivals at that rate, evenly spaced).
 """
 
 from __future__ import annotations
@@ -76,8 +77,11 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                                      num_requests, "poisson" if request_rate is None else arrival,
                                                      burstiness, lengths_csv, seed, 0.0)
     engine_name = execution.engine or "vllm"
+    gpus = pre.replicas * pre.tensor_parallel + dec.replicas * dec.tensor_parallel
     if kv_transfer_bytes_per_s is None:
-        link = hw.interconnect_value("inter_node_bandwidth_bytes_per_s")
+        per_node = hw.interconnect_value("gpus_per_node") if "gpus_per_node" in hw.interconnect else 1
+        link = hw.interconnect_value("intra_node_bandwidth_bytes_per_s" if gpus <= per_node
+                                     else "inter_node_bandwidth_bytes_per_s")
     else:
         link = check_positive("kv_transfer_bytes_per_s", kv_transfer_bytes_per_s, "byte/s")
 
@@ -137,7 +141,6 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
             new = clients / e2e
             rate = new if rate is None else float(np.sqrt(rate * new))  # damped
         request_rate = None
-    gpus = pre.replicas * pre.tensor_parallel + dec.replicas * dec.tensor_parallel
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
                    mode="disaggregated", gpus=gpus,
                    assumptions={

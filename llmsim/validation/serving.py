@@ -2,9 +2,11 @@
 
 Each row is one engine (vLLM, SGLang, TensorRT-LLM) serving fixed-length requests (isl in, osl out) at a
 fixed concurrency on one GPU type, with its mean TTFT and TPOT. The rows llmsim can run (a shipped
-model, a shipped device, aggregated serving, no attention data parallelism, a precision llmsim prices)
-are simulated with the shipped files and the engine's defaults; the others are listed with the reason.
-Nothing is fitted to these rows: they are validation data only.
+model, a shipped device, no attention data parallelism, a precision llmsim prices) are simulated with the
+shipped files and the engine's defaults: aggregated rows with `serve`, disaggregated rows with
+`serve_disaggregated` (prefill and decode pools of the row's worker counts, tensor and expert parallel
+sizes); the others are listed with the reason. Nothing is fitted to these rows: they are validation data
+only.
 
 approximation: the number of requests each measured run sent is not in the file; every row is simulated
 with REQUESTS_PER_CLIENT requests per client (closed loop), the first ones all arriving together.
@@ -13,6 +15,7 @@ with REQUESTS_PER_CLIENT requests per client (closed loop), the first ones all a
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,9 +66,29 @@ def default_silicon_csv() -> Path | None:
     return path if path.is_file() else None
 
 
+def _is_one(value: str) -> bool:
+    return value in ("", "0.0", "1.0", "0", "1")
+
+
+def _count(value: str) -> int:
+    return int(float(value or 1))
+
+
+def _concurrency(row: dict[str, str]) -> int | None:
+    """The run's client count: the aggregated rows' batch_size, else the source's `silicon_concurrency=`."""
+    if row["batch_size"]:
+        return _count(row["batch_size"])
+    found = re.search(r"silicon_concurrency=(\d+)", row.get("silicon_data_source", ""))
+    return int(found.group(1)) if found else None
+
+
 def _why_not(row: dict[str, str]) -> str | None:
-    if row["mode"] != "agg":
-        return f"mode {row['mode']} (disaggregated serving is not simulated yet)"
+    if row["mode"] not in ("agg", "disagg"):
+        return f"mode {row['mode']} is not simulated"
+    if _concurrency(row) is None:
+        return "concurrency not stated"
+    if row["mode"] == "disagg" and not (row["prefill_num_workers"] and row["decode_num_workers"]):
+        return "disaggregated run without its prefill and decode worker counts"
     if row["model_path"] not in MODELS:
         return f"model {row['model_path']} is not shipped"
     if row["system"] not in SYSTEMS:
@@ -78,10 +101,12 @@ def _why_not(row: dict[str, str]) -> str | None:
         return f"gemm_quant_mode {row['gemm_quant_mode']} is not priced yet"
     elif row["moe_quant_mode"] not in PRECISIONS:
         return f"moe_quant_mode {row['moe_quant_mode']} is not priced yet"
-    if row["attention_dp_size"] not in ("", "0.0", "1.0", "0", "1"):
-        return f"attention_dp_size {row['attention_dp_size']} (attention data parallelism) is not simulated"
-    if row["pp_size"] not in ("", "1.0", "1"):
-        return f"pp_size {row['pp_size']}"
+    for prefix in ("", "prefill_", "decode_"):
+        if not _is_one(row.get(f"{prefix}attention_dp_size", "")):
+            return (f"{prefix}attention_dp_size {row[prefix + 'attention_dp_size']} (attention data parallelism) "
+                    "is not simulated")
+        if not _is_one(row.get(f"{prefix}pp_size", "")):
+            return f"{prefix}pp_size {row[prefix + 'pp_size']}"
     return None
 
 
@@ -96,17 +121,27 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         options.update(weight_dtype=dtype, activation_dtype=dtype)
         if dtype != "bf16":
             options["kv_dtype"] = "bf16"  # approximation: the KV cache at the checkpoint's 16-bit dtype
-    concurrency = int(float(row["batch_size"]))
-    tp = int(float(row["tp_size"] or 1))
-    ep = int(float(row["moe_ep_size"] or 1))
-    if ep > 1:
-        options["expert_parallel"] = ep
-    r = serve(model, SYSTEMS[row["system"]], engine=row["backend"], concurrency=concurrency,
-              prompt_len=int(row["isl"]), gen_len=int(row["osl"]),
-              num_requests=REQUESTS_PER_CLIENT * concurrency, tensor_parallel=tp, **options)
+    concurrency = _concurrency(row)
+    assert concurrency is not None  # _why_not refused the row otherwise
+    load = dict(engine=row["backend"], concurrency=concurrency, prompt_len=int(row["isl"]), gen_len=int(row["osl"]),
+                num_requests=REQUESTS_PER_CLIENT * concurrency)
+    if row["mode"] == "disagg":
+        from ..serving.disaggregated import serve_disaggregated
+
+        pools = {phase: {"replicas": _count(row[f"{phase}_num_workers"]),
+                         "tensor_parallel": _count(row[f"{phase}_tp_size"]),
+                         "expert_parallel": _count(row[f"{phase}_moe_ep_size"])} for phase in ("prefill", "decode")}
+        tp = pools["decode"]["tensor_parallel"]
+        r = serve_disaggregated(model, SYSTEMS[row["system"]], pools["prefill"], pools["decode"], **load, **options)
+    else:
+        tp = _count(row["tp_size"])
+        ep = _count(row["moe_ep_size"])
+        if ep > 1:
+            options["expert_parallel"] = ep
+        r = serve(model, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
-    return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"],
+    return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"], "mode": row["mode"],
             "precision": "config" if forced == CONFIG else dtype or "bf16", "tp": tp, "concurrency": concurrency,
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
