@@ -69,7 +69,9 @@ def test_expert_parallel_spreads_whole_experts() -> None:
                                                  tensor_parallel=4, expert_parallel=4)}
     # 8 experts over 4 GPUs: 2 whole experts (14336 x 4096 down_proj) each
     assert ops["layers.mlp.experts.down_proj"].param_count == 2 * 14336 * 4096
-    assert ops["layers.mlp.experts.dispatch"].collective == "all_to_all"
+    # attention is tensor parallel, so every GPU already holds all tokens: no all-to-all (vLLM runs none at
+    # data-parallel size 1: FusedMoEParallelConfig.use_all2all_kernels = dp_size > 1 and use_ep)
+    assert not any(op.collective == "all_to_all" for op in ops.values())
 
 
 def _mixtral_expert_ops(t: int, e: int) -> dict[str, llmsim.Op]:
@@ -89,15 +91,12 @@ def test_expert_parallel_below_tensor_parallel_slices_the_local_experts() -> Non
         assert op.weight_bytes == 234881024
     assert ops["layers.mlp.experts.gate_proj"].matmul_cols == 7168  # I/(tp/ep) = 14336/2
     assert ops["layers.mlp.experts.down_proj"].matmul_depth == 7168
-    # dispatch and combine: all-to-all among the ep=2 GPUs of T*k*h*ab = 2048*2*4096*2 = 33554432 bytes
-    for name in ("dispatch", "combine_all_to_all"):
-        op = ops[f"layers.mlp.experts.{name}"]
-        assert (op.collective, op.group_size, op.comm_bytes) == ("all_to_all", 2, 33554432)
-    # the tp/ep = 2 GPUs slicing the same experts sum their [T*k/ep, h] outputs:
-    # 2048/2 * 2 * 4096 * 2 = 16777216 bytes, all-reduced among 2 GPUs
-    reduce = ops["layers.mlp.experts.all_reduce"]
-    assert (reduce.collective, reduce.group_size, reduce.comm_bytes) == ("all_reduce", 2, 16777216)
-    assert "layers.mlp.all_reduce" not in ops  # no all-reduce of the whole layer over the 4 GPUs
+    # no token crosses GPUs: one all-reduce of the layer's [T, h] = 2048 * 4096 * 2 = 16777216 bytes over the 4
+    # GPUs sums both expert groups and both slices of each expert
+    assert not any(op.collective == "all_to_all" for op in ops.values())
+    assert "layers.mlp.experts.all_reduce" not in ops
+    reduce = ops["layers.mlp.all_reduce"]
+    assert (reduce.collective, reduce.group_size, reduce.comm_bytes) == ("all_reduce", 4, 16777216)
     # the measured fused-MoE table is read at moe tp = 4/2 = 2, ep = 2
     assert ops["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 2, 2, 1 / 3)
     result = llmsim.simulate("mixtral-8x7b", "h100-sxm", batch_size=4, prompt_len=512, gen_len=4,
@@ -106,13 +105,14 @@ def test_expert_parallel_below_tensor_parallel_slices_the_local_experts() -> Non
 
 
 def test_expert_parallel_one_and_equal_to_tp_unchanged() -> None:
-    # ep == tp = 4: 8/4 = 2 whole experts of 14336 columns each, no slicing, no expert all-reduce, key tp=1
+    # ep == tp = 4: 8/4 = 2 whole experts of 14336 columns each, no slicing, key tp=1
     whole = _mixtral_expert_ops(4, 4)
     assert whole["layers.mlp.experts.down_proj"].param_count == 2 * 14336 * 4096  # = 117440512
     assert whole["layers.mlp.experts.gate_proj"].matmul_cols == 14336
-    assert whole["layers.mlp.experts.dispatch"].group_size == 4
-    assert whole["layers.mlp.experts.dispatch"].comm_bytes == 2048 * 2 * 4096 * 2  # = 33554432
-    assert "layers.mlp.experts.all_reduce" not in whole and "layers.mlp.all_reduce" not in whole
+    assert not any(op.collective == "all_to_all" for op in whole.values())
+    assert "layers.mlp.experts.all_reduce" not in whole
+    # the same layer all-reduce as sliced experts: [T, h] = 2048 * 4096 * 2 = 16777216 bytes over 4 GPUs
+    assert (whole["layers.mlp.all_reduce"].group_size, whole["layers.mlp.all_reduce"].comm_bytes) == (4, 16777216)
     assert whole["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 1, 4, 1 / 3)
     # ep == 1 at tp = 4: all 8 experts sliced 14336/4 = 3584 columns, no all-to-all, one layer all-reduce of
     # [T, h] = 2048 * 4096 * 2 = 16777216 bytes over the 4 GPUs, key tp=4 ep=1

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...models.spec import MLPSpec, MoESpec
-from ..op import formula
 from ..symbolic import Expr
 
 _VECTOR_FLOPS_PER_ELEMENT = {"silu": 4, "swish": 4, "gelu": 8, "gelu_new": 8, "gelu_pytorch_tanh": 8,
@@ -47,8 +46,16 @@ class FeedForwardBlocks:
 
     def moe(self, prefix: str, n: int, moe: MoESpec) -> None:
         """Mixture of experts: router, top-k, the routed experts' matmuls, combine, shared experts; experts
-        sliced (tensor parallel), spread whole over GPUs with all-to-alls (expert parallel, ep == tp), or both
-        (1 < ep < tp: E/ep experts per GPU, each sliced tp/ep ways)."""
+        sliced (tensor parallel), spread whole over GPUs (expert parallel, ep == tp), or both (1 < ep < tp: E/ep
+        experts per GPU, each sliced tp/ep ways).
+
+        Attention is tensor parallel, so every GPU holds all T tokens: under expert parallelism each runs its
+        E/ep experts on the token-expert pairs routed to them and one all-reduce of [T, h] over the tp GPUs
+        sums experts, slices and shared experts, as with sliced experts. No token crosses GPUs in an
+        all-to-all: that is how the engines run EP without attention data parallelism (vLLM
+        vllm/model_executor/layers/fused_moe/config.py, FusedMoEParallelConfig.use_all2all_kernels =
+        dp_size > 1 and use_ep; the all-to-all dispatch/combine kernels serve data-parallel attention, which
+        llmsim does not model)."""
         T, h = self.T, self.h
         E, k = Expr.sym("E", moe.num_experts), Expr.sym("k", moe.top_k)
         self.role = "router"
@@ -65,9 +72,6 @@ class FeedForwardBlocks:
             tokens, experts, I = T / ep_sym, E / ep_sym, Expr.sym("I", expert.intermediate_size)
             if moe_tp > 1:
                 I = I / Expr.sym("moe_tp", moe_tp)
-            dispatch = T * k * h * self.ab
-            self.add(formula("collective")(f"{prefix}.experts.dispatch", n, kind="all_to_all",
-                                           message_bytes=dispatch, group=ep))
         else:
             tokens, experts, I = T, E, self._split(Expr.sym("I", expert.intermediate_size))
         kw = dict(T=tokens, k=k, E=experts, wb=self.wb, ab=self.ab, bias=expert.bias, precision=self.precision,
@@ -100,17 +104,8 @@ class FeedForwardBlocks:
             self.expert_linear(f"{prefix}.experts.up_proj", n, K=h, N=I, **kw, **moe_key(1))
         self._activation_op(f"{prefix}.experts.act", n, expert, tokens * k, I)
         self.expert_linear(f"{prefix}.experts.down_proj", n, K=I, N=h, **kw, **moe_key(1))
-        if ep > 1 and moe_tp > 1:
-            # approximation: the moe_tp GPUs slicing the same experts sum their partial [T*k/ep, h] expert
-            # outputs with one all-reduce among themselves before the combine all-to-all (engines may instead
-            # all-reduce the combined [T, h] over all tensor-parallel GPUs)
-            self.add(formula("collective")(f"{prefix}.experts.all_reduce", n, kind="all_reduce",
-                                           message_bytes=tokens * k * h * self.ab, group=moe_tp))
-        # out[T, h] = sum over k of weight * expert_out[T, k, h]
+        # out[T, h] = sum over k of weight * expert_out[T, k, h] (the pairs of this GPU's experts)
         self.elementwise(f"{prefix}.experts.combine", n, tokens * k * h, 1, 0, 2)
-        if ep > 1:
-            self.add(formula("collective")(f"{prefix}.experts.combine_all_to_all", n, kind="all_to_all",
-                                           message_bytes=T * k * h * self.ab, group=ep))
         if moe.shared is not None:
             self.role = "shared_experts"
             self.mlp(f"{prefix}.shared_experts", n, moe.shared, reduce=False)
@@ -118,7 +113,5 @@ class FeedForwardBlocks:
             # shared_out[T, h] * sigmoid(x[T, h] @ W[h, 1]); approximation: the T sigmoids are not counted
             self.linear(f"{prefix}.shared_expert_gate", n, T, h, Expr.sym("one", 1))
             self.elementwise(f"{prefix}.shared_expert_gate_mul", n, T * h, 1, 1, 1)
-        if ep == 1:
-            self.all_reduce(f"{prefix}.all_reduce", n)
-        elif moe.shared is not None:
-            self.all_reduce(f"{prefix}.shared_experts.all_reduce", n)
+        # routed (sliced or whole) and shared experts' partial [T, h] outputs, summed over the tp GPUs at once
+        self.all_reduce(f"{prefix}.all_reduce", n)
