@@ -11,8 +11,10 @@ its token budget); its KV cache then travels to a decode instance,
 bandwidth when both pools together fit one NVLink domain (gpus_per_node: 8 on an HGX board, 72 on a GB200
 NVL72 rack), else its inter-node bandwidth, the pools then being on separate nodes), and joins that instance's
 continuous batch already prefilled, decoding its remaining tokens. A closed loop of c clients couples the two
-pools through the finish times; it is run as the open loop at the rate Little's law gives (c / mean end-to-end
-latency), found by fixed-point iteration (approximation: arrivals at that rate, evenly spaced).
+pools through the finish times: each client sends its next request when its previous one finishes, the send
+times found by fixed point. A request's first token reaches its client when the decode instance admits it
+(after the prefill, the KV transfer and any wait for a decode slot): disaggregated engines stream the
+prefill's token from the decode side (SGLang PD, Dynamo route the request to a decode worker first).
 """
 
 from __future__ import annotations
@@ -30,7 +32,31 @@ from .results import ServingResult
 from .scheduler import RequestLog, simulate_engine
 from .serve import _result, _step_cost, make_workload
 
-_FIXED_POINT_ROUNDS = 8
+_FIXED_POINT_ROUNDS = 24
+
+
+def _closed_loop(run: Any, first_s: np.ndarray, n: int, clients: int) -> tuple[RequestLog, Any, bool]:
+    """c clients, client j sending requests j, j + c, j + 2c, ...: request i is sent the moment request i - c
+    finishes. The two pools couple the clients, so the send times are found by fixed point: start from each
+    client's first request alone (its latency repeated), run the whole deployment, send each request when its
+    predecessor finished in that run, until no send time moves (each round settles at least one more wave)."""
+    sent = np.zeros(n)
+    sent[:len(first_s)] = first_s
+    first = min(clients, n)
+    alone, _ = run(sent[:first].copy()) if first < n else (None, None)
+    if alone is not None:  # initial guess: every client repeats its first request's latency
+        e2e = alone.finish_s - alone.arrival_s
+        later = np.arange(first, n)
+        sent[later] = sent[later % clients] + (later // clients) * e2e[later % clients]
+    predecessor = np.arange(n) - clients
+    chained = predecessor >= 0
+    for _ in range(_FIXED_POINT_ROUNDS):
+        log, steps = run(sent)
+        moved = log.finish_s[predecessor[chained]]
+        if np.array_equal(moved, sent[chained]):
+            return log, steps, True
+        sent[chained] = moved
+    return log, steps, False
 
 
 class Pool(BaseModel):
@@ -102,44 +128,41 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
     transfer_s = kv_bytes / (min(pre.tensor_parallel, dec.tensor_parallel) * link)  # [requests]
 
     def run(arrival_s: np.ndarray) -> tuple[RequestLog, dict[str, np.ndarray]]:
-        n = len(prompts)
-        log = RequestLog(prompts, gens, arrival_s.copy())
+        """The deployment with request i sent at arrival_s[i] (requests 0 .. len(arrival_s) - 1)."""
+        n = len(arrival_s)
+        prompts_n, gens_n = prompts[:n], gens[:n]
+        log = RequestLog(prompts_n, gens_n, arrival_s.copy())
         step_logs: list[dict[str, np.ndarray]] = []
-        order = np.arange(n)
-        for i in range(pre.replicas):  # prefill: every request to its first token
-            ids = order[i::pre.replicas]
+        by_arrival = np.argsort(arrival_s, kind="stable")
+        for i in range(pre.replicas):  # prefill: every request to its first token, round robin in arrival order
+            ids = by_arrival[i::pre.replicas]
             if len(ids):
-                part, steps = simulate_engine(pre_step, pre_limits, prompts[ids], np.ones(len(ids), np.int64),
+                part, steps = simulate_engine(pre_step, pre_limits, prompts_n[ids], np.ones(len(ids), np.int64),
                                               arrival_s[ids], None)
                 log.first_token_s[ids] = part.finish_s
                 log.preemptions[ids] += part.preemptions
                 step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), i)))
-        ready = log.first_token_s + transfer_s
+        ready = log.first_token_s + transfer_s[:n]
         log.finish_s[:] = log.first_token_s  # one-token requests end at their first token
-        decoding = np.flatnonzero(gens > 1)
+        decoding = np.flatnonzero(gens_n > 1)
         decoding = decoding[np.argsort(ready[decoding], kind="stable")]
         for i in range(dec.replicas):  # decode: the rest of the tokens, arriving prefilled
             ids = decoding[i::dec.replicas]
             if len(ids):
-                part, steps = simulate_engine(dec_step, dec_limits, prompts[ids], gens[ids], ready[ids], None,
+                part, steps = simulate_engine(dec_step, dec_limits, prompts_n[ids], gens_n[ids], ready[ids], None,
                                               prefilled=True)
+                log.first_token_s[ids] = part.first_token_s  # streamed once the decode instance admits it
                 log.finish_s[ids] = part.finish_s
                 log.preemptions[ids] += part.preemptions
                 step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), pre.replicas + i)))
         merged = {k: np.concatenate([s[k] for s in step_logs]) for k in step_logs[0]}
         return log, merged
 
+    converged = True
     if clients is None:
         log, steps = run(arrivals)
-    else:  # Little's law: c clients at mean latency E sustain c / E requests per second
-        rate = None
-        for _ in range(_FIXED_POINT_ROUNDS):
-            guess = rate if rate is not None else clients / max(float(transfer_s.mean()) + 1e-3, 1e-3)
-            spacing = np.arange(len(prompts)) / guess
-            log, steps = run(spacing)
-            e2e = float(np.mean(log.finish_s - log.arrival_s))
-            new = clients / e2e
-            rate = new if rate is None else float(np.sqrt(rate * new))  # damped
+    else:
+        log, steps, converged = _closed_loop(run, arrivals, len(prompts), clients)
         request_rate = None
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
                    mode="disaggregated", gpus=gpus,
@@ -148,6 +171,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                 f"TP{dec.tensor_parallel}; requests routed round robin",
                        "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request at "
                                      f"{link / 1e9:.0f} GB/s per GPU x {min(pre.tensor_parallel, dec.tensor_parallel)}",
-                       "closed loop": "run as an open loop at c / mean latency (Little's law), by fixed point"
+                       "closed loop": ("each client's next request sent when its previous one finishes, "
+                                       "found by fixed point over the send times"
+                                       + ("" if converged else f" (not settled after {_FIXED_POINT_ROUNDS} rounds)"))
                        if clients is not None else "not used",
                    })

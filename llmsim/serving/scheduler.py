@@ -146,7 +146,9 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     """Run every request through the engine. Open loop (concurrency None): request i arrives at
     arrival_s[i] (sorted). Closed loop: concurrency clients, client i sending its first request at
     arrival_s[i] and each next one the moment its previous one finishes. prefilled: every request arrives
-    with its prompt's KV cache and first token (a disaggregated decode instance); it only decodes.
+    with its prompt's KV cache and first token (a disaggregated decode instance); it only decodes, and its
+    first_token_s is the moment the instance first admits it (the start of its first step), when a
+    disaggregated deployment streams the prefill's token to the client.
     Prefix caching: request i's prompt starts with shared prefix prefix_group[i] (-1: none) of prefix_len
     tokens; once one request of a group has computed the prefix, its whole blocks stay cached and later
     requests of the group start after them (approximation: cached prefixes are never evicted)."""
@@ -259,6 +261,8 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 break
             waiting.popleft()
             free_blocks -= need - shared + states
+            if prefilled and log.first_token_s[r] != log.first_token_s[r]:  # NaN: its first admission
+                log.first_token_s[r] = clock
             run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need, shared)
             scheduled.append((run.m - 1, new))
             budget -= new
