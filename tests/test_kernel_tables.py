@@ -156,6 +156,31 @@ def test_importer_on_a_parquet_file_written_here(tmp_path: Path) -> None:
         import_tables("test_gpu", "tgi", tmp_path / "x", data_root=data)
 
 
+def test_importer_reads_the_version_the_package_serves(tmp_path: Path) -> None:
+    # aiconfigurator's systems/query_versions.yaml names each engine's `current` version; a newer folder can be
+    # a partial drop (TensorRT-LLM 1.3.0rc23's moe_perf: Nemotron-3 shapes only), older ones fill backward
+    data = tmp_path / "systems" / "data"
+
+    def gemm_rows(version: str, ms: float) -> list[dict]:
+        return [{"framework": "TRTLLM", "version": version, "device": "Test GPU", "op_name": "gemm",
+                 "kernel_source": "torch_flow", "gemm_dtype": "bfloat16", "m": m, "n": 1024, "k": 1024,
+                 "latency": ms} for m in (1, 256)]
+
+    for version, ms in (("1.0", 0.001), ("2.0rc20", 0.002), ("2.0rc23", 0.003)):
+        _write_parquet(data / "test_gpu" / "gemm" / "trtllm" / version / "gemm_perf.parquet", gemm_rows(version, ms))
+    newest = import_tables("test_gpu", "trtllm", tmp_path / "a", data_root=data, families=["gemm"])
+    assert "# engine_version: 2.0rc23" in newest[0].read_text()  # no slots file: the newest
+    (tmp_path / "systems" / "query_versions.yaml").write_text(
+        'defaults:\n  trtllm: {current: "2.0rc20", previous: null}\n'
+        'overrides:\n  old_gpu:\n    trtllm: {current: "0.5", previous: null}\n')
+    current = import_tables("test_gpu", "trtllm", tmp_path / "b", data_root=data, families=["gemm"])
+    assert "# engine_version: 2.0rc20" in current[0].read_text()
+    assert load_measured(str(tmp_path / "b")).gemm_s("bf16", 256, 1024, 1024) == pytest.approx(2e-6)  # 0.002 ms
+    (data / "test_gpu" / "gemm" / "trtllm" / "2.0rc20" / "gemm_perf.parquet").unlink()  # current lacks it:
+    filled = import_tables("test_gpu", "trtllm", tmp_path / "c", data_root=data, families=["gemm"])
+    assert "# engine_version: 1.0" in filled[0].read_text()  # the newest older one, never the newer rc23
+
+
 def test_an_axis_of_one_measured_size(tmp_path: Path) -> None:
     import numpy as np
 
@@ -180,10 +205,12 @@ def test_block_fp8_experts_read_their_own_moe_rows() -> None:
 
 
 def test_an_engine_without_tables_on_a_device_reads_the_devices_vllm_tables_and_says_so() -> None:
-    r = llmsim.simulate("llama-3.1-8b", "h200", engine="trtllm", batch_size=8, prompt_len=1024, gen_len=64)
+    r = llmsim.simulate("llama-3.1-8b", "l40s", engine="trtllm", batch_size=8, prompt_len=1024, gen_len=64)
     assert any("vLLM's measured tables of this device stand in" in why for why in r.roofline_reasons)
     assert {op.source for op in r.decode.ops if op.kind == "matmul"} == {"vllm gemm"}
-    assert "tables      no trtllm kernel tables ship for h200" in str(r)
+    assert "tables      no trtllm kernel tables ship for l40s" in str(r)
+    own = llmsim.simulate("llama-3.1-8b", "h200", engine="trtllm", batch_size=8, prompt_len=1024, gen_len=64)
+    assert {op.source for op in own.decode.ops if op.kind == "matmul"} == {"trtllm gemm"}  # shipped since 11-24
 
 
 def test_block_fp8_gemms_read_the_fp8_block_lane_where_an_engine_has_one() -> None:

@@ -124,11 +124,36 @@ def _parquet_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _version_dir(family_dir: Path, table: str) -> Path | None:
-    """The newest version folder holding `table`.parquet (aiconfigurator's own 'current' where it names one)."""
+    """The version folder holding `table`.parquet that the package itself serves: its `current` version of
+    the engine on this system (systems/query_versions.yaml), else the newest one older than it (the package
+    fills a table the current version lacks backward, never from a newer one); the newest where the package
+    names no current version. A newer folder can hold a partial drop (TensorRT-LLM 1.3.0rc23's moe_perf has
+    only Nemotron-3 shapes), which is why the newest is not simply taken."""
     candidates = [d for d in family_dir.iterdir() if (d / f"{table}.parquet").is_file()] if family_dir.is_dir() else []
     if not candidates:
         return None
+    current = _current_version(family_dir.parent.parent.parent, family_dir.parent.parent.name, family_dir.name)
+    if current is not None:
+        served = [d for d in candidates if _version_key(d.name) <= _version_key(current)]
+        if served:
+            return max(served, key=lambda d: _version_key(d.name))
     return max(candidates, key=lambda d: _version_key(d.name))
+
+
+def _current_version(data_root: Path, system: str, backend: str) -> str | None:
+    """The package's `current` version slot for (system, backend), from systems/query_versions.yaml beside
+    its data folder (None without that file, or where it names none)."""
+    path = data_root.parent / "query_versions.yaml"
+    if not path.is_file():
+        return None
+    try:
+        import yaml  # installed with aiconfigurator-core
+    except ImportError:  # pragma: no cover - the package depends on it
+        return None
+    doc = yaml.safe_load(path.read_text()) or {}
+    entry = ((doc.get("overrides") or {}).get(system) or {}).get(backend) or (doc.get("defaults") or {}).get(backend)
+    current = entry.get("current") if isinstance(entry, dict) else None
+    return str(current) if current else None
 
 
 def _version_key(text: str) -> tuple:
