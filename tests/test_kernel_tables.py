@@ -181,6 +181,26 @@ def test_importer_reads_the_version_the_package_serves(tmp_path: Path) -> None:
     assert "# engine_version: 1.0" in filled[0].read_text()  # the newest older one, never the newer rc23
 
 
+def test_importer_writes_static_fp8_gemms(tmp_path: Path) -> None:
+    # aiconfigurator's fp8 GEMM rows run dynamic per-token activation quantisation; its computescale_perf
+    # times that extra; a static-scale fp8 GEMM is the difference (as the package derives fp8_static)
+    data = tmp_path / "data"
+    gemm = [{"framework": "TRTLLM", "version": "1.0", "device": "Test GPU", "op_name": "gemm",
+             "kernel_source": "torch_flow", "gemm_dtype": dtype, "m": m, "n": 4096, "k": k, "latency": 0.050}
+            for dtype in ("bfloat16", "fp8") for m in (1, 64) for k in (1024, 4096)]
+    _write_parquet(data / "test_gpu" / "gemm" / "trtllm" / "1.0" / "gemm_perf.parquet", gemm)
+    scale = [{"framework": "TRTLLM", "version": "1.0", "device": "Test GPU", "op_name": "compute_scale",
+              "kernel_source": "torch_ops", "m": m, "k": k, "quant_dtype": "fp8", "latency": 0.001 * m ** 0.5}
+             for m in (1, 16, 64) for k in (1024, 4096)]
+    _write_parquet(data / "test_gpu" / "quantize" / "trtllm" / "1.0" / "computescale_perf.parquet", scale)
+    written = import_tables("test_gpu", "trtllm", tmp_path / "k", data_root=data, full=True, families=["gemm"])
+    assert "# fp8: static activation scales" in written[0].read_text()
+    mk = load_measured(str(tmp_path / "k"))
+    assert mk.gemm_s("fp8", 64, 4096, 1024) == pytest.approx((0.050 - 0.001 * 8) * 1e-3)  # 50 us - 8 us = 42 us
+    assert mk.gemm_s("fp8", 1, 4096, 4096) == pytest.approx((0.050 - 0.001) * 1e-3)  # 50 us - 1 us = 49 us
+    assert mk.gemm_s("bf16", 64, 4096, 1024) == pytest.approx(0.050e-3)  # other dtypes as measured
+
+
 def test_an_axis_of_one_measured_size(tmp_path: Path) -> None:
     import numpy as np
 
