@@ -327,11 +327,7 @@ def _linear_fractions(torch: Any, device: str, tdtype: Any, k: int, n: int, rows
     size = first.element_size()
     copies = max(2, -(-pool_bytes // (k * n * size)))
     weights = [first] + [first.clone() for _ in range(copies - 1)]
-    turn = [0]
-
-    def next_weight() -> tuple[Any]:
-        turn[0] = (turn[0] + 1) % len(weights)
-        return (weights[turn[0]],)
+    next_weight = _cycled(weights)
 
     fractions, medians, spreads = [], [], []
     for rows in rows_list:
@@ -385,7 +381,14 @@ def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, 
     """How the matmul_rows fractions change with the inner dimension K: F.linear(x[M, K], W[N, K]) at one
     width N, the fraction at each K over the fraction at the K of the matmul_rows tables (1.0 there), by
     M. On this repository's CPU a bfloat16 decode GEMV (M = 1) reaches 0.76 of the roofline at K = 2048,
-    0.53 at K = 512 and 0.57 at K = 16384; float32 rises from 0.94 to 1.20 over the same K."""
+    0.53 at K = 512 and 0.57 at K = 16384; float32 rises from 0.94 to 1.20 over the same K.
+
+    Each entry is a paired ratio (`depth_ratios`): at each M the depths take turns, one call each per round,
+    and the entry is the median over the rounds of (fraction at K / fraction at the reference K) within a
+    round. A slow spell of a shared machine (a neighbour's burst, a clock change) then slows every K of a
+    round alike and leaves the ratio alone. Timed one K after another, as before, it fell on one point's
+    repeats: on an AMD EPYC guest the point K = 1024, M = 1024 read 0.77 (122 ms a call) where the same
+    call took 92 ms a minute later, and every prefill matmul with K near 1024 was predicted 20-30 % slow."""
     tdtype = torch_dtype(dtype)
     k_ref, _, _, pool_bytes = _matmul_shapes(device, quick)
     if device == "cuda":
@@ -395,22 +398,64 @@ def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, 
     else:
         n, depths, rows_list = 4096, (512, 1024, 2048, 4096, 8192, 16384), (1, 4, 16, 64, 256, 1024)
     gen = torch.Generator(device=device).manual_seed(11)
-    measured, spreads, details = {}, [], []
+    size = torch.empty((), dtype=tdtype).element_size()
+    # one pool for every K: W[N, K] copies are consecutive views of it, cycled so that W streams from memory
+    pool = torch.randn(max(pool_bytes // size, 2 * n * max(depths)), device=device, dtype=tdtype, generator=gen)
+    cycles = {k: _cycled([pool[i * n * k:(i + 1) * n * k].view(n, k) for i in range(pool.numel() // (n * k))])
+              for k in depths}
+    linear = torch.nn.functional.linear
+
+    def roofline_s(rows: int, k: int) -> float:
+        return max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size / bandwidth_bytes_per_s)
+
+    times: dict[int, list[list[float]]] = {k: [] for k in depths}  # [K][M index] -> seconds per round
     with torch.inference_mode():
-        for k in depths:
-            fractions, medians, k_spreads = _linear_fractions(torch, device, tdtype, k, n, rows_list, "out_in",
-                                                              pool_bytes, peak_flops_per_s, bandwidth_bytes_per_s,
-                                                              repeats, warmup, gen)
-            measured[k] = fractions
-            spreads += k_spreads
-            details.append(f"K={k}: {' '.join(medians)} ms ({' '.join(f'{f:.2f}' for f in fractions)})")
-    reference = measured[k_ref]
-    table = [[round(f / r, 4) for f, r in zip(measured[k], reference)] for k in depths]
+        for rows in rows_list:
+            xs = {k: torch.randn(rows, k, device=device, dtype=tdtype, generator=gen) for k in depths}
+            calls = {k: (lambda w, x=xs[k]: linear(x, w)) for k in depths}
+            # long calls: fewer rounds, but enough that the median outlasts slow spells in 4 of them
+            heavy = max(2 * rows * k * n / peak_flops_per_s for k in depths) > 0.05
+            rounds, warm = (min(repeats, 9), 1) if heavy else (repeats, warmup)
+            for k in depths:
+                time_call(calls[k], device, 0, warm, setup=cycles[k])
+                times[k].append([])
+            for _ in range(rounds):  # the depths take turns, one call each per round
+                for k in depths:
+                    times[k][-1] += time_call(calls[k], device, 1, 0, setup=cycles[k], queue_ahead=True)
+    del pool, cycles
+    table = depth_ratios({k: [[roofline_s(r, k) / t for t in ts] for r, ts in zip(rows_list, times[k])]
+                          for k in depths}, k_ref)
+    spreads = [spread(ts) for k in depths for ts in times[k]]
+    details = [f"K={k}: {' '.join(f'{median(ts) * 1e3:.3g}' for ts in times[k])} ms "
+               f"({' '.join(f'{roofline_s(r, k) / median(ts):.2f}' for r, ts in zip(rows_list, times[k]))})"
+               for k in depths]
     how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: F.linear(x[M, K], W[{n}, K]) in "
-           f"{dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per K); fraction of the roofline at "
-           f"each K / the fraction at K = {k_ref} (the K of matmul_rows); per call at M = "
+           f"{dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool); at each M the depths take turns, one "
+           f"call each per round, and each entry is the median over the rounds of the fraction of the roofline at K "
+           f"/ the fraction at K = {k_ref} (the K of matmul_rows) in the same round; per call at M = "
            f"{', '.join(str(r) for r in rows_list)} (fraction of the roofline): {'; '.join(details)}")
     return {"rows": list(rows_list), "depths": list(depths), "fraction": table, "source": how}
+
+
+def _cycled(weights: list[Any]) -> Callable[[], tuple[Any]]:
+    """A setup for time_call handing out the next of `weights` on each call (so W comes from memory)."""
+    turn = [0]
+
+    def pick() -> tuple[Any]:
+        turn[0] = (turn[0] + 1) % len(weights)
+        return (weights[turn[0]],)
+    return pick
+
+
+def depth_ratios(fractions: dict[int, list[list[float]]], k_ref: int) -> list[list[float]]:
+    """The matmul_depth table from paired measurements: fractions[K][i][r] is the fraction of the roofline
+    reached at depth K, the i-th row count, in round r (every K timed once per round); entry [K][i] =
+    median over r of fractions[K][i][r] / fractions[k_ref][i][r]. A round where the machine ran slow slows
+    every K alike, so its ratios stay near the steady ones, where a ratio of per-K medians would carry the
+    slow spell into whichever K it fell on."""
+    reference = fractions[k_ref]
+    return [[round(median([f / r for f, r in zip(per_round, reference[i])]), 4)
+             for i, per_round in enumerate(fractions[k])] for k in fractions]
 
 
 def _elementwise_bytes(torch: Any, device: str, dtype: str, bandwidth_bytes_per_s: float, quick: bool,
