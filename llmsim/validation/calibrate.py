@@ -329,17 +329,19 @@ def _linear_fractions(torch: Any, device: str, tdtype: Any, k: int, n: int, rows
     weights = [first] + [first.clone() for _ in range(copies - 1)]
     next_weight = _cycled(weights)
 
-    fractions, medians, spreads = [], [], []
+    def roofline_s(rows: int) -> float:
+        return max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size / bandwidth_bytes_per_s)
+
+    calls = []
     for rows in rows_list:
         x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
         heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
-        times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 5) if heavy else repeats,
-                          1 if heavy else warmup, setup=next_weight, queue_ahead=True)
-        roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
-                         bandwidth_bytes_per_s)
-        fractions.append(round(roofline_s / median(times), 4))
-        spreads.append(spread(times))
-        medians.append(f"{median(times) * 1e3:.3g}")
+        calls.append((lambda w, x=x: linear(x, w), next_weight, min(repeats, 5) if heavy else repeats,
+                      1 if heavy else warmup))
+    timings = _take_turns(device, calls)  # the row counts take turns, one call each per round
+    fractions = [round(roofline_s(rows) / median(times), 4) for rows, times in zip(rows_list, timings)]
+    spreads = [spread(times) for times in timings]
+    medians = [f"{median(times) * 1e3:.3g}" for times in timings]
     weights.clear()  # free the pool before the next shape
     return fractions, medians, spreads
 
@@ -370,7 +372,8 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
             details.append(f"N={n}: {' '.join(medians)}")
     call = f"F.linear(x[M, {k}], W[N, {k}])" if layout == "out_in" else f"torch.matmul(x[M, {k}], W[{k}, N])"
     how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: {call} "
-           f"in {dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per N), fraction = max(2MKN / "
+           f"in {dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per N), the row counts taking turns "
+           f"(one call each per round), fraction = max(2MKN / "
            f"{peak_flops_per_s / 1e9:.1f} GFLOP/s, bytes of W, x and y / {bandwidth_bytes_per_s / 1e9:.2f} GB/s) / "
            f"measured time; ms per call at M = {', '.join(str(r) for r in rows_list)}: {'; '.join(details)}")
     return {"rows": list(rows_list), "cols": list(cols), "fraction": table, "source": how}
@@ -416,12 +419,9 @@ def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, 
             # long calls: fewer rounds, but enough that the median outlasts slow spells in 4 of them
             heavy = max(2 * rows * k * n / peak_flops_per_s for k in depths) > 0.05
             rounds, warm = (min(repeats, 9), 1) if heavy else (repeats, warmup)
-            for k in depths:
-                time_call(calls[k], device, 0, warm, setup=cycles[k])
-                times[k].append([])
-            for _ in range(rounds):  # the depths take turns, one call each per round
-                for k in depths:
-                    times[k][-1] += time_call(calls[k], device, 1, 0, setup=cycles[k], queue_ahead=True)
+            timings = _take_turns(device, [(calls[k], cycles[k], rounds, warm) for k in depths])
+            for k, ts in zip(depths, timings):
+                times[k].append(ts)
     del pool, cycles
     table = depth_ratios({k: [[roofline_s(r, k) / t for t in ts] for r, ts in zip(rows_list, times[k])]
                           for k in depths}, k_ref)
@@ -435,6 +435,23 @@ def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, 
            f"/ the fraction at K = {k_ref} (the K of matmul_rows) in the same round; per call at M = "
            f"{', '.join(str(r) for r in rows_list)} (fraction of the roofline): {'; '.join(details)}")
     return {"rows": list(rows_list), "depths": list(depths), "fraction": table, "source": how}
+
+
+def _take_turns(device: str, calls: Sequence[tuple[Callable[..., Any], Callable[[], tuple[Any, ...]], int, int]]
+                ) -> list[list[float]]:
+    """Seconds of each timed call of every (fn, setup, repeats, warmup) in `calls`: all warm-ups first, then
+    rounds in which each call still owed a repeat runs once, in turn. A slow spell of a shared machine (a
+    neighbour's burst, a clock change) then falls on one or two rounds of many shapes, which their medians
+    outlast, instead of on every repeat of one shape, which turned single table points into outliers (a
+    matmul_rows point at M = 1024 read 0.74 between 0.96 and 0.88)."""
+    for fn, setup, _, warmup in calls:
+        time_call(fn, device, 0, warmup, setup=setup)
+    timings: list[list[float]] = [[] for _ in calls]
+    for round_ in range(max((c[2] for c in calls), default=0)):
+        for (fn, setup, repeats, _), times in zip(calls, timings):
+            if round_ < repeats:
+                times += time_call(fn, device, 1, 0, setup=setup, queue_ahead=True)
+    return timings
 
 
 def _cycled(weights: list[Any]) -> Callable[[], tuple[Any]]:
