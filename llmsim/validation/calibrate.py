@@ -27,7 +27,10 @@ which the overhead figures at the end measure separately:
 - matmul_rows_in_out.<precision>: the same for torch.matmul(x, W[K, N]) (weights stored [in, out], as
   GPT-2's Conv1D and gpt-oss's experts store them), N up to 16384.
 - matmul_depth.<precision>: how those fractions change with the inner dimension K (F.linear at one width,
-  K from 512 to 16384 on a CPU), as a ratio to the K of the tables, by M.
+  K from 512 to 16384 on a CPU), as a ratio to the K of the tables, by M, each entry the median of ratios
+  paired within a round.
+  The shapes of each matmul table take turns (one call each per round, `_take_turns`), so a slow spell of
+  a shared machine falls on a round of many shapes, which their medians outlast, not on all repeats of one.
 - elementwise_bytes.<fp32|fp16>: torch.mul(a, b) into a new output, as eager PyTorch runs every
   element-wise op, at tensor sizes from 64 KiB to far beyond the caches: the fraction of the copy
   bandwidth reached at each size (bytes moved per run = 2 reads + 1 write), with the inputs cycled
