@@ -27,7 +27,10 @@ which the overhead figures at the end measure separately:
 - matmul_rows_in_out.<precision>: the same for torch.matmul(x, W[K, N]) (weights stored [in, out], as
   GPT-2's Conv1D and gpt-oss's experts store them), N up to 16384.
 - matmul_depth.<precision>: how those fractions change with the inner dimension K (F.linear at one width,
-  K from 512 to 16384 on a CPU), as a ratio to the K of the tables, by M.
+  K from 512 to 16384 on a CPU), as a ratio to the K of the tables, by M, each entry the median of ratios
+  paired within a round.
+  The shapes of each matmul table take turns (one call each per round, `_take_turns`), so a slow spell of
+  a shared machine falls on a round of many shapes, which their medians outlast, not on all repeats of one.
 - elementwise_bytes.<fp32|fp16>: torch.mul(a, b) into a new output, as eager PyTorch runs every
   element-wise op, at tensor sizes from 64 KiB to far beyond the caches: the fraction of the copy
   bandwidth reached at each size (bytes moved per run = 2 reads + 1 write), with the inputs cycled
@@ -327,23 +330,21 @@ def _linear_fractions(torch: Any, device: str, tdtype: Any, k: int, n: int, rows
     size = first.element_size()
     copies = max(2, -(-pool_bytes // (k * n * size)))
     weights = [first] + [first.clone() for _ in range(copies - 1)]
-    turn = [0]
+    next_weight = _cycled(weights)
 
-    def next_weight() -> tuple[Any]:
-        turn[0] = (turn[0] + 1) % len(weights)
-        return (weights[turn[0]],)
+    def roofline_s(rows: int) -> float:
+        return max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size / bandwidth_bytes_per_s)
 
-    fractions, medians, spreads = [], [], []
+    calls = []
     for rows in rows_list:
         x = torch.randn(rows, k, device=device, dtype=tdtype, generator=gen)
         heavy = 2 * rows * k * n / peak_flops_per_s > 0.05  # long calls: fewer repeats
-        times = time_call(lambda w, x=x: linear(x, w), device, min(repeats, 5) if heavy else repeats,
-                          1 if heavy else warmup, setup=next_weight, queue_ahead=True)
-        roofline_s = max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size /
-                         bandwidth_bytes_per_s)
-        fractions.append(round(roofline_s / median(times), 4))
-        spreads.append(spread(times))
-        medians.append(f"{median(times) * 1e3:.3g}")
+        calls.append((lambda w, x=x: linear(x, w), next_weight, min(repeats, 5) if heavy else repeats,
+                      1 if heavy else warmup))
+    timings = _take_turns(device, calls)  # the row counts take turns, one call each per round
+    fractions = [round(roofline_s(rows) / median(times), 4) for rows, times in zip(rows_list, timings)]
+    spreads = [spread(times) for times in timings]
+    medians = [f"{median(times) * 1e3:.3g}" for times in timings]
     weights.clear()  # free the pool before the next shape
     return fractions, medians, spreads
 
@@ -374,7 +375,8 @@ def _matmul_rows(torch: Any, device: str, dtype: str, peak_flops_per_s: float, b
             details.append(f"N={n}: {' '.join(medians)}")
     call = f"F.linear(x[M, {k}], W[N, {k}])" if layout == "out_in" else f"torch.matmul(x[M, {k}], W[{k}, N])"
     how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: {call} "
-           f"in {dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per N), fraction = max(2MKN / "
+           f"in {dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per N), the row counts taking turns "
+           f"(one call each per round), fraction = max(2MKN / "
            f"{peak_flops_per_s / 1e9:.1f} GFLOP/s, bytes of W, x and y / {bandwidth_bytes_per_s / 1e9:.2f} GB/s) / "
            f"measured time; ms per call at M = {', '.join(str(r) for r in rows_list)}: {'; '.join(details)}")
     return {"rows": list(rows_list), "cols": list(cols), "fraction": table, "source": how}
@@ -385,7 +387,14 @@ def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, 
     """How the matmul_rows fractions change with the inner dimension K: F.linear(x[M, K], W[N, K]) at one
     width N, the fraction at each K over the fraction at the K of the matmul_rows tables (1.0 there), by
     M. On this repository's CPU a bfloat16 decode GEMV (M = 1) reaches 0.76 of the roofline at K = 2048,
-    0.53 at K = 512 and 0.57 at K = 16384; float32 rises from 0.94 to 1.20 over the same K."""
+    0.53 at K = 512 and 0.57 at K = 16384; float32 rises from 0.94 to 1.20 over the same K.
+
+    Each entry is a paired ratio (`depth_ratios`): at each M the depths take turns, one call each per round,
+    and the entry is the median over the rounds of (fraction at K / fraction at the reference K) within a
+    round. A slow spell of a shared machine (a neighbour's burst, a clock change) then slows every K of a
+    round alike and leaves the ratio alone. Timed one K after another, as before, it fell on one point's
+    repeats: on an AMD EPYC guest the point K = 1024, M = 1024 read 0.77 (122 ms a call) where the same
+    call took 92 ms a minute later, and every prefill matmul with K near 1024 was predicted 20-30 % slow."""
     tdtype = torch_dtype(dtype)
     k_ref, _, _, pool_bytes = _matmul_shapes(device, quick)
     if device == "cuda":
@@ -395,22 +404,78 @@ def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, 
     else:
         n, depths, rows_list = 4096, (512, 1024, 2048, 4096, 8192, 16384), (1, 4, 16, 64, 256, 1024)
     gen = torch.Generator(device=device).manual_seed(11)
-    measured, spreads, details = {}, [], []
+    size = torch.empty((), dtype=tdtype).element_size()
+    # one pool for every K: W[N, K] copies are consecutive views of it, cycled so that W streams from memory
+    pool = torch.randn(max(pool_bytes // size, 2 * n * max(depths)), device=device, dtype=tdtype, generator=gen)
+    cycles = {k: _cycled([pool[i * n * k:(i + 1) * n * k].view(n, k) for i in range(pool.numel() // (n * k))])
+              for k in depths}
+    linear = torch.nn.functional.linear
+
+    def roofline_s(rows: int, k: int) -> float:
+        return max(2 * rows * k * n / peak_flops_per_s, (k * n + rows * k + rows * n) * size / bandwidth_bytes_per_s)
+
+    times: dict[int, list[list[float]]] = {k: [] for k in depths}  # [K][M index] -> seconds per round
     with torch.inference_mode():
-        for k in depths:
-            fractions, medians, k_spreads = _linear_fractions(torch, device, tdtype, k, n, rows_list, "out_in",
-                                                              pool_bytes, peak_flops_per_s, bandwidth_bytes_per_s,
-                                                              repeats, warmup, gen)
-            measured[k] = fractions
-            spreads += k_spreads
-            details.append(f"K={k}: {' '.join(medians)} ms ({' '.join(f'{f:.2f}' for f in fractions)})")
-    reference = measured[k_ref]
-    table = [[round(f / r, 4) for f, r in zip(measured[k], reference)] for k in depths]
+        for rows in rows_list:
+            xs = {k: torch.randn(rows, k, device=device, dtype=tdtype, generator=gen) for k in depths}
+            calls = {k: (lambda w, x=xs[k]: linear(x, w)) for k in depths}
+            # long calls: fewer rounds, but enough that the median outlasts slow spells in 4 of them
+            heavy = max(2 * rows * k * n / peak_flops_per_s for k in depths) > 0.05
+            rounds, warm = (min(repeats, 9), 1) if heavy else (repeats, warmup)
+            timings = _take_turns(device, [(calls[k], cycles[k], rounds, warm) for k in depths])
+            for k, ts in zip(depths, timings):
+                times[k].append(ts)
+    del pool, cycles
+    table = depth_ratios({k: [[roofline_s(r, k) / t for t in ts] for r, ts in zip(rows_list, times[k])]
+                          for k in depths}, k_ref)
+    spreads = [spread(ts) for k in depths for ts in times[k]]
+    details = [f"K={k}: {' '.join(f'{median(ts) * 1e3:.3g}' for ts in times[k])} ms "
+               f"({' '.join(f'{roofline_s(r, k) / median(ts):.2f}' for r, ts in zip(rows_list, times[k]))})"
+               for k in depths]
     how = (f"{stamp}, medians, spread (p90-p10)/median up to {max(spreads):.1%}: F.linear(x[M, K], W[{n}, K]) in "
-           f"{dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool per K); fraction of the roofline at "
-           f"each K / the fraction at K = {k_ref} (the K of matmul_rows); per call at M = "
+           f"{dtype}, copies of W cycled (a {pool_bytes / 2**20:.0f} MiB pool); at each M the depths take turns, one "
+           f"call each per round, and each entry is the median over the rounds of the fraction of the roofline at K "
+           f"/ the fraction at K = {k_ref} (the K of matmul_rows) in the same round; per call at M = "
            f"{', '.join(str(r) for r in rows_list)} (fraction of the roofline): {'; '.join(details)}")
     return {"rows": list(rows_list), "depths": list(depths), "fraction": table, "source": how}
+
+
+def _take_turns(device: str, calls: Sequence[tuple[Callable[..., Any], Callable[[], tuple[Any, ...]], int, int]]
+                ) -> list[list[float]]:
+    """Seconds of each timed call of every (fn, setup, repeats, warmup) in `calls`: all warm-ups first, then
+    rounds in which each call still owed a repeat runs once, in turn. A slow spell of a shared machine (a
+    neighbour's burst, a clock change) then falls on one or two rounds of many shapes, which their medians
+    outlast, instead of on every repeat of one shape, which turned single table points into outliers (a
+    matmul_rows point at M = 1024 read 0.74 between 0.96 and 0.88)."""
+    for fn, setup, _, warmup in calls:
+        time_call(fn, device, 0, warmup, setup=setup)
+    timings: list[list[float]] = [[] for _ in calls]
+    for round_ in range(max((c[2] for c in calls), default=0)):
+        for (fn, setup, repeats, _), times in zip(calls, timings):
+            if round_ < repeats:
+                times += time_call(fn, device, 1, 0, setup=setup, queue_ahead=True)
+    return timings
+
+
+def _cycled(weights: list[Any]) -> Callable[[], tuple[Any]]:
+    """A setup for time_call handing out the next of `weights` on each call (so W comes from memory)."""
+    turn = [0]
+
+    def pick() -> tuple[Any]:
+        turn[0] = (turn[0] + 1) % len(weights)
+        return (weights[turn[0]],)
+    return pick
+
+
+def depth_ratios(fractions: dict[int, list[list[float]]], k_ref: int) -> list[list[float]]:
+    """The matmul_depth table from paired measurements: fractions[K][i][r] is the fraction of the roofline
+    reached at depth K, the i-th row count, in round r (every K timed once per round); entry [K][i] =
+    median over r of fractions[K][i][r] / fractions[k_ref][i][r]. A round where the machine ran slow slows
+    every K alike, so its ratios stay near the steady ones, where a ratio of per-K medians would carry the
+    slow spell into whichever K it fell on."""
+    reference = fractions[k_ref]
+    return [[round(median([f / r for f, r in zip(per_round, reference[i])]), 4)
+             for i, per_round in enumerate(fractions[k])] for k in fractions]
 
 
 def _elementwise_bytes(torch: Any, device: str, dtype: str, bandwidth_bytes_per_s: float, quick: bool,
