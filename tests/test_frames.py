@@ -16,7 +16,7 @@ import llmsim
 ROOT = Path(llmsim.__file__).resolve().parents[1]
 GPU = "h100-sxm"
 # import name -> distribution name, where they differ
-DISTRIBUTION = {"aiconfigurator_core": "aiconfigurator-core", "ncu_report": "ncu-report"}
+DISTRIBUTION = {"aiconfigurator_core": "aiconfigurator-core", "ncu_report": "ncu-report", "yaml": "pyyaml"}
 
 
 def _imported_modules() -> set[str]:

@@ -149,9 +149,10 @@ def _current_version(data_root: Path, system: str, backend: str) -> str | None:
     if not path.is_file():
         return None
     try:
-        import yaml  # installed with aiconfigurator-core
-    except ImportError:  # pragma: no cover - the package depends on it
-        return None
+        import yaml  # installed with aiconfigurator-core (and transformers)
+    except ImportError as exc:  # pragma: no cover - the package depends on it
+        raise LlmsimError("reading aiconfigurator's version slots needs PyYAML: pip install 'llmsim[aiconfigurator]'"
+                          ) from exc
     doc = yaml.safe_load(path.read_text()) or {}
     entry = ((doc.get("overrides") or {}).get(system) or {}).get(backend) or (doc.get("defaults") or {}).get(backend)
     current = entry.get("current") if isinstance(entry, dict) else None
