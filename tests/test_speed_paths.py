@@ -125,3 +125,57 @@ def test_sweep_in_blocks_equals_the_sweep_in_one_block(model: str, monkeypatch: 
                 np.testing.assert_allclose(blocks.columns[key], values, rtol=1e-12, atol=0, err_msg=key)
             else:
                 assert np.array_equal(blocks.columns[key], values), key
+
+
+# ---- serving: one step's plain-Python reads and the scheduler's running sums -----------------------------
+def test_serving_one_step_reads_equal_the_step_cost_parts() -> None:
+    """StepCost._one_pass (Python floats, the length's cell located once for both batch rows) equals the sum
+    of its parts as tokens(), lm_head(), decode_attention() and prefill_attention() read them, bit for bit."""
+    from llmsim.serving import step_cost as sc
+    from llmsim.serving.serve import _step_cost
+
+    spec, hw, cost, execution = resolve("llama-3.1-8b", "h100-sxm")
+    step = _step_cost(spec, hw, cost, execution, 512, 48, 3000)
+    rng = np.random.default_rng(0)
+    lengths = np.concatenate([rng.uniform(0.0, 3500.0, 200), step.lengths[:5], step.lengths[-3:], [0.0, 1.0, 1e6]])
+    rows, grid = step.decode_attention_s.tolist(), step.lengths.tolist()
+    for length in lengths.tolist():
+        for batch in (1, 7, 16, 17, 23, 48):
+            k = int(np.searchsorted(step.batches, batch))
+            upper = sc._interp(length, grid, rows[k])  # the one-point interpolation, row by row
+            if step.batches[k] == batch:
+                expected = upper
+            else:
+                lower = sc._interp(length, grid, rows[k - 1])
+                b0, b1 = step.batches[k - 1], step.batches[k]
+                expected = lower + (upper - lower) * ((batch - b0) / (b1 - b0))
+            assert step.decode_attention(batch, length) == expected
+    for decode_sum, n_decode, chunks, n_emit in ((0.0, 0, [(512, 0)], 1), (12345.0, 30, [], 30),
+                                                 (999.0, 3, [(100, 40), (7, 0)], 4), (5.0, 1, [(0, 12)], 1)):
+        parts = step.tokens(sum(q for q, _ in chunks), n_decode) + step.lm_head(n_emit, n_decode)
+        if n_decode:
+            parts += float(step.decode_attention(n_decode, decode_sum / n_decode))
+        if chunks:
+            parts += step.prefill_attention(len(chunks), sum(q * c + q * q / 2 for q, c in chunks))
+        assert step.step_s(decode_sum, n_decode, chunks, n_emit) == parts
+
+
+def test_serving_running_token_sum_is_kept_through_preemption_and_prefixes(monkeypatch: pytest.MonkeyPatch
+                                                                          ) -> None:
+    """The scheduler keeps the running requests' cached-token sum as they change (append, decode runs,
+    chunks, preemption, retirement) instead of summing it every step: equal to the sum at every step."""
+    from llmsim.serving import scheduler
+
+    checked = []
+
+    class Checked(scheduler._Running):
+        def leading_decodes(self) -> int:
+            assert self.cached_tokens == int(self.computed[:self.m].sum())
+            checked.append(self.m)
+            return super().leading_decodes()
+
+    monkeypatch.setattr(scheduler, "_Running", Checked)
+    r = llmsim.serve("llama-3.1-70b", "h100-sxm", prompt_len="uniform:500:4000", gen_len="uniform:100:600",
+                     num_requests=150, concurrency=120, gpu_memory_utilization=0.6, tensor_parallel=4,
+                     shared_prefix_len=300, prefix_groups=3)
+    assert int(r.requests["preemptions"].sum()) > 0 and len(checked) > 100
