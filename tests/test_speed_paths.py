@@ -179,3 +179,28 @@ def test_serving_running_token_sum_is_kept_through_preemption_and_prefixes(monke
                      num_requests=150, concurrency=120, gpu_memory_utilization=0.6, tensor_parallel=4,
                      shared_prefix_len=300, prefix_groups=3)
     assert int(r.requests["preemptions"].sum()) > 0 and len(checked) > 100
+
+
+def test_sweep_segments_without_dead_cuts_give_the_same_sums() -> None:
+    """fast_sweep._segments drops the cuts outside 0 .. steps - 2 at every point (they only add empty
+    segments): a piecewise-affine function summed over its segments is the same, bit for bit, as over
+    decode_sum.segments' (numpy sums a short last axis left to right; the dropped terms are exact zeros)."""
+    from llmsim.timing.decode_sum import segments
+    from llmsim.timing.fast_sweep import _segments
+
+    rng = np.random.default_rng(3)
+    steps = np.array([0.0, 1.0, 2.0, 17.0, 255.0, 4000.0]).reshape(1, 6)
+    live = rng.uniform(-5.0, 300.0, (50, 6))
+    dead_late, dead_early = np.full((50, 1), np.inf), rng.uniform(-9.0, -0.5, (50, 1))
+    beyond = np.broadcast_to(steps + rng.uniform(0.0, 5.0, (50, 1)), (50, 6))  # at or past the last offset
+    for cuts in ([dead_late, beyond], [dead_late, live], [live, dead_early, beyond], [live, live * 0.5, dead_late],
+                 [np.full((50, 1), np.nan), dead_early], [live, np.where(live > 100.0, -3.0, np.inf)]):
+        totals = []
+        for split in (segments, _segments):
+            (lo, hi), n = split(cuts, steps)
+            f_lo, f_hi = 1e-3 + 7e-6 * np.minimum(lo, 150.0), 1e-3 + 7e-6 * np.minimum(hi, 150.0)  # one kink
+            totals.append((n * (f_lo + f_hi) / 2.0).sum(axis=-1))
+        np.testing.assert_array_equal(np.broadcast_to(totals[1], totals[0].shape), totals[0])  # (as they broadcast)
+        assert np.all(totals[0] >= 0)
+    _, n = _segments([dead_late, beyond], steps)
+    assert n.shape[-1] == 1  # nothing live: one segment

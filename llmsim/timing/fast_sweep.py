@@ -150,7 +150,7 @@ class VectorPhases:
         cs = (q1[0] / p.matmul_peak + q1[1] / p.vector_peak) * scale - c0
         ms = q1[2] / p.bandwidth * memory_scale - m0
         launches = p.launches
-        ends, n = segments([np.asarray(clamp, dtype=float), *self._crossings(c0, cs, m0, ms, launches)], steps)
+        ends, n = _segments([np.asarray(clamp, dtype=float), *self._crossings(c0, cs, m0, ms, launches)], steps)
         clamp_axis = np.asarray(clamp, dtype=float)[..., None]
         c0, cs, m0, ms = c0[..., None], cs[..., None], m0[..., None], ms[..., None]
         first, last = (self._time(c0 + cs * u, m0 + ms * u, launches, 0.0)
@@ -163,6 +163,22 @@ class VectorPhases:
         pairs = crossing_pairs(c0, cs, m0, ms, launches, plan.launch_s, plan.dispatch_s, plan.async_host,
                                self.overlap_max)
         return [crossing_offsets(diff0, slope) for diff0, slope in pairs]
+
+
+def _segments(cuts: list[np.ndarray], steps: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """decode_sum.segments without the cuts that fall outside 0 .. steps - 2 at every point of the block (no
+    window, terms that never cross there): each such cut only adds an empty segment (count 0) before or after
+    the others, whose terms are exact zeros in the segment sums (left to right over at most 5 segments, as
+    numpy sums a short last axis): the same totals, on fewer segments (often one), of the shape of the cuts
+    kept (broadcast against the block by their use)."""
+    last = np.asarray(steps, dtype=float) - 1.0
+    live = [cut for cut in cuts if not np.all(~np.isfinite(cut) | (cut >= last) | (cut < 0.0))]
+    if live:
+        return segments(live, steps)
+    # decode_sum.segments with no cut: one segment 0 .. last
+    lo = np.zeros((*last.shape, 1))
+    hi = last[..., None]
+    return [lo, np.maximum(hi, lo)], np.maximum(hi - lo + 1.0, 0.0)
 
 
 def _at(v0: Any, v1: Any, u: np.ndarray) -> np.ndarray:
