@@ -204,3 +204,20 @@ def test_sweep_segments_without_dead_cuts_give_the_same_sums() -> None:
         assert np.all(totals[0] >= 0)
     _, n = _segments([dead_late, beyond], steps)
     assert n.shape[-1] == 1  # nothing live: one segment
+
+
+def test_a_results_inputs_are_kept_while_it_lives() -> None:
+    """layer_table reads a result's inputs again (evaluation.inputs_of): kept while the result lives, by both
+    paths, and forgotten when it dies."""
+    from llmsim.analysis import evaluation
+
+    before = len(evaluation._INPUTS)
+    fast = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=2, prompt_len=64, gen_len=8)
+    reference = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=2, prompt_len=64, gen_len=8,
+                                pipeline_parallel=2)  # the reference path
+    for result in (fast, reference):
+        spec, hw, _, _ = evaluation.inputs_of(result)
+        assert spec.name == "llama-3.1-8b" and hw.name == result.hardware
+    assert len(evaluation._INPUTS) == before + 2
+    del fast, reference, result
+    assert len(evaluation._INPUTS) == before
