@@ -12,6 +12,9 @@
 - a 1M-point sweep in a fresh process: time and peak RSS (targets <= 1 s and <= 400 MB for Llama-3.1-70B;
   DeepSeek-V3 <= 800 MB); peer: llm-analysis has no sweep, so one million infer() calls, extrapolated.
 
+Fresh processes run with Python's bytecode cache, as an installed package has it (pip compiles on install):
+PYTHONDONTWRITEBYTECODE is dropped for them, and one untimed run of each command comes first (compiling
+llmsim's sources at every start would add about 0.1 s here).
 The peer runs in its own virtual environment (--peer-venv, made by `python benchmarks/peers.py` on first use);
 without one the peer columns are left out. Times are wall-clock medians except where CPU time is said: on a
 busy machine compare the ratios, which come from the same run.
@@ -48,8 +51,14 @@ SWEEP = ("import resource, sys, time, llmsim\n"
          "print(time.perf_counter() - t, r.ru_maxrss, r.ru_utime + r.ru_stime, time.perf_counter() - u)")
 
 
+FRESH_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def fresh_wall_s(python: str, code: list[str], runs: int, env: dict[str, str] | None = None) -> float:
-    """Median wall time of a fresh process running `code` (argv after the interpreter)."""
+    """Median wall time of a fresh process running `code` (argv after the interpreter), after one untimed run
+    (which writes the bytecode cache)."""
+    env = dict(FRESH_ENV, **(env or {}))
+    subprocess.run([python, *code], check=True, capture_output=True, env=env)
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -109,6 +118,8 @@ def main() -> None:
     peer_python = str(args.peer_venv / "bin" / "python")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus; medians"
           + ("" if has_peer else f"; no peer venv at {args.peer_venv} (python benchmarks/peers.py makes one)"))
+    package = Path(__file__).resolve().parents[1] / "llmsim"  # its bytecode cache written, as pip does on install
+    subprocess.run([PY, "-m", "compileall", "-q", str(package)], check=True, env=FRESH_ENV)
     try:
         line("python -c pass (interpreter start)", fresh_wall_s(PY, ["-c", "pass"], runs), None)
         line("import llmsim", fresh_wall_s(PY, ["-c", "import llmsim"], runs), 0.15,
@@ -150,8 +161,10 @@ def main() -> None:
                     "--gpu_name", "h100-sxm-80gb", "--dtype_name", "w16a16e16", "--batch_size_per_gpu", "8",
                     "--seq_len", "2048", "--num_tokens_to_generate", "256", "--log_level", "ERROR"]
         with tempfile.TemporaryDirectory() as cache:
-            env = dict(os.environ, LLMSIM_CACHE_DIR=cache)
-            line("CLI simulate llama-3.1-8b, first run (empty disk cache)", fresh_wall_s(PY, cli, 1, env), None)
+            env = {"LLMSIM_CACHE_DIR": cache}
+            start = time.perf_counter()
+            subprocess.run([PY, *cli], check=True, capture_output=True, env=dict(FRESH_ENV, **env))
+            line("CLI simulate llama-3.1-8b, first run (empty disk cache)", time.perf_counter() - start, None)
             line("CLI simulate llama-3.1-8b (disk cache filled)", fresh_wall_s(PY, cli, runs, env), 0.4,
                  peer=fresh_wall_s(peer_python, peer_cli, runs) if has_peer else None)
 
@@ -163,8 +176,8 @@ def main() -> None:
 
         per_call = statistics.median(theirs) if theirs else None
         for model_name, mb_target in (("llama-3.1-70b", 400), ("deepseek-v3", 800)):
-            out = [subprocess.run([PY, "-c", SWEEP, model_name], check=True, capture_output=True, text=True
-                                  ).stdout.split() for _ in range(1 if args.quick else 3)]
+            out = [subprocess.run([PY, "-c", SWEEP, model_name], check=True, capture_output=True, text=True,
+                                  env=FRESH_ENV).stdout.split() for _ in range(1 if args.quick else 3)]
             seconds = statistics.median(float(o[0]) for o in out)
             peak_mb = statistics.median(float(o[1]) for o in out) / 1024  # ru_maxrss: KiB on Linux
             line(f"sweep of 1M points (1000 x 1000), {model_name}, fresh process", seconds,

@@ -125,3 +125,99 @@ def test_sweep_in_blocks_equals_the_sweep_in_one_block(model: str, monkeypatch: 
                 np.testing.assert_allclose(blocks.columns[key], values, rtol=1e-12, atol=0, err_msg=key)
             else:
                 assert np.array_equal(blocks.columns[key], values), key
+
+
+# ---- serving: one step's plain-Python reads and the scheduler's running sums -----------------------------
+def test_serving_one_step_reads_equal_the_step_cost_parts() -> None:
+    """StepCost._one_pass (Python floats, the length's cell located once for both batch rows) equals the sum
+    of its parts as tokens(), lm_head(), decode_attention() and prefill_attention() read them, bit for bit."""
+    from llmsim.serving import step_cost as sc
+    from llmsim.serving.serve import _step_cost
+
+    spec, hw, cost, execution = resolve("llama-3.1-8b", "h100-sxm")
+    step = _step_cost(spec, hw, cost, execution, 512, 48, 3000)
+    rng = np.random.default_rng(0)
+    lengths = np.concatenate([rng.uniform(0.0, 3500.0, 200), step.lengths[:5], step.lengths[-3:], [0.0, 1.0, 1e6]])
+    rows, grid = step.decode_attention_s.tolist(), step.lengths.tolist()
+    for length in lengths.tolist():
+        for batch in (1, 7, 16, 17, 23, 48):
+            k = int(np.searchsorted(step.batches, batch))
+            upper = sc._interp(length, grid, rows[k])  # the one-point interpolation, row by row
+            if step.batches[k] == batch:
+                expected = upper
+            else:
+                lower = sc._interp(length, grid, rows[k - 1])
+                b0, b1 = step.batches[k - 1], step.batches[k]
+                expected = lower + (upper - lower) * ((batch - b0) / (b1 - b0))
+            assert step.decode_attention(batch, length) == expected
+    for decode_sum, n_decode, chunks, n_emit in ((0.0, 0, [(512, 0)], 1), (12345.0, 30, [], 30),
+                                                 (999.0, 3, [(100, 40), (7, 0)], 4), (5.0, 1, [(0, 12)], 1)):
+        parts = step.tokens(sum(q for q, _ in chunks), n_decode) + step.lm_head(n_emit, n_decode)
+        if n_decode:
+            parts += float(step.decode_attention(n_decode, decode_sum / n_decode))
+        if chunks:
+            parts += step.prefill_attention(len(chunks), sum(q * c + q * q / 2 for q, c in chunks))
+        assert step.step_s(decode_sum, n_decode, chunks, n_emit) == parts
+
+
+def test_serving_running_token_sum_is_kept_through_preemption_and_prefixes(monkeypatch: pytest.MonkeyPatch
+                                                                          ) -> None:
+    """The scheduler keeps the running requests' cached-token sum as they change (append, decode runs,
+    chunks, preemption, retirement) instead of summing it every step: equal to the sum at every step."""
+    from llmsim.serving import scheduler
+
+    checked = []
+
+    class Checked(scheduler._Running):
+        def leading_decodes(self) -> int:
+            assert self.cached_tokens == int(self.computed[:self.m].sum())
+            checked.append(self.m)
+            return super().leading_decodes()
+
+    monkeypatch.setattr(scheduler, "_Running", Checked)
+    r = llmsim.serve("llama-3.1-70b", "h100-sxm", prompt_len="uniform:500:4000", gen_len="uniform:100:600",
+                     num_requests=150, concurrency=120, gpu_memory_utilization=0.6, tensor_parallel=4,
+                     shared_prefix_len=300, prefix_groups=3)
+    assert int(r.requests["preemptions"].sum()) > 0 and len(checked) > 100
+
+
+def test_sweep_segments_without_dead_cuts_give_the_same_sums() -> None:
+    """fast_sweep._segments drops the cuts outside 0 .. steps - 2 at every point (they only add empty
+    segments): a piecewise-affine function summed over its segments is the same, bit for bit, as over
+    decode_sum.segments' (numpy sums a short last axis left to right; the dropped terms are exact zeros)."""
+    from llmsim.timing.decode_sum import segments
+    from llmsim.timing.fast_sweep import _segments
+
+    rng = np.random.default_rng(3)
+    steps = np.array([0.0, 1.0, 2.0, 17.0, 255.0, 4000.0]).reshape(1, 6)
+    live = rng.uniform(-5.0, 300.0, (50, 6))
+    dead_late, dead_early = np.full((50, 1), np.inf), rng.uniform(-9.0, -0.5, (50, 1))
+    beyond = np.broadcast_to(steps + rng.uniform(0.0, 5.0, (50, 1)), (50, 6))  # at or past the last offset
+    for cuts in ([dead_late, beyond], [dead_late, live], [live, dead_early, beyond], [live, live * 0.5, dead_late],
+                 [np.full((50, 1), np.nan), dead_early], [live, np.where(live > 100.0, -3.0, np.inf)]):
+        totals = []
+        for split in (segments, _segments):
+            (lo, hi), n = split(cuts, steps)
+            f_lo, f_hi = 1e-3 + 7e-6 * np.minimum(lo, 150.0), 1e-3 + 7e-6 * np.minimum(hi, 150.0)  # one kink
+            totals.append((n * (f_lo + f_hi) / 2.0).sum(axis=-1))
+        np.testing.assert_array_equal(np.broadcast_to(totals[1], totals[0].shape), totals[0])  # (as they broadcast)
+        assert np.all(totals[0] >= 0)
+    _, n = _segments([dead_late, beyond], steps)
+    assert n.shape[-1] == 1  # nothing live: one segment
+
+
+def test_a_results_inputs_are_kept_while_it_lives() -> None:
+    """layer_table reads a result's inputs again (evaluation.inputs_of): kept while the result lives, by both
+    paths, and forgotten when it dies."""
+    from llmsim.analysis import evaluation
+
+    before = len(evaluation._INPUTS)
+    fast = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=2, prompt_len=64, gen_len=8)
+    reference = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=2, prompt_len=64, gen_len=8,
+                                pipeline_parallel=2)  # the reference path
+    for result in (fast, reference):
+        spec, hw, _, _ = evaluation.inputs_of(result)
+        assert spec.name == "llama-3.1-8b" and hw.name == result.hardware
+    assert len(evaluation._INPUTS) == before + 2
+    del fast, reference, result
+    assert len(evaluation._INPUTS) == before

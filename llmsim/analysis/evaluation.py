@@ -160,15 +160,18 @@ _OP_FIELDS = ("name", "kind", "count", *_OP_COLUMNS, "arithmetic_intensity", "bo
 
 
 
-_INPUTS: dict[int, tuple[Any, ...]] = {}
+_INPUTS: dict[int, tuple[tuple[Any, ...], Any]] = {}  # id(result) -> (its inputs, a weak reference to it)
 
 
 def remember_inputs(result: Any, inputs: tuple[Any, ...]) -> None:
+    """Keep the inputs of `result` while it lives (forgotten by a weak reference's callback when it dies:
+    as weakref.finalize would, without its registry)."""
     import weakref
 
-    _INPUTS[id(result)] = inputs
-    weakref.finalize(result, _INPUTS.pop, id(result), None)
+    key = id(result)
+    _INPUTS[key] = (inputs, weakref.ref(result, lambda _, key=key: _INPUTS.pop(key, None)))
 
 
 def inputs_of(result: Any) -> tuple[Any, ...] | None:
-    return _INPUTS.get(id(result))
+    found = _INPUTS.get(id(result))
+    return None if found is None else found[0]

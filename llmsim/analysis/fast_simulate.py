@@ -20,6 +20,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..cost.workload import BATCH_MAX, COUNT_MAX
 from ..hardware.spec import HardwareSpec, load_hardware
 from ..models.loading import load_model
@@ -38,14 +40,18 @@ def _trusted(cls: type, fields: dict[str, Any]) -> Any:
     pass over the fields' defaults). Frozen models: their fields-set is never changed, so one is shared
     (model_copy copies it before changing it)."""
     obj = _new(cls)
-    _set(obj, "__dict__", fields)
-    _set(obj, "__pydantic_fields_set__", _FIELDS_SET[cls])
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
+    _set_dict(obj, fields)
+    _set_fields_set(obj, _FIELDS_SET[cls])
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
 
 
-_new, _set = object.__new__, object.__setattr__
+_new = object.__new__
+# the setters of BaseModel's slots, called directly (as object.__setattr__ reaches them, without its lookup)
+_set_dict, _set_fields_set, _set_extra, _set_private = (
+    BaseModel.__dict__[name].__set__
+    for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"))
 _FIELDS_SET = {cls: set(cls.model_fields) for cls in (OpResult, PhaseResult, SimulationResult, MemoryResult)}
 
 
@@ -205,20 +211,21 @@ def _phase(phase: str, totals: list[tuple[float, ...]], steps: int, fixed: list[
     parts = {b: float(sum(columns[i + 1])) for i, b in enumerate(BOUNDS)}
     shares = {b: (v / time_s if time_s > 0 else 0.0) for b, v in parts.items()}
     ops = []
-    fields_set, new, set_ = _FIELDS_SET[OpResult], _new, _set
+    fields_set, new = _FIELDS_SET[OpResult], _new
+    set_dict, set_fields_set, set_extra, set_private = _set_dict, _set_fields_set, _set_extra, _set_private
     for (t, c, m, o, comm, mf, vf, by), (name, kind, count, source) in zip(totals, fixed):
         # the first largest of (compute, memory, overhead, communication), as BOUNDS[terms.index(max(terms))]
         bound = ("compute" if c >= m and c >= o and c >= comm else "memory" if m >= o and m >= comm
                  else "overhead" if o >= comm else "communication")
         op = new(OpResult)  # _trusted, written out: 26 of these per call
-        set_(op, "__dict__", {
+        set_dict(op, {
             "name": name, "kind": kind, "count": count, "matmul_flops": mf, "vector_flops": vf, "bytes": by,
             "arithmetic_intensity": (mf + vf) / by if by > 0 else 0.0, "time_s": t, "compute_s": c, "memory_s": m,
             "overhead_s": o, "communication_s": comm, "bound": bound,
             "share": t / time_s if time_s > 0 else 0.0, "source": source})
-        set_(op, "__pydantic_fields_set__", fields_set)
-        set_(op, "__pydantic_extra__", None)
-        set_(op, "__pydantic_private__", None)
+        set_fields_set(op, fields_set)
+        set_extra(op, None)
+        set_private(op, None)
         ops.append(op)
     return _trusted(PhaseResult, {
         "phase": phase, "steps": steps, "time_s": time_s, "compute_s": parts["compute"], "memory_s": parts["memory"],

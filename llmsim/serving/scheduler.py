@@ -15,7 +15,9 @@ options of simulate_engine.
 
 The scheduler hands each step to StepCost for its time; the clock advances by it. Runs of steps in which
 nothing but decoding happens (no admission possible, no arrival, no finish, no block shortage) are
-evaluated together in one vectorised pass (_decode_run): the same steps, summed without the Python loop.
+evaluated together in one vectorised pass (_decode_run): the same steps, summed without the Python loop. The
+running requests are the rows of one array (a step advances or compacts them in one numpy call), and their
+cached-token sum is kept as it changes rather than summed every step (tests/test_speed_paths.py checks it).
 """
 
 from __future__ import annotations
@@ -96,17 +98,18 @@ class StepLog:
 
 
 class _Running:
-    """The running requests in scheduling order, as parallel arrays (slices, not fancy indexing, per step)."""
+    """The running requests in scheduling order, as parallel arrays (slices, not fancy indexing, per step):
+    the rows of one array, so that a step updates or compacts several fields in one numpy call."""
 
     def __init__(self, capacity: int) -> None:
         self.m = 0
-        self.ids = np.zeros(capacity, dtype=np.int64)
-        self.prompt = np.zeros(capacity, dtype=np.int64)
-        self.gen = np.zeros(capacity, dtype=np.int64)
-        self.computed = np.zeros(capacity, dtype=np.int64)  # tokens in the KV cache
-        self.emitted = np.zeros(capacity, dtype=np.int64)  # tokens sampled
-        self.blocks = np.zeros(capacity, dtype=np.int64)  # KV blocks in use (its share of cached prefixes included)
-        self.shared = np.zeros(capacity, dtype=np.int64)  # of those, blocks of a cached prefix (not its own)
+        self.state = np.zeros((7, capacity), dtype=np.int64)
+        # rows: request id, prompt and generated lengths, tokens in the KV cache (computed), tokens sampled
+        # (emitted; right after computed: `advanced` moves both), KV blocks in use (its share of cached prefixes
+        # included), of those the blocks of a cached prefix (not its own)
+        self.ids, self.prompt, self.gen, self.computed, self.emitted, self.blocks, self.shared = self.state
+        self.advanced = self.state[3:5]  # computed and emitted
+        self.cached_tokens = 0  # the sum of computed over the running requests, kept as they change
         self.prefilling = 0  # how many are not decoding (prompt or recompute tokens left)
 
     def fields(self) -> tuple[np.ndarray, ...]:
@@ -117,19 +120,21 @@ class _Running:
         self.ids[i], self.prompt[i], self.gen[i] = r, prompt, gen
         self.computed[i], self.emitted[i], self.blocks[i], self.shared[i] = computed, emitted, blocks, shared
         self.m += 1
+        self.cached_tokens += computed
         if not (emitted > 0 and computed == prompt + emitted - 1):
             self.prefilling += 1  # prompt (or recompute) tokens to compute; a prefilled request decodes at once
 
     def keep(self, mask: np.ndarray) -> None:
         """Keep the requests where mask (over the first m) is true, in order."""
-        k = int(mask.sum())
-        for f in self.fields():
-            f[:k] = f[:self.m][mask]
+        k = int(np.count_nonzero(mask))
+        self.state[:, :k] = self.state[:, :self.m][:, mask]
         self.m = k
+        self.cached_tokens = int(np.add.reduce(self.computed[:k]))
 
     def own_blocks(self) -> int:
         """Blocks the running requests hold beyond the cached prefixes they share."""
-        return int(self.blocks[:self.m].sum() - self.shared[:self.m].sum())
+        held, shared = np.add.reduce(self.state[5:7, :self.m], axis=1).tolist()
+        return int(held - shared)
 
     def leading_decodes(self) -> int:
         """How many requests at the front decode this step (one token each)."""
@@ -157,6 +162,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     arrivals = np.asarray(arrival_s, dtype=float)
     if closed:
         arrivals = np.concatenate([arrivals[:concurrency], np.full(max(n - concurrency, 0), np.inf)])
+    arrival_of = arrivals.tolist()  # the same times as Python floats, for the per-step comparisons
     log = RequestLog(np.asarray(prompt_len, dtype=np.int64), np.asarray(gen_len, dtype=np.int64), arrivals.copy())
     steps = StepLog()
     prompt_of = log.prompt_len.tolist()
@@ -181,30 +187,27 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     finished = 0
 
     while finished < n:
-        while next_arrival < known and arrivals[next_arrival] <= clock:
+        while next_arrival < known and arrival_of[next_arrival] <= clock:
             waiting.append(next_arrival)
             next_arrival += 1
         m = run.m
         if m == 0 and not waiting:
-            clock = max(clock, float(arrivals[next_arrival]))
+            clock = max(clock, arrival_of[next_arrival])
             continue
 
         # ---- a run of pure decode steps at once --------------------------------------------------------
-        limit_s = float(arrivals[next_arrival]) if next_arrival < known and m < limits.max_num_seqs else None
+        limit_s = arrival_of[next_arrival] if next_arrival < known and m < limits.max_num_seqs else None
         if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
                 limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
-            k, times, kv = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
+            k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
             if k >= 2:
-                starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
                 queued = len(waiting) + np.searchsorted(arrivals[:known], starts, side="right") - next_arrival
                 steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
                 clock = float(starts[-1] + times[-1])
                 last_step_s = float(times[-1])
-                run.computed[:m] += k
-                run.emitted[:m] += k
-                need = -(-run.computed[:m] // bs)
-                free_blocks -= int(np.sum(need - run.blocks[:m]))
-                run.blocks[:m] = need
+                run.advanced[:, :m] += k  # computed and emitted
+                run.cached_tokens += k * m
+                run.blocks[:m] = -(-run.computed[:m] // bs)  # (free_blocks: counted again below)
                 finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
                 free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
                 continue
@@ -241,6 +244,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 if not (run.emitted[j] > 0 and run.computed[j] == run.prompt[j] + run.emitted[j] - 1):
                     run.prefilling -= 1
                 run.m -= 1
+                run.cached_tokens -= int(run.computed[j])
                 log.preemptions[victim] += 1
                 waiting.appendleft(victim)
             if i >= run.m:
@@ -274,7 +278,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             raise RuntimeError("the KV cache cannot hold a single request")  # pragma: no cover
 
         chunks: list[tuple[int, int]] = []
-        decode_sum = float(run.computed[:lead].sum())
+        decode_sum = float(run.cached_tokens if lead == run.m else np.add.reduce(run.computed[:lead]))
         if grow != 1.0:  # speculative decoding: a decode step adds `grow` tokens; the cache holds the prompt
             decode_sum = grow * decode_sum + (1 - grow) * float(run.prompt[:lead].sum())  # and grow per step
         n_decode = n_emit = lead
@@ -292,12 +296,13 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                   limits.kv_blocks - free_blocks)
         clock += time_s
         last_step_s = time_s
-        run.computed[:lead] += 1
-        run.emitted[:lead] += 1
-        any_done = lead and bool(np.any(run.emitted[:lead] >= run.gen[:lead]))
+        run.advanced[:, :lead] += 1  # computed and emitted
+        run.cached_tokens += lead
+        any_done = lead and bool((run.emitted[:lead] >= run.gen[:lead]).any())
         for i, new in scheduled:
             was_decoding = run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1
             run.computed[i] += new
+            run.cached_tokens += new
             if groups is not None and run.shared[i] == 0 and run.computed[i] >= hit_blocks * bs:
                 group = groups[int(run.ids[i])]
                 if group >= 0 and group not in cached:  # its prefix blocks now stay cached
@@ -339,26 +344,26 @@ def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float,
 
 
 def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock: float,
-                limit_s: float | None, grow: float = 1.0) -> tuple[int, np.ndarray, np.ndarray]:
+                limit_s: float | None, grow: float = 1.0) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """The pure decode steps the running requests take before one finishes, the blocks run out, or a step
     would start at or after limit_s (an arrival that could be admitted): (steps, their times, the blocks in
-    use beyond those held now at each)."""
+    use beyond those held now at each, their start times)."""
     m = run.m
-    k = int(np.min(run.gen[:m] - run.emitted[:m]))  # the step after which the first request finishes
+    k = int(np.minimum.reduce(run.gen[:m] - run.emitted[:m]))  # the step after which the first request finishes
     k = min(k, max(4_000_000 // m, 1))  # very long runs: in pieces
     if k < 2:
-        return k, np.zeros(0), np.zeros(0, dtype=np.int64)
+        return k, np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
     c, held = run.computed[:m], run.blocks[:m]
-    mean0 = (grow * float(c.sum()) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached tokens, mean
+    mean0 = (grow * float(run.cached_tokens) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached tokens, mean
     means = mean0 + grow * np.arange(k, dtype=float)
     times = cost.decode_steps_s(m, means)
+    starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])  # cumsum adds in order: a prefix's the same
     if limit_s is not None:
-        starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])
         k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival
     j = np.arange(1, k + 1)
     extra = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)  # blocks for c + j tokens
     k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
-    return k, np.asarray(times[:k], dtype=float), extra[:k]
+    return k, np.asarray(times[:k], dtype=float), extra[:k], starts[:k]
 
 
 def percentile_summary(values: Any, weights: Any = None) -> dict[str, float]:

@@ -31,6 +31,7 @@ whose attention time is linear in the batch, a linear reading of a measured tabl
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any
@@ -156,6 +157,10 @@ class StepCost:
         self.prefill_attention_s = np.broadcast_to(attention, (len(self.prefill_batches), len(self.lengths))).copy()
         self._lengths_list, self._batches_list = self.lengths.tolist(), self.batches.tolist()
         self._rows: dict[int, list[list[float]]] = {}  # a table's rows as lists, for one-step reads
+        # the same values as Python floats, for one step's reads (_one_pass)
+        self._prefill_tokens_list = self.prefill_tokens_s.tolist()
+        self._decode_tokens_list = self.decode_tokens_s.tolist()
+        self._lm_head_list = self.lm_head_s.tolist()
 
     # ---- the parts --------------------------------------------------------------------------------
     def _on_grid(self, table: np.ndarray, batch: int, length: Any) -> Any:
@@ -176,10 +181,22 @@ class StepCost:
             rows = self._rows[key] = table.tolist()
         lengths, batches = self._lengths_list, self._batches_list
         k = bisect_left(batches, batch)
-        upper = _interp(length, lengths, rows[k])
-        if batches[k] == batch:
-            return upper
-        lower = _interp(length, lengths, rows[k - 1])
+        exact = batches[k] == batch
+        if lengths[0] < length < lengths[-1]:  # _interp of both rows, the length's cell located once
+            i = bisect_right(lengths, length)
+            x0 = lengths[i - 1]
+            f = (length - x0) / (lengths[i] - x0)
+            ys = rows[k]
+            upper = ys[i - 1] + (ys[i] - ys[i - 1]) * f
+            if exact:
+                return upper
+            ys = rows[k - 1]
+            lower = ys[i - 1] + (ys[i] - ys[i - 1]) * f
+        else:
+            upper = _interp(length, lengths, rows[k])
+            if exact:
+                return upper
+            lower = _interp(length, lengths, rows[k - 1])
         b0, b1 = batches[k - 1], batches[k]
         return lower + (upper - lower) * ((batch - b0) / (b1 - b0))
 
@@ -187,8 +204,9 @@ class StepCost:
         """Attention core of `chunks` prefill chunks with `pairs` causal query-key pairs in all."""
         if chunks == 0:
             return 0.0
-        length = np.sqrt(2.0 * pairs / chunks)  # pair-equivalent length of each of k fresh prefills
-        return float(self._on_grid(self.prefill_attention_s, chunks, length))
+        length = math.sqrt(2.0 * pairs / chunks)  # pair-equivalent length of each of k fresh prefills
+        table = self.prefill_attention_s
+        return float(self._on_grid_scalar(id(table), table, chunks, length))
 
     def decode_attention(self, n: int, mean_len: Any) -> Any:
         """Attention core of n decode requests at mean_len cached tokens each (arrays of lengths allowed)."""
@@ -285,13 +303,20 @@ class StepCost:
     def _one_pass(self, decode_lengths_sum: float, n_decode: int, chunks: list[tuple[int, int]],
                   n_emit: int) -> float:
         """step_s of the whole model run on one pass (no pipeline)."""
-        prefill_tokens = sum(q for q, _ in chunks)
-        time_s = self.tokens(prefill_tokens, n_decode) + self.lm_head(n_emit, n_decode)
-        pairs = sum(q * c + q * q / 2 for q, c in chunks)
+        # tokens() and lm_head() as Python floats (the same values)
+        query = self.query
+        prefill_tokens = sum(q for q, _ in chunks) if chunks else 0
+        if prefill_tokens == 0:
+            time_s = self._decode_tokens_list[n_decode * query]
+        else:
+            time_s = self._prefill_tokens_list[prefill_tokens + n_decode * query]
+        pairs = sum(q * c + q * q / 2 for q, c in chunks) if chunks else 0
+        time_s += self._lm_head_list[n_emit + n_decode * (query - 1)]
         mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
         if n_decode:
             # approximation: with speculation the query tokens of a request read its KV cache once, as one
-            time_s += float(self.decode_attention(n_decode, mean_len))
+            table = self.decode_attention_s  # decode_attention(n_decode, mean_len) of a scalar length
+            time_s += self._on_grid_scalar(id(table), table, n_decode, float(mean_len))
         if self.speculation is not None:  # proposals, and a draft model's own prefill of the chunks
             time_s += float(self.proposals(n_decode, mean_len, prefill_tokens, pairs, len(chunks)))
         if chunks:

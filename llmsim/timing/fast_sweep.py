@@ -68,10 +68,11 @@ class VectorPhases:
         return BlockTotals(sums.totals)
 
     # ---- one op, as op_totals.steady_totals and decode_sum.trapezoid_totals compute it ------------------
-    def _scales(self, p: _OpPlan, mf: Any, vf: Any, by: Any, rows: Any, cols: Any, x: Any, y: Any, size: Any
-                ) -> tuple[Any, Any]:
+    def _scales(self, p: _OpPlan, mf: Any, vf: Any, by: Any, rows: Any, cols: Any, x: Any, y: Any, size: Any,
+                compute_s: Any = None, memory_s: Any = None) -> tuple[Any, Any]:
         """Roofline.costs' scale and memory scale of one op (arrays): its measured time over its roofline time
-        where a table covers it, else 1 / its row curve's fraction; memory also / the size curve's."""
+        where a table covers it, else 1 / its row curve's fraction; memory also / the size curve's.
+        size None: by per launch; compute_s and memory_s: those of mf, vf, by where the caller has them."""
         scale: Any = 1.0
         if p.row_key is not None:
             key = p.row_key
@@ -79,13 +80,16 @@ class VectorPhases:
                                                       1.0 if cols is None else np.asarray(cols, dtype=float),
                                                       key[1], key[2])
         if p.measured_arrays is not None:
-            compute_s = mf / p.matmul_peak + vf / p.vector_peak
-            memory_s = by / p.bandwidth
+            if compute_s is None:
+                compute_s = mf / p.matmul_peak + vf / p.vector_peak
+                memory_s = by / p.bandwidth
             kernel_s = np.maximum(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
             scale = p.measured_arrays(self._floats(1.0 if x is None else x),
                                       self._floats(1.0 if y is None else y)) / np.maximum(kernel_s, 1e-300)
         if p.size_precision is None:
             return scale, scale
+        if size is None:
+            size = by / max(p.launches, 1.0)
         return scale, scale * (1.0 / self.hw.elementwise_bandwidth_fraction(p.size_precision, size))
 
     def _floats(self, x: Any) -> np.ndarray:
@@ -127,9 +131,13 @@ class VectorPhases:
             comm_s = np.asarray(self.plan.roofline.collective_s(p.op.collective, v[5], p.op.group_size), dtype=float)
         compute_s = mf / p.matmul_peak + vf / p.vector_peak
         memory_s = by / p.bandwidth
-        scale, memory_scale = self._scales(p, mf, vf, by, v[6], v[7], v[8], v[9], by / max(p.launches, 1.0))
-        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s, p.host_s)
+        scale, memory_scale = self._scales(p, mf, vf, by, v[6], v[7], v[8], v[9], None, compute_s, memory_s)
+        # x * 1.0 and 1 * x are x itself: those products skipped
+        t = self._time(compute_s if _one(scale) else compute_s * scale,
+                       memory_s if _one(memory_scale) else memory_s * memory_scale, p.launches, comm_s, p.host_s)
         comm_total = runs * comm_s if collective_chunk else 0.0
+        if _one(runs):
+            return (*t, comm_total)
         return runs * t[0], runs * t[1], runs * t[2], runs * t[3], comm_total
 
     def _trapezoid(self, p: _OpPlan, v0: tuple[Any, ...], v1: tuple[Any, ...], L0: np.ndarray, steps: np.ndarray
@@ -150,7 +158,7 @@ class VectorPhases:
         cs = (q1[0] / p.matmul_peak + q1[1] / p.vector_peak) * scale - c0
         ms = q1[2] / p.bandwidth * memory_scale - m0
         launches = p.launches
-        ends, n = segments([np.asarray(clamp, dtype=float), *self._crossings(c0, cs, m0, ms, launches)], steps)
+        ends, n = _segments([np.asarray(clamp, dtype=float), *self._crossings(c0, cs, m0, ms, launches)], steps)
         clamp_axis = np.asarray(clamp, dtype=float)[..., None]
         c0, cs, m0, ms = c0[..., None], cs[..., None], m0[..., None], ms[..., None]
         first, last = (self._time(c0 + cs * u, m0 + ms * u, launches, 0.0)
@@ -163,6 +171,27 @@ class VectorPhases:
         pairs = crossing_pairs(c0, cs, m0, ms, launches, plan.launch_s, plan.dispatch_s, plan.async_host,
                                self.overlap_max)
         return [crossing_offsets(diff0, slope) for diff0, slope in pairs]
+
+
+def _one(x: Any) -> bool:
+    """x is the number 1 (a float or int, not an array): multiplying by it changes nothing."""
+    return type(x) in (float, int) and x == 1
+
+
+def _segments(cuts: list[np.ndarray], steps: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """decode_sum.segments without the cuts that fall outside 0 .. steps - 2 at every point of the block (no
+    window, terms that never cross there): each such cut only adds an empty segment (count 0) before or after
+    the others, whose terms are exact zeros in the segment sums (left to right over at most 5 segments, as
+    numpy sums a short last axis): the same totals, on fewer segments (often one), of the shape of the cuts
+    kept (broadcast against the block by their use)."""
+    last = np.asarray(steps, dtype=float) - 1.0
+    live = [cut for cut in cuts if not np.all(~np.isfinite(cut) | (cut >= last) | (cut < 0.0))]
+    if live:
+        return segments(live, steps)
+    # decode_sum.segments with no cut: one segment 0 .. last
+    lo = np.zeros((*last.shape, 1))
+    hi = last[..., None]
+    return [lo, np.maximum(hi, lo)], np.maximum(hi - lo + 1.0, 0.0)
 
 
 def _at(v0: Any, v1: Any, u: np.ndarray) -> np.ndarray:
