@@ -222,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
     p.add_argument("--decode-pool", type=_pool_arg, help="disaggregated: REPLICASxTP decode instances, e.g. 1x8")
     p.add_argument("--kv-transfer-bytes-per-s", type=float, help="disaggregated: per-GPU link (default: the "
-                   "device's inter-node bandwidth)")
+                   "device's NVLink bandwidth when both pools fit one node, else its inter-node bandwidth)")
     p.add_argument("--plot", help="write latency percentiles and batch occupancy over time to this PNG")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
