@@ -106,10 +106,14 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
     gpus = pre.replicas * pre.tensor_parallel + dec.replicas * dec.tensor_parallel
     if kv_transfer_bytes_per_s is None:
         per_node = hw.interconnect_value("gpus_per_node") if "gpus_per_node" in hw.interconnect else 1
-        link = hw.interconnect_value("intra_node_bandwidth_bytes_per_s" if gpus <= per_node
+        one_node = gpus <= per_node
+        link = hw.interconnect_value("intra_node_bandwidth_bytes_per_s" if one_node
                                      else "inter_node_bandwidth_bytes_per_s")
+        link_name = (f"NVLink: {gpus} GPUs fit one node of {per_node:g}" if one_node
+                     else f"the inter-node link: {gpus} GPUs exceed one node of {per_node:g}")
     else:
         link = check_positive("kv_transfer_bytes_per_s", kv_transfer_bytes_per_s, "byte/s")
+        link_name = "kv_transfer_bytes_per_s as given"
 
     def engine_of(pool: Pool, longest: int) -> tuple[Any, Any, CostOptions]:
         cost = CostOptions.make(**{**base.model_dump(), "tensor_parallel": pool.tensor_parallel,
@@ -170,7 +174,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                        "pools": f"prefill {pre.replicas} x TP{pre.tensor_parallel}, decode {dec.replicas} x "
                                 f"TP{dec.tensor_parallel}; requests routed round robin",
                        "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request at "
-                                     f"{link / 1e9:.0f} GB/s per GPU x {min(pre.tensor_parallel, dec.tensor_parallel)}",
+                                     f"{link / 1e9:.0f} GB/s per GPU x {min(pre.tensor_parallel, dec.tensor_parallel)} "
+                                     f"({link_name})",
                        "closed loop": ("each client's next request sent when its previous one finishes, "
                                        "found by fixed point over the send times"
                                        + ("" if converged else f" (not settled after {_FIXED_POINT_ROUNDS} rounds)"))
