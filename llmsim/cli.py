@@ -89,6 +89,9 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--pipeline-decode", dest="pipeline_decode", choices=("steady", "lockstep"),
                        help="decode under --pipeline-parallel: micro-batches kept in flight across steps (steady, "
                        "default, as serving engines run it) or one batch filling the pipeline every step")
+    group.add_argument("--fp8-scales", dest="fp8_scales", choices=("static", "dynamic"),
+                       help="per-tensor fp8 GEMMs: static activation scales (fp8 checkpoints; default but for "
+                       "torch-compile) or computed per call (torchao float8, fp8 runs of 16-bit checkpoints)")
     group.add_argument("--step-host-s", dest="step_host_s", type=float,
                        help="the engine's host work per step that the GPU waits for, in s (default: the engine's; "
                        "0 switches it off; `llmsim engines` gives each engine's figure and source)")
@@ -96,7 +99,7 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
-            "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "pipeline_decode"]
+            "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "pipeline_decode", "fp8_scales"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 

@@ -199,6 +199,30 @@ def test_importer_writes_static_fp8_gemms(tmp_path: Path) -> None:
     assert mk.gemm_s("fp8", 64, 4096, 1024) == pytest.approx((0.050 - 0.001 * 8) * 1e-3)  # 50 us - 8 us = 42 us
     assert mk.gemm_s("fp8", 1, 4096, 4096) == pytest.approx((0.050 - 0.001) * 1e-3)  # 50 us - 1 us = 49 us
     assert mk.gemm_s("bf16", 64, 4096, 1024) == pytest.approx(0.050e-3)  # other dtypes as measured
+    assert mk.gemm_table_named("fp8_dynamic").time_s(64, 4096, 1024) == pytest.approx(0.050e-3)  # the row as is
+
+
+def test_fp8_activation_scales_pick_the_lane() -> None:
+    import warnings
+
+    kw = dict(batch_size=1, prompt_len=6, gen_len=20, weight_dtype="fp8", activation_dtype="fp8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        static = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="vllm", **kw)
+        dynamic = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="vllm", fp8_scales="dynamic", **kw)
+        torchao = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="torch-compile", **kw)  # float8: dynamic
+    grids = measured_for("h100-sxm", "vllm")
+    down = next(op for op in static.decode.ops if op.name.endswith("down_proj"))  # [1, 14336] x [14336, 4096]
+    down_dyn = next(op for op in dynamic.decode.ops if op.name.endswith("down_proj"))
+    # the op's time is its table time at m = 1 (plus the graph's launch) per layer and decode step; the lanes differ
+    # by the compute-scale rows at (m, k) = (1, 14336), over count layers x 19 decode steps (20 tokens: 1 + 19)
+    lane_gap = grids.gemm_table_named("fp8_dynamic").time_s(1, 4096, 14336) - grids.gemm_table_named("fp8").time_s(
+        1, 4096, 14336)
+    assert lane_gap > 0
+    assert (down_dyn.time_s - down.time_s) == pytest.approx(19 * down.count * lane_gap, rel=1e-6)
+    assert any("fp8_dynamic rows" in note for note in torchao.measured_tables.values())
+    with pytest.raises(OptionError, match="fp8_scales"):
+        llmsim.simulate("llama-3.1-8b", "h100-sxm", fp8_scales="per-token", **kw)
 
 
 def test_an_axis_of_one_measured_size(tmp_path: Path) -> None:

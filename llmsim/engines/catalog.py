@@ -75,7 +75,8 @@ ENGINES: dict[str, Engine] = {
         table_note="GEMMs only: PyTorch's F.linear (cuBLAS) is the kernel vLLM's bf16 GEMM rows time "
         "('torch.nn.functional.linear' in aiconfigurator's vLLM tables); attention and the rest from the roofline",
         cost={"attention": "flash", "fusion": "elementwise", "kv_cache": "paged", "logits": "last"},
-        execution={"overhead": "graph"}, serves_float32_as="bfloat16"),
+        # torchao's float8 (Float8DynamicActivationFloat8Weight) computes activation scales per call
+        execution={"overhead": "graph", "fp8_scales": "dynamic"}, serves_float32_as="bfloat16"),
     "transformers": Engine(
         name="transformers",
         description="eager PyTorch as transformers' generate() runs it (and `llmsim validate`): one kernel per "

@@ -36,6 +36,9 @@ class ExecutionOptions(BaseModel):
     - step_host_s: the engine's host work per step that the GPU waits for, charged to each "engine.step"
       op (CostOptions.engine_step; llmsim.engines sets both, with their sources); 0, or overhead="none",
       switches it off.
+    - fp8_scales="static" (default): per-tensor fp8 GEMMs read with static activation scales, as the fp8
+      checkpoints serving engines load carry them; "dynamic": scales computed from each call's activations
+      (torchao's float8, an fp8 run of a 16-bit checkpoint), the measured tables' fp8_dynamic lane.
     - pipeline_decode="steady" (default): under pipeline parallelism the decode micro-batches stay in flight
       across steps, as serving engines run them (no bubble per token once micro-batches >= stages);
       "lockstep": one static batch whose every step fills and drains the pipeline (timing.phases.pipelined).
@@ -50,6 +53,7 @@ class ExecutionOptions(BaseModel):
     table_families: tuple[str, ...] | None = None
     step_host_s: float = 0.0  # seconds of host work per engine step the GPU waits for ("engine.step" ops)
     pipeline_decode: str = "steady"  # decode under pipeline parallelism: micro-batches kept in flight, or "lockstep"
+    fp8_scales: str = "static"  # per-tensor fp8 GEMMs' activation scales: "static" or "dynamic"
 
     @classmethod
     def make(cls, **values: Any) -> ExecutionOptions:
@@ -58,6 +62,7 @@ class ExecutionOptions(BaseModel):
         check_choice("overhead", values.get("overhead", "graph"), OVERHEAD_MODES)
         check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
         check_choice("pipeline_decode", values.get("pipeline_decode", "steady"), ("steady", "lockstep"))
+        check_choice("fp8_scales", values.get("fp8_scales", "static"), ("static", "dynamic"))
         if "step_host_s" in values:
             from ..errors import check_positive
 

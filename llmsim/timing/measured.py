@@ -25,8 +25,10 @@ FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attenti
 class MeasuredTiming:
     """The measured tables an engine's ops are timed from on one device (a subset of families, or all)."""
 
-    def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None) -> None:
+    def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None, fp8_scales: str = "static"
+                 ) -> None:
         self.kernels = kernels
+        self.fp8_scales = fp8_scales  # per-tensor fp8 GEMMs: the static lane, or fp8_dynamic
         self.families = tuple(f for f in kernels.families if families is None or f in families)
         self.all_families = families is None  # may another engine's table of the device stand in (MLA)
         self._lookups: dict[tuple, Any] = {}
@@ -73,6 +75,14 @@ class MeasuredTiming:
         k = self.kernels
         if family == "gemm":  # key ("gemm", dtype): K comes as z
             dtype = key[1]
+            if dtype == "fp8" and self.fp8_scales == "dynamic":
+                grid = k.gemm_table_named("fp8_dynamic")
+                if grid is not None:
+                    return TableRead(grid, 3), self.label("gemm") + "; fp8_dynamic rows (scales per call)", None
+                dynamic_note = "; fp8 static-scale rows (no fp8_dynamic rows for this engine and device)"
+                grid = k.gemm_table_named("fp8")
+                if grid is not None:
+                    return TableRead(grid, 3), self.label("gemm") + dynamic_note, None
             grid = k.gemm_table_named(dtype)
             if grid is not None:
                 return TableRead(grid, 3), self.label("gemm"), None
