@@ -22,6 +22,11 @@ FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attenti
              "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla"}
 
 
+# GEMM lanes the static per-tensor fp8 rows stand in for where an engine and device lack them (how the note
+# names those rows)
+_FP8_STAND_IN = {"fp8_block": "per-tensor", "fp8_dynamic": "static-scale"}
+
+
 class MeasuredTiming:
     """The measured tables an engine's ops are timed from on one device (a subset of families, or all)."""
 
@@ -75,21 +80,16 @@ class MeasuredTiming:
         k = self.kernels
         if family == "gemm":  # key ("gemm", dtype): K comes as z
             dtype = key[1]
-            if dtype == "fp8" and self.fp8_scales == "dynamic":
-                grid = k.gemm_table_named("fp8_dynamic")
-                if grid is not None:
-                    return TableRead(grid, 3), self.label("gemm") + "; fp8_dynamic rows (scales per call)", None
-                dynamic_note = "; fp8 static-scale rows (no fp8_dynamic rows for this engine and device)"
-                grid = k.gemm_table_named("fp8")
-                if grid is not None:
-                    return TableRead(grid, 3), self.label("gemm") + dynamic_note, None
-            grid = k.gemm_table_named(dtype)
+            # the lane read: per-tensor fp8 with activation scales computed per call has rows of its own
+            lane = "fp8_dynamic" if dtype == "fp8" and self.fp8_scales == "dynamic" else dtype
+            grid = k.gemm_table_named(lane)
             if grid is not None:
-                return TableRead(grid, 3), self.label("gemm"), None
-            if dtype == "fp8_block" and k.gemm_table_named("fp8") is not None:  # the per-tensor kernel stands in
-                grid = k.gemm_table_named("fp8")
-                return TableRead(grid, 3), (
-                    self.label("gemm") + "; fp8 per-tensor rows (no fp8_block rows for this engine and device)"), None
+                note = "; fp8_dynamic rows (scales per call)" if lane == "fp8_dynamic" else ""
+                return TableRead(grid, 3), self.label("gemm") + note, None
+            stand_in = _FP8_STAND_IN.get(lane)
+            if stand_in is not None and k.gemm_table_named("fp8") is not None:  # the static per-tensor kernel
+                return TableRead(k.gemm_table_named("fp8"), 3), (
+                    self.label("gemm") + f"; fp8 {stand_in} rows (no {lane} rows for this engine and device)"), None
             proxy = _proxy_gemm(k.device, k.engine, dtype)
             ratio = _relative_gemm(k, dtype) if proxy is None else None
             if ratio is not None:
