@@ -168,7 +168,7 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
 
     fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
     c = compare_serving(fixture)
-    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"]
+    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "deepseek-v3", "llama-3.1-70b"]
     reasons = [reason for _, reason in c.skipped]
     assert any("worker counts" in r for r in reasons) and any("not shipped" in r for r in reasons)
     disagg = c.rows[2]  # 36 clients, 1 prefill worker of TP8 and 9 decode workers of TP8 (EP8), H200, TRT-LLM
@@ -179,6 +179,8 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     assert eight_b["measured_tpot_ms"] == pytest.approx(7.94357745)
     assert eight_b["tpot_error_pct"] == pytest.approx(100 * (eight_b["tpot_ms"] / 7.94357745 - 1))
     assert abs(eight_b["tpot_error_pct"]) < 25  # a sanity bound on the model, not a fitted figure
+    fp4 = c.rows[3]  # vLLM on 4 B200s, W4A4 nvfp4 (gemm_quant_mode nvfp4): costed in nvfp4, KV cache in 16 bits
+    assert fp4["precision"] == "nvfp4" and fp4["tp"] == 4 and fp4["measured_tpot_ms"] == pytest.approx(7.464780910375318)
 
 
 PLAN = dict(request_rate=30.0, prompt_len=1024, gen_len=64, ttft_slo_s=0.5, tpot_slo_s=0.05, tensor_parallel=[1, 2],
