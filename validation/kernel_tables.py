@@ -75,7 +75,7 @@ def holdout(grid: GridTable, coords: np.ndarray, fill: bool, rng: np.random.Gene
     if fill:  # re-apply the reader's rule past the token budget from the kept batches
         times[~measured[np.ix_(*kept)]] = np.nan
         _fill_first_axis(times, grid.points[0][kept[0]])
-    sub = GridTable(grid.axes, tuple(p[k] for p, k in zip(grid.points, kept)), times)
+    sub = GridTable(grid.axes, tuple(p[k] for p, k in zip(grid.points, kept)), times, grid.smooth)
     on_line = np.zeros(measured.shape, dtype=bool)
     for axis, d in enumerate(dropped):
         index = [slice(None)] * measured.ndim
