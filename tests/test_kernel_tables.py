@@ -110,6 +110,9 @@ def test_every_reading_path_gives_the_same_numbers() -> None:
         assert pair.time_s(float(x), float(y)) == grid.time_s(float(x), float(y), float(at[0, 2]))
     assert np.allclose(pair.array_time_s(at[:, 0], at[:, 1]), [grid.time_s(float(x), float(y), float(at[0, 2]))
                                                                 for x, y in at[:, :2]], rtol=1e-13, atol=0)
+    u, v = at[:10, 0].reshape(10, 1), at[:12, 1].reshape(1, 12)  # a sweep's outer product (its own path)
+    expected = [[grid.time_s(float(x), float(y), float(at[0, 2])) for y in v.ravel()] for x in u.ravel()]
+    assert np.allclose(pair.array_time_s(u, v), expected, rtol=1e-13, atol=0)
 
 
 def test_beyond_the_grid(tmp_path: Path) -> None:

@@ -262,14 +262,29 @@ class ScalarGrid:
         x = np.asarray(self.log_lists[-1]) if free else None
         if len(located) == 1:
             (lo, s, factor), = located
-            log_t = _hermite(s, x[lo + 1] - x[lo], times[lo], times[lo + 1], slopes[lo], slopes[lo + 1], self.smooth)
+            log_t = (_hermite(s, x[lo + 1] - x[lo], times[lo], times[lo + 1], slopes[lo], slopes[lo + 1])
+                     if self.smooth else (1.0 - s) * times[lo] + s * times[lo + 1])  # _hermite not smooth
             factor = self.beyond * factor
         elif len(located) == 2:
             (lo0, s0, f0), (lo1, s1, f1) = located
-            h1, n = x[lo1 + 1] - x[lo1], self.stride
-            rows = [_hermite(s1, h1, times[at], times[at + 1], slopes[at], slopes[at + 1], self.smooth)
-                    for at in (i * n + lo1 for i in _near(lo0, len(self.log_lists[0]), self.smooth))]
-            log_t = (_cubic if self.smooth else _line)(np.asarray(self.log_lists[0]), lo0, s0, *rows)
+            h1, n, x0 = x[lo1 + 1] - x[lo1], self.stride, np.asarray(self.log_lists[0])
+            if self.smooth and len(x0) * np.size(lo1) < np.broadcast(lo0, lo1).size:
+                # a sweep's outer product (fewer values of the last axis than points): the last axis's cubic on
+                # every grid line of the first axis at the last axis's own values, the node slopes of those along
+                # the first axis (_cubic's, for every cell at once), then each point's cubic along the first axis
+                at = np.arange(len(x0))[:, None] * n + np.ravel(lo1)  # [first axis, the last axis's values]
+                lines = _hermite(np.ravel(s1), np.ravel(h1), times[at], times[at + 1], slopes[at], slopes[at + 1])
+                line_slopes = _node_slopes(x0, lines.T).T.ravel()
+                lines = lines.ravel()
+                cell = lo0 * np.size(lo1) + np.arange(np.size(lo1)).reshape(np.shape(lo1))  # flat [lo0, value]
+                upper = cell + np.size(lo1)  # [lo0 + 1, value]
+                log_t = _hermite(s0, x0[lo0 + 1] - x0[lo0], lines[cell], lines[upper], line_slopes[cell],
+                                 line_slopes[upper])
+            else:
+                rows = [_hermite(s1, h1, times[at], times[at + 1], slopes[at], slopes[at + 1]) if self.smooth
+                        else (1.0 - s1) * times[at] + s1 * times[at + 1]  # _hermite not smooth
+                        for at in (i * n + lo1 for i in _near(lo0, len(x0), self.smooth))]
+                log_t = (_cubic if self.smooth else _line)(x0, lo0, s0, *rows)
             factor = (self.beyond * f1) * f0  # the last axis first, as _beyond multiplies them
         elif free:
             raise ValueError("ScalarGrid reads at most two free axes")
@@ -303,7 +318,10 @@ def _weights(s: Any, h: Any, smooth: bool) -> tuple[Any, Any]:
 
 def _hermite(s: Any, h: Any, y0: Any, y1: Any, m0: Any, m1: Any, smooth: bool = True) -> Any:
     """The cubic on a cell of log width h at fraction s: values y0, y1 and slopes m0, m1 at its ends (s = 0
-    gives y0 and s = 1 gives y1 exactly). Not smooth: (1 - s) y0 + s y1 + 0, the straight line exactly."""
+    gives y0 and s = 1 gives y1 exactly). Not smooth: (1 - s) y0 + s y1, the straight line (the same number
+    as with _weights' (s, 0): its term b (...) adds 0.0)."""
+    if not smooth:
+        return (1.0 - s) * y0 + s * y1
     a, b = _weights(s, h, smooth)
     return (1.0 - a) * y0 + a * y1 + b * ((1.0 - s) * m0 - s * m1)
 
