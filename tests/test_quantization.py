@@ -73,6 +73,18 @@ def test_qwen3_235b_fp8_weights_by_hand() -> None:
     assert _weights("qwen3-235b-a22b-fp8") == 94 * layer + rest == 236_445_455_360
 
 
+def test_minimax_m2_5_fp8_weights_by_hand() -> None:
+    # per layer: q [3072 -> 6144] and o [6144 -> 3072]: 18,874,368 fp8 bytes + 48 x 24 blocks x 4-byte scale each;
+    # k, v [3072 -> 1024]: 3,145,728 + 8 x 24 x 4 each; the q and k norms [6144] + [1024] bf16; 256 experts of
+    # gate/up [3072 -> 2 x 1536] and down [1536 -> 3072] (14,155,776 fp8 bytes + (24 x 24 + 24 x 12) x 4 scale
+    # bytes); router 256 x 3072 ("gate": modules_to_not_convert) and the two layer norms bf16
+    attention = 2 * (18_874_368 + 48 * 24 * 4) + 2 * (3_145_728 + 8 * 24 * 4) + (6144 + 1024) * 2
+    experts = 256 * (14_155_776 + (24 * 24 + 24 * 12) * 4)
+    layer = attention + experts + 256 * 3072 * 2 + 2 * 3072 * 2
+    rest = 2 * 200064 * 3072 * 2 + 3072 * 2  # embed_tokens and lm_head (bf16), final norm
+    assert _weights("minimax-m2.5") == 62 * layer + rest == 230_024_049_664
+
+
 def test_deepseek_v3_fp8_blocks_round_up() -> None:
     ops = {op.name: op for op in llmsim.build_ops("deepseek-v3", "decode", batch_size=1, kv_len=8)}
     # kv_a_proj [7168 -> 576]: 4,128,768 fp8 bytes + ceil(576/128) x (7168/128) = 5 x 56 float32 block scales

@@ -88,6 +88,8 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                    "shared_expert_intermediate_size": 48, "linear_num_value_heads": 4, "linear_num_key_heads": 2,
                    "linear_key_head_dim": 8, "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
                    "full_attention_interval": 2, "mlp_only_layers": [0]},
+    "minimax_m2": {"model_type": "minimax_m2", **_BASE, "intermediate_size": 32, "num_key_value_heads": 2,
+                   "head_dim": 16, "rotary_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2},
     "mamba2": {"model_type": "mamba2", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 128,
                "num_heads": 8, "head_dim": 16, "state_size": 16, "n_groups": 2, "conv_kernel": 4, "chunk_size": 8},
     "nemotron_h": {"model_type": "nemotron_h", "hidden_size": 64, "intermediate_size": 96, "vocab_size": 128,

@@ -35,6 +35,7 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "mamba2": ("hidden_size", "num_hidden_layers", "vocab_size", "num_heads", "head_dim", "state_size", "n_groups"),
     "nemotron_h": ("hidden_size", "vocab_size", "num_attention_heads", "num_key_value_heads", "mamba_num_heads",
                    "mamba_head_dim", "ssm_state_size", "n_groups", "hybrid_override_pattern|layers_block_type"),
+    "minimax_m2": (*_BASE_KEYS, "head_dim", "num_local_experts", "num_experts_per_tok"),
     "granitemoehybrid": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "num_local_experts",
                          "shared_intermediate_size", "layer_types|layers_block_type", "mamba_n_heads",
                          "mamba_d_state"),
@@ -221,6 +222,25 @@ def _qwen3_next(config: Any) -> dict[str, Any]:
     return model_fields(config, layers)
 
 
+def _minimax_m2(config: Any) -> dict[str, Any]:
+    """MiniMax-M2 (M2, M2.1, M2.5): GQA whose whole Q and K projections are RMS-normalised (qk_norm_type
+    "per_layer": weights [H*d] and [kvh*d]), rotary on rotary_dim of each head; every layer MoE: a sigmoid router
+    choosing top-k by score plus a correction bias (a buffer, no parameters), experts with fused gate/up
+    (intermediate_size each), no shared expert. The multi-token-prediction modules (use_mtp) are not part of
+    transformers' model and are not costed, as for DeepSeek-V3's."""
+    if not get(config, "use_qk_norm", True) or get(config, "qk_norm_type", "per_layer") != "per_layer":
+        raise ConfigError("model config (minimax_m2): only use_qk_norm=true with qk_norm_type='per_layer' is "
+                          "supported (the layout transformers' MiniMaxM2 builds)")
+    if get(config, "shared_intermediate_size", 0):
+        raise ConfigError("model config (minimax_m2): shared_intermediate_size > 0 (a shared expert) is not "
+                          "supported; transformers' MiniMaxM2 has none")
+    expert = MLPSpec(gated=True, intermediate_size=config.intermediate_size, fused_gate_up=True,
+                     activation=activation(config))
+    moe = MoESpec(num_experts=config.num_local_experts, top_k=config.num_experts_per_tok, expert=expert)
+    attn = attention(config, **_biases(config), qk_norm=True, qk_norm_weights="per_head")
+    return model_fields(config, [LayerSpec(attention=attn, mlp=moe)] * config.num_hidden_layers)
+
+
 def mamba2_mixer(config: Any, *, heads: str, head_dim: str, state: str, bias: str, groups: str = "n_groups",
                  conv: str = "conv_kernel", conv_bias: str = "use_conv_bias", chunk: str = "chunk_size"
                  ) -> AttentionSpec:
@@ -319,6 +339,7 @@ ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "qwen2_moe": _qwen2_moe,
     "llama4_text": _llama4_text,
     "qwen3_next": _qwen3_next,
+    "minimax_m2": _minimax_m2,
     "mamba2": _mamba2,
     "nemotron_h": _nemotron_h,
     "granitemoehybrid": _granitemoehybrid,

@@ -34,6 +34,7 @@ MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weigh
     "deepseek-ai/DeepSeek-R1": ("deepseek-v3", CONFIG),  # the same architecture, config and fp8 checkpoint as V3
     "Qwen/Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b-fp8", CONFIG),
     "openai/gpt-oss-120b": ("gpt-oss-120b", CONFIG),  # MXFP4 experts (the file labels them nvfp4)
+    "MiniMaxAI/MiniMax-M2.5": ("minimax-m2.5", CONFIG),  # fp8 128x128 blocks
 }
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
