@@ -88,6 +88,13 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                    "shared_expert_intermediate_size": 48, "linear_num_value_heads": 4, "linear_num_key_heads": 2,
                    "linear_key_head_dim": 8, "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
                    "full_attention_interval": 2, "mlp_only_layers": [0]},
+    "qwen3_5_moe_text": {"model_type": "qwen3_5_moe_text",
+                         **{k: v for k, v in _BASE.items() if k != "intermediate_size"},  # none: every layer MoE
+                         "num_hidden_layers": 4, "num_key_value_heads": 2, "head_dim": 16, "num_experts": 4,
+                         "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                         "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 8,
+                         "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
+                         "layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"]},
     "minimax_m2": {"model_type": "minimax_m2", **_BASE, "intermediate_size": 32, "num_key_value_heads": 2,
                    "head_dim": 16, "rotary_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2},
     "mamba2": {"model_type": "mamba2", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 128,
