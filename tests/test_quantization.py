@@ -85,6 +85,22 @@ def test_minimax_m2_5_fp8_weights_by_hand() -> None:
     assert _weights("minimax-m2.5") == 62 * layer + rest == 230_024_049_664
 
 
+def test_kimi_k2_5_int4_experts_by_hand() -> None:
+    # compressed-tensors w4a16 (pack-quantized, symmetric, group 32) on the routed experts only; attention, the
+    # dense and shared MLPs, the router and lm_head bf16 ("ignore"). One expert matrix [N, K]: K*N/2 packed bytes
+    # + (K/32)*N bf16 scales + a 2 x int64 weight_shape; gate and up [7168 -> 2048], down [2048 -> 7168]
+    h = 7168
+    expert = 2 * (h * 2048 // 2 + h // 32 * 2048 * 2 + 16) + (2048 * h // 2 + 2048 // 32 * h * 2 + 16)
+    # MLA bf16: q_a [7168 -> 1536] + norm, q_b [1536 -> 64 x 192], kv_a [7168 -> 576] + norm, kv_b [512 -> 64 x 256],
+    # o [64 x 128 -> 7168]
+    attention = 2 * (h * 1536 + 1536 + 1536 * 64 * 192 + h * 576 + 512 + 512 * 64 * 256 + 64 * 128 * h)
+    moe_layer = attention + 384 * expert + 3 * h * 2048 * 2 + 384 * h * 2 + 2 * h * 2  # + shared, router, norms
+    dense_layer = attention + 3 * h * 18432 * 2 + 2 * h * 2  # layer 0 (first_k_dense_replace 1)
+    rest = 2 * 163840 * h * 2 + h * 2  # embed_tokens, lm_head, final norm
+    assert (attention, expert) == (202_248_192, 24_772_656)
+    assert _weights("kimi-k2.5") == 60 * moe_layer + dense_layer + rest == 594_206_365_696
+
+
 def test_deepseek_v3_fp8_blocks_round_up() -> None:
     ops = {op.name: op for op in llmsim.build_ops("deepseek-v3", "decode", batch_size=1, kv_len=8)}
     # kv_a_proj [7168 -> 576]: 4,128,768 fp8 bytes + ceil(576/128) x (7168/128) = 5 x 56 float32 block scales

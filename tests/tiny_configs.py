@@ -47,6 +47,11 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                     "num_experts_per_tok": 2, "n_shared_experts": 1, "n_group": 2, "topk_group": 1,
                     "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
                     "v_head_dim": 8},
+    "kimi_k25-text_config": {"model_type": "kimi_k25", "text_config": {  # Kimi K2.5: DeepSeek-V3 named kimi_k2
+        "model_type": "kimi_k2", **_BASE, "num_hidden_layers": 2, "num_key_value_heads": 4,
+        "moe_intermediate_size": 32, "first_k_dense_replace": 1, "n_routed_experts": 8, "num_experts_per_tok": 2,
+        "n_shared_experts": 1, "n_group": 1, "topk_group": 1, "q_lora_rank": 32, "kv_lora_rank": 16,
+        "qk_nope_head_dim": 8, "qk_rope_head_dim": 4, "v_head_dim": 8}},
     "deepseek_v3-no-qlora": {"model_type": "deepseek_v3", **_BASE, "num_hidden_layers": 2,
                              "num_key_value_heads": 4, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
                              "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 2,

@@ -36,6 +36,7 @@ MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weigh
     "openai/gpt-oss-120b": ("gpt-oss-120b", CONFIG),  # MXFP4 experts (the file labels them nvfp4)
     "MiniMaxAI/MiniMax-M2.5": ("minimax-m2.5", CONFIG),  # fp8 128x128 blocks
     "Qwen/Qwen3.5-397B-A17B": ("qwen3.5-397b-a17b", None),  # bf16; the language model (vision not costed)
+    "moonshotai/Kimi-K2.5": ("kimi-k2.5", CONFIG),  # int4 experts (w4a16); the language model (vision not costed)
 }
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
@@ -98,7 +99,8 @@ def _why_not(row: dict[str, str]) -> str | None:
     if row["system"] not in SYSTEMS:
         return f"system {row['system']} has no hardware file"
     if MODELS[row["model_path"]][1] == CONFIG:
-        native = {"openai/gpt-oss-120b": ("nvfp4",)}.get(row["model_path"], ("fp8", "fp8_block"))
+        native = {"openai/gpt-oss-120b": ("nvfp4",), "moonshotai/Kimi-K2.5": ("int4_wo",)}.get(
+            row["model_path"], ("fp8", "fp8_block"))
         if row["gemm_quant_mode"] not in native:
             return f"gemm_quant_mode {row['gemm_quant_mode']} is not the checkpoint's own format"
     elif row["gemm_quant_mode"] not in PRECISIONS:
