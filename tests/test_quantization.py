@@ -101,6 +101,27 @@ def test_kimi_k2_5_int4_experts_by_hand() -> None:
     assert _weights("kimi-k2.5") == 60 * moe_layer + dense_layer + rest == 594_206_365_696
 
 
+def test_deepseek_v3_1_nvfp4_keeps_the_mla_projections_at_16_bits() -> None:
+    # ModelOpt NVFP4 (hf_quant_config/deepseek-v3.1-nvfp4.json): every linear K*N/2 fp4 bytes + K*N/16 E4M3 scales +
+    # 2 float32 global scales, except exclude_modules: every layer's q_a, q_b, kv_a, kv_b (bf16, with their norms)
+    # and lm_head; o_proj [128 x 128 -> 7168] is quantized
+    h = 7168
+
+    def fp4(k: int, n: int) -> int:
+        return k * n // 2 + k * n // 16 + 8
+
+    mla = 2 * (h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 1536 + 512)
+    attention = mla + fp4(128 * 128, h)
+    dense = 3 * fp4(h, 18432)  # layers 0-2 (first_k_dense_replace 3)
+    moe = 256 * 3 * fp4(h, 2048) + 3 * fp4(h, 2048) + 256 * h * 2  # 256 experts, 1 shared, the bf16 router
+    rest = 2 * 129280 * h * 2 + h * 2  # embed_tokens, lm_head, final norm
+    assert (mla, attention - mla) == (139_333_632, 66_060_296)
+    total = 3 * (attention + dense + 2 * h * 2) + 58 * (attention + moe + 2 * h * 2) + rest
+    assert _weights("deepseek-v3.1-nvfp4") == total == 386_380_083_104
+    ops = {op.name: op for op in llmsim.build_ops("deepseek-v3.1-nvfp4", "decode", batch_size=1, kv_len=8)}
+    assert ops["layers.moe.attn.kv_a_proj"].precision == "bf16" and ops["layers.moe.attn.o_proj"].precision == "fp4"
+
+
 def test_deepseek_v3_fp8_blocks_round_up() -> None:
     ops = {op.name: op for op in llmsim.build_ops("deepseek-v3", "decode", batch_size=1, kv_len=8)}
     # kv_a_proj [7168 -> 576]: 4,128,768 fp8 bytes + ceil(576/128) x (7168/128) = 5 x 56 float32 block scales

@@ -37,6 +37,8 @@ MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weigh
     "MiniMaxAI/MiniMax-M2.5": ("minimax-m2.5", CONFIG),  # fp8 128x128 blocks
     "Qwen/Qwen3.5-397B-A17B": ("qwen3.5-397b-a17b", None),  # bf16; the language model (vision not costed)
     "moonshotai/Kimi-K2.5": ("kimi-k2.5", CONFIG),  # int4 experts (w4a16); the language model (vision not costed)
+    "nvidia/DeepSeek-V3.1-NVFP4": ("deepseek-v3.1-nvfp4", CONFIG),  # ModelOpt NVFP4 (hf_quant_config)
+    "nvidia/Qwen3-32B-NVFP4": ("qwen3-32b-nvfp4", CONFIG),  # ModelOpt NVFP4 (hf_quant_config)
 }
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
@@ -99,7 +101,8 @@ def _why_not(row: dict[str, str]) -> str | None:
     if row["system"] not in SYSTEMS:
         return f"system {row['system']} has no hardware file"
     if MODELS[row["model_path"]][1] == CONFIG:
-        native = {"openai/gpt-oss-120b": ("nvfp4",), "moonshotai/Kimi-K2.5": ("int4_wo",)}.get(
+        native = {"openai/gpt-oss-120b": ("nvfp4",), "moonshotai/Kimi-K2.5": ("int4_wo",),
+                  "nvidia/DeepSeek-V3.1-NVFP4": ("nvfp4",), "nvidia/Qwen3-32B-NVFP4": ("nvfp4",)}.get(
             row["model_path"], ("fp8", "fp8_block"))
         if row["gemm_quant_mode"] not in native:
             return f"gemm_quant_mode {row['gemm_quant_mode']} is not the checkpoint's own format"
