@@ -122,6 +122,26 @@ def test_deepseek_v3_1_nvfp4_keeps_the_mla_projections_at_16_bits() -> None:
     assert ops["layers.moe.attn.kv_a_proj"].precision == "bf16" and ops["layers.moe.attn.o_proj"].precision == "fp4"
 
 
+def test_minimax_m2_5_nvfp4_experts_by_hand() -> None:
+    # ModelOpt NVFP4 inline (quant_method modelopt, ignore: every self_attn*, block_sparse_moe.gate, lm_head): only
+    # the experts are fp4, K*N/2 + K*N/16 + 8 per matrix; gate/up fused [3072 -> 2 x 1536], down [1536 -> 3072].
+    # approximation: the checkpoint's w1 and w3 carry a global scale pair each (+8 bytes per expert, 0.0001%)
+    experts = 256 * ((3072 * 3072 // 2 + 3072 * 3072 // 16 + 8) + (1536 * 3072 // 2 + 1536 * 3072 // 16 + 8))
+    attention = 2 * (3072 * 6144 + 3072 * 1024) * 2 + (6144 + 1024) * 2  # q, k, v, o and the q/k norms, bf16
+    layer = experts + attention + 256 * 3072 * 2 + 2 * 3072 * 2  # + the router and the two layer norms
+    assert _weights("minimax-m2.5-nvfp4") == 62 * layer + 2 * 200064 * 3072 * 2 + 3072 * 2 == 134_401_566_720
+
+
+@pytest.mark.parametrize(("name", "kept"), [
+    ("qwen3.5-397b-a17b-nvfp4", "attention/shared_experts/router/lm_head bfloat16"),  # model.language_model.layers
+    ("kimi-k2.5-nvfp4", "attention/mla_projections/router/lm_head bfloat16"),  # language_model.model.layers
+])
+def test_multimodal_nvfp4_exclusions_match_the_language_model_layers(name: str, kept: str) -> None:
+    # the ignore lists name the text layers under the multimodal wrapper's prefix; the excluded roles stay 16-bit
+    source = llmsim.load_model(name).weights_source()
+    assert "experts modelopt nvfp4" in source and kept in source
+
+
 def test_deepseek_v3_fp8_blocks_round_up() -> None:
     ops = {op.name: op for op in llmsim.build_ops("deepseek-v3", "decode", batch_size=1, kv_len=8)}
     # kv_a_proj [7168 -> 576]: 4,128,768 fp8 bytes + ceil(576/128) x (7168/128) = 5 x 56 float32 block scales

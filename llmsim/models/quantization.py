@@ -149,7 +149,12 @@ _ROLE_NAMES: dict[str, tuple[tuple[str, ...], ...]] = {
                    "backbone.layers.{i}.mixer.v_proj", "backbone.layers.{i}.mixer.o_proj"),
                   ("backbone.layers.{i}.mixer", "backbone.layers.{i}.mixer.in_proj",
                    "backbone.layers.{i}.mixer.out_proj"),
-                  ("model.layers.{i}.mamba", "model.layers.{i}.mamba.in_proj", "model.layers.{i}.mamba.out_proj")),
+                  ("model.layers.{i}.mamba", "model.layers.{i}.mamba.in_proj", "model.layers.{i}.mamba.out_proj"),
+                  ("model.layers.{i}.linear_attn", "model.layers.{i}.linear_attn.in_proj_qkvz",
+                   "model.layers.{i}.linear_attn.in_proj_ba", "model.layers.{i}.linear_attn.out_proj"),
+                  ("model.layers.{i}.linear_attn", "model.layers.{i}.linear_attn.in_proj_qkv",
+                   "model.layers.{i}.linear_attn.in_proj_z", "model.layers.{i}.linear_attn.in_proj_b",
+                   "model.layers.{i}.linear_attn.in_proj_a", "model.layers.{i}.linear_attn.out_proj")),
     "mla_projections": (("model.layers.{i}.self_attn", "model.layers.{i}.self_attn.q_a_proj",
                          "model.layers.{i}.self_attn.q_b_proj", "model.layers.{i}.self_attn.kv_a_proj_with_mqa",
                          "model.layers.{i}.self_attn.kv_b_proj"),
@@ -188,10 +193,17 @@ def module_matches(pattern: str, name: str) -> bool:
     return name.endswith(pattern) or name == pattern or name.startswith(pattern + ".")
 
 
+# Where a multimodal checkpoint keeps its language model's "model.layers": model.language_model.layers (Qwen3.5,
+# Qwen3-VL), language_model.model.layers (Kimi-K2.5, LLaVA-style wrappers)
+_TEXT_PREFIXES = ("model.", "model.language_model.", "language_model.model.")
+
+
 def _role_kept(patterns: Sequence[str], role: str, layer: int) -> bool:
     """Whether the lists keep this role of this layer at the base dtype: its module, or all of its linears (under
-    one of the names families give them)."""
-    for group in _ROLE_NAMES[role]:
+    one of the names families give them, in a text-only or a multimodal checkpoint)."""
+    groups = [tuple(prefix + n.removeprefix("model.") for n in group) if group[0].startswith("model.") else group
+              for group in _ROLE_NAMES[role] for prefix in _TEXT_PREFIXES]
+    for group in dict.fromkeys(groups):
         names = [n.format(i=layer) for n in group]
         if any(module_matches(p, names[0]) for p in patterns):
             return True
