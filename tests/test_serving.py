@@ -172,7 +172,7 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "minimax-m2.5", "deepseek-v3",
                                            "llama-3.1-70b"]
     reasons = [reason for _, reason in c.skipped]
-    assert any("worker counts" in r for r in reasons) and any("checkpoint's own format" in r for r in reasons)
+    assert any("worker counts" in r for r in reasons) and any("attention data parallelism" in r for r in reasons)
     with fixture.open(newline="") as f:
         first = next(csv.DictReader(f))
     assert "not shipped" in str(_why_not({**first, "model_path": "zhipuai/GLM-5"}))  # sparse attention: not costed
