@@ -69,6 +69,14 @@ def _max_context(**kwargs: Any) -> Callable[[], Any]:
     return lambda: llmsim.max_context(MODEL, GPU, **{"batch_size": 1, **kwargs})
 
 
+def _serve(**kwargs: Any) -> Callable[[], Any]:  # every case is refused before any step is simulated
+    return lambda: llmsim.serve(MODEL, GPU, **{"num_requests": 2, "prompt_len": 16, "gen_len": 2, **kwargs})
+
+
+def _result() -> Any:
+    return llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=16, gen_len=2)
+
+
 def _build_ops(**kwargs: Any) -> Callable[[], Any]:
     return lambda: llmsim.build_ops("llama-3.1-8b", "prefill", **{"batch_size": 1, "seq_len": 16, **kwargs})
 
@@ -295,6 +303,32 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("serve-pipeline-with-speculation", lambda: llmsim.serve(
         "llama-3.1-8b", GPU, concurrency=1, num_requests=1, pipeline_parallel=2, speculative={"method": "ngram"}),
      OptionError, "speculative decoding with pipeline_parallel > 1 is not modelled"),
+    # ---- first contact on the current main (2026-11-24): each was answered, not refused --------------------
+    ("ops-table-bad-phase", lambda: _result().ops_table(phase="gen"), OptionError,
+     "phase='gen' is not allowed; choose one of decode, prefill"),  # was: an empty string
+    ("ops-table-negative-top", lambda: _result().ops_table(top=-3), OptionError,
+     "top=-3 must be an integer >= 1"),  # was: every op but the last 3
+    ("ops-table-zero-top", lambda: _result().ops_table(top=0), OptionError, "top=0 must be an integer >= 1"),
+    ("ops-table-fraction-top", lambda: _result().ops_table(top=2.5), OptionError, "top=2.5 must be an integer"),
+    ("simulate-expert-parallel-dense", _simulate(tensor_parallel=2, expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),  # was: "expert 2" in the header, nothing else
+    ("sweep-expert-parallel-dense", _sweep(tensor_parallel=2, expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),
+    ("crossover-expert-parallel-dense", _crossover(tensor_parallel=2, expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),
+    ("serve-ramp-open-loop", _serve(request_rate=1, ramp_s=5), OptionError,
+     "ramp_s=5 applies to a closed loop"),  # was: ignored
+    ("serve-negative-ramp-open-loop", _serve(request_rate=1, ramp_s=-5), OptionError, "ramp_s=-5 applies to a"),
+    ("serve-burstiness-poisson", _serve(request_rate=1, burstiness=3.0), OptionError,
+     "burstiness=3.0 applies to arrival='gamma' only"),  # was: ignored (Poisson arrivals)
+    ("serve-arrival-closed-loop", _serve(concurrency=2, arrival="gamma"), OptionError,
+     "arrival='gamma' / burstiness=1.0 shape open-loop arrivals"),
+    ("serve-lengths-unpaired", _serve(request_rate=1, prompt_len=[10, 20], gen_len=[1, 2, 3]), OptionError,
+     "prompt_len and gen_len are lists of 2 and 3 lengths"),  # was: each cycled on its own, pairs drifting
+    ("disaggregated-arrival-closed-loop", lambda: llmsim.serve_disaggregated(
+        MODEL, GPU, prefill={"replicas": 1, "tensor_parallel": 1}, decode={"replicas": 1, "tensor_parallel": 1},
+        concurrency=2, num_requests=2, arrival="constant"), OptionError,
+     "arrival='constant' / burstiness=1.0 shape open-loop arrivals"),  # was: replaced by poisson, unsaid
 ]
 
 
@@ -322,7 +356,12 @@ def test_int4_is_not_priced_at_the_int8_peak() -> None:
     ["roofline", MODEL, "--hardware", GPU, "--out", "/nonexistent/dir/r.png"],
     ["limit", MODEL, "--hardware", GPU, "--tpot-slo-s", "-1"],
     ["crossover", MODEL, "--hardware", GPU, "--vary", "batch_size", "--kv-len", "1000000"],
-], ids=["plot-no-folder", "plot-not-an-image", "roofline-no-folder", "limit-negative-slo", "crossover-past-context"])
+    ["serve", MODEL, "--hardware", GPU, "--concurrency", "1", "--num-requests", "1", "--plot", "/nonexistent/d/x.png"],
+    ["serve", MODEL, "--hardware", GPU, "--concurrency", "1", "--num-requests", "1", "--plot", "{tmp}/x.txt"],
+    ["serve", MODEL, "--hardware", GPU, "--concurrency", "0"],
+    ["sweep", MODEL, "--hardware", GPU, "--tp", "2"],
+], ids=["plot-no-folder", "plot-not-an-image", "roofline-no-folder", "limit-negative-slo", "crossover-past-context",
+        "serve-plot-no-folder", "serve-plot-not-an-image", "argparse-value", "argparse-unknown-argument"])
 def test_cli_bad_input_is_one_line(args: list[str], tmp_path: Path) -> None:
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}

@@ -59,6 +59,9 @@ class ParallelBlocks:
         for group in model.layer_groups:
             if isinstance(group.layer.mlp, MoESpec) and self.ep_degree > 1:
                 self._check_expert_split(group.layer.mlp)
+        if self.ep_degree > 1 and not any(isinstance(g.layer.mlp, MoESpec) for g in model.layer_groups):
+            raise OptionError(f"expert_parallel={self.ep_degree}: the model has no experts (every MLP is dense); "
+                              "leave expert_parallel at 1")
 
     def _check_expert_split(self, moe: MoESpec) -> None:
         """Refuse an expert-parallel split (ep > 1) the MoE layer cannot take: ep must divide the experts and
