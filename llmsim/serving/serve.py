@@ -230,8 +230,12 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
         peak_kv_fraction=float(np.max(step["kv_blocks_used"]) / limits.kv_blocks) if len(step["time_s"]) else 0.0,
         preemptions=int(log.preemptions.sum()), steps=len(step["time_s"]),
         assumptions={
-            "scheduler": "vLLM V1 continuous batching: running requests first, then waiting ones first come "
-                         "first served; chunked prefill within max_num_batched_tokens; recompute on preemption",
+            "scheduler": ("vLLM V1 continuous batching: running requests first, then waiting ones first come "
+                          "first served; chunked prefill within max_num_batched_tokens; recompute on preemption"
+                          if limits.mixed_batches else
+                          "prefill first (SGLang's default, mixed_batches=False): while prompts wait and can start, "
+                          "a step prefills them (first come first served, chunked within max_num_batched_tokens) "
+                          "and the running requests wait; else a step decodes; recompute on preemption"),
             "step time": "one forward pass of the mixed batch from the per-op cost model, with the engine's "
                          "host time per step (engine.step) where it has one; decode attention at the batch's "
                          "mean cached length",
