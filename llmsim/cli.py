@@ -347,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-tokens-per-s", type=float)
     p.add_argument("--request-rate", type=float, help="serving mode: replicas and shape for this many requests/s "
                    "within p99 TTFT/TPOT objectives (llmsim.plan_serving)")
-    p.add_argument("--percentile", type=int, default=99, help="serving mode: the objectives' percentile")
+    p.add_argument("--percentile", type=int, help="serving mode: the objectives' percentile (default 99)")
     p.add_argument("--disaggregated", action="store_true", help="serving mode: also size prefill and decode pools")
     p.add_argument("--max-gpus", type=_positive_int, default=64)
     p.add_argument("--usd-per-gpu-hour", type=float)
@@ -627,7 +627,8 @@ def _run(args: argparse.Namespace) -> int:
 
         result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
                               gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
-                              percentile=args.percentile, max_gpus=args.max_gpus, disaggregated=args.disaggregated,
+                              percentile=99 if args.percentile is None else args.percentile,
+                              max_gpus=args.max_gpus, disaggregated=args.disaggregated,
                               usd_per_gpu_hour=args.usd_per_gpu_hour, pipeline_parallel=args.pipeline_parallel,
                               **options)
         print(result.model_dump_json(indent=2) if args.json else result)
@@ -638,6 +639,12 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "plan":
         from .analysis.plan import plan
+
+        serving = [flag for flag, given in (("--disaggregated", args.disaggregated),
+                                            ("--percentile", args.percentile is not None)) if given]
+        if serving:  # they would be silently ignored
+            raise LlmsimError(f"{serving[0]} belongs to the serving plan: give --request-rate too (the static plan "
+                              "searches batch sizes against --ttft-slo-s / --tpot-slo-s)")
 
         options.pop("tensor_parallel", None)  # searched: a list here
         result = plan(args.model, args.hardware, prompt_len=args.prompt_len, gen_len=args.gen_len,

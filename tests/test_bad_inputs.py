@@ -73,6 +73,10 @@ def _serve(**kwargs: Any) -> Callable[[], Any]:  # every case is refused before 
     return lambda: llmsim.serve(MODEL, GPU, **{"num_requests": 2, "prompt_len": 16, "gen_len": 2, **kwargs})
 
 
+def _plan_serving(**kwargs: Any) -> Callable[[], Any]:  # refused before any shape is served
+    return lambda: llmsim.plan_serving(MODEL, GPU, **{"request_rate": 2.0, "tpot_slo_s": 0.05, **kwargs})
+
+
 def _result() -> Any:
     return llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=16, gen_len=2)
 
@@ -329,6 +333,18 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
         MODEL, GPU, prefill={"replicas": 1, "tensor_parallel": 1}, decode={"replicas": 1, "tensor_parallel": 1},
         concurrency=2, num_requests=2, arrival="constant"), OptionError,
      "arrival='constant' / burstiness=1.0 shape open-loop arrivals"),  # was: replaced by poisson, unsaid
+    # a serving plan answered each of these with "no replica shape meets the objectives; relax them or allow more
+    # GPUs" (every shape failing on the same bad input), exit code 0 on the CLI
+    ("plan-serving-unknown-engine", _plan_serving(engine="tgi"), OptionError, "engine='tgi' is not allowed"),
+    ("plan-serving-bad-fusion", _plan_serving(fusion="x"), OptionError, "fusion='x' is not allowed"),
+    ("plan-serving-unknown-option", _plan_serving(fuson="none"), OptionError, "option='fuson' is not allowed"),
+    ("plan-serving-past-context", _plan_serving(prompt_len=10**7), OptionError, "exceeds the model's context"),
+    ("plan-serving-zero-requests", _plan_serving(num_requests=0), OptionError, "num_requests=0 must be"),
+    ("plan-serving-int4-on-hopper", _plan_serving(activation_dtype="int4"), OptionError, "activation_dtype='int4'"),
+    ("plan-serving-expert-parallel-dense", _plan_serving(expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),
+    ("plan-expert-parallel-dense", _plan(expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),  # was: "no tensor/pipeline split divides this model"
 ]
 
 
@@ -382,6 +398,10 @@ def test_cli_bad_input_is_one_line(args: list[str], tmp_path: Path) -> None:
     (["plan", MODEL, "--hardware", GPU, "--tpot-slo-s", "nan"], "tpot_slo_s=nan must be a positive"),
     (["plan", MODEL, "--hardware", GPU, "--tensor-parallel", "3"], "tensor_parallel=3: num_key_value_heads=8"),
     (["plan", MODEL, "--hardware", GPU, "--prompt-len", "1000000"], "exceeds the model's context"),
+    (["plan", MODEL, "--hardware", GPU, "--disaggregated"], "--disaggregated belongs to the serving plan"),
+    (["plan", MODEL, "--hardware", GPU, "--percentile", "90"], "--percentile belongs to the serving plan"),
+    (["plan", MODEL, "--hardware", GPU, "--request-rate", "2", "--tpot-slo-s", "0.05", "--engine", "roofline",
+      "--weight-dtype", "int4", "--activation-dtype", "int4"], "activation_dtype='int4'"),
     (["crossover", MODEL, "--hardware", GPU, "--hi", "1e300"], "past the largest batch"),
     (["crossover", MODEL, "--hardware", GPU, "--batch-size", "8"], "batch_size is the quantity varied"),
     (["limit", MODEL, "--hardware", GPU, "--phase", "prefill", "--tpot-slo-s", "0.05"], "tpot_slo_s does not apply"),
