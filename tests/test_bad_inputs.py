@@ -545,6 +545,9 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("op-float-m", _op("matmul", m=4.5, n=4, k=4), OptionError, "m=4.5 must be an integer"),
     ("op-bad-dtype", _op("matmul", dtype="float12", m=4, n=4, k=4), OptionError, "dtype='float12' is not allowed"),
     ("op-int4-on-hopper", _op("matmul", dtype="int4", m=4, n=4, k=4), OptionError, "int4"),
+    ("op-fp4-on-hopper", _op("matmul", dtype="nvfp4", m=4, n=4, k=4), OptionError,  # was: "choose another
+     r"^dtype='nvfp4': hardware 'h100-sxm' has no matrix-unit peak for fp4; it has bf16, fp16, fp8, int8, tf32$"),
+    # activation_dtype", a field op_cost does not have
     ("op-bad-engine", _op("matmul", engine="vllmm", m=4, n=4, k=4), OptionError, "engine='vllmm' is not allowed"),
     ("op-attention-no-heads", _op("attention", q_len=1), OptionError, "heads is missing"),
     ("op-attention-kv-heads", _op("attention", heads=32, kv_heads=5, q_len=1), OptionError,

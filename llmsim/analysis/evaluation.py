@@ -62,7 +62,7 @@ def _check_precision(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions) -> No
     try:
         hw.matrix_peak_flops_per_s(matmul_precision(act, weight))
     except OptionError as exc:
-        raise OptionError(f"activation_dtype={act!r}: {exc}") from None
+        raise OptionError(f"activation_dtype={act!r}: {exc} (choose another activation_dtype)") from None
 
 
 def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[Any, Any, Any]:

@@ -104,6 +104,11 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
     roofline = Roofline(hw, execution_options)
     ab = Expr.sym("ab", dtype_bytes(dtype))
     precision = MATMUL_PRECISION[dtype]
+    if kind in ("matmul", "attention"):  # the matrix unit must have the precision; the error names this field
+        try:
+            hw.matrix_peak_flops_per_s(precision)
+        except OptionError as exc:
+            raise OptionError(f"dtype={dtype!r}: {exc}") from None
     fused_launches = 1
     if kind == "attention":
         op, words, saved = _attention(dtype, precision, batch, heads, kv_heads, head_dim, q_len, kv_len, ab)
