@@ -521,17 +521,17 @@ def _run(args: argparse.Namespace) -> int:
                           num_microbatches=args.num_microbatches, data_parallel=args.data_parallel, **options)
         if args.json:
             print(result.model_dump_json(indent=2))
-        else:
-            print(result)
-            if args.ops:
-                print()
-                print(result.ops_table())
-            if args.per_layer:
-                print()
-                print(result.layer_table("prefill"))
-                if result.gen_len > 1:
-                    print()
-                    print(result.layer_table("decode", args.step))
+            return 0
+        # every table made before anything is printed: a bad --step is one error line, not one after the summary
+        tables = [result.ops_table()] if args.ops else []
+        if args.per_layer:
+            tables.append(str(result.layer_table("prefill")))
+            if result.gen_len > 1 or args.step is not None:
+                tables.append(str(result.layer_table("decode", args.step)))
+        print(result)
+        for table in tables:
+            print()
+            print(table)
         return 0
     if args.command == "serve" and (args.prefill_pool or args.decode_pool):
         from .serving.disaggregated import serve_disaggregated

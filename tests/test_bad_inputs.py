@@ -333,6 +333,9 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
         MODEL, GPU, prefill={"replicas": 1, "tensor_parallel": 1}, decode={"replicas": 1, "tensor_parallel": 1},
         concurrency=2, num_requests=2, arrival="constant"), OptionError,
      "arrival='constant' / burstiness=1.0 shape open-loop arrivals"),  # was: replaced by poisson, unsaid
+    ("simulate-tables-at-peak", _simulate(engine="roofline", tables="sglang"), OptionError,
+     "tables='sglang' with efficiency='peak'"),  # was: the tables named in the result, none read
+    ("sweep-tables-at-peak", _sweep(efficiency="peak", tables="vllm"), OptionError, "tables='vllm' with efficiency"),
     # a serving plan answered each of these with "no replica shape meets the objectives; relax them or allow more
     # GPUs" (every shape failing on the same bad input), exit code 0 on the CLI
     ("plan-serving-unknown-engine", _plan_serving(engine="tgi"), OptionError, "engine='tgi' is not allowed"),
@@ -406,6 +409,10 @@ def test_cli_bad_input_is_one_line(args: list[str], tmp_path: Path) -> None:
     (["crossover", MODEL, "--hardware", GPU, "--batch-size", "8"], "batch_size is the quantity varied"),
     (["limit", MODEL, "--hardware", GPU, "--phase", "prefill", "--tpot-slo-s", "0.05"], "tpot_slo_s does not apply"),
     (["simulate", MODEL, "--hardware", GPU, "--batch-size", "99999999999999999999999"], "batch_size=9+ must be"),
+    (["simulate", MODEL, "--hardware", GPU, "--per-layer", "--gen-len", "4", "--step", "9"],
+     r"step=9 must be an integer in 1\.\.3"),  # was: the summary printed, then the error
+    (["simulate", MODEL, "--hardware", GPU, "--per-layer", "--gen-len", "1", "--step", "1"],
+     "gen_len=1 has no decode step"),  # was: --step ignored
 ])
 def test_cli_analysis_commands_refuse_in_one_line(args: list[str], match: str, capsys: Any, tmp_path: Path,
                                                   monkeypatch: Any) -> None:
@@ -415,8 +422,10 @@ def test_cli_analysis_commands_refuse_in_one_line(args: list[str], match: str, c
 
     monkeypatch.chdir(tmp_path)
     assert main(args) == 2
-    err = capsys.readouterr().err.strip()
+    out, err = capsys.readouterr()
+    err = err.strip()
     assert "\n" not in err and err.startswith("llmsim: error:"), err
+    assert not out, out  # nothing printed before the error
     assert re.search(match, err), err
     assert not list(tmp_path.iterdir())
 

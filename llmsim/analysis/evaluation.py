@@ -48,6 +48,11 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     if "tables" in options and options["tables"] is None:  # tables=None given: the roofline alone
         defaults.update(tables=None, table_families=None)
     execution = ExecutionOptions.make(**{**defaults, **{k: v for k, v in given.items() if k in exec_keys}})
+    if given.get("tables") is not None and execution.efficiency == "peak":  # timing reads no table at peak
+        from ..errors import OptionError
+
+        raise OptionError(f"tables={given['tables']!r} with efficiency='peak': the datasheet speed of light reads no "
+                          "measured tables; give efficiency='achievable' to time ops from them")
     check_tables_device(hw.name, execution.tables)
     _check_precision(spec, hw, cost)
     return spec, hw, cost, execution
