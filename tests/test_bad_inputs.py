@@ -333,6 +333,8 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
         MODEL, GPU, prefill={"replicas": 1, "tensor_parallel": 1}, decode={"replicas": 1, "tensor_parallel": 1},
         concurrency=2, num_requests=2, arrival="constant"), OptionError,
      "arrival='constant' / burstiness=1.0 shape open-loop arrivals"),  # was: replaced by poisson, unsaid
+    ("simulate-microbatches-one-stage", _simulate(batch_size=8, num_microbatches=4), OptionError,
+     "num_microbatches=4 applies to pipeline_parallel > 1"),  # was: TPOT x4, the header silent
     ("simulate-tables-at-peak", _simulate(engine="roofline", tables="sglang"), OptionError,
      "tables='sglang' with efficiency='peak'"),  # was: the tables named in the result, none read
     ("sweep-tables-at-peak", _sweep(efficiency="peak", tables="vllm"), OptionError, "tables='vllm' with efficiency"),
