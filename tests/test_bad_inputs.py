@@ -335,6 +335,9 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "arrival='constant' / burstiness=1.0 shape open-loop arrivals"),  # was: replaced by poisson, unsaid
     ("simulate-microbatches-one-stage", _simulate(batch_size=8, num_microbatches=4), OptionError,
      "num_microbatches=4 applies to pipeline_parallel > 1"),  # was: TPOT x4, the header silent
+    ("simulate-trtllm-on-a-cpu", lambda: llmsim.simulate(MODEL, "cpu-generic", engine="trtllm", prompt_len=16,
+                                                          gen_len=2), OptionError,
+     "engine='trtllm' does not run on a cpu; choose one of vllm, sglang, torch-compile"),  # was: CUDA graphs on a CPU
     ("simulate-tables-at-peak", _simulate(engine="roofline", tables="sglang"), OptionError,
      "tables='sglang' with efficiency='peak'"),  # was: the tables named in the result, none read
     ("sweep-tables-at-peak", _sweep(efficiency="peak", tables="vllm"), OptionError, "tables='vllm' with efficiency"),
@@ -565,6 +568,8 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "kv_heads=5 must divide heads=32"),
     ("op-attention-negative-kv", _op("attention", heads=32, q_len=1, kv_len=-1), OptionError,
      "kv_len=-1 must be an integer in 0"),
+    ("op-trtllm-on-a-cpu", lambda: llmsim.op_cost("matmul", "cpu-generic", m=4, n=4, k=4, engine="trtllm"),
+     OptionError, "engine='trtllm' does not run on a cpu"),
     ("op-unknown-option", _op("matmul", fusion="full", m=4, n=4, k=4), OptionError, "option='fusion' is not allowed"),
 ]
 

@@ -33,7 +33,7 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
 
         raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys | {"engine"})
     spec, hw = load_model(model), load_hardware(hardware)
-    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type))
+    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type), hw.device_type)
     given = {k: v for k, v in options.items() if v is not None}
     spec = served_model(spec, chosen.serves_float32_as, chosen.name,
                         (given.get("weight_dtype"), given.get("activation_dtype")))

@@ -215,7 +215,7 @@ def _device(hardware: Any, engine: str | None, execution: dict[str, Any]) -> tup
             from ..errors import choice_error
 
             raise choice_error("option", name, allowed | {"engine"})
-    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type))
+    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type), hw.device_type)
     options = ExecutionOptions.make(**{**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
                                        "table_families": chosen.table_families,
                                        **{k: v for k, v in execution.items() if v is not None}})
