@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .cli_args import int_at_least as _int_at_least
 from .errors import LlmsimError
@@ -23,7 +23,17 @@ _EXEC_OPTIONS = {
     "overhead": ("graph", "eager", "none"),
     "overlap": ("max", "sum"),
 }
-_DTYPES = ("float32", "bfloat16", "float16", "fp8", "int8", "int4")
+
+
+def _dtype_arg(text: str) -> str:
+    """--weight-dtype / --activation-dtype / --kv-dtype: a dtype name or alias (bf16, fp16), as the Python API
+    takes it; an unknown name is left for argparse's choices to refuse."""
+    from .dtypes import canonical_dtype
+
+    try:
+        return canonical_dtype(text)
+    except LlmsimError:
+        return text
 
 
 _positive_int = _int_at_least(1)
@@ -31,6 +41,13 @@ _non_negative_int = _int_at_least(0)
 
 
 _MAX_PER_OCTAVE = 64
+
+
+def _add_figure_out(parser: argparse.ArgumentParser, flag: str, **kwargs: Any) -> None:
+    """A figure file to write (--out, --plot): every one is checked before the work by _check_figures (a known
+    image suffix, an existing folder, no file there yet), so no command can forget it."""
+    parser.add_argument(flag, **kwargs)
+    parser.set_defaults(figure_flags=(*(parser.get_default("figure_flags") or ()), flag))
 
 
 def _int_list(text: str) -> list[int]:
@@ -55,11 +72,18 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True) -> None:
+def _add_model_options(parser: argparse.ArgumentParser, hardware: bool = True, parallel: bool = True) -> None:
+    """The model, the device, the cost options and (parallel=True) one tensor/expert-parallel split: every
+    command that predicts one deployment takes the same ones, as the Python API does."""
     parser.add_argument("model", help="a shipped model name (see `llmsim models`), a config.json or its folder")
     if hardware:
         parser.add_argument("--hardware", "--hw", required=True,
                             help="a shipped device (see `llmsim hardware`) or a hardware .toml file")
+    if parallel:
+        parser.add_argument("--tensor-parallel", type=_positive_int, help="GPUs each layer is split over (default 1)")
+        parser.add_argument("--expert-parallel", type=_positive_int,
+                            help="MoE models: GPUs the experts are spread over, a divisor of --tensor-parallel "
+                            "(default 1)")
     _add_cost_options(parser)
 
 
@@ -72,8 +96,11 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
         flags = [f"--{name.replace('_', '-')}"] + ([f"--{name}"] if "_" in name else [])  # --kv-cache, --kv_cache
         group.add_argument(*flags, dest=name, choices=choices,
                            help=f"default: {CostOptions.model_fields[name].default}")
+    from .dtypes import DTYPE_BYTES
+
     for name in ("weight-dtype", "activation-dtype", "kv-dtype"):
-        group.add_argument(f"--{name}", choices=_DTYPES, help="default: the config's dtype")
+        group.add_argument(f"--{name}", type=_dtype_arg, choices=tuple(DTYPE_BYTES),
+                           help="default: the config's dtype (aliases: bf16, fp16, fp32)")
     group.add_argument("--fused-projections", dest="fused_projections", action=argparse.BooleanOptionalAction,
                        default=None, help="one GEMM for Q, K, V and one for gate and up (default: the engine's)")
     group = parser.add_argument_group("engine and execution options")
@@ -161,10 +188,17 @@ def _install_hint(exc: ImportError) -> str:
     return f"{module or 'a dependency'} is a core dependency: reinstall llmsim (pip install llmsim)"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error on one line (the subcommand's --help has the usage), as llmsim's own errors."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"llmsim: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="llmsim",
         description="Predict LLM inference latency, throughput and memory on a declared device, and why.",
     )
@@ -176,8 +210,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, default=1)
     p.add_argument("--prompt-len", type=_positive_int, default=512)
     p.add_argument("--gen-len", type=_positive_int, default=128)
-    p.add_argument("--tensor-parallel", type=_positive_int)
-    p.add_argument("--expert-parallel", type=_positive_int)
     p.add_argument("--pipeline-parallel", type=_positive_int, default=1)
     p.add_argument("--num-microbatches", type=_positive_int)
     p.add_argument("--data-parallel", type=_positive_int, default=1)
@@ -204,8 +236,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma arrivals' shape (1: Poisson)")
     p.add_argument("--ramp-s", type=float, default=0.0, help="closed loop: clients start evenly over this many s")
     p.add_argument("--seed", type=_non_negative_int, default=0)
-    p.add_argument("--tensor-parallel", type=_positive_int)
-    p.add_argument("--expert-parallel", type=_positive_int)
     p.add_argument("--pipeline-parallel", type=_positive_int, default=1,
                    help="pipeline stages (tensor-parallel GPUs each), micro-batches in flight across steps")
     p.add_argument("--max-num-seqs", type=_positive_int, help="default: the engine's")
@@ -226,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decode-pool", type=_pool_arg, help="disaggregated: REPLICASxTP decode instances, e.g. 1x8")
     p.add_argument("--kv-transfer-bytes-per-s", type=float, help="disaggregated: per-GPU link (default: the "
                    "device's NVLink bandwidth when both pools fit one node, else its inter-node bandwidth)")
-    p.add_argument("--plot", help="write latency percentiles and batch occupancy over time to this PNG")
+    _add_figure_out(p, "--plot", help="write latency percentiles and batch occupancy over time to this PNG")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     p = sub.add_parser("sweep", help="simulate a grid of batch sizes and lengths in one pass")
@@ -250,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, default=1)
     p.add_argument("--prompt-len", type=_positive_int, default=512)
     p.add_argument("--gen-len", type=_positive_int, default=128)
-    p.add_argument("--out", default="roofline.png")
+    _add_figure_out(p, "--out", default="roofline.png")
 
     p = sub.add_parser("plot", help="a sweep chart with the bound bands, crossover and memory wall (PNG)")
     _add_model_options(p)
@@ -260,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, default=1)
     p.add_argument("--prompt-len", type=_positive_int, default=1024)
     p.add_argument("--gen-len", type=_positive_int, default=128)
-    p.add_argument("--out", default="sweep.png")
+    _add_figure_out(p, "--out", default="sweep.png")
 
     p = sub.add_parser("calibrate", help="measure this machine's ceilings into a hardware file (needs torch), or "
                        "import published measured kernel tables (--from aiconfigurator)")
@@ -309,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true", help="split measured time by op class (torch.profiler)")
 
     p = sub.add_parser("plan", help="GPUs, tensor/pipeline split and batch that meet latency targets")
-    _add_model_options(p)
+    _add_model_options(p, parallel=False)  # searched: lists
     p.add_argument("--prompt-len", type=_positive_int, default=2048)
     p.add_argument("--gen-len", type=_positive_int, default=256)
     p.add_argument("--ttft-slo-s", type=float)
@@ -317,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-tokens-per-s", type=float)
     p.add_argument("--request-rate", type=float, help="serving mode: replicas and shape for this many requests/s "
                    "within p99 TTFT/TPOT objectives (llmsim.plan_serving)")
-    p.add_argument("--percentile", type=int, default=99, help="serving mode: the objectives' percentile")
+    p.add_argument("--percentile", type=int, help="serving mode: the objectives' percentile (default 99)")
     p.add_argument("--disaggregated", action="store_true", help="serving mode: also size prefill and decode pools")
     p.add_argument("--max-gpus", type=_positive_int, default=64)
     p.add_argument("--usd-per-gpu-hour", type=float)
@@ -329,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "powers of two up to 8 and --max-gpus)")
     p.add_argument("--expert-parallel", type=_positive_int, help="expert-parallel degree of every split (a "
                    "divisor of its tensor-parallel degree; MoE models)")
-    p.add_argument("--out", help="also write the Pareto front plot (PNG)")
+    _add_figure_out(p, "--out", help="also write the Pareto front plot (PNG)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("profile", help="a measured profile's kernels on the roofline: time, FLOPs, bytes, bound and "
@@ -348,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--phase", choices=("prefill", "decode"), default="prefill",
                    help="what the profile ran: one prefill, or one decode step (default: prefill)")
     p.add_argument("--top", type=_positive_int, default=30, help="kernel rows to print (default: 30)")
-    p.add_argument("--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png)")
+    _add_figure_out(p, "--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png)")
     _add_cost_options(p)
 
     from .cli_whatif import add_parsers
@@ -383,7 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=_positive_int, default=20, help="kernel rows to print (default: 20)")
     p.add_argument("--by-module", type=_positive_int, default=None, metavar="DEPTH",
                    help="also print time per module path cut to DEPTH parts")
-    p.add_argument("--out", default=None, help="also write the roofline plot of the kernels here (.png/.pdf/.svg)")
+    _add_figure_out(p, "--out", default=None,
+                    help="also write the roofline plot of the kernels here (.png/.pdf/.svg)")
 
     sub.add_parser("models", help="the shipped models")
     sub.add_parser("hardware", help="the shipped devices")
@@ -422,6 +453,8 @@ def _run(args: argparse.Namespace) -> int:
     from .models.loading import load_model
     from .shipped import shipped_hardware_names, shipped_model_names
 
+    for flag in getattr(args, "figure_flags", ()):
+        _check_out(getattr(args, flag.lstrip("-")), flag)
     if args.command == "analyze":
         return _analyze(args)
     if args.command == "models":
@@ -488,17 +521,17 @@ def _run(args: argparse.Namespace) -> int:
                           num_microbatches=args.num_microbatches, data_parallel=args.data_parallel, **options)
         if args.json:
             print(result.model_dump_json(indent=2))
-        else:
-            print(result)
-            if args.ops:
-                print()
-                print(result.ops_table())
-            if args.per_layer:
-                print()
-                print(result.layer_table("prefill"))
-                if result.gen_len > 1:
-                    print()
-                    print(result.layer_table("decode", args.step))
+            return 0
+        # every table made before anything is printed: a bad --step is one error line, not one after the summary
+        tables = [result.ops_table()] if args.ops else []
+        if args.per_layer:
+            tables.append(str(result.layer_table("prefill")))
+            if result.gen_len > 1 or args.step is not None:
+                tables.append(str(result.layer_table("decode", args.step)))
+        print(result)
+        for table in tables:
+            print()
+            print(table)
         return 0
     if args.command == "serve" and (args.prefill_pool or args.decode_pool):
         from .serving.disaggregated import serve_disaggregated
@@ -533,9 +566,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.plot:
             from .report.serving_plot import serving_figure
 
-            serving_figure(result, args.plot)
-            if not args.json:
-                print(f"wrote {args.plot}")
+            _save(serving_figure(result), args.plot, "--plot", quiet=args.json)
         return 0
     if args.command == "sweep":
         if args.csv:
@@ -571,8 +602,6 @@ def _run(args: argparse.Namespace) -> int:
             for name, value in getattr(result, "events", {}).items():
                 print(f"  {name:<10} {'not met' if value is None else f'at {args.vary} = {value:.6g}'}")
         return 0
-    if args.command in ("roofline", "plot", "plan"):
-        _check_out(args.out)
     if args.command == "roofline":
         from .report.plot import roofline_figure
 
@@ -598,7 +627,8 @@ def _run(args: argparse.Namespace) -> int:
 
         result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
                               gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
-                              percentile=args.percentile, max_gpus=args.max_gpus, disaggregated=args.disaggregated,
+                              percentile=99 if args.percentile is None else args.percentile,
+                              max_gpus=args.max_gpus, disaggregated=args.disaggregated,
                               usd_per_gpu_hour=args.usd_per_gpu_hour, pipeline_parallel=args.pipeline_parallel,
                               **options)
         print(result.model_dump_json(indent=2) if args.json else result)
@@ -609,6 +639,12 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "plan":
         from .analysis.plan import plan
+
+        serving = [flag for flag, given in (("--disaggregated", args.disaggregated),
+                                            ("--percentile", args.percentile is not None)) if given]
+        if serving:  # they would be silently ignored
+            raise LlmsimError(f"{serving[0]} belongs to the serving plan: give --request-rate too (the static plan "
+                              "searches batch sizes against --ttft-slo-s / --tpot-slo-s)")
 
         options.pop("tensor_parallel", None)  # searched: a list here
         result = plan(args.model, args.hardware, prompt_len=args.prompt_len, gen_len=args.gen_len,
@@ -639,7 +675,6 @@ def _analyze(args: argparse.Namespace) -> int:
     from .trace.analyze import analyze
     from .trace.zoo import resolve_target
 
-    _check_out(args.out)
     if args.model.startswith("diffusers:"):
         import importlib.util
 
@@ -714,7 +749,7 @@ def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
 _FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
 
 
-def _check_out(path: str | None) -> None:
+def _check_out(path: str | None, flag: str = "--out") -> None:
     """A figure path that can be written: a known image suffix, an existing folder, no file there yet.
     Checked before the work, so a typo costs nothing."""
     from pathlib import Path
@@ -722,8 +757,8 @@ def _check_out(path: str | None) -> None:
     if path is None:
         return
     if Path(path).suffix.lower() not in _FIGURE_SUFFIXES:
-        raise LlmsimError(f"--out {path}: the file name must end in one of {', '.join(_FIGURE_SUFFIXES)}")
-    _check_new_file("--out", path)
+        raise LlmsimError(f"{flag} {path}: the file name must end in one of {', '.join(_FIGURE_SUFFIXES)}")
+    _check_new_file(flag, path)
 
 
 def _check_new_file(flag: str, path: str) -> None:
@@ -737,18 +772,35 @@ def _check_new_file(flag: str, path: str) -> None:
         raise LlmsimError(f"{flag} {path}: the file exists; choose another name (nothing is overwritten)")
 
 
-def _save(figure: Any, path: str) -> None:
-    _check_out(path)
+def _save(figure: Any, path: str, flag: str = "--out", quiet: bool = False) -> None:
+    _check_out(path, flag)
     try:
         figure.savefig(path, dpi=130, bbox_inches="tight")
     except OSError as exc:
-        raise LlmsimError(f"--out {path}: cannot write it ({exc.strerror or exc})") from None
-    print(f"wrote {path}")
+        raise LlmsimError(f"{flag} {path}: cannot write it ({exc.strerror or exc})") from None
+    if not quiet:
+        print(f"wrote {path}")
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
+    """A warning as one line, as the errors are (not Python's file, line and source text)."""
+    print(f"llmsim: warning: {message}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import warnings
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # named against the subcommand that refused them, not the top-level usage
+        parser._subparsers._group_actions[0].choices[args.command].error(  # type: ignore[union-attr]
+            f"unrecognized arguments: {' '.join(unknown)}")
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _guarded_run(args)
+
+
+def _guarded_run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except LlmsimError as exc:

@@ -33,8 +33,6 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("--batch-size", type=positive_int, default=1)
     p.add_argument("--prompt-len", type=positive_int, default=512)
     p.add_argument("--gen-len", type=positive_int, default=128)
-    p.add_argument("--tensor-parallel", type=positive_int)
-    p.add_argument("--expert-parallel", type=positive_int)
     p.add_argument("--json", action="store_true")
 
     from .analysis.one_op import OP_KINDS

@@ -55,6 +55,15 @@ def check_positive(field: str, value: object, unit: str) -> float:
     return float(number)
 
 
+def check_top(top: object) -> int | None:
+    """How many rows of a table to show: None (all) or an integer >= 1; an OptionError naming `top` otherwise."""
+    if top is None:
+        return None
+    if isinstance(top, bool) or not isinstance(top, numbers.Integral) or top < 1:
+        raise OptionError(f"top={top!r} must be an integer >= 1 (the rows shown) or None (all of them)")
+    return int(top)
+
+
 class AssumptionWarning(UserWarning):
     """llmsim filled in something the input did not state (e.g. a config without torch_dtype); the message
     says what was assumed and why, and the result records it."""

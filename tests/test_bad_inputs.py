@@ -69,6 +69,18 @@ def _max_context(**kwargs: Any) -> Callable[[], Any]:
     return lambda: llmsim.max_context(MODEL, GPU, **{"batch_size": 1, **kwargs})
 
 
+def _serve(**kwargs: Any) -> Callable[[], Any]:  # every case is refused before any step is simulated
+    return lambda: llmsim.serve(MODEL, GPU, **{"num_requests": 2, "prompt_len": 16, "gen_len": 2, **kwargs})
+
+
+def _plan_serving(**kwargs: Any) -> Callable[[], Any]:  # refused before any shape is served
+    return lambda: llmsim.plan_serving(MODEL, GPU, **{"request_rate": 2.0, "tpot_slo_s": 0.05, **kwargs})
+
+
+def _result() -> Any:
+    return llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=16, gen_len=2)
+
+
 def _build_ops(**kwargs: Any) -> Callable[[], Any]:
     return lambda: llmsim.build_ops("llama-3.1-8b", "prefill", **{"batch_size": 1, "seq_len": 16, **kwargs})
 
@@ -295,6 +307,52 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("serve-pipeline-with-speculation", lambda: llmsim.serve(
         "llama-3.1-8b", GPU, concurrency=1, num_requests=1, pipeline_parallel=2, speculative={"method": "ngram"}),
      OptionError, "speculative decoding with pipeline_parallel > 1 is not modelled"),
+    # ---- first contact on the current main (2026-11-24): each was answered, not refused --------------------
+    ("ops-table-bad-phase", lambda: _result().ops_table(phase="gen"), OptionError,
+     "phase='gen' is not allowed; choose one of decode, prefill"),  # was: an empty string
+    ("ops-table-negative-top", lambda: _result().ops_table(top=-3), OptionError,
+     "top=-3 must be an integer >= 1"),  # was: every op but the last 3
+    ("ops-table-zero-top", lambda: _result().ops_table(top=0), OptionError, "top=0 must be an integer >= 1"),
+    ("ops-table-fraction-top", lambda: _result().ops_table(top=2.5), OptionError, "top=2.5 must be an integer"),
+    ("simulate-expert-parallel-dense", _simulate(tensor_parallel=2, expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),  # was: "expert 2" in the header, nothing else
+    ("sweep-expert-parallel-dense", _sweep(tensor_parallel=2, expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),
+    ("crossover-expert-parallel-dense", _crossover(tensor_parallel=2, expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),
+    ("serve-ramp-open-loop", _serve(request_rate=1, ramp_s=5), OptionError,
+     "ramp_s=5 applies to a closed loop"),  # was: ignored
+    ("serve-negative-ramp-open-loop", _serve(request_rate=1, ramp_s=-5), OptionError, "ramp_s=-5 applies to a"),
+    ("serve-burstiness-poisson", _serve(request_rate=1, burstiness=3.0), OptionError,
+     "burstiness=3.0 applies to arrival='gamma' only"),  # was: ignored (Poisson arrivals)
+    ("serve-arrival-closed-loop", _serve(concurrency=2, arrival="gamma"), OptionError,
+     "arrival='gamma' / burstiness=1.0 shape open-loop arrivals"),
+    ("serve-lengths-unpaired", _serve(request_rate=1, prompt_len=[10, 20], gen_len=[1, 2, 3]), OptionError,
+     "prompt_len and gen_len are lists of 2 and 3 lengths"),  # was: each cycled on its own, pairs drifting
+    ("disaggregated-arrival-closed-loop", lambda: llmsim.serve_disaggregated(
+        MODEL, GPU, prefill={"replicas": 1, "tensor_parallel": 1}, decode={"replicas": 1, "tensor_parallel": 1},
+        concurrency=2, num_requests=2, arrival="constant"), OptionError,
+     "arrival='constant' / burstiness=1.0 shape open-loop arrivals"),  # was: replaced by poisson, unsaid
+    ("simulate-microbatches-one-stage", _simulate(batch_size=8, num_microbatches=4), OptionError,
+     "num_microbatches=4 applies to pipeline_parallel > 1"),  # was: TPOT x4, the header silent
+    ("simulate-trtllm-on-a-cpu", lambda: llmsim.simulate(MODEL, "cpu-generic", engine="trtllm", prompt_len=16,
+                                                          gen_len=2), OptionError,
+     "engine='trtllm' does not run on a cpu; choose one of vllm, sglang, torch-compile"),  # was: CUDA graphs on a CPU
+    ("simulate-tables-at-peak", _simulate(engine="roofline", tables="sglang"), OptionError,
+     "tables='sglang' with efficiency='peak'"),  # was: the tables named in the result, none read
+    ("sweep-tables-at-peak", _sweep(efficiency="peak", tables="vllm"), OptionError, "tables='vllm' with efficiency"),
+    # a serving plan answered each of these with "no replica shape meets the objectives; relax them or allow more
+    # GPUs" (every shape failing on the same bad input), exit code 0 on the CLI
+    ("plan-serving-unknown-engine", _plan_serving(engine="tgi"), OptionError, "engine='tgi' is not allowed"),
+    ("plan-serving-bad-fusion", _plan_serving(fusion="x"), OptionError, "fusion='x' is not allowed"),
+    ("plan-serving-unknown-option", _plan_serving(fuson="none"), OptionError, "option='fuson' is not allowed"),
+    ("plan-serving-past-context", _plan_serving(prompt_len=10**7), OptionError, "exceeds the model's context"),
+    ("plan-serving-zero-requests", _plan_serving(num_requests=0), OptionError, "num_requests=0 must be"),
+    ("plan-serving-int4-on-hopper", _plan_serving(activation_dtype="int4"), OptionError, "activation_dtype='int4'"),
+    ("plan-serving-expert-parallel-dense", _plan_serving(expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),
+    ("plan-expert-parallel-dense", _plan(expert_parallel=2), OptionError,
+     "expert_parallel=2: the model has no experts"),  # was: "no tensor/pipeline split divides this model"
 ]
 
 
@@ -322,7 +380,12 @@ def test_int4_is_not_priced_at_the_int8_peak() -> None:
     ["roofline", MODEL, "--hardware", GPU, "--out", "/nonexistent/dir/r.png"],
     ["limit", MODEL, "--hardware", GPU, "--tpot-slo-s", "-1"],
     ["crossover", MODEL, "--hardware", GPU, "--vary", "batch_size", "--kv-len", "1000000"],
-], ids=["plot-no-folder", "plot-not-an-image", "roofline-no-folder", "limit-negative-slo", "crossover-past-context"])
+    ["serve", MODEL, "--hardware", GPU, "--concurrency", "1", "--num-requests", "1", "--plot", "/nonexistent/d/x.png"],
+    ["serve", MODEL, "--hardware", GPU, "--concurrency", "1", "--num-requests", "1", "--plot", "{tmp}/x.txt"],
+    ["serve", MODEL, "--hardware", GPU, "--concurrency", "0"],
+    ["sweep", MODEL, "--hardware", GPU, "--tp", "2"],
+], ids=["plot-no-folder", "plot-not-an-image", "roofline-no-folder", "limit-negative-slo", "crossover-past-context",
+        "serve-plot-no-folder", "serve-plot-not-an-image", "argparse-value", "argparse-unknown-argument"])
 def test_cli_bad_input_is_one_line(args: list[str], tmp_path: Path) -> None:
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
@@ -343,10 +406,18 @@ def test_cli_bad_input_is_one_line(args: list[str], tmp_path: Path) -> None:
     (["plan", MODEL, "--hardware", GPU, "--tpot-slo-s", "nan"], "tpot_slo_s=nan must be a positive"),
     (["plan", MODEL, "--hardware", GPU, "--tensor-parallel", "3"], "tensor_parallel=3: num_key_value_heads=8"),
     (["plan", MODEL, "--hardware", GPU, "--prompt-len", "1000000"], "exceeds the model's context"),
+    (["plan", MODEL, "--hardware", GPU, "--disaggregated"], "--disaggregated belongs to the serving plan"),
+    (["plan", MODEL, "--hardware", GPU, "--percentile", "90"], "--percentile belongs to the serving plan"),
+    (["plan", MODEL, "--hardware", GPU, "--request-rate", "2", "--tpot-slo-s", "0.05", "--engine", "roofline",
+      "--weight-dtype", "int4", "--activation-dtype", "int4"], "activation_dtype='int4'"),
     (["crossover", MODEL, "--hardware", GPU, "--hi", "1e300"], "past the largest batch"),
     (["crossover", MODEL, "--hardware", GPU, "--batch-size", "8"], "batch_size is the quantity varied"),
     (["limit", MODEL, "--hardware", GPU, "--phase", "prefill", "--tpot-slo-s", "0.05"], "tpot_slo_s does not apply"),
     (["simulate", MODEL, "--hardware", GPU, "--batch-size", "99999999999999999999999"], "batch_size=9+ must be"),
+    (["simulate", MODEL, "--hardware", GPU, "--per-layer", "--gen-len", "4", "--step", "9"],
+     r"step=9 must be an integer in 1\.\.3"),  # was: the summary printed, then the error
+    (["simulate", MODEL, "--hardware", GPU, "--per-layer", "--gen-len", "1", "--step", "1"],
+     "gen_len=1 has no decode step"),  # was: --step ignored
 ])
 def test_cli_analysis_commands_refuse_in_one_line(args: list[str], match: str, capsys: Any, tmp_path: Path,
                                                   monkeypatch: Any) -> None:
@@ -356,8 +427,10 @@ def test_cli_analysis_commands_refuse_in_one_line(args: list[str], match: str, c
 
     monkeypatch.chdir(tmp_path)
     assert main(args) == 2
-    err = capsys.readouterr().err.strip()
+    out, err = capsys.readouterr()
+    err = err.strip()
     assert "\n" not in err and err.startswith("llmsim: error:"), err
+    assert not out, out  # nothing printed before the error
     assert re.search(match, err), err
     assert not list(tmp_path.iterdir())
 
@@ -486,12 +559,17 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("op-float-m", _op("matmul", m=4.5, n=4, k=4), OptionError, "m=4.5 must be an integer"),
     ("op-bad-dtype", _op("matmul", dtype="float12", m=4, n=4, k=4), OptionError, "dtype='float12' is not allowed"),
     ("op-int4-on-hopper", _op("matmul", dtype="int4", m=4, n=4, k=4), OptionError, "int4"),
+    ("op-fp4-on-hopper", _op("matmul", dtype="nvfp4", m=4, n=4, k=4), OptionError,  # was: "choose another
+     r"^dtype='nvfp4': hardware 'h100-sxm' has no matrix-unit peak for fp4; it has bf16, fp16, fp8, int8, tf32$"),
+    # activation_dtype", a field op_cost does not have
     ("op-bad-engine", _op("matmul", engine="vllmm", m=4, n=4, k=4), OptionError, "engine='vllmm' is not allowed"),
     ("op-attention-no-heads", _op("attention", q_len=1), OptionError, "heads is missing"),
     ("op-attention-kv-heads", _op("attention", heads=32, kv_heads=5, q_len=1), OptionError,
      "kv_heads=5 must divide heads=32"),
     ("op-attention-negative-kv", _op("attention", heads=32, q_len=1, kv_len=-1), OptionError,
      "kv_len=-1 must be an integer in 0"),
+    ("op-trtllm-on-a-cpu", lambda: llmsim.op_cost("matmul", "cpu-generic", m=4, n=4, k=4, engine="trtllm"),
+     OptionError, "engine='trtllm' does not run on a cpu"),
     ("op-unknown-option", _op("matmul", fusion="full", m=4, n=4, k=4), OptionError, "option='fusion' is not allowed"),
 ]
 

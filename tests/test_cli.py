@@ -262,3 +262,47 @@ def test_no_pytorch_advice_on_a_core_install() -> None:
                           env={**env, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert "PyTorch was not found" not in done.stderr and done.stdout.strip() == "None", done.stderr
+
+
+@pytest.mark.parametrize("command", ["simulate", "serve", "sweep", "crossover", "limit", "roofline", "plot", "whatif"])
+def test_every_prediction_command_takes_the_parallel_split(command: str) -> None:
+    """The Python API takes tensor_parallel / expert_parallel everywhere; the CLI's sweep, crossover, limit,
+    roofline and plot refused them (`unrecognized arguments`), so a 70B model could not be swept on its GPUs."""
+    from llmsim.cli import _options, build_parser
+
+    extra = {"serve": ["--concurrency", "4"], "whatif": ["--vary", "fusion=none,full"]}.get(command, [])
+    args = build_parser().parse_args([command, "mixtral-8x7b", "--hardware", "h100-sxm", "--tensor-parallel", "4",
+                                      "--expert-parallel", "2", *extra])
+    assert {k: _options(args)[k] for k in ("tensor_parallel", "expert_parallel")} == {
+        "tensor_parallel": 4, "expert_parallel": 2}
+
+
+def test_crossover_on_the_cli_is_the_api_on_eight_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "crossover", "llama-3.1-70b", "--hardware", "h200", "--tensor-parallel", "8",
+                         "--kv-len", "1024", "--json")
+    assert code == 0, err
+    expected = llmsim.find_crossover("llama-3.1-70b", "h200", vary="batch_size", kv_len=1024, tensor_parallel=8)
+    assert json.loads(out)["value"] == expected.value != llmsim.find_crossover(
+        "llama-3.1-70b", "h200", vary="batch_size", kv_len=1024).value
+
+
+def test_every_dtype_of_the_api_on_the_cli() -> None:
+    """The CLI's dtype choices were a hand-kept list without mxfp4 and nvfp4 (and no bf16/fp16 aliases)."""
+    from llmsim.cli import build_parser
+    from llmsim.dtypes import DTYPE_BYTES
+
+    for name, expected in [*((n, n) for n in DTYPE_BYTES), ("bf16", "bfloat16"), ("FP16", "float16")]:
+        args = build_parser().parse_args(["simulate", "llama-3.1-8b", "--hardware", "b200", "--weight-dtype", name])
+        assert args.weight_dtype == expected
+
+
+def test_a_warning_is_one_line() -> None:
+    """Warnings print as `llmsim: warning: ...`, not Python's file:line and the source line under it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONWARNINGS", None)
+    done = subprocess.run([sys.executable, "-m", "llmsim.cli", "simulate", "gpt2", "--hardware", "h100-sxm",
+                           "--prompt-len", "8", "--gen-len", "2"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("llmsim: warning: model config (gpt2)"), done.stderr

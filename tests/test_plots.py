@@ -99,3 +99,20 @@ def test_sweep_title_names_the_fixed_workload_and_engine() -> None:
     fig = sweep_figure("llama-3.2-1b", "h100-sxm", vary="batch_size", values=[1, 4, 16], prompt_len=128, gen_len=8)
     title = fig.axes[0].get_title()
     assert "prompt 128" in title and "gen 8" in title and "engine vllm" in title and "batch 1," not in title
+
+
+def test_roofline_saved_figure_holds_both_legends() -> None:
+    """The roofs legend (added with add_artist, so clipped to the axes) fell outside the saved figure's tight
+    bounding box: its right side was cut off in the PNG whenever nothing else reached that far (here)."""
+    from matplotlib.legend import Legend
+
+    result = llmsim.simulate("llama-3.1-70b", GPU, tensor_parallel=4)
+    fig = roofline_figure(result, llmsim.load_hardware(GPU))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    saved = fig.get_tightbbox(renderer)  # what savefig(bbox_inches="tight") keeps, in inches
+    legends = [a for a in fig.axes[0].get_children() if isinstance(a, Legend)]
+    assert len(legends) == 2
+    for legend in legends:
+        box = legend.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted())
+        assert saved.x0 <= box.x0 and box.x1 <= saved.x1 + 1e-6, (box, saved)

@@ -327,6 +327,9 @@ def test_sglang_steps_prefill_or_decode_never_both() -> None:
     assert not np.any((steps["prefill_tokens"] > 0) & (steps["decode_requests"] > 0))
     v = llmsim.serve(MODEL, GPU, engine="vllm", request_rate=20.0, prompt_len=1024, gen_len=64, num_requests=100)
     assert np.any((v.step_log["prefill_tokens"] > 0) & (v.step_log["decode_requests"] > 0))  # vLLM mixes them
+    # and each says which schedule it ran (sglang's said "vLLM V1 continuous batching")
+    assert r.assumptions["scheduler"].startswith("prefill first (SGLang's default")
+    assert v.assumptions["scheduler"].startswith("vLLM V1 continuous batching")
 
 
 def test_one_token_requests_have_no_decode_latency() -> None:

@@ -33,7 +33,7 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
 
         raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys | {"engine"})
     spec, hw = load_model(model), load_hardware(hardware)
-    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type))
+    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type), hw.device_type)
     given = {k: v for k, v in options.items() if v is not None}
     spec = served_model(spec, chosen.serves_float32_as, chosen.name,
                         (given.get("weight_dtype"), given.get("activation_dtype")))
@@ -48,6 +48,11 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     if "tables" in options and options["tables"] is None:  # tables=None given: the roofline alone
         defaults.update(tables=None, table_families=None)
     execution = ExecutionOptions.make(**{**defaults, **{k: v for k, v in given.items() if k in exec_keys}})
+    if given.get("tables") is not None and execution.efficiency == "peak":  # timing reads no table at peak
+        from ..errors import OptionError
+
+        raise OptionError(f"tables={given['tables']!r} with efficiency='peak': the datasheet speed of light reads no "
+                          "measured tables; give efficiency='achievable' to time ops from them")
     check_tables_device(hw.name, execution.tables)
     _check_precision(spec, hw, cost)
     return spec, hw, cost, execution
@@ -62,7 +67,7 @@ def _check_precision(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions) -> No
     try:
         hw.matrix_peak_flops_per_s(matmul_precision(act, weight))
     except OptionError as exc:
-        raise OptionError(f"activation_dtype={act!r}: {exc}") from None
+        raise OptionError(f"activation_dtype={act!r}: {exc} (choose another activation_dtype)") from None
 
 
 def check_workload(model: ModelSpec, batch_size: Any, prompt_len: Any, gen_len: Any) -> tuple[Any, Any, Any]:

@@ -104,6 +104,11 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
     roofline = Roofline(hw, execution_options)
     ab = Expr.sym("ab", dtype_bytes(dtype))
     precision = MATMUL_PRECISION[dtype]
+    if kind in ("matmul", "attention"):  # the matrix unit must have the precision; the error names this field
+        try:
+            hw.matrix_peak_flops_per_s(precision)
+        except OptionError as exc:
+            raise OptionError(f"dtype={dtype!r}: {exc}") from None
     fused_launches = 1
     if kind == "attention":
         op, words, saved = _attention(dtype, precision, batch, heads, kv_heads, head_dim, q_len, kv_len, ab)
@@ -210,7 +215,7 @@ def _device(hardware: Any, engine: str | None, execution: dict[str, Any]) -> tup
             from ..errors import choice_error
 
             raise choice_error("option", name, allowed | {"engine"})
-    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type))
+    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type), hw.device_type)
     options = ExecutionOptions.make(**{**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
                                        "table_families": chosen.table_families,
                                        **{k: v for k, v in execution.items() if v is not None}})

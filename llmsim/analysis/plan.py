@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from ..cost.blocks.parallel import check_expert_parallel
 from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_positive
 from .simulate import check_workload, resolve, simulate
@@ -76,7 +77,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
     # a split that does not divide the model; expert_parallel must divide each tensor-parallel degree tried
     spec, hw, _, _ = resolve(model, hardware, **{k: v for k, v in options.items() if k != "expert_parallel"})
     if options.get("expert_parallel") is not None:
-        check_one("expert_parallel", options["expert_parallel"], 1)
+        check_expert_parallel(spec, check_one("expert_parallel", options["expert_parallel"], 1))
     prompt_len, gen_len = check_one("prompt_len", prompt_len, 1), check_one("gen_len", gen_len, 1)
     check_workload(spec, 1, prompt_len, gen_len)
     max_gpus = check_one("max_gpus", max_gpus, 1)

@@ -107,6 +107,11 @@ class SimulationResult(BaseModel):
 
     def ops_table(self, phase: str | None = None, top: int | None = None) -> str:
         """A text table per op: count, FLOPs, bytes, arithmetic intensity, time, bound, share."""
+        from ..errors import check_choice, check_top
+
+        if phase is not None:
+            check_choice("phase", phase, ("prefill", "decode"))
+        top = check_top(top)
         lines = []
         for result in (self.prefill, self.decode):
             if phase and result.phase != phase:
@@ -115,7 +120,7 @@ class SimulationResult(BaseModel):
             lines.append(label)
             lines.append(f"  {'op':<40} {'count':>5} {'GFLOP':>10} {'MB':>10} {'FLOP/B':>8} {'time':>10} "
                          f"{'bound':>8} {'share':>6}  source")
-            ops = sorted(result.ops, key=lambda o: -o.time_s)[: top or None]
+            ops = sorted(result.ops, key=lambda o: -o.time_s)[:top]
             for op in ops:
                 lines.append(
                     f"  {op.name:<40} {op.count:>5} {(op.matmul_flops + op.vector_flops) / 1e9:>10.3f} "

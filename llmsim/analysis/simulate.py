@@ -71,6 +71,11 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
         from ..errors import OptionError
 
         raise OptionError(f"num_microbatches={m} must divide batch_size={B}")
+    if m > 1 and p == 1:  # the batch would run as m sequential chunks, each reading every weight, unsaid
+        from ..errors import OptionError
+
+        raise OptionError(f"num_microbatches={m} applies to pipeline_parallel > 1 (micro-batches in flight across "
+                          "the stages); one stage runs the batch whole")
     prefill, decode, memory = evaluate(spec, hw, cost, execution, B, P, G, p, m)
     roofline = Roofline(hw, execution)
     prefill_result = _phase_result("prefill", prefill, 1, roofline)

@@ -29,6 +29,7 @@ class Engine(BaseModel):
     execution: dict[str, Any] = {}  # ExecutionOptions defaults
     serves_float32_as: str | None = None  # dtype="auto": a float32 checkpoint run in this dtype (models.dtype_default)
     step_host_note: str = ""  # the source of execution["step_host_s"] (or why the engine has none)
+    device_types: tuple[str, ...] = ("gpu", "cpu")  # where it runs (TensorRT-LLM: NVIDIA GPUs only)
 
 
 _SERVING_COST = {"attention": "flash", "fusion": "elementwise", "mla": "absorb", "kv_cache": "paged",
@@ -66,7 +67,7 @@ ENGINES: dict[str, Engine] = {
         name="trtllm", description=_SERVING_NOTE.format(name="TensorRT-LLM"), tables="trtllm",
         table_note="aiconfigurator-core's TensorRT-LLM tables", cost={**_SERVING_COST, **_VLLM_STEP},
         execution={"overhead": "graph", "step_host_s": _TRTLLM_STEP_S}, serves_float32_as="bfloat16",
-        step_host_note=_TRTLLM_STEP_NOTE),
+        step_host_note=_TRTLLM_STEP_NOTE, device_types=("gpu",)),
     "torch-compile": Engine(
         name="torch-compile",
         description="gpt-fast / torchao generate.py style: torch.compile with CUDA graphs (mode='reduce-overhead'), "
@@ -94,10 +95,17 @@ ENGINES: dict[str, Engine] = {
 ENGINE_NAMES = tuple(ENGINES)
 
 
-def get_engine(name: str) -> Engine:
-    """The engine of that name; an unknown name is refused listing the allowed ones."""
+def get_engine(name: str, device_type: str | None = None) -> Engine:
+    """The engine of that name; an unknown name, or one that does not run on `device_type` ("gpu" or "cpu"),
+    is refused listing the allowed ones."""
     check_choice("engine", name, ENGINE_NAMES)
-    return ENGINES[name]
+    engine = ENGINES[name]
+    if device_type is not None and device_type not in engine.device_types:
+        from ..errors import OptionError
+
+        runs = [e.name for e in ENGINES.values() if device_type in e.device_types]
+        raise OptionError(f"engine={name!r} does not run on a {device_type}; choose one of {', '.join(runs)}")
+    return engine
 
 
 def default_engine_name(device_type: str) -> str:

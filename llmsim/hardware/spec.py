@@ -144,7 +144,7 @@ class HardwareSpec(BaseModel):
             return self.vector_flops_per_s["fp32"].value
         raise OptionError(
             f"hardware {self.name!r} has no matrix-unit peak for {precision}; it has "
-            f"{', '.join(sorted(self.matrix_flops_per_s))} (choose another activation_dtype)"
+            f"{', '.join(sorted(self.matrix_flops_per_s))}"
         )
 
     def vector_peak_flops_per_s(self, precision: str) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import check_top
 from ..hardware.spec import load_hardware
 from .bound import classify
 from .model import ProfileData
@@ -44,8 +45,9 @@ def _num(value: float | None, scale: float, digits: str = ".3g") -> str:
 
 
 def format_table(profile: ProfileData, hardware: Any = None, top: int | None = None) -> str:
+    shown_count = check_top(top)  # before the work
     rows = kernel_rows(profile, hardware)
-    shown = rows[: top or None]
+    shown = rows[:shown_count]
     header = (f"{'kernel':<58} {'class':<11} {'calls':>5} {'time ms':>9} {'share':>6} {'GFLOP':>8} {'MB':>8} "
               f"{'GFLOP/s':>8} {'GB/s':>7} {'roof':>6} {'bound':<8} FLOPs/bytes from  why")
     lines = [str(profile), header]

@@ -178,6 +178,7 @@ def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4)
                       title_fontsize=8)
     if key:
         ax.add_artist(roofs)
+        roofs.set_clip_on(False)  # add_artist clips it to the axes, which leaves it out of the saved figure's bbox
         handles = [Line2D([], [], lw=0) for _ in key]
         ax.legend(handles, key, fontsize=7.5, loc="lower left", bbox_to_anchor=(1.01, 0.0), handlelength=0,
                   handletextpad=0, title="largest ops (share of phase time)", title_fontsize=8)

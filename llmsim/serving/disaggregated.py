@@ -100,8 +100,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
     pre, dec = _pool("prefill", prefill), _pool("decode", decode)
     spec, hw, base, execution = resolve(model, hardware, engine, **options)
     prompts, gens, arrivals, clients = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
-                                                     num_requests, "poisson" if request_rate is None else arrival,
-                                                     burstiness, lengths_csv, seed, 0.0)
+                                                     num_requests, arrival, burstiness, lengths_csv, seed, 0.0)
     engine_name = execution.engine or "vllm"
     gpus = pre.replicas * pre.tensor_parallel + dec.replicas * dec.tensor_parallel
     if kv_transfer_bytes_per_s is None:

@@ -201,6 +201,24 @@ def _evaluate_disaggregated(job: dict[str, Any]) -> ServingCandidate:
                             reason="" if meets else "the pools sized apart miss the objectives together")
 
 
+def _check_shared(spec: Any, hw: Any, engine: str | None, prompt_len: Any, gen_len: Any, num_requests: Any,
+                  seed: Any, options: dict[str, Any]) -> None:
+    """What every replica shape shares, checked once up front: a bad engine, option or length is an error naming
+    its field, not a plan whose every shape 'misses the objectives' (what depends on the shape stays per shape)."""
+    import inspect
+
+    from ..analysis.evaluation import resolve
+    from ..cost.blocks.parallel import check_expert_parallel
+    from .serve import make_workload
+
+    serve_only = set(inspect.signature(serve).parameters)
+    model_options = {k: v for k, v in options.items() if k not in serve_only and k != "expert_parallel"}
+    spec, _, _, _ = resolve(spec, hw, engine, **model_options)
+    if options.get("expert_parallel") is not None:
+        check_expert_parallel(spec, check_one("expert_parallel", options["expert_parallel"], 1))
+    make_workload(spec, 1.0, None, prompt_len, gen_len, num_requests, "poisson", 1.0, None, seed, 0.0)
+
+
 def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any = 2048, gen_len: Any = 256,
                  ttft_slo_s: float | None = None, tpot_slo_s: float | None = None, percentile: int = 99,
                  tensor_parallel: list[int] | None = None, max_num_seqs: list[int] | None = None,
@@ -216,6 +234,7 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     tensor_parallel x pipeline_parallel GPUs, decode micro-batches in flight as serve() runs them)."""
     spec, hw = load_model(model), load_hardware(hardware)
     check_positive("request_rate", request_rate, "requests per second")
+    _check_shared(spec, hw, engine, prompt_len, gen_len, num_requests, seed, options)
     if percentile not in (50, 90, 95, 99):
         raise OptionError(f"percentile={percentile!r} must be one of 50, 90, 95, 99")
     if ttft_slo_s is None and tpot_slo_s is None:

@@ -111,11 +111,16 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
     count = check_one("num_requests", num_requests, 1)
     if (request_rate is None) == (concurrency is None):
         raise OptionError("give exactly one of request_rate (requests per second) and concurrency (clients)")
+    _check_load_options(request_rate is not None, arrival, burstiness, ramp_s)
     seed = check_one("seed", seed, 0)
     rng = np.random.default_rng(int(seed))
     if lengths_csv is not None:
         prompts, gens = lengths_from_csv(lengths_csv, count)
     else:
+        sizes = [np.size(v) for v in (prompt_len, gen_len) if isinstance(v, (list, tuple, np.ndarray))]
+        if len(sizes) == 2 and sizes[0] != sizes[1]:  # cycled separately, the pairs would drift apart
+            raise OptionError(f"prompt_len and gen_len are lists of {sizes[0]} and {sizes[1]} lengths: give them "
+                              "pairwise (equal lengths), or one list and one integer")
         prompts = draw_lengths("prompt_len", prompt_len, count, rng)
         gens = draw_lengths("gen_len", gen_len, count, rng)
     longest = int(np.max(prompts + gens - 1))
@@ -128,6 +133,20 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
     if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not (np.isfinite(ramp_s) and ramp_s >= 0):
         raise OptionError(f"ramp_s={ramp_s!r} must be a finite number of seconds >= 0")
     return prompts, gens, np.arange(min(concurrency, count)) * (ramp_s / concurrency), concurrency
+
+
+def _check_load_options(open_loop: bool, arrival: Any, burstiness: Any, ramp_s: Any) -> None:
+    """Refuse a load option the chosen loop would silently ignore: arrival and burstiness shape an open loop's
+    arrivals (burstiness only gamma's), ramp_s a closed loop's first requests."""
+    if open_loop and not (isinstance(ramp_s, (int, float)) and ramp_s == 0):
+        raise OptionError(f"ramp_s={ramp_s!r} applies to a closed loop (concurrency); an open loop's requests "
+                          f"arrive at request_rate (arrival={arrival!r})")
+    if open_loop and arrival != "gamma" and not (isinstance(burstiness, (int, float)) and burstiness == 1):
+        raise OptionError(f"burstiness={burstiness!r} applies to arrival='gamma' only, not arrival={arrival!r}")
+    if not open_loop and (arrival != "poisson" or not (isinstance(burstiness, (int, float)) and burstiness == 1)):
+        raise OptionError(f"arrival={arrival!r} / burstiness={burstiness!r} shape open-loop arrivals "
+                          "(request_rate); a closed loop's clients send each request when their previous one ends "
+                          "(ramp_s spreads their first ones)")
 
 
 SPECULATION_METHODS = ("ngram", "draft", "mtp")
@@ -213,8 +232,12 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
         peak_kv_fraction=float(np.max(step["kv_blocks_used"]) / limits.kv_blocks) if len(step["time_s"]) else 0.0,
         preemptions=int(log.preemptions.sum()), steps=len(step["time_s"]),
         assumptions={
-            "scheduler": "vLLM V1 continuous batching: running requests first, then waiting ones first come "
-                         "first served; chunked prefill within max_num_batched_tokens; recompute on preemption",
+            "scheduler": ("vLLM V1 continuous batching: running requests first, then waiting ones first come "
+                          "first served; chunked prefill within max_num_batched_tokens; recompute on preemption"
+                          if limits.mixed_batches else
+                          "prefill first (SGLang's default, mixed_batches=False): while prompts wait and can start, "
+                          "a step prefills them (first come first served, chunked within max_num_batched_tokens) "
+                          "and the running requests wait; else a step decodes; recompute on preemption"),
             "step time": "one forward pass of the mixed batch from the per-op cost model, with the engine's "
                          "host time per step (engine.step) where it has one; decode attention at the batch's "
                          "mean cached length",

@@ -114,7 +114,9 @@ class TraceResult:
 
     def ops_table(self, top: int | None = None) -> str:
         """A text table of the kernels, slowest first (all, or the `top` slowest)."""
-        rows = sorted(self.rows(), key=lambda r: -r["time_s"])[: top or None]
+        from ..errors import check_top
+
+        rows = sorted(self.rows(), key=lambda r: -r["time_s"])[: check_top(top)]
         lines = [f"{'aten op':<34} {'module':<36} {'shapes':<30} {'GFLOP':>9} {'MB':>9} {'FLOP/B':>8} "
                  f"{'time':>10} {'bound':>8} {'share':>6}  source"]
         for r in rows:

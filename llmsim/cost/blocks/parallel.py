@@ -21,6 +21,13 @@ def padded_vocab_size(vocab_size: int) -> int:
     return math.ceil(vocab_size / VOCAB_PADDING) * VOCAB_PADDING
 
 
+def check_expert_parallel(model: ModelSpec, expert_parallel: int) -> None:
+    """Refuse expert parallelism on a model without experts (it would be reported and ignored)."""
+    if expert_parallel > 1 and not any(isinstance(g.layer.mlp, MoESpec) for g in model.layer_groups):
+        raise OptionError(f"expert_parallel={expert_parallel}: the model has no experts (every MLP is dense); "
+                          "leave expert_parallel at 1")
+
+
 class ParallelBlocks:
     """Tensor-parallel splits and collectives (tp_degree GPUs; ep_degree for experts)."""
 
@@ -59,6 +66,7 @@ class ParallelBlocks:
         for group in model.layer_groups:
             if isinstance(group.layer.mlp, MoESpec) and self.ep_degree > 1:
                 self._check_expert_split(group.layer.mlp)
+        check_expert_parallel(model, self.ep_degree)
 
     def _check_expert_split(self, moe: MoESpec) -> None:
         """Refuse an expert-parallel split (ep > 1) the MoE layer cannot take: ep must divide the experts and
