@@ -429,3 +429,16 @@ def test_each_engine_sizes_its_kv_pool_by_its_own_rule() -> None:
     assert trtllm.kv_blocks == int(0.9 * (capacity - weights - transient) // (32 * per_block))  # 0.9 of what is free
     vllm = scheduler_limits(spec, h100, options, "vllm", 4096)
     assert vllm.kv_blocks == int((0.9 * capacity - weights - transient) // (16 * per_block))
+
+
+def test_a_step_that_preempts_admits_no_waiting_request() -> None:
+    # found on a fresh clone: 32 clients of 2048-token prompts on an L4 (KV for about 44,700 tokens) with
+    # prefill-first steps. A recomputing request that ran out of blocks preempted itself and was admitted again
+    # in the same step, forever; vLLM V1 admits no waiting request in a step that preempted (`if not
+    # preempted_reqs`). Every request now finishes, with its tokens.
+    for mixed in (False, True):
+        r = llmsim.serve(MODEL, "l4", mixed_batches=mixed, concurrency=32, max_num_seqs=32, prompt_len=2048,
+                         gen_len=256, num_requests=50)
+        requests = r.to_pandas()
+        assert len(requests) == 50 and (requests["gen_len"] == 256).all()
+        assert requests["preemptions"].sum() > 0  # the KV cache did run out

@@ -5,8 +5,10 @@ Every step (vllm/v1/core/sched/scheduler.py, Scheduler.schedule):
    up to the remaining token budget, for a prefill), each allocating the KV blocks those tokens need;
    when the blocks run out the last running request is preempted (its blocks freed, its computed tokens
    dropped, back to the front of the waiting queue: recompute, vLLM's default);
-2. then waiting requests, first come first served, while fewer than max_num_seqs run, budget is left and
-   their blocks can be allocated (a prompt longer than the budget is prefilled in chunks across steps).
+2. then, unless step 1 preempted a request (`if not preempted_reqs`), waiting requests, first come first
+   served, while fewer than max_num_seqs run, budget is left and their blocks can be allocated (a prompt
+   longer than the budget is prefilled in chunks across steps). Without that rule a request whose blocks run
+   out preempts itself and is admitted again in the same step, forever.
 A request samples a token at the end of the step that computes its last known token (the final prompt
 chunk, then each decode token). It finishes after gen_len tokens. With mixed_batches=False (SGLang's
 default) a step prefills only while prompts can start, and decodes otherwise. Prefix caching, prefilled
@@ -229,6 +231,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
         else:
             lead = i = 0
         scheduled: list[tuple[int, int]] = []  # the others: (position in run, new tokens)
+        preempted = False  # a step that preempts admits no waiting request (vLLM V1: `if not preempted_reqs`)
         while i < run.m and budget > 0:
             if prefill_only and run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1:
                 i += 1  # a decode: it waits for the prefill step to pass
@@ -247,6 +250,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 run.cached_tokens -= int(run.computed[j])
                 log.preemptions[victim] += 1
                 waiting.appendleft(victim)
+                preempted = True
             if i >= run.m:
                 break
             free_blocks -= need
@@ -254,7 +258,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             scheduled.append((i, new))
             budget -= new
             i += 1
-        while waiting and budget > 0 and run.m < limits.max_num_seqs:
+        while waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted:
             r = waiting[0]
             done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
             shared = hit_blocks if groups is not None and done_tokens == 0 and groups[r] in cached else 0
