@@ -130,7 +130,10 @@ class ScalarGrid:
         self.stride = int(np.asarray(log_times).shape[-1]) if np.ndim(log_times) == 2 else 1
 
     def reader(self) -> Any:
-        """time_s as a function of the free axes' values; for one free axis written out (a GEMM's M)."""
+        """time_s as a function of the free axes' values, written out for one and two free axes (a GEMM's M;
+        attention's batch and length): the same arithmetic, with the grid's lists bound once."""
+        if len(self.log_lists) == 2:
+            return self._reader_2()
         if len(self.log_lists) != 1:
             return self.time_s
         points, times, beyond = self.log_lists[0], self.log_list, self.beyond
@@ -145,6 +148,21 @@ class ScalarGrid:
             w = (clamped - points[lo]) / (points[lo + 1] - points[lo])
             return exp((1.0 - w) * times[lo] + w * times[lo + 1]) * (beyond * exp(log_x - top) if log_x > top
                                                                        else beyond)
+
+        return time_s
+
+    def _reader_2(self) -> Any:
+        """time_s of two free axes (x, y) as a function: each located as _locate_one does, the cell's corners
+        lerped along y first, the factors beyond the top edges multiplied y first."""
+        locate_x, locate_y = (_locator(points) for points in self.log_lists)
+        t, n, beyond, exp = self.log_list, self.stride, self.beyond, math.exp
+
+        def time_s(x: float, y: float) -> float:
+            lo0, w0, f0 = locate_x(x)
+            lo1, w1, f1 = locate_y(y)
+            at = lo0 * n + lo1
+            return exp((1.0 - w0) * ((1.0 - w1) * t[at] + w1 * t[at + 1])
+                       + w0 * ((1.0 - w1) * t[at + n] + w1 * t[at + n + 1])) * ((beyond * f1) * f0)
 
         return time_s
 
@@ -220,6 +238,21 @@ def _locate_one(x: float, log_points: list[float]) -> tuple[int, float, float]:
     lo = min(max(bisect.bisect_right(log_points, clamped) - 1, 0), len(log_points) - 2)
     w = (clamped - log_points[lo]) / (log_points[lo + 1] - log_points[lo])
     return lo, w, (math.exp(log_x - log_points[-1]) if log_x > log_points[-1] else 1.0)
+
+
+def _locator(log_points: list[float]) -> Any:
+    """_locate_one on one axis as a function of x: the same arithmetic, the axis's points bound once."""
+    first, top, cells = log_points[0], log_points[-1], len(log_points) - 2
+    log, exp, bisect_right = math.log, math.exp, bisect.bisect_right
+
+    def locate(x: float) -> tuple[int, float, float]:
+        log_x = log(max(x, 1e-300))
+        clamped = min(max(log_x, first), top)
+        lo = min(max(bisect_right(log_points, clamped) - 1, 0), cells)
+        w = (clamped - log_points[lo]) / (log_points[lo + 1] - log_points[lo])
+        return lo, w, (exp(log_x - top) if log_x > top else 1.0)
+
+    return locate
 
 
 _FEW_POINTS = 32
