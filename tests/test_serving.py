@@ -168,7 +168,7 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
 
     fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
     c = compare_serving(fixture)
-    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "deepseek-v3"]
+    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "deepseek-v3", "llama-3.1-70b"]
     reasons = [reason for _, reason in c.skipped]
     assert any("worker counts" in r for r in reasons) and any("not shipped" in r for r in reasons)
     disagg = c.rows[2]  # 36 clients, 1 prefill worker of TP8 and 9 decode workers of TP8 (EP8), H200, TRT-LLM
@@ -179,6 +179,9 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     assert eight_b["measured_tpot_ms"] == pytest.approx(7.94357745)
     assert eight_b["tpot_error_pct"] == pytest.approx(100 * (eight_b["tpot_ms"] / 7.94357745 - 1))
     assert abs(eight_b["tpot_error_pct"]) < 25  # a sanity bound on the model, not a fitted figure
+    fp4 = c.rows[3]  # vLLM on 4 B200s, W4A4 nvfp4 (gemm_quant_mode nvfp4): costed in nvfp4, KV cache in 16 bits
+    assert fp4["precision"] == "nvfp4" and fp4["tp"] == 4
+    assert fp4["measured_tpot_ms"] == pytest.approx(7.464780910375318)
 
 
 PLAN = dict(request_rate=30.0, prompt_len=1024, gen_len=64, ttft_slo_s=0.5, tpot_slo_s=0.05, tensor_parallel=[1, 2],
@@ -391,3 +394,30 @@ def test_pipeline_parallel_on_the_cli(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["serve", "llama-3.1-70b", "--hardware", GPU, "--concurrency", "4", "--num-requests", "4",
                  "--prompt-len", "256", "--gen-len", "8", "--tensor-parallel", "2", "--pipeline-parallel", "2"]) == 0
     assert "x4 (vllm, tensor_parallel=2, pipeline_parallel=2)" in capsys.readouterr().out
+
+
+def test_each_engine_sizes_its_kv_pool_by_its_own_rule() -> None:
+    from llmsim.analysis.memory import peak_activation_bytes, weights_bytes, workspace_bytes
+    from llmsim.cost.workload import CostOptions
+    from llmsim.serving.engine_limits import engine_defaults, scheduler_limits
+
+    h100, l40s = llmsim.load_hardware("h100-sxm"), llmsim.load_hardware("l40s")
+    # SGLang ServerArgs._handle_gpu_memory_settings on 80 GiB = 81920 MiB, TP1: chunk 8192, cuda_graph_max_bs 256,
+    # reserved = 512 + 1.5 * 8192 + 2 * 256 + 1024 * 1 / 8 = 13440 MiB -> (81920 - 13440) / 81920 = 0.836
+    assert engine_defaults("sglang", h100)["gpu_memory_utilization"] == 0.836
+    # TP4: cuda_graph_max_bs 512, reserved = 512 + 12288 + 1024 + 512 = 14336 -> (81920 - 14336) / 81920 = 0.825
+    assert engine_defaults("sglang", h100, tensor_parallel=4)["gpu_memory_utilization"] == 0.825
+    assert engine_defaults("sglang", l40s)["max_num_batched_tokens"] == 4096  # 48 GiB: below 60 GiB, chunk 4096
+
+    spec = llmsim.load_model(MODEL)
+    options = CostOptions()
+    weights = weights_bytes(spec, options)
+    per_block = float(spec.kv_cache_bytes(batch_size=1, seq_len=1))  # SGLang's page: one token
+    transient = float(peak_activation_bytes(spec, options, 1, 8192)) + workspace_bytes(h100)
+    capacity = 80 * 2**30
+    sglang = scheduler_limits(spec, h100, options, "sglang", 4096)
+    assert sglang.kv_blocks == int((0.836 * capacity - weights) // per_block)  # activations sit in the reserve
+    trtllm = scheduler_limits(spec, h100, options, "trtllm", 4096)
+    assert trtllm.kv_blocks == int(0.9 * (capacity - weights - transient) // (32 * per_block))  # 0.9 of what is free
+    vllm = scheduler_limits(spec, h100, options, "vllm", 4096)
+    assert vllm.kv_blocks == int((0.9 * capacity - weights - transient) // (16 * per_block))

@@ -3,12 +3,16 @@
 - vLLM (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, OpenAI server context): on a GPU with at
   least 70 GiB that is not an A100, max_num_batched_tokens 8192 and max_num_seqs 1024; otherwise 2048 and
   256. gpu_memory_utilization 0.9, block_size 16 (vllm/config/cache.py).
-- SGLang (python/sglang/srt/server_args.py): chunked_prefill_size 2048 below 35 GB of GPU memory, 8192
-  below 160 GB, 16384 above; mem_fraction_static 0.88 (its fallback), page_size 1; enable_mixed_chunk
-  False: a step prefills new requests (decodes wait) while any can start, else decodes.
+- SGLang (python/sglang/srt/server_args.py, ServerArgs._handle_gpu_memory_settings): by GPU memory (MiB, as
+  torch reports it) chunked_prefill_size 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, 16384
+  above; cuda_graph_max_bs 8 below 20 GiB, then (tensor_parallel < 4 / >= 4) 24/80 below 35 GiB, 32/160
+  below 60 GiB, 256/512 below 160 GiB, 512 above; mem_fraction_static = (memory - reserved) / memory with
+  reserved = 512 + 1.5 max(chunk, 2048) + 2 cuda_graph_max_bs + 1024 tp x pp / 8 MiB, at least 10 GiB on
+  GPUs above 60 GiB (H100 TP1: 0.835). page_size 1; enable_mixed_chunk False: a step prefills new requests
+  (decodes wait) while any can start, else decodes.
   approximation: max_running_requests, which SGLang derives from its token pool, is taken as vLLM's 1024.
 - TensorRT-LLM (tensorrt_llm/llmapi: BuildConfig max_batch_size 2048, max_num_tokens 8192;
-  KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32).
+  KvCacheConfig free_gpu_memory_fraction 0.9 of the memory left free, tokens_per_block 32).
 Explicit arguments win over these.
 """
 
@@ -26,13 +30,13 @@ from .scheduler import SchedulerLimits
 _GIB = 1024**3
 
 
-def engine_defaults(engine: str, hardware: HardwareSpec) -> dict[str, Any]:
-    """max_num_seqs, max_num_batched_tokens, gpu_memory_utilization and block_size of `engine` on `hardware`."""
+def engine_defaults(engine: str, hardware: HardwareSpec, tensor_parallel: int = 1,
+                    pipeline_parallel: int = 1) -> dict[str, Any]:
+    """max_num_seqs, max_num_batched_tokens, gpu_memory_utilization and block_size of `engine` on `hardware`
+    (one GPU of a tensor_parallel x pipeline_parallel replica)."""
     memory = hardware.memory_capacity_bytes
     if engine == "sglang":
-        tokens = 2048 if memory < 35e9 else 8192 if memory < 160e9 else 16384
-        return {"max_num_seqs": 1024, "max_num_batched_tokens": tokens, "gpu_memory_utilization": 0.88,
-                "block_size": 1, "mixed_batches": False}
+        return _sglang_defaults(memory / 2**20, tensor_parallel, pipeline_parallel)
     if engine == "trtllm":
         return {"max_num_seqs": 2048, "max_num_batched_tokens": 8192, "gpu_memory_utilization": 0.9,
                 "block_size": 32, "mixed_batches": True}
@@ -41,21 +45,50 @@ def engine_defaults(engine: str, hardware: HardwareSpec) -> dict[str, Any]:
             "gpu_memory_utilization": 0.9, "block_size": 16, "mixed_batches": True}
 
 
+def _sglang_defaults(memory_mib: float, tp: int, pp: int) -> dict[str, Any]:
+    """SGLang's ServerArgs._handle_gpu_memory_settings (module docstring), without attention data parallelism,
+    piecewise CUDA graphs or speculative decoding."""
+    gib = 1024  # MiB
+    if memory_mib < 20 * gib:
+        tokens, graph_bs = 2048, 8
+    elif memory_mib < 35 * gib:
+        tokens, graph_bs = 2048, 24 if tp < 4 else 80
+    elif memory_mib < 60 * gib:
+        tokens, graph_bs = 4096, 32 if tp < 4 else 160
+    elif memory_mib < 160 * gib:
+        tokens, graph_bs = 8192, 256 if tp < 4 else 512
+    else:
+        tokens, graph_bs = 16384, 512
+    # reserved[MiB] = metadata + prefill activations + CUDA graph buffers + a parallel-size allowance
+    reserved = 512 + max(tokens, 2048) * 1.5 + graph_bs * 2 + tp * pp / 8 * 1024
+    if memory_mib > 60 * gib:
+        reserved = max(reserved, 10 * gib)
+    return {"max_num_seqs": 1024, "max_num_batched_tokens": tokens,
+            "gpu_memory_utilization": round((memory_mib - reserved) / memory_mib, 3), "block_size": 1,
+            "mixed_batches": False}
+
+
 def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, engine: str,
                      longest_request: int, max_num_seqs: Any = None, max_num_batched_tokens: Any = None,
                      gpu_memory_utilization: Any = None, block_size: Any = None,
                      mixed_batches: Any = None, pipeline_parallel: int = 1) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
-    the activations of a full token budget and the workspace:
+    the activations of a full token budget and the workspace, as each engine sizes its pool:
 
-        kv_blocks = floor((utilization x capacity - weights - activations - workspace) / (block x kv/token))
+        vLLM:          kv_blocks = floor((utilization x capacity - weights - activations - workspace) / block_bytes)
+        SGLang:        kv_blocks = floor((mem_fraction_static x capacity - weights) / block_bytes)
+        TensorRT-LLM:  kv_blocks = floor(free_fraction x (capacity - weights - activations - workspace) / block_bytes)
+
+    (block_bytes = block x KV bytes per token; SGLang's fraction already leaves out its activations and CUDA
+    graphs, TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction is of the memory free after loading the
+    weights and a profiling forward pass.)
 
     approximation: every layer keeps a full KV cache (sliding-window layers are not trimmed), as vLLM
     allocates without its hybrid allocator. Linear-attention and Mamba layers' fixed-size states come from
     the same pool, state_blocks blocks per running request (taken when it starts, freed when it finishes
     or is preempted), as vLLM V1's hybrid KV cache manager gives each request one state page.
     """
-    defaults = engine_defaults(engine, hardware)
+    defaults = engine_defaults(engine, hardware, options.tensor_parallel, pipeline_parallel)
     seqs = check_count("max_num_seqs", defaults["max_num_seqs"] if max_num_seqs is None else max_num_seqs, 1)
     tokens = check_count("max_num_batched_tokens", defaults["max_num_batched_tokens"]
                          if max_num_batched_tokens is None else max_num_batched_tokens, 1)
@@ -76,8 +109,15 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p  # per sequence
     per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p \
         - state
-    free = (util * hardware.memory_capacity_bytes - weights_bytes(model, options) / p
-            - float(peak_activation_bytes(model, options, 1, tokens)) - workspace_bytes(hardware))
+    weights = weights_bytes(model, options) / p
+    transient = float(peak_activation_bytes(model, options, 1, tokens)) + workspace_bytes(hardware)
+    capacity = hardware.memory_capacity_bytes
+    if engine == "sglang":  # mem_fraction_static = (weights + KV pool) / capacity: the reserved rest holds the rest
+        free = util * capacity - weights
+    elif engine == "trtllm":  # free_gpu_memory_fraction of what a profiling pass leaves after the weights
+        free = util * (capacity - weights - transient)
+    else:  # vLLM: gpu_memory_utilization of the capacity for weights, peak activations and the KV cache together
+        free = util * capacity - weights - transient
     block_bytes = block * per_token if per_token > 0 else state  # a state-only model: one state per block
     blocks = int(free // block_bytes) if block_bytes > 0 else 1 << 40
     state_blocks = -(-int(state) // int(block_bytes)) if state and block_bytes else 0  # per running request

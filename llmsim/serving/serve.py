@@ -57,7 +57,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     speculative: {"method": "ngram" | "draft" | "mtp", "num_tokens": k, "acceptance_rate": a, "draft_model":
     name (for "draft")}: every decode step verifies k proposals and keeps (1 - a**(k+1)) / (1 - a) tokens.
     Engine knobs (default: the engine's own, llmsim.serving.engine_limits): max_num_seqs,
-    max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization, block_size,
+    max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization (SGLang's
+    mem_fraction_static, TensorRT-LLM's free_gpu_memory_fraction: each engine sizes its KV pool by its own rule,
+    llmsim.serving.engine_limits.scheduler_limits), block_size,
     mixed_batches (True: prefill chunks share a step with decodes, vLLM and TensorRT-LLM; False: prefill
     first, a step prefills while prompts can start, SGLang's default).
     pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in

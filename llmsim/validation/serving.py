@@ -37,7 +37,9 @@ MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weigh
 }
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
-PRECISIONS = {"": None, "bf16": "bf16", "fp8": "fp8"}  # gemm_quant_mode -> llmsim dtype (None: the model's)
+# gemm_quant_mode -> llmsim dtype (None: the model's); approximation: nvfp4 (a ModelOpt W4A4 checkpoint of a
+# 16-bit model) is costed with every weight in nvfp4, the LM head too, which those checkpoints keep in 16 bits
+PRECISIONS = {"": None, "bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4"}
 
 
 @dataclass
