@@ -173,7 +173,8 @@ def test_fast_sweep_equals_the_reference(model: str, device: str, options: dict[
 @pytest.mark.parametrize(("model", "device", "options"), CASES, ids=lambda c: str(c))
 def test_written_out_steps_equal_their_general_forms(model: str, device: str, options: dict[str, Any]) -> None:
     """Each op's steady function (_plain_steady where it applies) against ScalarPlan._steady, the plain time of
-    the trapezoid against _time, and the kv bytes in plain Python against ModelSpec.kv_cache_bytes: exactly."""
+    the trapezoid against _time, decode's pruned second run against the full one, and the kv bytes in plain
+    Python against ModelSpec.kv_cache_bytes: exactly."""
     prepared = fast_module._prepared(model, device, options)
     plan = prepared.plan
     for B, P in ((1, 1), (8, 2048), (257, 33), (3, 9000)):
@@ -182,6 +183,9 @@ def test_written_out_steps_equal_their_general_forms(model: str, device: str, op
             for p, v in zip(phase.ops, phase.run(B, S, L)):
                 for runs in (p.count, p.count * 1023.0):
                     assert p.steady(v, runs) == plan._steady(p, v, runs, phase.any_collective), p.op.name
+        decode = plan.decode  # its second run computes the varying ops alone: the same tuples
+        full, varying = decode.run(B, 1, float(P) + 1.0), decode.run_varying(B, 1, float(P) + 1.0)
+        assert [varying[i] for i in decode.varying] == [full[i] for i in decode.varying]
         if prepared.kv_bytes_at is not None:
             spec = prepared.inputs[0]
             kv = spec.kv_cache_bytes(B, P, prepared.kv, prepared.inputs[2].tensor_parallel)

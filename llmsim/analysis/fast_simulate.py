@@ -29,6 +29,7 @@ from ..models.spec import ModelSpec
 from ..timing.fast_path import ScalarPlan
 from ..timing.fast_sweep import VectorPhases
 from ..timing.roofline import BOUNDS
+from .evaluation import remember_inputs
 from .memory import MemoryResult, footprint, weights_bytes, workspace_bytes
 from .provenance import assumptions_of, provenance_of
 from .results import OpResult, PhaseResult, SimulationResult
@@ -208,8 +209,6 @@ def fast_simulate(model: Any, hardware: Any, batch_size: Any, prompt_len: Any, g
         "measured_tables": dict(provenance["measured_tables"]),
         "roofline_reasons": list(provenance["roofline_reasons"]),
     })
-    from .evaluation import remember_inputs
-
     remember_inputs(result, prepared.inputs)
     return result  # type: ignore[no-any-return]
 

@@ -36,9 +36,10 @@ _QUANTITIES = ("matmul_flops", "vector_flops", "bytes_read", "bytes_written", "w
                "matmul_rows", "matmul_cols", "kernel_x", "kernel_y")
 
 
-def _compile(template: Any) -> Any:
+def _compile(template: Any, only: frozenset[int] | None = None) -> Any:
     """template.values_at(B, S, L) for numbers, as one generated straight-line function returning one tuple
     per op (its _QUANTITIES); values_at itself where the template has ops made by calling their formula again.
+    only: the ops whose tuples it returns (None for the others), computing only the steps those need.
 
     Each step is the program's own (the same operator on the same registers, in the same order), so each
     value is the one values_at gives. The source is generated from the recorded program, never from input."""
@@ -46,26 +47,40 @@ def _compile(template: Any) -> Any:
         return _values_at_rows(template)
     program = template._program
     registers = program._registers
-    fixed = [i for i in range(3, len(registers)) if not program._varies[i]]
+    columns = template._value_registers
+    ops = range(len(template.ops)) if only is None else sorted(only)
+    cells = {i: [columns[q][i] if q in columns else -1 for q in _QUANTITIES] for i in ops}
+    steps = _steps_for(program._steps, {r for row in cells.values() for r in row if r >= 0})
+    used = {r for _, _, a, b in steps for r in (a, b)} | {r for row in cells.values() for r in row}
+    fixed = [i for i in range(3, len(registers)) if not program._varies[i] and i in used]
     namespace: dict[str, Any] = {"_fixed": tuple(registers[i] for i in fixed)}
     lines = ["def run(r0, r1, r2):"]
     if fixed:  # the registers no workload changes, bound once per call
         lines.append(f"    {', '.join(f'r{i}' for i in fixed)}, = _fixed")
-    for out, fn, a, b in program._steps:
+    for out, fn, a, b in steps:
         symbol = _SYMBOLS.get(fn)
         if symbol is not None:
             lines.append(f"    r{out} = r{a} {symbol} r{b}")
         else:
             namespace[f"_f{out}"] = fn
             lines.append(f"    r{out} = _f{out}(r{a}, r{b})")
-    columns = template._value_registers
     rows = []
     for i in range(len(template.ops)):
-        cells = [columns[q][i] if q in columns else -1 for q in _QUANTITIES]
-        rows.append("(" + ", ".join("None" if r < 0 else f"r{r}" for r in cells) + ",)")
+        row = cells.get(i)
+        rows.append("None" if row is None else "(" + ", ".join("None" if r < 0 else f"r{r}" for r in row) + ",)")
     lines.append(f"    return ({', '.join(rows)},)")
     exec(compile("\n".join(lines), f"<llmsim formula program {id(template):x}>", "exec"), namespace)
     return namespace["run"]
+
+
+def _steps_for(steps: list[tuple[Any, ...]], wanted: set[int]) -> list[tuple[Any, ...]]:
+    """The steps (out, fn, a, b) that the registers `wanted` depend on, in their order."""
+    needed, kept = set(wanted), []
+    for step in reversed(steps):
+        if step[0] in needed:
+            needed.update(step[2:4])
+            kept.append(step)
+    return kept[::-1]
 
 
 def _table_read(time_at: Any, template: Any, index: int, depth: float, arrays: bool = False) -> Any:
@@ -179,9 +194,10 @@ def _plain_steady(p: _OpPlan) -> Any:
 class ScalarPhase:
     """One phase's compiled formula program and per-op plans."""
 
-    def __init__(self, run: Any, ops: list[_OpPlan], fixed: Any) -> None:
+    def __init__(self, run: Any, ops: list[_OpPlan], fixed: Any, run_varying: Any = None) -> None:
         self.run, self.ops, self.fixed = run, ops, fixed  # fixed: the ops' OpFields (names, kinds, counts)
         self.varying = frozenset(fixed.varying)
+        self.run_varying = run_varying or run  # run's tuples of the varying ops alone (decode's second run)
         self.any_collective = any(fixed.collectives)
         self.steady: list[tuple[Any, float]] = []  # per op (its steady function, its count): ScalarPlan
 
@@ -221,6 +237,11 @@ class ScalarPlan:
     def _phase(roofline: Roofline, template: Any, run: Any, phase: str) -> ScalarPhase:
         ops = template.ops
         fixed = _template_fields(template, phase)
+        run_varying = None
+        if phase == "decode":  # decode_totals' second run: the ops whose values vary along the steps
+            run_varying = template.__dict__.get("_fast_run_varying")
+            if run_varying is None:
+                run_varying = template._fast_run_varying = _compile(template, frozenset(fixed.varying))
         peak = roofline.execution.efficiency == "peak"
         hw = roofline.hardware
         plans = []
@@ -238,7 +259,7 @@ class ScalarPlan:
             # timed by the measured table or the roofline alone: no row or size curve, no collective
             plan.plain = plan.row_key is None and plan.size_precision is None and not plan.collective
             plans.append(plan)
-        return ScalarPhase(run, plans, fixed)
+        return ScalarPhase(run, plans, fixed, run_varying)
 
     # ---- one run of an op ---------------------------------------------------------------------------
     def _scales(self, p: _OpPlan, mf: float, vf: float, by: float, rows: Any, cols: Any, x: Any, y: Any,
@@ -300,7 +321,7 @@ class ScalarPlan:
         phase = self.decode
         L0 = float(P)
         steps = float(G - 1)
-        first, second = phase.run(B, 1, L0), phase.run(B, 1, L0 + 1.0)
+        first, second = phase.run(B, 1, L0), phase.run_varying(B, 1, L0 + 1.0)
         varying = phase.varying
         out = []
         for i, ((steady, count), v0, v1) in enumerate(zip(phase.steady, first, second)):
