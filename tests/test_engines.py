@@ -72,10 +72,19 @@ def test_no_tables_for_the_device_falls_back_and_says_why() -> None:
 
 
 def test_a_dtype_without_a_table_falls_back_and_says_why() -> None:
-    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, weight_dtype="fp8")
-    assert any(why.startswith("no fp8_wo GEMM table for engine vllm on h100-sxm") for why in r.roofline_reasons)
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, weight_dtype="mxfp4")
+    assert r.roofline_reasons == ["no mxfp4_wo GEMM table for engine vllm on h100-sxm"]  # no package measures it
     assert _op(r, "decode", "layers.mlp.down_proj").source == "roofline"
     assert _op(r, "decode", "layers.attn.flash").source == "vllm decode_attention"  # attention still measured
+
+
+def test_fp8_weight_only_reads_the_int8_weight_only_kernel() -> None:
+    # no package measures an fp8 weight-only GEMM; the 8-bit weight-only kernel (the same bytes, a dequantize to
+    # 16 bits on load) stands in and the result says so: on the H100 as the A100 TensorRT-LLM int8_wo/bf16 ratio
+    fp8, int8 = (llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, weight_dtype=w)
+                 for w in ("fp8", "int8"))
+    assert _op(fp8, "decode", "layers.mlp.down_proj").time_s == _op(int8, "decode", "layers.mlp.down_proj").time_s
+    assert any("int8_wo rows stand in for fp8_wo" in source for source in fp8.measured_tables.values())
 
 
 def test_engines_set_defaults_and_explicit_options_win() -> None:

@@ -39,11 +39,80 @@ def test_a_measured_point_returns_its_time(tmp_path: Path) -> None:
 
 
 def test_a_log_midpoint_is_the_geometric_mean(tmp_path: Path) -> None:
-    grid = _gemm(tmp_path)
+    grid = _gemm(tmp_path)  # two points per axis: the cubic is the straight line in log-log
     # m = 16 is halfway between 1 and 256 in log2 (0, 4, 8): sqrt(4 * 9) = 6 us at n = k = 1024
     assert grid.time_s(16, 1024, 1024) == pytest.approx(6e-6, rel=1e-12)
     # n = 2048 halfway between 1024 and 4096: sqrt(4 * 8) = 5.657 us at m = 1, k = 1024
     assert grid.time_s(1, 2048, 1024) == pytest.approx(math.sqrt(32) * 1e-6, rel=1e-12)
+
+
+def _floor_then_growth() -> object:
+    import numpy as np
+
+    from llmsim.hardware.kernel_table import GridTable
+
+    # tokens 1, 2, 4, 8 (log2: 0, 1, 2, 3); 1, 1, 2, 8 us (log2: 0, 0, 1, 3): a floor, then growth that steepens
+    return GridTable(("tokens",), (np.array([1.0, 2.0, 4.0, 8.0]),), np.array([1e-6, 1e-6, 2e-6, 8e-6]))
+
+
+def test_a_midpoint_follows_the_monotone_cubic() -> None:
+    grid = _floor_then_growth()
+    assert grid.time_s(4) == pytest.approx(2e-6, rel=1e-12)  # a measured point: its time
+    # In log2 units (slopes are the same in any base): secants 0, 1, 2 over the three cells. Slopes at the
+    # points: tokens 2: 0 (the secants either side, 0 and 1, do not share a sign); tokens 4: the harmonic mean
+    # of 1 and 2 (equal cells) = 4/3. Midpoint of the cell 2..4 (tokens 2 sqrt 2, s = 1/2, h = 1):
+    # a = s^2 (3 - 2s) = 1/2; log2 t = (1 - a) 0 + a 1 + h s (1 - s) ((1 - s) 0 - s 4/3) = 1/2 - 1/6 = 1/3:
+    # 2^(1/3) = 1.260 us, below the straight line's sqrt(1 x 2) = 1.414 us (the curve bends upward there)
+    assert grid.time_s(2 * math.sqrt(2)) == pytest.approx(2 ** (1 / 3) * 1e-6, rel=1e-12)
+    # the cell 1..2 on the floor: slopes 0 at tokens 1 (the end estimate (3 x 0 - 1) / 2 = -1/2 has the
+    # wrong sign: 0) and at tokens 2: flat, 1 us
+    assert grid.time_s(math.sqrt(2)) == pytest.approx(1e-6, rel=1e-12)
+    # the last cell 4..8: slope at tokens 8 the end estimate ((2 + 1) 2 - 1) / 2 = 5/2; at s = 1/2:
+    # log2 t = 1/2 + 3/2 + 1/4 (1/2 x 4/3 - 1/2 x 5/2) = 2 - 7/48 = 89/48: 2^(89/48) = 3.616 us (line: 4 us)
+    assert grid.time_s(4 * math.sqrt(2)) == pytest.approx(2 ** (89 / 48) * 1e-6, rel=1e-12)
+    # past the edges the rules are unchanged: the floor below, in proportion above (8 us x 16 / 8)
+    assert grid.time_s(0.5) == pytest.approx(1e-6, rel=1e-12)
+    assert grid.time_s(16) == pytest.approx(16e-6, rel=1e-12)
+
+
+def test_the_cubic_does_not_overshoot_a_step() -> None:
+    import numpy as np
+
+    from llmsim.hardware.kernel_table import GridTable
+
+    # a step (an L2 cache running out): 1, 1, 8, 8 us; every read between stays within 1 and 8 us, rising
+    grid = GridTable(("keys",), (np.array([1.0, 2.0, 4.0, 8.0]),), np.array([1e-6, 1e-6, 8e-6, 8e-6]))
+    times = grid.time_s(np.geomspace(1, 8, 200))
+    assert times.min() == pytest.approx(1e-6, rel=1e-12) and times.max() == pytest.approx(8e-6, rel=1e-12)
+    assert np.all(np.diff(times) >= -1e-12 * times[1:])  # never falling (but for rounding on the flat parts)
+
+
+def test_every_reading_path_gives_the_same_numbers() -> None:
+    import numpy as np
+
+    from llmsim.hardware.kernel_table import GridTable
+
+    # a 3-axis grid with 3 to 5 points per axis, times from a smooth kernel-like curve with a floor
+    rng = np.random.default_rng(3)
+    points = (np.array([1.0, 4, 16, 64, 256]), np.array([256.0, 1024, 4096]), np.array([512.0, 2048, 8192, 16384]))
+    m, n, k = np.meshgrid(*points, indexing="ij")
+    grid = GridTable(("m", "n", "k"), points, 5e-6 + 2 * m * n * k / 600e12 + 2 * n * k / 3e12)
+    at = np.exp(rng.uniform(np.log(0.5), np.log(600), (40, 3)))
+    swept = grid.time_s(*at.T)  # the array path (a sweep)
+    one = np.array([grid.time_s(*map(float, p)) for p in at])  # the scalar path, point by point
+    assert np.allclose(swept, one, rtol=1e-13, atol=0)
+    held = grid.fixed_at((None, float(at[0, 1]), float(at[0, 2])))  # n and k held: a GEMM read at new M
+    read_m = held.reader()
+    for x in at[:, 0]:
+        assert read_m(float(x)) == held.time_s(float(x)) == grid.time_s(float(x), float(at[0, 1]), float(at[0, 2]))
+    pair = grid.fixed_at((None, None, float(at[0, 2])))  # two free axes
+    for x, y in at[:, :2]:
+        assert pair.time_s(float(x), float(y)) == grid.time_s(float(x), float(y), float(at[0, 2]))
+    assert np.allclose(pair.array_time_s(at[:, 0], at[:, 1]), [grid.time_s(float(x), float(y), float(at[0, 2]))
+                                                                for x, y in at[:, :2]], rtol=1e-13, atol=0)
+    u, v = at[:10, 0].reshape(10, 1), at[:12, 1].reshape(1, 12)  # a sweep's outer product (its own path)
+    expected = [[grid.time_s(float(x), float(y), float(at[0, 2])) for y in v.ravel()] for x in u.ravel()]
+    assert np.allclose(pair.array_time_s(u, v), expected, rtol=1e-13, atol=0)
 
 
 def test_beyond_the_grid(tmp_path: Path) -> None:

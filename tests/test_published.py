@@ -134,6 +134,17 @@ def test_gemm_from_the_engines_table(small_csv: Path) -> None:
         h100.matrix_peak_flops_per_s("bf16") * h100.matmul_efficiency("bf16") / 1e12, rel=1e-9)
 
 
+def test_fp8_scaled_mm_reads_the_cublaslt_rows() -> None:
+    # torch._scaled_mm is cuBLASLt's scaled matmul, the kernel TensorRT-LLM's fp8 linear calls: its static-scale
+    # row kernels/h100-sxm/trtllm/gemm.csv "fp8,8192,8192,8192,775" (a grid point):
+    # 2*8192^3 = 1.099511627776e12 FLOP in 775 us -> 1418.72 TFLOP/s; not a proxy (no flag P)
+    row = make_row(**{**ROWS[1], "id": "T0005", "weight_dtype": "fp8", "value": "1300"})
+    gemm, = predict_row(row)
+    assert (gemm.engine, gemm.timing, gemm.flags) == ("trtllm", "trtllm gemm table", frozenset())
+    assert gemm.predicted == pytest.approx(2 * 8192**3 / 775e-6 / 1e12, rel=1e-9)
+    assert gemm.predicted == pytest.approx(1418.72, abs=0.01)
+
+
 def test_in_sample_only_on_the_roofline(test_gpu_dict: dict[str, Any]) -> None:
     # M0313 set h100-sxm's matmul fraction: from the vLLM table it is out of sample, on the roofline in sample
     row = make_row(id="M0313", source_group="ml-engineering MAMF", category="microbench_gemm",

