@@ -26,7 +26,7 @@ def hf_config(data: dict[str, Any]) -> Any:
         fields["num_hidden_layers"] = fields.pop("n_layer")
         fields["num_attention_heads"] = fields.pop("n_head")
     config = transformers.AutoConfig.for_model(model_type, **fields)
-    if config.model_type == "gemma3":
+    if config.model_type in ("gemma3", "qwen3_5_moe", "kimi_k25"):  # multimodal: the language model
         config = config.text_config
     return config
 

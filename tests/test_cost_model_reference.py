@@ -33,6 +33,7 @@ def dense_experts_extra(name: str, tokens: int) -> int:
 # (convolving layers, channels, taps) of the tiny configs with a causal convolution
 _CONVOLUTIONS = {
     "qwen3_next": (2, 2 * 2 * 8 + 4 * 16, 4),  # 2 linear layers, C = 2*Hk*dk + Hv*dv = 96
+    "qwen3_5_moe_text": (2, 2 * 2 * 8 + 4 * 16, 4),  # the same 2 linear layers, C = 96
     "mamba2": (2, 8 * 16 + 2 * 2 * 16, 4),  # 2 Mamba-2 layers, C = H*p + 2*G*N = 192
     "nemotron_h": (2, 8 * 16 + 2 * 2 * 16, 4),  # "M*-EM": 2 Mamba-2 layers, C = 192
     "granitemoehybrid": (2, 8 * 16 + 2 * 2 * 16, 4),  # 2 Mamba-2 layers, C = 192

@@ -56,6 +56,20 @@ def test_a_quantization_config_in_config_json_wins(tmp_path: Path) -> None:
     assert llmsim.load_model(folder / "qwen3-32b.json").quantization is None
 
 
+def test_a_shipped_name_reads_its_hf_quant_config_from_the_named_folder(tmp_path: Path) -> None:
+    # model_configs/qwen3-32b-nvfp4.json (Qwen3-32B's config) + model_configs/hf_quant_config/qwen3-32b-nvfp4.json
+    # (the fixture's file): the same spec as the checkpoint folder, 20,666,168,832 bytes as pinned above
+    shipped = llmsim.load_model("qwen3-32b-nvfp4")
+    assert shipped.quantization == llmsim.load_model(FIXTURE).quantization
+    assert weights_bytes(shipped, CostOptions.make()) == 20_666_168_832
+    # any NAME.json: hf_quant_config/NAME.json beside it
+    (tmp_path / "hf_quant_config").mkdir()
+    shutil.copy(FIXTURE / "config.json", tmp_path / "mine.json")
+    assert llmsim.load_model(tmp_path / "mine.json").quantization is None
+    shutil.copy(FIXTURE / "hf_quant_config.json", tmp_path / "hf_quant_config" / "mine.json")
+    assert llmsim.load_model(tmp_path / "mine.json").quantization.method == "modelopt"
+
+
 def test_modelopt_wildcards_match_as_globs(tmp_path: Path) -> None:
     folder = tmp_path / "model"
     shutil.copytree(FIXTURE, folder)

@@ -73,6 +73,75 @@ def test_qwen3_235b_fp8_weights_by_hand() -> None:
     assert _weights("qwen3-235b-a22b-fp8") == 94 * layer + rest == 236_445_455_360
 
 
+def test_minimax_m2_5_fp8_weights_by_hand() -> None:
+    # per layer: q [3072 -> 6144] and o [6144 -> 3072]: 18,874,368 fp8 bytes + 48 x 24 blocks x 4-byte scale each;
+    # k, v [3072 -> 1024]: 3,145,728 + 8 x 24 x 4 each; the q and k norms [6144] + [1024] bf16; 256 experts of
+    # gate/up [3072 -> 2 x 1536] and down [1536 -> 3072] (14,155,776 fp8 bytes + (24 x 24 + 24 x 12) x 4 scale
+    # bytes); router 256 x 3072 ("gate": modules_to_not_convert) and the two layer norms bf16
+    attention = 2 * (18_874_368 + 48 * 24 * 4) + 2 * (3_145_728 + 8 * 24 * 4) + (6144 + 1024) * 2
+    experts = 256 * (14_155_776 + (24 * 24 + 24 * 12) * 4)
+    layer = attention + experts + 256 * 3072 * 2 + 2 * 3072 * 2
+    rest = 2 * 200064 * 3072 * 2 + 3072 * 2  # embed_tokens and lm_head (bf16), final norm
+    assert _weights("minimax-m2.5") == 62 * layer + rest == 230_024_049_664
+
+
+def test_kimi_k2_5_int4_experts_by_hand() -> None:
+    # compressed-tensors w4a16 (pack-quantized, symmetric, group 32) on the routed experts only; attention, the
+    # dense and shared MLPs, the router and lm_head bf16 ("ignore"). One expert matrix [N, K]: K*N/2 packed bytes
+    # + (K/32)*N bf16 scales + a 2 x int64 weight_shape; gate and up [7168 -> 2048], down [2048 -> 7168]
+    h = 7168
+    expert = 2 * (h * 2048 // 2 + h // 32 * 2048 * 2 + 16) + (2048 * h // 2 + 2048 // 32 * h * 2 + 16)
+    # MLA bf16: q_a [7168 -> 1536] + norm, q_b [1536 -> 64 x 192], kv_a [7168 -> 576] + norm, kv_b [512 -> 64 x 256],
+    # o [64 x 128 -> 7168]
+    attention = 2 * (h * 1536 + 1536 + 1536 * 64 * 192 + h * 576 + 512 + 512 * 64 * 256 + 64 * 128 * h)
+    moe_layer = attention + 384 * expert + 3 * h * 2048 * 2 + 384 * h * 2 + 2 * h * 2  # + shared, router, norms
+    dense_layer = attention + 3 * h * 18432 * 2 + 2 * h * 2  # layer 0 (first_k_dense_replace 1)
+    rest = 2 * 163840 * h * 2 + h * 2  # embed_tokens, lm_head, final norm
+    assert (attention, expert) == (202_248_192, 24_772_656)
+    assert _weights("kimi-k2.5") == 60 * moe_layer + dense_layer + rest == 594_206_365_696
+
+
+def test_deepseek_v3_1_nvfp4_keeps_the_mla_projections_at_16_bits() -> None:
+    # ModelOpt NVFP4 (hf_quant_config/deepseek-v3.1-nvfp4.json): every linear K*N/2 fp4 bytes + K*N/16 E4M3 scales +
+    # 2 float32 global scales, except exclude_modules: every layer's q_a, q_b, kv_a, kv_b (bf16, with their norms)
+    # and lm_head; o_proj [128 x 128 -> 7168] is quantized
+    h = 7168
+
+    def fp4(k: int, n: int) -> int:
+        return k * n // 2 + k * n // 16 + 8
+
+    mla = 2 * (h * 1536 + 1536 * 128 * 192 + h * 576 + 512 * 128 * 256 + 1536 + 512)
+    attention = mla + fp4(128 * 128, h)
+    dense = 3 * fp4(h, 18432)  # layers 0-2 (first_k_dense_replace 3)
+    moe = 256 * 3 * fp4(h, 2048) + 3 * fp4(h, 2048) + 256 * h * 2  # 256 experts, 1 shared, the bf16 router
+    rest = 2 * 129280 * h * 2 + h * 2  # embed_tokens, lm_head, final norm
+    assert (mla, attention - mla) == (139_333_632, 66_060_296)
+    total = 3 * (attention + dense + 2 * h * 2) + 58 * (attention + moe + 2 * h * 2) + rest
+    assert _weights("deepseek-v3.1-nvfp4") == total == 386_380_083_104
+    ops = {op.name: op for op in llmsim.build_ops("deepseek-v3.1-nvfp4", "decode", batch_size=1, kv_len=8)}
+    assert ops["layers.moe.attn.kv_a_proj"].precision == "bf16" and ops["layers.moe.attn.o_proj"].precision == "fp4"
+
+
+def test_minimax_m2_5_nvfp4_experts_by_hand() -> None:
+    # ModelOpt NVFP4 inline (quant_method modelopt, ignore: every self_attn*, block_sparse_moe.gate, lm_head): only
+    # the experts are fp4, K*N/2 + K*N/16 + 8 per matrix; gate/up fused [3072 -> 2 x 1536], down [1536 -> 3072].
+    # approximation: the checkpoint's w1 and w3 carry a global scale pair each (+8 bytes per expert, 0.0001%)
+    experts = 256 * ((3072 * 3072 // 2 + 3072 * 3072 // 16 + 8) + (1536 * 3072 // 2 + 1536 * 3072 // 16 + 8))
+    attention = 2 * (3072 * 6144 + 3072 * 1024) * 2 + (6144 + 1024) * 2  # q, k, v, o and the q/k norms, bf16
+    layer = experts + attention + 256 * 3072 * 2 + 2 * 3072 * 2  # + the router and the two layer norms
+    assert _weights("minimax-m2.5-nvfp4") == 62 * layer + 2 * 200064 * 3072 * 2 + 3072 * 2 == 134_401_566_720
+
+
+@pytest.mark.parametrize(("name", "kept"), [
+    ("qwen3.5-397b-a17b-nvfp4", "attention/shared_experts/router/lm_head bfloat16"),  # model.language_model.layers
+    ("kimi-k2.5-nvfp4", "attention/mla_projections/router/lm_head bfloat16"),  # language_model.model.layers
+])
+def test_multimodal_nvfp4_exclusions_match_the_language_model_layers(name: str, kept: str) -> None:
+    # the ignore lists name the text layers under the multimodal wrapper's prefix; the excluded roles stay 16-bit
+    source = llmsim.load_model(name).weights_source()
+    assert "experts modelopt nvfp4" in source and kept in source
+
+
 def test_deepseek_v3_fp8_blocks_round_up() -> None:
     ops = {op.name: op for op in llmsim.build_ops("deepseek-v3", "decode", batch_size=1, kv_len=8)}
     # kv_a_proj [7168 -> 576]: 4,128,768 fp8 bytes + ceil(576/128) x (7168/128) = 5 x 56 float32 block scales

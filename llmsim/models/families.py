@@ -35,6 +35,11 @@ REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "mamba2": ("hidden_size", "num_hidden_layers", "vocab_size", "num_heads", "head_dim", "state_size", "n_groups"),
     "nemotron_h": ("hidden_size", "vocab_size", "num_attention_heads", "num_key_value_heads", "mamba_num_heads",
                    "mamba_head_dim", "ssm_state_size", "n_groups", "hybrid_override_pattern|layers_block_type"),
+    "qwen3_5_moe_text": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "head_dim",
+                         "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                         "shared_expert_intermediate_size", "linear_num_value_heads", "linear_num_key_heads",
+                         "linear_key_head_dim", "linear_value_head_dim", "layer_types"),
+    "minimax_m2": (*_BASE_KEYS, "head_dim", "num_local_experts", "num_experts_per_tok"),
     "granitemoehybrid": ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "num_local_experts",
                          "shared_intermediate_size", "layer_types|layers_block_type", "mamba_n_heads",
                          "mamba_d_state"),
@@ -199,13 +204,32 @@ def _qwen3_next(config: Any) -> dict[str, Any]:
     attention with an output gate in q_proj, RMSNorm of each Q and K head and partial rotary; MoE every
     decoder_sparse_step-th layer outside mlp_only_layers (fused gate/up experts, a shared expert scaled by a
     sigmoid gate)."""
+    dense = MLPSpec(gated=True, intermediate_size=config.intermediate_size, activation=activation(config))
+    return _gated_deltanet_hybrid(config, lambda i: i not in (config.mlp_only_layers or []) and (
+        i + 1) % config.decoder_sparse_step == 0 and config.num_experts > 0, dense)
+
+
+def _qwen3_5_moe_text(config: Any) -> dict[str, Any]:
+    """Qwen3.5-MoE (text model): Qwen3-Next's layers with every layer MoE (no dense layers). transformers' Qwen3.5
+    DeltaNet projects in_proj_qkv, in_proj_z, in_proj_b and in_proj_a separately where Qwen3-Next fuses them into
+    in_proj_qkvz and in_proj_ba: the same weights and FLOPs. Interleaved multi-axis rotary (mrope) on text tokens is
+    plain rotary (every axis the same position). The multi-token-prediction layer (mtp_num_hidden_layers) is not
+    part of transformers' model and is not costed.
+
+    approximation: the DeltaNet input projections are costed fused (in_proj_qkvz, in_proj_ba), as vLLM and SGLang
+    merge them; eager transformers reads x twice more."""
+    return _gated_deltanet_hybrid(config, lambda i: True, None)
+
+
+def _gated_deltanet_hybrid(config: Any, sparse: Callable[[int], bool], dense: MLPSpec | None) -> dict[str, Any]:
+    """The layers of Qwen3-Next and Qwen3.5-MoE: layer_types linear_attention (gated DeltaNet) or full_attention
+    (output gate, per-head Q/K RMSNorm, partial rotary); MoE where sparse(i), else the dense MLP."""
     act = activation(config)
     expert = MLPSpec(gated=True, intermediate_size=config.moe_intermediate_size, fused_gate_up=True, activation=act)
     shared = config.shared_expert_intermediate_size
     moe = MoESpec(num_experts=config.num_experts, top_k=config.num_experts_per_tok, expert=expert,
                   shared=MLPSpec(gated=True, intermediate_size=shared, activation=act) if shared else None,
                   shared_gate=bool(shared))
-    dense = MLPSpec(gated=True, intermediate_size=config.intermediate_size, activation=act)
     full = attention(config, **_biases(config), qk_norm=True, output_gate=True)
     linear = AttentionSpec(kind="linear", num_heads=config.linear_num_value_heads,
                            num_kv_heads=config.linear_num_key_heads, head_dim=config.linear_key_head_dim,
@@ -213,12 +237,30 @@ def _qwen3_next(config: Any) -> dict[str, Any]:
     layers = []
     for i, layer_type in enumerate(config.layer_types):
         if layer_type not in ("linear_attention", "full_attention"):
-            raise ConfigError(f"model config (qwen3_next): layer_types[{i}]={layer_type!r}; supported: "
+            raise ConfigError(f"model config ({config.model_type}): layer_types[{i}]={layer_type!r}; supported: "
                               "full_attention, linear_attention")
-        sparse = i not in (config.mlp_only_layers or []) and (i + 1) % config.decoder_sparse_step == 0
         layers.append(LayerSpec(attention=linear if layer_type == "linear_attention" else full,
-                                mlp=moe if sparse and config.num_experts > 0 else dense))
+                                mlp=moe if sparse(i) or dense is None else dense))
     return model_fields(config, layers)
+
+
+def _minimax_m2(config: Any) -> dict[str, Any]:
+    """MiniMax-M2 (M2, M2.1, M2.5): GQA whose whole Q and K projections are RMS-normalised (qk_norm_type
+    "per_layer": weights [H*d] and [kvh*d]), rotary on rotary_dim of each head; every layer MoE: a sigmoid router
+    choosing top-k by score plus a correction bias (a buffer, no parameters), experts with fused gate/up
+    (intermediate_size each), no shared expert. The multi-token-prediction modules (use_mtp) are not part of
+    transformers' model and are not costed, as for DeepSeek-V3's."""
+    if not get(config, "use_qk_norm", True) or get(config, "qk_norm_type", "per_layer") != "per_layer":
+        raise ConfigError("model config (minimax_m2): only use_qk_norm=true with qk_norm_type='per_layer' is "
+                          "supported (the layout transformers' MiniMaxM2 builds)")
+    if get(config, "shared_intermediate_size", 0):
+        raise ConfigError("model config (minimax_m2): shared_intermediate_size > 0 (a shared expert) is not "
+                          "supported; transformers' MiniMaxM2 has none")
+    expert = MLPSpec(gated=True, intermediate_size=config.intermediate_size, fused_gate_up=True,
+                     activation=activation(config))
+    moe = MoESpec(num_experts=config.num_local_experts, top_k=config.num_experts_per_tok, expert=expert)
+    attn = attention(config, **_biases(config), qk_norm=True, qk_norm_weights="per_head")
+    return model_fields(config, [LayerSpec(attention=attn, mlp=moe)] * config.num_hidden_layers)
 
 
 def mamba2_mixer(config: Any, *, heads: str, head_dim: str, state: str, bias: str, groups: str = "n_groups",
@@ -319,6 +361,8 @@ ADAPTERS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "qwen2_moe": _qwen2_moe,
     "llama4_text": _llama4_text,
     "qwen3_next": _qwen3_next,
+    "qwen3_5_moe_text": _qwen3_5_moe_text,
+    "minimax_m2": _minimax_m2,
     "mamba2": _mamba2,
     "nemotron_h": _nemotron_h,
     "granitemoehybrid": _granitemoehybrid,

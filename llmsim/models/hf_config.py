@@ -49,7 +49,8 @@ _REQUIRED_KEYS["deepseek_v2"] = _REQUIRED_KEYS["deepseek_v3"]
 _LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text", "mixtral", "qwen3_moe")
 # Legacy model_type names that transformers' own class reads (Falcon's original RefinedWeb configs).
 # transformers 5 no longer maps their n_layer/n_head names and would silently use its defaults.
-_LEGACY_TYPES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon"}
+# Kimi K2's remote-code name for DeepSeek-V3's architecture, mapped as transformers' Kimi_K25Config maps it.
+_LEGACY_TYPES = {"RefinedWebModel": "falcon", "RefinedWeb": "falcon", "kimi_k2": "deepseek_v3"}
 _LEGACY_KEYS = {"falcon": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"}}
 _MOE_KEYS = {"mixtral": ("num_local_experts", "num_experts_per_tok"),
              "qwen3_moe": ("num_experts", "num_experts_per_tok", "moe_intermediate_size")}

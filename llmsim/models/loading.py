@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..memo import Memo, content_key, file_stamp, names_a_path, shipped_file_stamp
 from ..shipped import model_configs_dir
 from .hf_config import read_config_file, spec_from_hf_config
-from .modelopt_file import quant_file_beside
+from .modelopt_file import named_quant_file, quant_file_beside
 from .spec import ModelSpec
 from .spec_cache import Noted, build_noted, cached_spec, replay
 
@@ -65,14 +65,14 @@ def _from_file(file: Path | str, name: str, file_stamp_now: Any = None) -> Noted
     """The spec of a config.json (with its assumption notes), read again only when the file changed; from the
     disk cache of specs (spec_cache) where this content was read before, so without importing transformers.
     file: a Path, or an absolute path as a str; file_stamp_now: its file_stamp where the caller just read it."""
-    # ModelOpt's hf_quant_config.json: part of the key and of the stamp (a shipped config, named otherwise, has none)
-    quant = None if isinstance(file, str) and not file.endswith("config.json") else quant_file_beside(Path(file))
+    # ModelOpt's hf_quant_config.json: part of the key and of the stamp (NAME.json's: hf_quant_config/NAME.json)
+    quant = named_quant_file(file) if isinstance(file, str) else quant_file_beside(file)
 
     def read() -> Noted:
         path = Path(file)
         build = lambda: spec_from_hf_config(read_config_file(path), name=name)  # noqa: E731
         try:
-            content = path.read_bytes() + (b"\0" + quant.read_bytes() if quant else b"")
+            content = path.read_bytes() + (b"\0" + Path(quant).read_bytes() if quant else b"")
         except OSError:  # read_config_file says what is wrong
             return build_noted(build)
         return cached_spec(content, name, build)

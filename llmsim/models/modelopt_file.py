@@ -10,21 +10,34 @@ quantization path as a quantization_config with quant_method "modelopt" (llmsim.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..memo import names_a_path
 
 QUANT_FILE = "hf_quant_config.json"
+NAMED_QUANT_FOLDER = "hf_quant_config"  # NAME.json's is hf_quant_config/NAME.json beside it (how llmsim ships them)
 
 
 def quant_file_beside(config_file: Path) -> Path | None:
-    """The hf_quant_config.json beside a checkpoint's config.json, or None (a config file of another name, such
-    as a shipped one, has none)."""
-    if config_file.name != "config.json":
-        return None
-    file = config_file.parent / QUANT_FILE
+    """The hf_quant_config.json beside a checkpoint's config.json; for a config file of another name, NAME.json,
+    the file hf_quant_config/NAME.json beside it (the shipped NVFP4 checkpoints: model_configs/hf_quant_config/);
+    else None."""
+    if config_file.name == "config.json":
+        file = config_file.parent / QUANT_FILE
+    else:
+        file = config_file.parent / NAMED_QUANT_FOLDER / config_file.name
     return file if file.is_file() else None
+
+
+def named_quant_file(config_file: str) -> str | None:
+    """quant_file_beside of a config file NAME.json given as an absolute path str (the by-name hot path, without
+    pathlib)."""
+    folder, name = os.path.split(config_file)
+    file = os.path.join(folder, NAMED_QUANT_FOLDER, name)
+    return file if names_a_path(file) and os.path.isfile(file) else None  # most names have none: no error raised
 
 
 def modelopt_quantization(file: Path) -> dict[str, Any]:

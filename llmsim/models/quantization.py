@@ -3,7 +3,9 @@
 A quantized checkpoint stores some linear layers as packed low-bit values plus scales (and zero points),
 others at the model's dtype. The spec says which, per module role:
 
-    attention       q/k/v/o projections (and MLA's low-rank projections)
+    attention       q/k/v/o projections (MLA: o_proj)
+    mla_projections MLA's low-rank projections: q_a/q_b (or q), kv_a, kv_b (DeepSeek; NVIDIA's NVFP4
+                    checkpoints keep them at 16 bits and quantize o_proj)
     mlp             a dense feed-forward block
     shared_experts  the always-on experts of a MoE layer (DeepSeek, Qwen2-MoE)
     experts         the routed experts
@@ -44,8 +46,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..dtypes import BLOCK_SCALED, DTYPE_BYTES, MATMUL_PRECISION
 from ..errors import ConfigError
 
-ROLES = ("attention", "mlp", "shared_experts", "experts", "router", "lm_head")
-_LINEAR_ROLES = ("attention", "mlp", "shared_experts", "experts")  # what the methods convert by default
+ROLES = ("attention", "mla_projections", "mlp", "shared_experts", "experts", "router", "lm_head")
+# what the methods convert by default
+_LINEAR_ROLES = ("attention", "mla_projections", "mlp", "shared_experts", "experts")
 
 
 class _Frozen(BaseModel):
@@ -146,7 +149,17 @@ _ROLE_NAMES: dict[str, tuple[tuple[str, ...], ...]] = {
                    "backbone.layers.{i}.mixer.v_proj", "backbone.layers.{i}.mixer.o_proj"),
                   ("backbone.layers.{i}.mixer", "backbone.layers.{i}.mixer.in_proj",
                    "backbone.layers.{i}.mixer.out_proj"),
-                  ("model.layers.{i}.mamba", "model.layers.{i}.mamba.in_proj", "model.layers.{i}.mamba.out_proj")),
+                  ("model.layers.{i}.mamba", "model.layers.{i}.mamba.in_proj", "model.layers.{i}.mamba.out_proj"),
+                  ("model.layers.{i}.linear_attn", "model.layers.{i}.linear_attn.in_proj_qkvz",
+                   "model.layers.{i}.linear_attn.in_proj_ba", "model.layers.{i}.linear_attn.out_proj"),
+                  ("model.layers.{i}.linear_attn", "model.layers.{i}.linear_attn.in_proj_qkv",
+                   "model.layers.{i}.linear_attn.in_proj_z", "model.layers.{i}.linear_attn.in_proj_b",
+                   "model.layers.{i}.linear_attn.in_proj_a", "model.layers.{i}.linear_attn.out_proj")),
+    "mla_projections": (("model.layers.{i}.self_attn", "model.layers.{i}.self_attn.q_a_proj",
+                         "model.layers.{i}.self_attn.q_b_proj", "model.layers.{i}.self_attn.kv_a_proj_with_mqa",
+                         "model.layers.{i}.self_attn.kv_b_proj"),
+                        ("model.layers.{i}.self_attn", "model.layers.{i}.self_attn.q_proj",
+                         "model.layers.{i}.self_attn.kv_a_proj_with_mqa", "model.layers.{i}.self_attn.kv_b_proj")),
     "mlp": (("model.layers.{i}.mlp", "model.layers.{i}.mlp.gate_proj", "model.layers.{i}.mlp.up_proj",
              "model.layers.{i}.mlp.down_proj", "model.layers.{i}.mlp.gate_up_proj"),
             ("backbone.layers.{i}.mixer", "backbone.layers.{i}.mixer.up_proj", "backbone.layers.{i}.mixer.down_proj"),
@@ -180,15 +193,22 @@ def module_matches(pattern: str, name: str) -> bool:
     return name.endswith(pattern) or name == pattern or name.startswith(pattern + ".")
 
 
+# Where a multimodal checkpoint keeps its language model's "model.layers": model.language_model.layers (Qwen3.5,
+# Qwen3-VL), language_model.model.layers (Kimi-K2.5, LLaVA-style wrappers)
+_TEXT_PREFIXES = ("model.", "model.language_model.", "language_model.model.")
+
+
 def _role_kept(patterns: Sequence[str], role: str, layer: int) -> bool:
     """Whether the lists keep this role of this layer at the base dtype: its module, or all of its linears (under
-    one of the names families give them)."""
-    for group in _ROLE_NAMES[role]:
+    one of the names families give them, in a text-only or a multimodal checkpoint)."""
+    groups = [tuple(prefix + n.removeprefix("model.") for n in group) if group[0].startswith("model.") else group
+              for group in _ROLE_NAMES[role] for prefix in _TEXT_PREFIXES]
+    for group in dict.fromkeys(groups):
         names = [n.format(i=layer) for n in group]
         if any(module_matches(p, names[0]) for p in patterns):
             return True
         linears = names[1:]
-        if linears and role in ("attention", "mlp") and all(
+        if linears and role in ("attention", "mla_projections", "mlp") and all(
                 any(module_matches(p, n) for p in patterns) for n in linears):
             return True
     return False
@@ -390,10 +410,12 @@ def quantization_config_of(config: Any) -> dict[str, Any] | None:
     return dict(qc)
 
 
-def quantization_spec(qc: Mapping[str, Any], num_layers: int, base_dtype: str
+def quantization_spec(qc: Mapping[str, Any], num_layers: int, base_dtype: str, roles: Sequence[str] = ROLES
                       ) -> tuple[QuantizationSpec, dict[int, tuple[str, ...]]]:
-    """(the spec, layer -> roles that layer keeps at the base dtype where others are converted)."""
+    """(the spec, layer -> roles that layer keeps at the base dtype where others are converted), of the model's
+    `roles` (e.g. mla_projections only where a layer has MLA)."""
     method, formats, patterns, lm_head = _method_formats(qc, DTYPE_BYTES[base_dtype])
+    formats = {role: fmt for role, fmt in formats.items() if role in roles}
     patterns = [str(p) for p in patterns]
     kept_everywhere: list[str] = []
     per_layer: dict[int, list[str]] = {}
@@ -414,7 +436,7 @@ def quantization_spec(qc: Mapping[str, Any], num_layers: int, base_dtype: str
         notes.append(f"{len(per_layer)} layer(s) keep some modules at {base_dtype}: modules_to_not_convert")
     spec = QuantizationSpec(method=method, formats=tuple(formats.items()), kept=tuple(kept_everywhere),
                             notes=tuple(notes))
-    return spec, {i: tuple(roles) for i, roles in per_layer.items()}
+    return spec, {i: tuple(kept) for i, kept in per_layer.items()}
 
 
 def compute_precision(fmt: WeightFormat | None, activation_dtype: str) -> str:
@@ -430,7 +452,9 @@ def quantize_layers(config: Any, layers: list[Any], base_dtype: str) -> tuple[Qu
     qc = quantization_config_of(config)
     if qc is None:
         return None, layers
-    spec, per_layer = quantization_spec(qc, len(layers), base_dtype)
+    mla = any(layer.attention is not None and layer.attention.kind == "mla" for layer in layers)
+    roles = ROLES if mla else tuple(r for r in ROLES if r != "mla_projections")
+    spec, per_layer = quantization_spec(qc, len(layers), base_dtype, roles)
     marked = [layer.model_copy(update={"unquantized": per_layer[i]}) if i in per_layer else layer
               for i, layer in enumerate(layers)]
     return spec, marked

@@ -305,6 +305,8 @@ class ModelSpec(_Frozen):
         """The module roles with weight matrices in this model (llmsim.models.quantization.ROLES)."""
         layers = [g.layer for g in self.layer_groups]
         present = {"attention"} if any(layer.attention is not None for layer in layers) else set()
+        present |= {"mla_projections"} if any(layer.attention is not None and layer.attention.kind == "mla"
+                                               for layer in layers) else set()
         present |= {"mlp"} if any(isinstance(layer.mlp, MLPSpec) for layer in layers) else set()
         present |= {"experts", "router"} if any(layer.is_moe for layer in layers) else set()
         present |= {"shared_experts"} if any(isinstance(layer.mlp, MoESpec) and layer.mlp.shared is not None

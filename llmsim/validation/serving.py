@@ -34,7 +34,16 @@ MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weigh
     "deepseek-ai/DeepSeek-R1": ("deepseek-v3", CONFIG),  # the same architecture, config and fp8 checkpoint as V3
     "Qwen/Qwen3-235B-A22B-FP8": ("qwen3-235b-a22b-fp8", CONFIG),
     "openai/gpt-oss-120b": ("gpt-oss-120b", CONFIG),  # MXFP4 experts (the file labels them nvfp4)
+    "MiniMaxAI/MiniMax-M2.5": ("minimax-m2.5", CONFIG),  # fp8 128x128 blocks
+    "Qwen/Qwen3.5-397B-A17B": ("qwen3.5-397b-a17b", None),  # bf16; the language model (vision not costed)
+    "moonshotai/Kimi-K2.5": ("kimi-k2.5", CONFIG),  # int4 experts (w4a16); the language model (vision not costed)
+    "nvidia/DeepSeek-V3.1-NVFP4": ("deepseek-v3.1-nvfp4", CONFIG),  # ModelOpt NVFP4 (hf_quant_config)
+    "nvidia/Qwen3-32B-NVFP4": ("qwen3-32b-nvfp4", CONFIG),  # ModelOpt NVFP4 (hf_quant_config)
 }
+# assumption: a row of one of these models with gemm_quant_mode nvfp4 ran NVIDIA's ModelOpt NVFP4 checkpoint of it (the
+# file names the base model only; these are the NVFP4 checkpoints aiconfigurator-core ships configs of)
+NVFP4_CHECKPOINTS = {"MiniMaxAI/MiniMax-M2.5": "minimax-m2.5-nvfp4",
+                     "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b-nvfp4", "moonshotai/Kimi-K2.5": "kimi-k2.5-nvfp4"}
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
 # gemm_quant_mode -> llmsim dtype (None: the model's); approximation: nvfp4 (a ModelOpt W4A4 checkpoint of a
@@ -95,8 +104,12 @@ def _why_not(row: dict[str, str]) -> str | None:
         return f"model {row['model_path']} is not shipped"
     if row["system"] not in SYSTEMS:
         return f"system {row['system']} has no hardware file"
-    if MODELS[row["model_path"]][1] == CONFIG:
-        native = {"openai/gpt-oss-120b": ("nvfp4",)}.get(row["model_path"], ("fp8", "fp8_block"))
+    model, forced = _model_of(row)
+    if forced == CONFIG:
+        native = ("nvfp4",) if model in NVFP4_CHECKPOINTS.values() else {
+            "openai/gpt-oss-120b": ("nvfp4",), "moonshotai/Kimi-K2.5": ("int4_wo",),
+            "nvidia/DeepSeek-V3.1-NVFP4": ("nvfp4",), "nvidia/Qwen3-32B-NVFP4": ("nvfp4",)}.get(
+            row["model_path"], ("fp8", "fp8_block"))
         if row["gemm_quant_mode"] not in native:
             return f"gemm_quant_mode {row['gemm_quant_mode']} is not the checkpoint's own format"
     elif row["gemm_quant_mode"] not in PRECISIONS:
@@ -112,11 +125,18 @@ def _why_not(row: dict[str, str]) -> str | None:
     return None
 
 
+def _model_of(row: dict[str, str]) -> tuple[str, str | None]:
+    """(shipped model, forced dtype or CONFIG) of a row of a shipped model."""
+    if row["gemm_quant_mode"] == "nvfp4" and row["model_path"] in NVFP4_CHECKPOINTS:
+        return NVFP4_CHECKPOINTS[row["model_path"]], CONFIG
+    return MODELS[row["model_path"]]
+
+
 def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     """The prediction for one measured row (mean TTFT and TPOT in ms)."""
     from ..serving.serve import serve
 
-    model, forced = MODELS[row["model_path"]]
+    model, forced = _model_of(row)
     dtype = None if forced == CONFIG else forced or PRECISIONS[row["gemm_quant_mode"]]
     options: dict[str, Any] = {}
     if dtype is not None:

@@ -18,14 +18,15 @@ class MLABlocks:
         H, _ = self.heads(attn)
         dn, dr = Expr.sym("dn", attn.qk_nope_head_dim), Expr.sym("dr", attn.qk_rope_head_dim)
         dv, r = Expr.sym("dv", attn.v_head_dim), Expr.sym("r", attn.kv_lora_rank)
+        low_rank = "mla_projections"  # the quantization role of every projection but o_proj
         if attn.q_lora_rank:
             qr = Expr.sym("qr", attn.q_lora_rank)
-            self.linear(f"{prefix}.q_a_proj", n, T, h, qr, bias=attn.qkv_bias)
+            self.linear(f"{prefix}.q_a_proj", n, T, h, qr, bias=attn.qkv_bias, role=low_rank)
             self.norm(f"{prefix}.q_a_norm", n, qr, params_per_norm=attn.q_lora_rank)
-            self.linear(f"{prefix}.q_b_proj", n, T, qr, H * (dn + dr))
+            self.linear(f"{prefix}.q_b_proj", n, T, qr, H * (dn + dr), role=low_rank)
         else:
-            self.linear(f"{prefix}.q_proj", n, T, h, H * (dn + dr))
-        self.linear(f"{prefix}.kv_a_proj", n, T, h, r + dr, bias=attn.qkv_bias)
+            self.linear(f"{prefix}.q_proj", n, T, h, H * (dn + dr), role=low_rank)
+        self.linear(f"{prefix}.kv_a_proj", n, T, h, r + dr, bias=attn.qkv_bias, role=low_rank)
         self.norm(f"{prefix}.kv_a_norm", n, r, params_per_norm=attn.kv_lora_rank)
         self.elementwise(f"{prefix}.rotary", n, T * (H + 1) * dr, 1, 1, 3)
         one = Expr.sym("kvh", 1)
@@ -35,16 +36,16 @@ class MLABlocks:
         if self.phase == "decode" and self.options.mla == "absorb":
             # q_nope [T, H, dn] @ W_UK [H, dn, r] -> q_latent [T, H, r]; attention over the latent cache
             self.linear(f"{prefix}.q_absorb", n, T * H, dn, r, param_bytes_per=None,
-                        owns_weight=True)
+                        owns_weight=True, role=low_rank)
             self._fix_head_weights(H)
             self.core_attention(prefix, n, attn, H=H, kvh=one, d=r + dr, dv=r, kv_values=r + dr)
             # out_latent [T, H, r] @ W_UV [H, r, dv] -> [T, H, dv]
-            self.linear(f"{prefix}.v_absorb", n, T * H, r, dv)
+            self.linear(f"{prefix}.v_absorb", n, T * H, r, dv, role=low_rank)
             self._fix_head_weights(H)
         else:
             # latent [B, Skv, r] @ W_UKV [r, H*(dn+dv)] -> K_nope, V for every cached key, every step
             keys = self._keys(attn)
-            self.linear(f"{prefix}.kv_b_proj", n, B * keys, r, H * (dn + dv))
+            self.linear(f"{prefix}.kv_b_proj", n, B * keys, r, H * (dn + dv), role=low_rank)
             self.core_attention(prefix, n, attn, H=H, kvh=H, d=dn + dr, dv=dv, kv_values=dn + dr + dv)
         self.linear(f"{prefix}.o_proj", n, T, H * dv, h, bias=attn.o_bias)
         self.all_reduce(f"{prefix}.all_reduce", n)
