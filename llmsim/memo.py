@@ -67,13 +67,40 @@ def content_key(data: Mapping[str, Any]) -> str | None:
 
 
 _SHIPPED = Memo(256)
+# (folder, name, suffix) -> the file of a name found exactly (its own file, not a case-folded match): which file
+# such a name means does not depend on the folder's other files, only on that file still being there
+_EXACT: dict[tuple[str, str, str], str] = {}
 
 
-def shipped_file(kind: str, name: str, folder: Path, suffix: str) -> str:
-    """The absolute path of the shipped file `name` (as find_shipped finds it), looked up again when the
-    folder changes; an unknown name raises find_shipped's error with the closest names."""
+def shipped_file_stamp(kind: str, name: str, folder: Path, suffix: str) -> tuple[str, Any]:
+    """(the absolute path of the shipped file `name` as find_shipped finds it, that file's file_stamp), looked
+    up again when the folder changes; an unknown name raises find_shipped's error with the closest names.
+    A name found exactly before is its file while that file is there (one stat, not two: the folder's stamp is
+    read only where another file could change the answer)."""
+    key = (str(folder), name, suffix)
+    exact = _EXACT.get(key)
+    if exact is not None:
+        stamp = file_stamp(exact)
+        if stamp is not None:
+            return exact, stamp
+        _EXACT.pop(key, None)  # the file is gone: looked up again (find_shipped says what is left)
+
     def find() -> str:
         names = sorted(p.stem for p in folder.glob(f"*{suffix}"))
         return str(find_shipped(kind, name, names, folder, suffix).absolute())
 
-    return _SHIPPED.get((str(folder), name, suffix), file_stamp(folder), find)
+    file = _SHIPPED.get(key, file_stamp(folder), find)
+    if os.path.basename(file) == name + suffix:
+        if len(_EXACT) >= 256:
+            _EXACT.clear()
+        _EXACT[key] = file
+    return file, file_stamp(file)
+
+
+def names_a_path(source: str) -> bool:
+    """Whether `source` (~ expanded) is an existing path: os.path.exists, without raising and catching an
+    error where it is not (the by-name hot path asks this of every shipped name)."""
+    try:
+        return os.access(os.path.expanduser(source) if source[:1] == "~" else source, os.F_OK)
+    except (OSError, ValueError):  # as os.path.exists: an unusable path (an embedded null) does not exist
+        return False

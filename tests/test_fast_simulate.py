@@ -167,3 +167,67 @@ def test_fast_sweep_equals_the_reference(model: str, device: str, options: dict[
             np.testing.assert_allclose(got, expected, rtol=RELATIVE, atol=0.0, err_msg=key)
         else:
             np.testing.assert_array_equal(got, expected, err_msg=key)
+
+
+# ---- the written-out forms of the scalar fast path, each bit for bit its general form ----------------------
+@pytest.mark.parametrize(("model", "device", "options"), CASES, ids=lambda c: str(c))
+def test_written_out_steps_equal_their_general_forms(model: str, device: str, options: dict[str, Any]) -> None:
+    """Each op's steady function (_plain_steady where it applies) against ScalarPlan._steady, the plain time of
+    the trapezoid against _time, decode's pruned second run against the full one, and the kv bytes in plain
+    Python against ModelSpec.kv_cache_bytes: exactly."""
+    prepared = fast_module._prepared(model, device, options)
+    plan = prepared.plan
+    for B, P in ((1, 1), (8, 2048), (257, 33), (3, 9000)):
+        for phase, L in ((plan.prefill, 0), (plan.decode, float(P))):
+            S = P if phase is plan.prefill else 1
+            for p, v in zip(phase.ops, phase.run(B, S, L)):
+                for runs in (p.count, p.count * 1023.0):
+                    assert p.steady(v, runs) == plan._steady(p, v, runs, phase.any_collective), p.op.name
+        decode = plan.decode  # its second run computes the varying ops alone: the same tuples
+        full, varying = decode.run(B, 1, float(P) + 1.0), decode.run_varying(B, 1, float(P) + 1.0)
+        assert [varying[i] for i in decode.varying] == [full[i] for i in decode.varying]
+        if prepared.kv_bytes_at is not None:
+            spec = prepared.inputs[0]
+            kv = spec.kv_cache_bytes(B, P, prepared.kv, prepared.inputs[2].tensor_parallel)
+            assert prepared.kv_bytes_at(B, P) == kv
+    if plan.plain_time:
+        for launches in (0.0, 1.0, 3.0):
+            time = plan._plain_time(launches)
+            for compute_s, memory_s in ((1e-3, 2e-3), (2e-3, 1e-3), (1e-3, 1e-3), (0.0, 0.0), (5e-7, 0.0)):
+                assert time(compute_s, memory_s, launches, 0.0) == plan._time(compute_s, memory_s, launches, 0.0)
+
+
+def test_kv_bytes_past_int64_go_to_the_reference_method() -> None:
+    """numpy's int64 product wraps past 2**63: the plain-Python form gives up there (the reference answers)."""
+    prepared = fast_module._prepared("llama-3.1-70b", "h100-sxm", {})
+    # 80 layers x B x S x 2048 values (8 KV heads x 256): B = 2**24, S = 2**31 gives 80 x 2**66 > 2**63
+    assert prepared.kv_bytes_at(1 << 24, 1 << 31) is None
+    assert prepared.kv_bytes_at(1 << 10, 1 << 20) == 80 * (1 << 10) * (1 << 20) * 2048 * 2.0
+
+
+def test_table_point_readers_equal_the_table_reads() -> None:
+    """TableRead.fixed_at's functions of one point (ScalarGrid.reader written out for one and two free axes)
+    against the full read TableRead(x, y, z), at grid points, between them and past both edges."""
+    from llmsim.timing.measured import TableRead
+
+    roofline = llmsim.analysis.evaluation.Roofline(*fast_module._prepared("llama-3.1-70b", "h100-sxm", {}
+                                                                          ).inputs[1::2])
+    keys = [("gemm", "bf16", 8192), ("decode_attention", "bf16", 128, 64, 8),
+            ("prefill_attention", "bf16", 128, 64, 8, 0), ("prefill_attention", "bf16", 128, 32, 8, 4096),
+            ("prefill_attention", "bf16", 128, 40, 8, 8192, 1)]  # a sliding window, chunks
+    points = (0.5, 1.0, 3.0, 64.0, 1000.0, 4096.0, 65536.0, 1e7)
+    for key in keys:
+        read = roofline.measured.lookup(key)[0]
+        assert isinstance(read, TableRead), key
+        assert key[-1] == 0 or key[0] != "prefill_attention" or read.window is not None
+        z = float(key[2]) if key[0] == "gemm" else 1.0
+        if key[0] == "gemm":
+            for n in (1024.0, 28672.0):
+                at = read.fixed_at(None, n, z)
+                for x in points:
+                    assert at(x, n) == at.of_x(x) == float(read(x, n, z)), (key, x, n)
+        else:
+            at = read.fixed_at(None, None, z)
+            for x in points:
+                for y in points:
+                    assert at(x, y) == float(read(x, y, z)), (key, x, y)

@@ -231,3 +231,35 @@ def test_a_cached_spec_warns_its_assumptions_as_a_built_one(tmp_path: Path, monk
         llmsim.load_model(config)
     with pytest.warns(AssumptionWarning, match="states no torch_dtype"):
         llmsim.load_model(config)
+
+
+def test_a_shipped_name_found_exactly_is_its_file_while_that_file_is_there(tmp_path: Path) -> None:
+    """shipped_file_stamp keeps an exact name's file without the folder's stamp (other files cannot change
+    which file it means); a removed file is looked up again, and a case-folded name follows the folder."""
+    from llmsim.errors import LlmsimError
+    from llmsim.memo import file_stamp, shipped_file_stamp
+
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "alpha.json").write_text("{}")
+    path, stamp = shipped_file_stamp("model", "alpha", folder, ".json")
+    assert path == str((folder / "alpha.json").absolute()) and stamp == file_stamp(path)
+    (folder / "ALPHA-2.json").write_text("{}")  # another file: the same answer
+    assert shipped_file_stamp("model", "alpha", folder, ".json") == (path, stamp)
+    (folder / "alpha.json").write_text("{ }")  # changed: its new stamp
+    assert shipped_file_stamp("model", "alpha", folder, ".json") == (path, file_stamp(path))
+    (folder / "alpha.json").unlink()
+    with pytest.raises(LlmsimError, match="not a shipped name"):
+        shipped_file_stamp("model", "alpha", folder, ".json")
+    assert shipped_file_stamp("model", "Alpha-2", folder, ".json")[0] == str((folder / "ALPHA-2.json").absolute())
+
+
+def test_names_a_path_is_os_path_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmsim.memo import names_a_path
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "llama-3.1-8b").mkdir()
+    (tmp_path / "file.toml").write_text("")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in ("llama-3.1-8b", "file.toml", "h100-sxm", "~/file.toml", "~/nothing", "a\0b", ""):
+        assert names_a_path(name) == os.path.exists(os.path.expanduser(name)), name

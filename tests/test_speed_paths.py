@@ -170,8 +170,11 @@ def test_serving_running_token_sum_is_kept_through_preemption_and_prefixes(monke
 
     class Checked(scheduler._Running):
         def leading_decodes(self) -> int:
-            assert self.cached_tokens == int(self.computed[:self.m].sum())
-            checked.append(self.m)
+            m = self.m
+            assert self.cached_tokens == int(self.computed[:m].sum())
+            assert np.array_equal(self.over[:m], self.emitted[:m] - self.gen[:m])  # the row kept as emitted moves
+            assert scheduler._leading_tokens(self, m // 2) == int(self.computed[:m // 2].sum())
+            checked.append(m)
             return super().leading_decodes()
 
     monkeypatch.setattr(scheduler, "_Running", Checked)
@@ -221,3 +224,48 @@ def test_a_results_inputs_are_kept_while_it_lives() -> None:
     assert len(evaluation._INPUTS) == before + 2
     del fast, reference, result
     assert len(evaluation._INPUTS) == before
+
+
+def test_serving_running_rows_removed_by_a_shift_as_by_a_mask() -> None:
+    """_Running.remove(i) (one finished request) leaves the rows keep() leaves without it, in order."""
+    from llmsim.serving.scheduler import _Running
+
+    rng = np.random.default_rng(5)
+    for m in (1, 2, 7, 40):
+        for i in {0, m // 2, m - 1}:
+            runs = [_Running(m + 1) for _ in range(2)]
+            for r in range(m):
+                values = rng.integers(1, 500, 5).tolist()
+                for run in runs:
+                    run.append(r, *values, 0)
+            shifted, masked = runs
+            shifted.remove(i)
+            masked.keep(np.arange(m) != i)
+            assert shifted.m == masked.m == m - 1 and shifted.cached_tokens == masked.cached_tokens
+            assert np.array_equal(shifted.state[:, :m - 1], masked.state[:, :m - 1])
+
+
+def test_serving_decode_run_blocks_equal_the_per_request_ceilings() -> None:
+    """_decode_run's blocks for c + j tokens (sum of (c + j + bs - 1) // bs, less the blocks held) against
+    the per-request ceilings -(-(c + j) // bs) - held, summed."""
+    rng = np.random.default_rng(9)
+    for bs in (1, 16, 32):
+        for m, k in ((1, 2), (5, 40), (200, 7)):
+            c = rng.integers(0, 5000, m)
+            held = -(-c // bs) + rng.integers(0, 3, m)
+            j = np.arange(1, k + 1)
+            reference = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)
+            ceil = (c[None, :] + np.arange(bs, k + bs)[:, None]) // bs
+            assert np.array_equal(np.add.reduce(ceil, axis=1) - int(np.add.reduce(held)), reference)
+
+
+def test_serving_decode_steps_equal_the_parts_without_proposals() -> None:
+    """StepCost.decode_steps_s leaves out the proposals (0.0) without speculation: the same times."""
+    from llmsim.serving.step_cost import StepCost
+
+    spec, hw, cost, execution = resolve("llama-3.1-8b", "h100-sxm")
+    step = StepCost(spec, Roofline(hw, execution), cost, 512, 128, 10_000)
+    means = np.array([1.0, 17.5, 300.25, 4000.0, 9000.0])
+    for n in (1, 3, 16, 100):
+        parts = step.tokens(0, n) + step.lm_head(n, n) + step.decode_attention(n, means) + step.proposals(n, means)
+        assert np.array_equal(step.decode_steps_s(n, means), parts)

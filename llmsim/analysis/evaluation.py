@@ -3,6 +3,7 @@ phases evaluated (with pipelining), each op's fields, and the inputs a result wa
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -171,8 +172,6 @@ _INPUTS: dict[int, tuple[tuple[Any, ...], Any]] = {}  # id(result) -> (its input
 def remember_inputs(result: Any, inputs: tuple[Any, ...]) -> None:
     """Keep the inputs of `result` while it lives (forgotten by a weak reference's callback when it dies:
     as weakref.finalize would, without its registry)."""
-    import weakref
-
     key = id(result)
     _INPUTS[key] = (inputs, weakref.ref(result, lambda _, key=key: _INPUTS.pop(key, None)))
 

@@ -29,6 +29,7 @@ from ..models.spec import ModelSpec
 from ..timing.fast_path import ScalarPlan
 from ..timing.fast_sweep import VectorPhases
 from ..timing.roofline import BOUNDS
+from .evaluation import remember_inputs
 from .memory import MemoryResult, footprint, weights_bytes, workspace_bytes
 from .provenance import assumptions_of, provenance_of
 from .results import OpResult, PhaseResult, SimulationResult
@@ -66,6 +67,7 @@ class _Prepared:
         "gpus_per_replica",
         "inputs",
         "kv",
+        "kv_bytes_at",
         "loaded",
         "max_tokens",
         "plan",
@@ -90,10 +92,38 @@ class _Prepared:
                            for p in (plan.prefill, plan.decode))
         _, act, kv = cost.resolved_dtypes(spec.dtype)
         self.kv = kv
+        self.kv_bytes_at = _kv_bytes_function(spec, kv, cost.tensor_parallel)
         self.act_bytes = dtype_bytes(act)
         self.capacity = hw.memory_capacity_bytes
         self.max_tokens = spec.max_position_embeddings
         self.gpus_per_replica = cost.tensor_parallel
+
+
+def _kv_bytes_function(spec: ModelSpec, kv_dtype: str, tensor_parallel: int) -> Any:
+    """spec.kv_cache_bytes(B, S, kv_dtype, tensor_parallel) of Python ints as a function (B, S) -> bytes in
+    plain Python (None where it gives up: the reference method then), or None where the model holds recurrent
+    states. The same numbers: numpy multiplies count x B x tokens x values in int64, exact below 2**63 (checked:
+    the integer product is the same there), then x the dtype's bytes as a float, and adds the groups in order."""
+    from ..dtypes import canonical_dtype, dtype_bytes
+
+    if spec.recurrent_state_bytes(1, kv_dtype, tensor_parallel) != 0.0:
+        return None
+    kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or spec.dtype, "kv_dtype"))
+    groups = [(count, attn.sliding_window, values) for count, attn, values in spec.kv_cache_groups(tensor_parallel)]
+    if not all(type(count) is int and type(values) is int and (window is None or type(window) is int)
+               for count, window, values in groups):
+        return None
+
+    def kv_bytes_at(B: int, S: int) -> float | None:
+        total = 0.0  # recurrent_state_bytes: none
+        for count, window, values in groups:
+            elements = count * B * (S if window is None else min(S, window - 1)) * values  # AttentionSpec.cached_tokens
+            if elements >= 1 << 63:  # past int64: as numpy computes it, from the reference method
+                return None
+            total = total + elements * kv_bytes
+        return total
+
+    return kv_bytes_at
 
 
 class _FixedOnly:
@@ -179,20 +209,18 @@ def fast_simulate(model: Any, hardware: Any, batch_size: Any, prompt_len: Any, g
         "measured_tables": dict(provenance["measured_tables"]),
         "roofline_reasons": list(provenance["roofline_reasons"]),
     })
-    from .evaluation import remember_inputs
-
     remember_inputs(result, prepared.inputs)
     return result  # type: ignore[no-any-return]
 
 
 def _memory(prepared: _Prepared, spec: ModelSpec, B: int, P: int, G: int, values: Any) -> MemoryResult:
     """memory.footprint of one workload (the prefill's per-run values give the peak activations)."""
-    cost = prepared.inputs[2]
-    kv = float(spec.kv_cache_bytes(batch_size=B, seq_len=P + G - 1, kv_dtype=prepared.kv,
-                                   tensor_parallel=cost.tensor_parallel))
-    largest = 0.0
-    for v in values:  # bytes_read - weight_bytes + bytes_written of each op
-        largest = max(largest, float(v[2] - v[4] + v[3]))
+    kv = None if prepared.kv_bytes_at is None else prepared.kv_bytes_at(B, P + G - 1)
+    if kv is None:
+        kv = float(spec.kv_cache_bytes(batch_size=B, seq_len=P + G - 1, kv_dtype=prepared.kv,
+                                       tensor_parallel=prepared.inputs[2].tensor_parallel))
+    # max(max(0.0, op 1), op 2), ... of each op's bytes_read - weight_bytes + bytes_written
+    largest = max([0.0, *[float(v[2] - v[4] + v[3]) for v in values]])
     activations = B * P * spec.hidden_size * prepared.act_bytes + largest
     total = prepared.weights + kv + activations + prepared.workspace
     return _trusted(MemoryResult, {
@@ -208,8 +236,11 @@ def _phase(phase: str, totals: list[tuple[float, ...]], steps: int, fixed: list[
     """simulate._phase_result from the scalar totals: the same sums in the same order."""
     columns = list(zip(*totals))  # time, compute, memory, overhead, communication, matmul, vector, bytes
     time_s = float(sum(columns[0]))
-    parts = {b: float(sum(columns[i + 1])) for i, b in enumerate(BOUNDS)}
-    shares = {b: (v / time_s if time_s > 0 else 0.0) for b, v in parts.items()}
+    compute, memory, overhead, communication = (float(sum(columns[1])), float(sum(columns[2])),
+                                                float(sum(columns[3])), float(sum(columns[4])))
+    parts = {"compute": compute, "memory": memory, "overhead": overhead, "communication": communication}
+    shares = ({"compute": compute / time_s, "memory": memory / time_s, "overhead": overhead / time_s,
+               "communication": communication / time_s} if time_s > 0 else dict.fromkeys(BOUNDS, 0.0))
     ops = []
     fields_set, new = _FIELDS_SET[OpResult], _new
     set_dict, set_fields_set, set_extra, set_private = _set_dict, _set_fields_set, _set_extra, _set_private
@@ -228,9 +259,9 @@ def _phase(phase: str, totals: list[tuple[float, ...]], steps: int, fixed: list[
         set_private(op, None)
         ops.append(op)
     return _trusted(PhaseResult, {
-        "phase": phase, "steps": steps, "time_s": time_s, "compute_s": parts["compute"], "memory_s": parts["memory"],
-        "overhead_s": parts["overhead"], "communication_s": parts["communication"], "shares": shares,
-        "bound": max(parts, key=lambda b: parts[b]) if time_s > 0 else "none",
+        "phase": phase, "steps": steps, "time_s": time_s, "compute_s": compute, "memory_s": memory,
+        "overhead_s": overhead, "communication_s": communication, "shares": shares,
+        "bound": max(parts, key=parts.__getitem__) if time_s > 0 else "none",
         "flops": float(sum(columns[5])) + float(sum(columns[6])), "bytes": float(sum(columns[7])), "ops": ops})
 
 

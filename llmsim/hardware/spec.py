@@ -27,7 +27,7 @@ import tomllib
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import HardwareError, OptionError
-from ..memo import Memo, content_key, file_stamp, shipped_file
+from ..memo import Memo, content_key, file_stamp, names_a_path, shipped_file_stamp
 from ..shipped import hardware_dir
 from .curves import DepthCurve, RowCurve, SizeCurve
 
@@ -237,10 +237,11 @@ def load_hardware(source: Any) -> HardwareSpec:
             return hardware_from_dict(source, origin="hardware dict")
         return _SPECS.get(("dict", key), None, lambda: hardware_from_dict(source, origin="hardware dict"))
     if isinstance(source, (str, Path)):
-        if isinstance(source, str) and "/" not in source and not source.endswith(".toml") and not os.path.isfile(
-                os.path.expanduser(source)):  # a shipped name (os.path: the by-name hot path skips pathlib)
-            shipped = shipped_file("hardware", source, hardware_dir(), ".toml")  # absolute, as a str (no pathlib)
-            return _SPECS.get((shipped, shipped), file_stamp(shipped), lambda: _read_hardware_file(Path(shipped)))
+        if isinstance(source, str) and "/" not in source and not source.endswith(".toml") and not (
+                names_a_path(source) and os.path.isfile(os.path.expanduser(source))):
+            # a shipped name (os.path: the by-name hot path skips pathlib); absolute, as a str, with its file_stamp
+            shipped, stamp = shipped_file_stamp("hardware", source, hardware_dir(), ".toml")
+            return _SPECS.get((shipped, shipped), stamp, lambda: _read_hardware_file(Path(shipped)))
         path = Path(source).expanduser()
         if not path.is_file():
             raise HardwareError(f"hardware file: no file at {path}")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..memo import Memo, content_key, file_stamp, shipped_file
+from ..memo import Memo, content_key, file_stamp, names_a_path, shipped_file_stamp
 from ..shipped import model_configs_dir
 from .hf_config import read_config_file, spec_from_hf_config
 from .modelopt_file import named_quant_file, quant_file_beside
@@ -42,10 +42,11 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
         return replay(_SPECS.get(("dict", key, label), None,
                                  lambda: build_noted(lambda: spec_from_hf_config(source, name=label))))
     if isinstance(source, (str, Path)):
-        if isinstance(source, str) and "/" not in source and not source.endswith(".json") and not os.path.exists(
-                os.path.expanduser(source)):  # a shipped name (os.path: the by-name hot path skips pathlib)
-            file = shipped_file("model", source, model_configs_dir(), ".json")  # absolute, as a str (no pathlib)
-            return replay(_from_file(file, name or os.path.basename(file)[:-len(".json")]))
+        if isinstance(source, str) and "/" not in source and not source.endswith(".json") and not names_a_path(
+                source):  # a shipped name (os.path: the by-name hot path skips pathlib)
+            # absolute, as a str (no pathlib), with its file_stamp
+            file, stamp = shipped_file_stamp("model", source, model_configs_dir(), ".json")
+            return replay(_from_file(file, name or os.path.basename(file)[:-len(".json")], stamp))
         path = Path(source).expanduser()
         if path.exists():
             stem = path.name if path.is_dir() else path.stem
@@ -60,10 +61,10 @@ def load_model(source: Any, name: str | None = None) -> ModelSpec:
     )
 
 
-def _from_file(file: Path | str, name: str) -> Noted:
+def _from_file(file: Path | str, name: str, file_stamp_now: Any = None) -> Noted:
     """The spec of a config.json (with its assumption notes), read again only when the file changed; from the
     disk cache of specs (spec_cache) where this content was read before, so without importing transformers.
-    file: a Path, or an absolute path as a str."""
+    file: a Path, or an absolute path as a str; file_stamp_now: its file_stamp where the caller just read it."""
     # ModelOpt's hf_quant_config.json: part of the key and of the stamp (NAME.json's: hf_quant_config/NAME.json)
     quant = named_quant_file(file) if isinstance(file, str) else quant_file_beside(file)
 
@@ -77,5 +78,5 @@ def _from_file(file: Path | str, name: str) -> Noted:
         return cached_spec(content, name, build)
 
     absolute = file if isinstance(file, str) else str(file.absolute())
-    stamp = (file_stamp(absolute), file_stamp(quant) if quant else None)
+    stamp = (file_stamp_now or file_stamp(absolute), file_stamp(quant) if quant else None)
     return _SPECS.get(("file", absolute, name), stamp, read)

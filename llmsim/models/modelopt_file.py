@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..memo import names_a_path
 
 QUANT_FILE = "hf_quant_config.json"
 NAMED_QUANT_FOLDER = "hf_quant_config"  # NAME.json's is hf_quant_config/NAME.json beside it (how llmsim ships them)
@@ -36,7 +37,7 @@ def named_quant_file(config_file: str) -> str | None:
     pathlib)."""
     folder, name = os.path.split(config_file)
     file = os.path.join(folder, NAMED_QUANT_FOLDER, name)
-    return file if os.path.isfile(file) else None
+    return file if names_a_path(file) and os.path.isfile(file) else None  # most names have none: no error raised
 
 
 def modelopt_quantization(file: Path) -> dict[str, Any]:

@@ -338,6 +338,17 @@ class ModelSpec(_Frozen):
         """
         kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
         total: float | np.ndarray = self.recurrent_state_bytes(batch_size, kv_dtype, tensor_parallel)
+        for count, attn, values in self.kv_cache_groups(tensor_parallel):
+            # [B, tokens, values_per_token] per layer
+            total = total + count * np.asarray(batch_size) * attn.cached_tokens(
+                np.asarray(seq_len)
+            ) * values * kv_bytes
+        return total if isinstance(total, np.ndarray) and total.ndim else float(total)
+
+    def kv_cache_groups(self, tensor_parallel: int = 1) -> list[tuple[int, AttentionSpec, int]]:
+        """(layers, attention, cached values per token on one GPU) of each layer group with attention, in
+        order: kv_cache_bytes' terms."""
+        groups = []
         for group in self.layer_groups:
             attn = group.layer.attention
             if attn is None:
@@ -345,11 +356,8 @@ class ModelSpec(_Frozen):
             values = attn.kv_cache_values_per_token
             if attn.kind == "standard" and tensor_parallel > 1:
                 values = max(attn.num_kv_heads // tensor_parallel, 1) * (attn.head_dim + attn.v_head_dim)
-            # [B, tokens, values_per_token] per layer
-            total = total + group.count * np.asarray(batch_size) * attn.cached_tokens(
-                np.asarray(seq_len)
-            ) * values * kv_bytes
-        return total if isinstance(total, np.ndarray) and total.ndim else float(total)
+            groups.append((group.count, attn, values))
+        return groups
 
     def recurrent_state_bytes(
         self, batch_size: int | np.ndarray = 1, kv_dtype: str | None = None, tensor_parallel: int = 1

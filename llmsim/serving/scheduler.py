@@ -92,7 +92,7 @@ class StepLog:
         self.prefill_tokens.extend([0] * k)
         self.decode_requests.extend([decode] * k)
         self.running.extend([running] * k)
-        self.waiting.extend(np.broadcast_to(waiting, (k,)).tolist())
+        self.waiting.extend((waiting if np.shape(waiting) == (k,) else np.broadcast_to(waiting, (k,))).tolist())
         self.kv_blocks_used.extend(kv.tolist())
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -105,22 +105,29 @@ class _Running:
 
     def __init__(self, capacity: int) -> None:
         self.m = 0
-        self.state = np.zeros((7, capacity), dtype=np.int64)
+        self.state = np.zeros((8, capacity), dtype=np.int64)
         # rows: request id, prompt and generated lengths, tokens in the KV cache (computed), tokens sampled
-        # (emitted; right after computed: `advanced` moves both), KV blocks in use (its share of cached prefixes
-        # included), of those the blocks of a cached prefix (not its own)
-        self.ids, self.prompt, self.gen, self.computed, self.emitted, self.blocks, self.shared = self.state
-        self.advanced = self.state[3:5]  # computed and emitted
+        # (emitted), emitted - gen (>= 0: finished; right after emitted, as emitted right after computed:
+        # `advanced` moves the three), KV blocks in use (its share of cached prefixes included), of those the
+        # blocks of a cached prefix (not its own)
+        self.ids, self.prompt, self.gen, self.computed, self.emitted, self.over, self.blocks, self.shared = self.state
+        self.advanced = self.state[3:6]  # computed, emitted and emitted - gen
         self.cached_tokens = 0  # the sum of computed over the running requests, kept as they change
         self.prefilling = 0  # how many are not decoding (prompt or recompute tokens left)
 
     def fields(self) -> tuple[np.ndarray, ...]:
         return self.ids, self.prompt, self.gen, self.computed, self.emitted, self.blocks, self.shared
 
+    def emit(self, i: int) -> None:
+        """Request i samples a token."""
+        self.emitted[i] += 1
+        self.over[i] += 1
+
     def append(self, r: int, prompt: int, gen: int, computed: int, emitted: int, blocks: int, shared: int) -> None:
         i = self.m
         self.ids[i], self.prompt[i], self.gen[i] = r, prompt, gen
         self.computed[i], self.emitted[i], self.blocks[i], self.shared[i] = computed, emitted, blocks, shared
+        self.over[i] = emitted - gen
         self.m += 1
         self.cached_tokens += computed
         if not (emitted > 0 and computed == prompt + emitted - 1):
@@ -133,9 +140,16 @@ class _Running:
         self.m = k
         self.cached_tokens = int(np.add.reduce(self.computed[:k]))
 
+    def remove(self, i: int) -> None:
+        """Drop the request at position i, the others kept in order (keep() of one request, by a shift)."""
+        m = self.m
+        self.cached_tokens -= int(self.computed[i])
+        self.state[:, i:m - 1] = self.state[:, i + 1:m]  # numpy copies overlapping slices as if through a buffer
+        self.m = m - 1
+
     def own_blocks(self) -> int:
         """Blocks the running requests hold beyond the cached prefixes they share."""
-        held, shared = np.add.reduce(self.state[5:7, :self.m], axis=1).tolist()
+        held, shared = np.add.reduce(self.state[6:8, :self.m], axis=1).tolist()
         return int(held - shared)
 
     def leading_decodes(self) -> int:
@@ -282,7 +296,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             raise RuntimeError("the KV cache cannot hold a single request")  # pragma: no cover
 
         chunks: list[tuple[int, int]] = []
-        decode_sum = float(run.cached_tokens if lead == run.m else np.add.reduce(run.computed[:lead]))
+        decode_sum = float(_leading_tokens(run, lead))
         if grow != 1.0:  # speculative decoding: a decode step adds `grow` tokens; the cache holds the prompt
             decode_sum = grow * decode_sum + (1 - grow) * float(run.prompt[:lead].sum())  # and grow per step
         n_decode = n_emit = lead
@@ -296,13 +310,13 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             else:
                 chunks.append((new, computed))
         time_s = cost.step_s(decode_sum, n_decode, chunks, n_emit)
-        steps.add(clock, time_s, sum(q for q, _ in chunks), n_decode, run.m, len(waiting),
-                  limits.kv_blocks - free_blocks)
+        prefill_tokens = chunks[0][0] if len(chunks) == 1 else sum(q for q, _ in chunks)
+        steps.add(clock, time_s, prefill_tokens, n_decode, run.m, len(waiting), limits.kv_blocks - free_blocks)
         clock += time_s
         last_step_s = time_s
         run.advanced[:, :lead] += 1  # computed and emitted
         run.cached_tokens += lead
-        any_done = lead and bool((run.emitted[:lead] >= run.gen[:lead]).any())
+        any_done = lead and int(np.maximum.reduce(run.over[:lead])) >= 0  # emitted >= gen
         for i, new in scheduled:
             was_decoding = run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1
             run.computed[i] += new
@@ -314,7 +328,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                     pinned += hit_blocks
                     run.shared[i] = hit_blocks
             if run.computed[i] == run.prompt[i] + run.emitted[i]:
-                run.emitted[i] += 1
+                run.emit(i)
                 if not was_decoding:
                     run.prefilling -= 1  # its prompt (or recompute) is done: it decodes from now on
                 if run.emitted[i] == 1:
@@ -326,17 +340,33 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     return log, steps
 
 
+def _leading_tokens(run: _Running, lead: int) -> int:
+    """The cached tokens of the first `lead` running requests: all of them less those of the others (one,
+    most often: a request admitted this step)."""
+    behind = run.m - lead
+    if behind == 0:
+        return run.cached_tokens
+    if behind == 1:
+        return run.cached_tokens - int(run.computed[lead])
+    return int(np.add.reduce(run.computed[:lead]))
+
+
 def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float, n: int, closed: bool,
             released: int, waiting: deque[int], finished: int) -> tuple[int, int]:
     """Retire the running requests that have all their tokens; a closed loop sends the next ones."""
     m = run.m
-    done = run.emitted[:m] >= run.gen[:m]
-    count = int(np.count_nonzero(done))
+    done = run.over[:m] >= 0  # emitted >= gen
+    at = done.nonzero()[0]
+    count = len(at)
     if count == 0:
         return finished, released
-    ids = run.ids[:m][done]
-    log.finish_s[ids] = clock
-    run.keep(~done)
+    if count == 1:  # the common case: one request, dropped by a shift
+        i = int(at[0])
+        log.finish_s[run.ids[i]] = clock
+        run.remove(i)
+    else:
+        log.finish_s[run.ids[:m][done]] = clock
+        run.keep(~done)
     finished += count
     if closed:
         for _ in range(count):
@@ -353,21 +383,32 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
     would start at or after limit_s (an arrival that could be admitted): (steps, their times, the blocks in
     use beyond those held now at each, their start times)."""
     m = run.m
-    k = int(np.minimum.reduce(run.gen[:m] - run.emitted[:m]))  # the step after which the first request finishes
+    k = -int(np.maximum.reduce(run.over[:m]))  # min(gen - emitted): the step after which the first one finishes
     k = min(k, max(4_000_000 // m, 1))  # very long runs: in pieces
     if k < 2:
-        return k, np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0)
+        return k, _NONE, _NONE_INT, _NONE
     c, held = run.computed[:m], run.blocks[:m]
-    mean0 = (grow * float(run.cached_tokens) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached tokens, mean
-    means = mean0 + grow * np.arange(k, dtype=float)
+    if grow == 1.0:  # (1 - grow) x the prompts' sum is 0.0 and grow x offsets the offsets: left out
+        means = float(run.cached_tokens) / m + np.arange(k, dtype=float)
+    else:
+        mean0 = (grow * float(run.cached_tokens) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached, mean
+        means = mean0 + grow * np.arange(k, dtype=float)
     times = cost.decode_steps_s(m, means)
-    starts = clock + np.concatenate([[0.0], np.cumsum(times[:-1])])  # cumsum adds in order: a prefix's the same
+    starts = np.empty(k)  # clock + [0, cumsum of the times before]: cumsum adds in order, a prefix's the same
+    starts[0] = 0.0
+    np.cumsum(times[:-1], out=starts[1:])
+    starts += clock
     if limit_s is not None:
         k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival
-    j = np.arange(1, k + 1)
-    extra = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)  # blocks for c + j tokens
+    # blocks for c + j tokens, j = 1 .. k, beyond those held: sum of ceil((c + j) / bs) - held, in integers
+    # (c + j + bs - 1) // bs = ceil((c + j) / bs) for c + j >= 0
+    ceil = (c[None, :] + np.arange(bs, k + bs)[:, None]) // bs
+    extra = np.add.reduce(ceil, axis=1) - int(np.add.reduce(held))
     k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
     return k, np.asarray(times[:k], dtype=float), extra[:k], starts[:k]
+
+
+_NONE, _NONE_INT = np.zeros(0), np.zeros(0, dtype=np.int64)  # a run of fewer than two steps: nothing to add
 
 
 def percentile_summary(values: Any, weights: Any = None) -> dict[str, float]:

@@ -167,12 +167,13 @@ class StepCost:
         """table[batch, length] interpolated linearly along the length grid, then the batch grid."""
         if not np.ndim(length):  # one step: plain Python (the same interpolation, without numpy's overhead)
             return self._on_grid_scalar(id(table), table, batch, float(length))
-        k = int(np.searchsorted(self.batches, batch))  # first grid batch >= batch
+        batches = self._batches_list  # the grid as Python floats (the same values; bisect, not numpy's search)
+        k = bisect_left(batches, batch)  # first grid batch >= batch
         upper = np.interp(length, self.lengths, table[k])
-        if self.batches[k] == batch:
+        if batches[k] == batch:
             return upper
         lower = np.interp(length, self.lengths, table[k - 1])
-        b0, b1 = self.batches[k - 1], self.batches[k]
+        b0, b1 = batches[k - 1], batches[k]
         return lower + (upper - lower) * ((batch - b0) / (b1 - b0))
 
     def _on_grid_scalar(self, key: int, table: np.ndarray, batch: int, length: float) -> float:
@@ -285,8 +286,9 @@ class StepCost:
     def decode_steps_s(self, n: int, mean_lens: np.ndarray) -> np.ndarray:
         """Times of pure decode steps of n requests at each of mean_lens (step_s without chunks, vectorised)."""
         def one_pass(k: int) -> np.ndarray:
-            return (self.tokens(0, k) + self.lm_head(k, k) + self.decode_attention(k, mean_lens)
-                    + self.proposals(k, mean_lens))
+            times = self.tokens(0, k) + self.lm_head(k, k) + self.decode_attention(k, mean_lens)
+            # without speculation the proposals are 0.0, which leaves these positive times as they are
+            return times if self.speculation is None else times + self.proposals(k, mean_lens)
         if self.stages == 1:
             return one_pass(n)
         p = self.stages
@@ -305,12 +307,16 @@ class StepCost:
         """step_s of the whole model run on one pass (no pipeline)."""
         # tokens() and lm_head() as Python floats (the same values)
         query = self.query
-        prefill_tokens = sum(q for q, _ in chunks) if chunks else 0
+        if len(chunks) == 1:  # the sums below of one chunk, written out
+            (q, c), = chunks
+            prefill_tokens, pairs = q, q * c + q * q / 2
+        else:
+            prefill_tokens = sum(q for q, _ in chunks) if chunks else 0
+            pairs = sum(q * c + q * q / 2 for q, c in chunks) if chunks else 0
         if prefill_tokens == 0:
             time_s = self._decode_tokens_list[n_decode * query]
         else:
             time_s = self._prefill_tokens_list[prefill_tokens + n_decode * query]
-        pairs = sum(q * c + q * q / 2 for q, c in chunks) if chunks else 0
         time_s += self._lm_head_list[n_emit + n_decode * (query - 1)]
         mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
         if n_decode:

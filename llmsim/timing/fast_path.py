@@ -36,9 +36,10 @@ _QUANTITIES = ("matmul_flops", "vector_flops", "bytes_read", "bytes_written", "w
                "matmul_rows", "matmul_cols", "kernel_x", "kernel_y")
 
 
-def _compile(template: Any) -> Any:
+def _compile(template: Any, only: frozenset[int] | None = None) -> Any:
     """template.values_at(B, S, L) for numbers, as one generated straight-line function returning one tuple
     per op (its _QUANTITIES); values_at itself where the template has ops made by calling their formula again.
+    only: the ops whose tuples it returns (None for the others), computing only the steps those need.
 
     Each step is the program's own (the same operator on the same registers, in the same order), so each
     value is the one values_at gives. The source is generated from the recorded program, never from input."""
@@ -46,26 +47,40 @@ def _compile(template: Any) -> Any:
         return _values_at_rows(template)
     program = template._program
     registers = program._registers
-    fixed = [i for i in range(3, len(registers)) if not program._varies[i]]
+    columns = template._value_registers
+    ops = range(len(template.ops)) if only is None else sorted(only)
+    cells = {i: [columns[q][i] if q in columns else -1 for q in _QUANTITIES] for i in ops}
+    steps = _steps_for(program._steps, {r for row in cells.values() for r in row if r >= 0})
+    used = {r for _, _, a, b in steps for r in (a, b)} | {r for row in cells.values() for r in row}
+    fixed = [i for i in range(3, len(registers)) if not program._varies[i] and i in used]
     namespace: dict[str, Any] = {"_fixed": tuple(registers[i] for i in fixed)}
     lines = ["def run(r0, r1, r2):"]
     if fixed:  # the registers no workload changes, bound once per call
         lines.append(f"    {', '.join(f'r{i}' for i in fixed)}, = _fixed")
-    for out, fn, a, b in program._steps:
+    for out, fn, a, b in steps:
         symbol = _SYMBOLS.get(fn)
         if symbol is not None:
             lines.append(f"    r{out} = r{a} {symbol} r{b}")
         else:
             namespace[f"_f{out}"] = fn
             lines.append(f"    r{out} = _f{out}(r{a}, r{b})")
-    columns = template._value_registers
     rows = []
     for i in range(len(template.ops)):
-        cells = [columns[q][i] if q in columns else -1 for q in _QUANTITIES]
-        rows.append("(" + ", ".join("None" if r < 0 else f"r{r}" for r in cells) + ",)")
+        row = cells.get(i)
+        rows.append("None" if row is None else "(" + ", ".join("None" if r < 0 else f"r{r}" for r in row) + ",)")
     lines.append(f"    return ({', '.join(rows)},)")
     exec(compile("\n".join(lines), f"<llmsim formula program {id(template):x}>", "exec"), namespace)
     return namespace["run"]
+
+
+def _steps_for(steps: list[tuple[Any, ...]], wanted: set[int]) -> list[tuple[Any, ...]]:
+    """The steps (out, fn, a, b) that the registers `wanted` depend on, in their order."""
+    needed, kept = set(wanted), []
+    for step in reversed(steps):
+        if step[0] in needed:
+            needed.update(step[2:4])
+            kept.append(step)
+    return kept[::-1]
 
 
 def _table_read(time_at: Any, template: Any, index: int, depth: float, arrays: bool = False) -> Any:
@@ -118,6 +133,7 @@ class _OpPlan:
         "plain",
         "row_key",
         "size_precision",
+        "steady",
         "vector_peak",
         "window",
     )
@@ -141,16 +157,49 @@ class _OpPlan:
         self.launch_s = 0.0  # launches x the roofline's launch_s, + host_s (ScalarPlan)
         # an "engine.step" op's host work per run (Roofline.step_host_s; 0 for every other op)
         self.host_s = roofline.step_host_s if op.kind == "host" else 0.0
+        self.steady: Any = None  # (values of one run, runs) -> ScalarPlan._steady's totals (ScalarPlan)
+
+
+def _plain_steady(p: _OpPlan) -> Any:
+    """ScalarPlan._steady of a plain op (timed by a measured table or the roofline alone: no row or size curve,
+    no collective) where Roofline.time is max(compute, memory) + launches x launch_s (a GPU engine's case),
+    as a function (values of one run, runs) -> totals: the same arithmetic in the same order, the op's rates
+    bound once (about 30 ops per simulate() call)."""
+    matmul_peak, vector_peak, bandwidth, launch_s = p.matmul_peak, p.vector_peak, p.bandwidth, p.launch_s
+    measured = p.measured  # (x, y) -> seconds, or None
+    read_x = getattr(measured, "of_x", None)  # the same of x alone (a GEMM's table at M: TableRead.fixed_at)
+
+    def steady(v: tuple[Any, ...], runs: float) -> tuple[float, ...]:
+        mf, vf, by = float(v[0]), float(v[1]), float(v[2] + v[3])
+        compute_s = mf / matmul_peak + vf / vector_peak
+        memory_s = by / bandwidth
+        if measured is not None:  # both terms x measured / roofline kernel time (ScalarPlan._measured_scale)
+            kernel_s = compute_s if compute_s >= memory_s else memory_s
+            x = 1.0 if v[8] is None else float(v[8])
+            measured_s = read_x(x) if read_x is not None else measured(x, 1.0 if v[9] is None else float(v[9]))
+            scale = measured_s / (kernel_s if kernel_s > 1e-300 else 1e-300)
+            compute_s, memory_s = compute_s * scale, memory_s * scale
+        if compute_s >= memory_s:
+            kernel_s = compute_part = compute_s
+        else:
+            kernel_s, compute_part = memory_s, 0.0
+        time_s = kernel_s + launch_s
+        return (runs * time_s, runs * compute_part, runs * (kernel_s - compute_part), runs * (time_s - kernel_s),
+                0.0, runs * mf, runs * vf, runs * by)
+
+    return steady
 
 
 
 class ScalarPhase:
     """One phase's compiled formula program and per-op plans."""
 
-    def __init__(self, run: Any, ops: list[_OpPlan], fixed: Any) -> None:
+    def __init__(self, run: Any, ops: list[_OpPlan], fixed: Any, run_varying: Any = None) -> None:
         self.run, self.ops, self.fixed = run, ops, fixed  # fixed: the ops' OpFields (names, kinds, counts)
         self.varying = frozenset(fixed.varying)
+        self.run_varying = run_varying or run  # run's tuples of the varying ops alone (decode's second run)
         self.any_collective = any(fixed.collectives)
+        self.steady: list[tuple[Any, float]] = []  # per op (its steady function, its count): ScalarPlan
 
 
 class ScalarPlan:
@@ -165,6 +214,9 @@ class ScalarPlan:
         for phase in (prefill, decode):
             for p in phase.ops:
                 p.launch_s = p.launches * self.launch_s + p.host_s if p.host_s else p.launches * self.launch_s
+                p.steady = _plain_steady(p) if p.plain and self.plain_time else self._general_steady(
+                    p, phase.any_collective)
+            phase.steady = [(p.steady, p.count) for p in phase.ops]
 
     @classmethod
     def make(cls, model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions
@@ -185,6 +237,11 @@ class ScalarPlan:
     def _phase(roofline: Roofline, template: Any, run: Any, phase: str) -> ScalarPhase:
         ops = template.ops
         fixed = _template_fields(template, phase)
+        run_varying = None
+        if phase == "decode":  # decode_totals' second run: the ops whose values vary along the steps
+            run_varying = template.__dict__.get("_fast_run_varying")
+            if run_varying is None:
+                run_varying = template._fast_run_varying = _compile(template, frozenset(fixed.varying))
         peak = roofline.execution.efficiency == "peak"
         hw = roofline.hardware
         plans = []
@@ -202,7 +259,7 @@ class ScalarPlan:
             # timed by the measured table or the roofline alone: no row or size curve, no collective
             plan.plain = plan.row_key is None and plan.size_precision is None and not plan.collective
             plans.append(plan)
-        return ScalarPhase(run, plans, fixed)
+        return ScalarPhase(run, plans, fixed, run_varying)
 
     # ---- one run of an op ---------------------------------------------------------------------------
     def _scales(self, p: _OpPlan, mf: float, vf: float, by: float, rows: Any, cols: Any, x: Any, y: Any,
@@ -255,43 +312,33 @@ class ScalarPlan:
     def prefill_totals(self, B: int, P: int) -> tuple[list[tuple[float, ...]], tuple[tuple[Any, ...], ...]]:
         """Per op (time, compute, memory, overhead, communication, matmul_flops, vector_flops, bytes) over the
         prefill, and the per-run values (for the footprint)."""
-        phase = self.prefill
-        values = phase.run(B, P, 0)
-        return [self._steady(p, v, p.count * 1, phase.any_collective) for p, v in zip(phase.ops, values)], values
+        values = self.prefill.run(B, P, 0)
+        # runs = count x 1 step = count
+        return [steady(v, count) for (steady, count), v in zip(self.prefill.steady, values)], values
 
     def decode_totals(self, B: int, P: int, G: int) -> list[tuple[float, ...]]:
         """The same over the G - 1 decode steps (decode_totals' exact sums)."""
         phase = self.decode
         L0 = float(P)
         steps = float(G - 1)
-        first, second = phase.run(B, 1, L0), phase.run(B, 1, L0 + 1.0)
+        first, second = phase.run(B, 1, L0), phase.run_varying(B, 1, L0 + 1.0)
+        varying = phase.varying
         out = []
-        for i, (p, v0, v1) in enumerate(zip(phase.ops, first, second)):
-            if i in phase.varying:
-                out.append(self._trapezoid(p, v0, v1, L0, steps))
+        for i, ((steady, count), v0, v1) in enumerate(zip(phase.steady, first, second)):
+            if i in varying:
+                out.append(self._trapezoid(phase.ops[i], v0, v1, L0, steps))
             else:
-                out.append(self._steady(p, v0, p.count * steps, phase.any_collective))
+                out.append(steady(v0, count * steps))
         return out
 
+    def _general_steady(self, p: _OpPlan, collective_chunk: bool) -> Any:
+        """_steady of one op as a function (values of one run, runs) -> totals."""
+        return lambda v, runs: self._steady(p, v, runs, collective_chunk)
+
     def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: float, collective_chunk: bool) -> tuple[float, ...]:
-        """op_totals.steady_totals of one op: `runs` (count x steps) x one run."""
+        """op_totals.steady_totals of one op: `runs` (count x steps) x one run (_plain_steady: the common case
+        of a GPU engine, written out)."""
         mf, vf, by = float(v[0]), float(v[1]), float(v[2] + v[3])
-        if p.plain and self.plain_time:  # the common case of a GPU engine, written out: the same arithmetic
-            compute_s = mf / p.matmul_peak + vf / p.vector_peak
-            memory_s = by / p.bandwidth
-            if p.measured is not None:
-                kernel_s = compute_s if compute_s >= memory_s else memory_s
-                x, y = v[8], v[9]
-                scale = p.measured(1.0 if x is None else float(x), 1.0 if y is None else float(y)) / (
-                    kernel_s if kernel_s > 1e-300 else 1e-300)
-                compute_s, memory_s = compute_s * scale, memory_s * scale
-            if compute_s >= memory_s:
-                kernel_s = compute_part = compute_s
-            else:
-                kernel_s, compute_part = memory_s, 0.0
-            time_s = kernel_s + p.launch_s
-            return (runs * time_s, runs * compute_part, runs * (kernel_s - compute_part), runs * (time_s - kernel_s),
-                    0.0, runs * mf, runs * vf, runs * by)
         comm_s = 0.0
         if p.collective:
             comm_s = float(self.roofline.collective_s(p.op.collective, v[5], p.op.group_size))
@@ -305,31 +352,29 @@ class ScalarPlan:
     def _trapezoid(self, p: _OpPlan, v0: tuple[Any, ...], v1: tuple[Any, ...], L0: float, steps: float
                    ) -> tuple[float, ...]:
         """decode_sum.trapezoid_totals of one op: its affine pieces over the steps, each summed exactly."""
-        q0 = (float(v0[0]), float(v0[1]), float(v0[2] + v0[3]))
-        q1 = (float(v1[0]), float(v1[1]), float(v1[2] + v1[3]))
-        slopes = (q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2])
+        q0 = a0, a1, a2 = float(v0[0]), float(v0[1]), float(v0[2] + v0[3])  # FLOPs and bytes at the first step
+        q1 = float(v1[0]), float(v1[1]), float(v1[2] + v1[3])  # ... at the second
+        s0, s1, s2 = q1[0] - a0, q1[1] - a1, q1[2] - a2  # per step
         clamp = (p.window - 1) - L0
         x = y = None
         mid = q0
         if p.measured is not None:  # the middle step's quantities and table coordinates
             u = min((steps - 1) / 2, max(clamp, 0.0))
-            mid = tuple(a + s * u for a, s in zip(q0, slopes))
+            mid = (a0 + s0 * u, a1 + s1 * u, a2 + s2 * u)
             x = None if v0[8] is None else float(v0[8]) + (float(v1[8]) - float(v0[8])) * u
             y = None if v0[9] is None else float(v0[9]) + (float(v1[9]) - float(v0[9])) * u
-        rows, cols = v0[6], v0[7]
-        scale, memory_scale = self._scales(p, *mid, rows, cols, x, y, q0[2])
-        c0 = (q0[0] / p.matmul_peak + q0[1] / p.vector_peak) * scale
-        m0 = q0[2] / p.bandwidth * memory_scale
+        scale, memory_scale = self._scales(p, *mid, v0[6], v0[7], x, y, a2)
+        c0 = (a0 / p.matmul_peak + a1 / p.vector_peak) * scale
+        m0 = a2 / p.bandwidth * memory_scale
         cs = (q1[0] / p.matmul_peak + q1[1] / p.vector_peak) * scale - c0
         ms = q1[2] / p.bandwidth * memory_scale - m0
         launches = p.launches
-        cuts = [clamp, *self._crossings(c0, cs, m0, ms, launches)]
         last = steps - 1.0
-        inner = sorted(min(max(float(math.floor(c)) if math.isfinite(c) else 1e300, -1.0), last) for c in cuts)
+        inner = sorted([min(max(float(math.floor(c)) if math.isfinite(c) else 1e300, -1.0), last)
+                        for c in (clamp, *self._crossings(c0, cs, m0, ms, launches))])
         bounds = [-1.0, *inner, last]
-        (a0, a1, a2), (s0, s1, s2) = q0, slopes
         t_sum = c_sum = m_sum = o_sum = f_sum = v_sum = b_sum = 0.0
-        time = self._time
+        time = self._plain_time(launches) if self.plain_time else self._time
         for k in range(len(bounds) - 1):
             lo, hi = bounds[k] + 1.0, bounds[k + 1]
             n = max(hi - lo + 1.0, 0.0)
@@ -348,6 +393,20 @@ class ScalarPlan:
         count = p.count
         return (count * t_sum, count * c_sum, count * m_sum, count * o_sum, 0.0, count * f_sum, count * v_sum,
                 count * b_sum)
+
+    def _plain_time(self, launches: float) -> Any:
+        """_time(compute_s, memory_s, launches, 0.0) where Roofline.time is max(compute, memory) + launches x
+        launch_s (plain_time), written out: the same arithmetic."""
+        launch_s = launches * self.launch_s
+
+        def time(compute_s: float, memory_s: float, _launches: float, _comm_s: float) -> tuple[float, ...]:
+            if compute_s >= memory_s:
+                time_s = compute_s + launch_s
+                return time_s, compute_s, compute_s - compute_s, time_s - compute_s
+            time_s = memory_s + launch_s
+            return time_s, 0.0, memory_s - 0.0, time_s - memory_s
+
+        return time
 
     def _crossings(self, c0: float, cs: float, m0: float, ms: float, launches: float) -> list[float]:
         """Roofline.crossings of one op, in Python floats."""

@@ -196,10 +196,9 @@ class TableRead:
             return (lambda x, y: self(x, y, z)) if arrays else (lambda x, y: float(self(x, y, z)))
         reduced = self.grid.fixed_at(held)
         x_factor, share, window = self.x_factor, self.share, self.window
-        if not arrays and free == [0] and x_factor is None and share is None and window is None:  # a GEMM: at M
-            read_m = reduced.reader()
-            return lambda x, y: read_m(x)
-        read = reduced.array_time_s if arrays else reduced.time_s
+        if not arrays:
+            return self._point_reader(reduced.reader(), free)
+        read = reduced.array_time_s
 
         def time_s(x: Any, y: Any) -> Any:
             coords = (x if x_factor is None else x * x_factor, y)
@@ -208,7 +207,31 @@ class TableRead:
                 t = t * share
             if window is not None:
                 t = t * prefill_window_factor(y, *window)
-            return t if arrays else float(t)
+            return t
+
+        return time_s
+
+    def _point_reader(self, read: Any, free: list[int]) -> Any:
+        """_fixed_at's function of single points: read(the free ones of x [x x_factor] and y), x share, x the
+        prefill window factor at y. A GEMM's (x = M alone, nothing else) carries `of_x`, the same of M alone
+        (the scalar fast path calls it so)."""
+        x_factor, share, window = self.x_factor, self.share, self.window
+        if free == [0] and x_factor is None and share is None and window is None:  # a GEMM: at M
+            at_m = lambda x, y: read(x)  # noqa: E731
+            at_m.of_x = read  # type: ignore[attr-defined]
+            return at_m
+        pick = {(): lambda x, y: read(), (0,): lambda x, y: read(x), (1,): lambda x, y: read(y),
+                (0, 1): read}[tuple(free)]
+        if x_factor is None and share is None and window is None:
+            return pick
+
+        def time_s(x: float, y: float) -> float:
+            t = pick(x if x_factor is None else x * x_factor, y)
+            if share is not None:
+                t = t * share
+            if window is not None:
+                t = t * prefill_window_factor(y, *window)
+            return float(t)
 
         return time_s
 
