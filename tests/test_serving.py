@@ -170,7 +170,7 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
     c = compare_serving(fixture)
     assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "minimax-m2.5", "deepseek-v3",
-                                           "llama-3.1-70b"]
+                                           "llama-3.1-70b", "llama-3.1-8b"]
     reasons = [reason for _, reason in c.skipped]
     assert any("worker counts" in r for r in reasons) and any("attention data parallelism" in r for r in reasons)
     with fixture.open(newline="") as f:
@@ -187,6 +187,9 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     fp4 = c.rows[4]  # vLLM on 4 B200s, W4A4 nvfp4 (gemm_quant_mode nvfp4): costed in nvfp4, KV cache in 16 bits
     assert fp4["precision"] == "nvfp4" and fp4["tp"] == 4
     assert fp4["measured_tpot_ms"] == pytest.approx(7.464780910375318)
+    block = c.rows[5]  # SGLang on one H200, gemm_quant_mode fp8_block: the 16-bit config with block-fp8 weights
+    assert block["precision"] == "fp8_block" and block["concurrency"] == 160
+    assert block["measured_ttft_ms"] == pytest.approx(1612.27)
 
 
 PLAN = dict(request_rate=30.0, prompt_len=1024, gen_len=64, ttft_slo_s=0.5, tpot_slo_s=0.05, tensor_parallel=[1, 2],

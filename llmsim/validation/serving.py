@@ -42,13 +42,24 @@ MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weigh
 }
 # assumption: a row of one of these models with gemm_quant_mode nvfp4 ran NVIDIA's ModelOpt NVFP4 checkpoint of it (the
 # file names the base model only; these are the NVFP4 checkpoints aiconfigurator-core ships configs of)
+# approximation: DeepSeek-V3 and R1 nvfp4 runs are costed as NVIDIA's NVFP4 checkpoint of DeepSeek-V3.1, the
+# same architecture: its exclusion list (the MLA low-rank projections and the LM head in 16 bits, o_proj, dense
+# and expert MLPs in nvfp4) stands in for the V3/R1 FP4 checkpoints', which are not public as files
 NVFP4_CHECKPOINTS = {"MiniMaxAI/MiniMax-M2.5": "minimax-m2.5-nvfp4",
-                     "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b-nvfp4", "moonshotai/Kimi-K2.5": "kimi-k2.5-nvfp4"}
+                     "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b-nvfp4", "moonshotai/Kimi-K2.5": "kimi-k2.5-nvfp4",
+                     "deepseek-ai/DeepSeek-V3": "deepseek-v3.1-nvfp4", "deepseek-ai/DeepSeek-R1": "deepseek-v3.1-nvfp4"}
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
            "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
 # gemm_quant_mode -> llmsim dtype (None: the model's); approximation: nvfp4 (a ModelOpt W4A4 checkpoint of a
 # 16-bit model) is costed with every weight in nvfp4, the LM head too, which those checkpoints keep in 16 bits
 PRECISIONS = {"": None, "bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4"}
+# approximation: an fp8_block run of a 16-bit checkpoint is costed as that checkpoint quantized the way the
+# block-fp8 checkpoints of these families are (Qwen3-235B-A22B-FP8's quantization_config: e4m3 weights in
+# 128 x 128 blocks, activations quantized per call in groups of 128, the LM head in 16 bits). A run that labels
+# its dense GEMMs fp8 and its experts fp8_block is costed as block fp8 throughout, as those checkpoints are. The
+# MoE routers, which they keep in 16 bits, are costed in fp8 here (under 0.1 % of the weights).
+BLOCK_FP8 = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128],
+             "modules_to_not_convert": ["lm_head"]}
 
 
 @dataclass
@@ -112,6 +123,10 @@ def _why_not(row: dict[str, str]) -> str | None:
             row["model_path"], ("fp8", "fp8_block"))
         if row["gemm_quant_mode"] not in native:
             return f"gemm_quant_mode {row['gemm_quant_mode']} is not the checkpoint's own format"
+    elif row["gemm_quant_mode"] == "fp8_block" or row["moe_quant_mode"] == "fp8_block":
+        if {row["gemm_quant_mode"], row["moe_quant_mode"]} - {"fp8_block", "fp8", ""}:
+            return (f"gemm_quant_mode {row['gemm_quant_mode']} with moe_quant_mode {row['moe_quant_mode']} is not "
+                    "priced yet")
     elif row["gemm_quant_mode"] not in PRECISIONS:
         return f"gemm_quant_mode {row['gemm_quant_mode']} is not priced yet"
     elif row["moe_quant_mode"] not in PRECISIONS:
@@ -132,13 +147,27 @@ def _model_of(row: dict[str, str]) -> tuple[str, str | None]:
     return MODELS[row["model_path"]]
 
 
+def _shipped_config(name: str) -> dict[str, Any]:
+    """The shipped config.json of a model, as a dict."""
+    import json
+
+    from ..shipped import model_configs_dir
+
+    return dict(json.loads((model_configs_dir() / f"{name}.json").read_text()))
+
+
 def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     """The prediction for one measured row (mean TTFT and TPOT in ms)."""
     from ..serving.serve import serve
 
     model, forced = _model_of(row)
-    dtype = None if forced == CONFIG else forced or PRECISIONS[row["gemm_quant_mode"]]
+    block_fp8 = forced != CONFIG and "fp8_block" in (row["gemm_quant_mode"], row["moe_quant_mode"])
+    dtype = None if forced == CONFIG or block_fp8 else forced or PRECISIONS[row["gemm_quant_mode"]]
     options: dict[str, Any] = {}
+    spec: Any = model  # the shipped name, or (block fp8) its config with BLOCK_FP8 as its quantization_config
+    if block_fp8:
+        spec = {**_shipped_config(model), "quantization_config": BLOCK_FP8}
+        options["kv_dtype"] = "bf16"
     if dtype is not None:
         options.update(weight_dtype=dtype, activation_dtype=dtype)
         if dtype != "bf16":
@@ -154,17 +183,18 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
                          "tensor_parallel": _count(row[f"{phase}_tp_size"]),
                          "expert_parallel": _count(row[f"{phase}_moe_ep_size"])} for phase in ("prefill", "decode")}
         tp = pools["decode"]["tensor_parallel"]
-        r = serve_disaggregated(model, SYSTEMS[row["system"]], pools["prefill"], pools["decode"], **load, **options)
+        r = serve_disaggregated(spec, SYSTEMS[row["system"]], pools["prefill"], pools["decode"], **load, **options)
     else:
         tp = _count(row["tp_size"])
         ep = _count(row["moe_ep_size"])
         if ep > 1:
             options["expert_parallel"] = ep
-        r = serve(model, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
+        r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
     return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"], "mode": row["mode"],
-            "precision": "config" if forced == CONFIG else dtype or "bf16", "tp": tp, "concurrency": concurrency,
+            "precision": "config" if forced == CONFIG else "fp8_block" if block_fp8 else dtype or "bf16", "tp": tp,
+            "concurrency": concurrency,
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
             "measured_tpot_ms": measured_tpot,
