@@ -10,8 +10,8 @@ import pytest
 import llmsim
 from llmsim.engines.aiconfigurator import import_tables
 from llmsim.errors import HardwareError, LlmsimError, OptionError
-from llmsim.hardware.kernel_table import read_table_file
 from llmsim.hardware.measured import load_measured, measured_for, prefill_window_factor
+from llmsim.hardware.table_file import read_table_file
 
 GEMM_CSV = """# source: written by this test
 dtype,m,n,k,latency_us

@@ -18,9 +18,9 @@ import tomllib
 
 import llmsim
 from llmsim import disk_cache
-from llmsim.hardware.kernel_table import read_table_file, read_table_file_cached
 from llmsim.hardware.measured import FAMILIES
 from llmsim.hardware.spec import hardware_from_dict
+from llmsim.hardware.table_file import read_table_file, read_table_file_cached
 from llmsim.models import loading
 from llmsim.models.hf_config import read_config_file, spec_from_hf_config
 from llmsim.models.spec import ModelSpec

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from llmsim.engines.aiconfigurator import SYSTEMS, import_tables
-from llmsim.hardware.kernel_table import GridTable, _fill_first_axis, _key_value
+from llmsim.hardware.kernel_table import GridTable
 from llmsim.hardware.measured import FAMILIES, kernels_root, load_measured, shipped_kernel_sets
+from llmsim.hardware.table_file import _fill_first_axis, _key_value
 
 TARGET_MEDIAN_PCT = 5.0
 HOLDOUT_FRACTION = 0.2

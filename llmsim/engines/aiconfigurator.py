@@ -55,7 +55,7 @@ COMPACT_KV_HEADS = (1, 2, 4, 8, 16, 32, 64)
 COMPACT_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
 COMPACT_HEAD_DIMS = (64, 128, 256)
 
-# family -> (key columns, grid axes) of llmsim's files (kernel_table.read_table_file reads them back)
+# family -> (key columns, grid axes) of llmsim's files (table_file.read_table_file reads them back)
 FAMILY_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gemm": (("dtype",), ("m", "n", "k")),
     "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl")),

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import HardwareError
-from .kernel_table import GridTable, TableFile, read_table_file_cached
+from .kernel_table import GridTable
+from .table_file import TableFile, read_table_file_cached
 
 # family -> (key columns, grid axes, fill the first axis beyond a token budget)
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {

@@ -94,7 +94,7 @@ class VectorPhases:
 
     def _floats(self, x: Any) -> np.ndarray:
         """x as floats; the same array again for the same x as a recent call (a block's GEMMs share their M
-        values: the table reads then locate them once, kernel_table._located)."""
+        values: the table reads then locate them once, log_cubic._located)."""
         found = self._floats_of.get(id(x))
         if found is None or found[0] is not x:
             if len(self._floats_of) >= 8:  # a few per block: forget the last block's
