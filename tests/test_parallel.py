@@ -21,9 +21,11 @@ def test_all_reduce_time_equals_ring_closed_form() -> None:
     message = 4096 * 8192 * 2
     assert roofline.collective_s("all_reduce", message, 8) == pytest.approx(
         2 * 7 / 8 * 67108864 / 400e9 + 2 * 7 * 5e-6, rel=1e-12)
-    # 16 GPUs span two 8-GPU nodes: the inter-node link, 50e9 byte/s and 10 us
+    # 16 GPUs span two 8-GPU nodes (inter-node link 50e9 byte/s, 10 us): NCCL's ring, 2 of its 30 steps over the
+    # network, 2*15/16 * 67108864 / 50e9 + 28 * 5e-6 + 2 * 10e-6 = 2676.6 us, beats its tree,
+    # 2 * 67108864 / 50e9 + 2 * (7 * 5e-6 + 1 * 10e-6) = 2774.4 us
     assert roofline.collective_s("all_reduce", message, 16) == pytest.approx(
-        2 * 15 / 16 * 67108864 / 50e9 + 2 * 15 * 10e-6, rel=1e-12)
+        2 * 15 / 16 * 67108864 / 50e9 + 28 * 5e-6 + 2 * 10e-6, rel=1e-12)
     assert roofline.collective_s("all_gather", message, 4) == pytest.approx(3 / 4 * message / 400e9 + 3 * 5e-6)
     assert roofline.collective_s("p2p", message, 2) == pytest.approx(message / 400e9 + 5e-6)
     op = formula("collective")("x", 1, kind="all_reduce", message_bytes=Expr.const(message), group=8)
@@ -211,3 +213,19 @@ def test_pipeline_decode_in_steady_state_pays_no_bubble_per_token() -> None:
         pytest.approx(llmsim.simulate("llama-3.1-70b", "h100-sxm", **kw).decode.time_s, rel=1e-9))
     with pytest.raises(llmsim.errors.OptionError, match="pipeline_decode"):
         llmsim.simulate("llama-3.1-70b", "h100-sxm", pipeline_parallel=4, pipeline_decode="wave", **kw)
+
+
+def test_multi_node_all_reduce_is_the_faster_of_nccls_ring_and_tree() -> None:
+    # b200.toml: 8 GPUs per node, NVLink hop 0.6 us, network hop 2.7 us at 50e9 byte/s; measured tables off
+    roofline = Roofline(llmsim.load_hardware("b200"), ExecutionOptions.make(tables=None))
+    small = 4 * 7168 * 2  # one decode step's [4, 7168] bf16 activations: 57,344 bytes, over 64 GPUs = 8 nodes
+    # tree: 2 * 57344 / 50e9 + 2 * ((64/8 - 1) * 0.6e-6 + log2(8) * 2.7e-6) = 2.29376e-6 + 24.6e-6 = 26.89376e-6
+    # ring: 2*63/64 * 57344 / 50e9 + (126 - 14) * 0.6e-6 + 14 * 2.7e-6 = 107.25792e-6 (the old ring model, every
+    # step over the network: 2*63 * 2.7e-6 + 2.25792e-6 = 342.46e-6)
+    assert roofline.collective_s("all_reduce", small, 64) == pytest.approx(26.89376e-6, rel=1e-12)
+    large = 2**28  # 256 MiB: the ring's bandwidth term wins, 2*63/64 * 2**28 / 50e9 + 112 * 0.6e-6 + 14 * 2.7e-6
+    assert roofline.collective_s("all_reduce", large, 64) == pytest.approx(
+        2 * 63 / 64 * 2**28 / 50e9 + 112 * 0.6e-6 + 14 * 2.7e-6, rel=1e-12)
+    # within one node nothing changes: the NVLink ring, 2*7/8 * M / 900e9 + 14 * 0.6e-6
+    assert roofline.collective_s("all_reduce", small, 8) == pytest.approx(2 * 7 / 8 * small / 900e9 + 14 * 0.6e-6,
+                                                                          rel=1e-12)

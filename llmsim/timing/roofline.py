@@ -22,6 +22,7 @@ The op's bound is the largest of its compute, memory and overhead terms.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -279,7 +280,14 @@ class Roofline:
         2(n-1)/n, all-gather and all-to-all (n-1)/n); Thakur, Rabenseifner and Gropp, "Optimization of
         collective communication operations in MPICH" (2005) for the ring latency terms. The link is
         NVLink (intra-node) when the group fits one node, else the inter-node network.
-        approximation: the link runs at its datasheet bandwidth (no achievable fraction).
+        An all-reduce over N nodes (n / gpus_per_node, rounded up) is timed as NCCL's own tuning model times
+        its two algorithms (NVIDIA/nccl src/graph/tuning.cc, ncclTopoTuneModel), the faster one taken:
+            ring  2*(n-1)/n * M/BW_net + (2(n-1) - 2(N-1)) * a_nvlink + 2(N-1) * a_net
+            tree  2 * M/BW_net + 2 * ((n/N - 1) * a_nvlink + floor(log2 N) * a_net)
+        (ring: only 2(N-1) of its steps cross the network; tree: algorithm bandwidth half the bus bandwidth,
+        latency in the depth of the tree across nodes).
+        approximation: the link runs at its datasheet bandwidth (no achievable fraction); NCCL's base latency
+        per collective and its per-protocol factors are left out, as for one node.
         """
         if kind is None or group <= 1:
             return 0.0
@@ -292,6 +300,14 @@ class Roofline:
         bandwidth = hw.interconnect_value(f"{where}_bandwidth_bytes_per_s")
         latency = hw.interconnect_value(f"{where}_latency_s")
         n = group
+        if kind == "all_reduce" and where == "inter_node" and "intra_node_latency_s" in hw.interconnect:
+            nodes = -(-n // per_node)
+            nvlink = hw.interconnect_value("intra_node_latency_s")
+            ring = 2 * (n - 1) / n * message_bytes / bandwidth + (2 * (n - 1) - 2 * (nodes - 1)) * nvlink \
+                + 2 * (nodes - 1) * latency
+            tree = 2 * message_bytes / bandwidth + 2 * ((n / nodes - 1) * nvlink + math.floor(math.log2(nodes))
+                                                        * latency)
+            return np.minimum(ring, tree) if isinstance(ring, np.ndarray) else min(ring, tree)
         if kind == "all_reduce":
             return 2 * (n - 1) / n * message_bytes / bandwidth + 2 * (n - 1) * latency
         if kind in ("all_gather", "all_to_all"):
