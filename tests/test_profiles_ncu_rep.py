@@ -8,6 +8,7 @@ through ncu_report, and where the source code fixes it, against the work the pro
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,20 @@ def test_raw_csv_with_roofline_rates_gives_what_the_report_gives(tmp_path: Path)
     # FFMA: 1891.55 inst/cycle * 1.31508e9 cycle/s * 431.648e-6 s = 1024^3; FLOPs = 2 * 1024^3
     assert k.flops == pytest.approx(2 * 1024**3, rel=1e-9)
     assert k.bytes == pytest.approx(47.911631699903625e9 * 431.648e-6)  # 20,680,960 bytes, as in the report
+
+
+def test_a_profile_read_against_another_gpus_file_says_so() -> None:
+    pytest.importorskip("ncu_report", reason=NO_MODULE)
+    from llmsim.errors import AssumptionWarning
+
+    profile = llmsim.read_profile(SGEMM)
+    assert profile.gpu_name == "NVIDIA A10G"  # the report's device__attribute_display_name
+    with pytest.warns(AssumptionWarning, match="ran on NVIDIA A10G, but its roofline and bounds are h100-sxm's"):
+        table = profile.kernels_table("h100-sxm")
+    assert "note: the profile ran on NVIDIA A10G" in table
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AssumptionWarning)  # its own GPU's file: no warning
+        assert "ran on" not in profile.kernels_table("a10g")
+    assert llmsim.read_profile(SCAN).gpu_name == "NVIDIA GeForce RTX 3070"
+    with pytest.warns(AssumptionWarning, match="RTX 3070, but its roofline and bounds are rtx-3090's"):
+        llmsim.read_profile(SCAN).kernels_table("rtx-3090")  # a near name is still another GPU

@@ -46,7 +46,8 @@ class ProfileData(BaseModel):
 
     span_s: first kernel start to last kernel end (None for summary exports without a timeline).
     idle_s: the part of span_s with no kernel running (host work the device waits on: overhead).
-    host_launch_s: host time in CUDA launch calls (torch.profiler CUDA traces), None where unknown."""
+    host_launch_s: host time in CUDA launch calls (torch.profiler CUDA traces), None where unknown.
+    gpu_name: the GPU the export says it ran on (Nsight Compute reports), None where it names none."""
 
     model_config = ConfigDict(frozen=True)
     format: str
@@ -57,6 +58,7 @@ class ProfileData(BaseModel):
     idle_s: float | None = None
     host_launch_s: float | None = None
     notes: list[str] = []
+    gpu_name: str | None = None
 
     @property
     def kernel_time_s(self) -> float:

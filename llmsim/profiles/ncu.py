@@ -66,7 +66,7 @@ def metric_names() -> tuple[str, ...]:
 
 
 def ncu_profile(path: Path, kind: str, launches: list[tuple[str, Metrics]], label: str,
-                notes: tuple[str, ...] = ()) -> Profile:
+                notes: tuple[str, ...] = (), gpu_name: str | None = None) -> Profile:
     """Launches (kernel name, its metrics) of any Nsight Compute export -> Profile, one Kernel per name."""
     if not launches:
         raise LlmsimError(f"{kind} export {path}: no kernel launches in it")
@@ -83,7 +83,7 @@ def ncu_profile(path: Path, kind: str, launches: list[tuple[str, Metrics]], labe
     skipped = [f"left out, without a duration value (ncu did not profile them): {len(launches) - len(timed)} "
                f"launches of {', '.join(untimed)}"] if untimed else []
     return Profile(format=label, path=str(path), device="gpu", kernels=sorted(kernels, key=lambda k: -k.time_s),
-                   notes=[*notes, *skipped,
+                   gpu_name=gpu_name, notes=[*notes, *skipped,
                           "Nsight Compute replays each kernel alone: no timeline, so no idle time (use nsys)"])
 
 

@@ -44,8 +44,10 @@ def read_ncu_rep(path: Path) -> Profile:
     if not launches:
         raise LlmsimError(f"profile {path}: no profiled kernels in it (not an Nsight Compute report, or an empty "
                           "one)")
-    on = [f"profiled on {', '.join(sorted(d for d in devices if d))}"] if any(devices) else []
-    return ncu_profile(path, KIND, launches, "Nsight Compute (ncu-rep)", tuple(on))
+    named = sorted(d for d in devices if d)
+    on = [f"profiled on {', '.join(named)}"] if named else []
+    return ncu_profile(path, KIND, launches, "Nsight Compute (ncu-rep)", tuple(on),
+                       gpu_name=named[0] if len(named) == 1 else None)
 
 
 def _module(path: Path) -> Any:

@@ -3,9 +3,11 @@ roofline, bound and why, and where FLOPs and bytes came from; the timeline's idl
 
 from __future__ import annotations
 
+import re
+import warnings
 from typing import Any
 
-from ..errors import check_top
+from ..errors import AssumptionWarning, check_top
 from ..hardware.spec import load_hardware
 from .bound import classify
 from .model import ProfileData
@@ -62,4 +64,24 @@ def format_table(profile: ProfileData, hardware: Any = None, top: int | None = N
     if len(rows) > len(shown):
         lines.append(f"... {len(rows) - len(shown)} more rows")
     lines += [f"note: {n}" for n in profile.notes]
+    mismatch = gpu_mismatch(profile, hardware)
+    if mismatch:
+        lines.append(f"note: {mismatch}")
     return "\n".join(lines)
+
+
+def gpu_mismatch(profile: ProfileData, hardware: Any) -> str | None:
+    """A one-line warning (also raised as an AssumptionWarning) when the export names a GPU that is not the
+    hardware file's: the model number in the file's name (h100, a10g, 4090, 6000, ...) must appear in the GPU
+    string the export records. None when they agree or either is unknown."""
+    if hardware is None or profile.gpu_name is None:
+        return None
+    hw = load_hardware(hardware)
+    models = [t for t in re.split(r"[^a-z0-9]+", hw.name.lower()) if any(ch.isdigit() for ch in t)]
+    recorded = re.sub(r"[^a-z0-9]", "", profile.gpu_name.lower())
+    if not models or any(m in recorded for m in models):
+        return None
+    message = (f"the profile ran on {profile.gpu_name}, but its roofline and bounds are {hw.name}'s: pass the "
+               f"hardware file of the GPU that ran it (--hardware)")
+    warnings.warn(AssumptionWarning(message), stacklevel=3)
+    return message
