@@ -8,7 +8,7 @@
   above; cuda_graph_max_bs 8 below 20 GiB, then (tensor_parallel < 4 / >= 4) 24/80 below 35 GiB, 32/160
   below 60 GiB, 256/512 below 160 GiB, 512 above; mem_fraction_static = (memory - reserved) / memory with
   reserved = 512 + 1.5 max(chunk, 2048) + 2 cuda_graph_max_bs + 1024 tp x pp / 8 MiB, at least 10 GiB on
-  GPUs above 60 GiB (H100 TP1: 0.835). page_size 1; enable_mixed_chunk False: a step prefills new requests
+  GPUs above 60 GiB (H100 TP1: 0.836). page_size 1; enable_mixed_chunk False: a step prefills new requests
   (decodes wait) while any can start, else decodes.
   approximation: max_running_requests, which SGLang derives from its token pool, is taken as vLLM's 1024.
 - TensorRT-LLM (tensorrt_llm/llmapi: BuildConfig max_batch_size 2048, max_num_tokens 8192;

@@ -117,9 +117,8 @@ def _why_not(row: dict[str, str]) -> str | None:
         return f"system {row['system']} has no hardware file"
     model, forced = _model_of(row)
     if forced == CONFIG:
-        native = ("nvfp4",) if model in NVFP4_CHECKPOINTS.values() else {
-            "openai/gpt-oss-120b": ("nvfp4",), "moonshotai/Kimi-K2.5": ("int4_wo",),
-            "nvidia/DeepSeek-V3.1-NVFP4": ("nvfp4",), "nvidia/Qwen3-32B-NVFP4": ("nvfp4",)}.get(
+        native = ("nvfp4",) if model.endswith("-nvfp4") else {  # the shipped NVIDIA NVFP4 checkpoints
+            "openai/gpt-oss-120b": ("nvfp4",), "moonshotai/Kimi-K2.5": ("int4_wo",)}.get(
             row["model_path"], ("fp8", "fp8_block"))
         if row["gemm_quant_mode"] not in native:
             return f"gemm_quant_mode {row['gemm_quant_mode']} is not the checkpoint's own format"
