@@ -317,6 +317,25 @@ def test_block_fp8_experts_read_their_own_moe_rows() -> None:
     assert sources["layers.moe.mlp.experts.gate_up_proj"] == "vllm moe"  # DeepSeek's 128x128 block-scaled experts
 
 
+def test_4_bit_experts_read_their_checkpoints_own_moe_rows() -> None:
+    from llmsim.hardware.measured import measured_for
+
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, balanced routing, w4a16_mxfp4
+    # (kernel vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic), top-4 of 128 experts, hidden 2880,
+    # intermediate 2880, moe_tp 1, moe_ep 1, 4 tokens: 0.116005 ms
+    grid = measured_for("h200", "vllm").moe_table("mxfp4_wo", 4, 128, 2880, 2880, 1, 1)
+    assert grid.time_s(4) == pytest.approx(0.116005e-3, rel=1e-4)
+    # b200_sxm/moe/vllm/0.24.0, nvfp4 (vllm_compressedtensorsw4a4nvfp4moe_flashinfer_trtllm_...), top-8 of 256,
+    # hidden 7168, intermediate 2048, moe_tp 1, moe_ep 8, 1 token: 0.041232 ms
+    grid = measured_for("b200", "vllm").moe_table("nvfp4", 8, 256, 7168, 2048, 1, 8)
+    assert grid.time_s(1) == pytest.approx(0.041232e-3, rel=1e-4)
+    # the checkpoints' experts read them: gpt-oss's MXFP4 experts, Kimi-K2.5's int4 weight-only experts
+    for model, hardware, tp in (("gpt-oss-120b", "h200", 1), ("kimi-k2.5", "h200", 8)):
+        r = llmsim.simulate(model, hardware, batch_size=4, prompt_len=1024, gen_len=64, tensor_parallel=tp)
+        sources = {op.source for op in r.decode.ops if ".experts." in op.name and op.kind == "matmul"}
+        assert sources == {"vllm moe"}, (model, sources)
+
+
 def test_an_engine_without_tables_on_a_device_reads_the_devices_vllm_tables_and_says_so() -> None:
     r = llmsim.simulate("llama-3.1-8b", "l40s", engine="trtllm", batch_size=8, prompt_len=1024, gen_len=64)
     assert any("vLLM's measured tables of this device stand in" in why for why in r.roofline_reasons)

@@ -36,6 +36,12 @@ ENGINES = ("vllm", "sglang", "trtllm")
 GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",
                "int8_wo": "int8_wo", "int4_wo": "int4_wo"}
 KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+# fused-MoE dtypes -> llmsim's expert formats: w4a16_mxfp4 is MXFP4 experts with 16-bit activations (gpt-oss's
+# checkpoint format, "mxfp4_wo" in llmsim); int4_wo the int4 weight-only experts of compressed-tensors / GPTQ
+# checkpoints (Kimi-K2.5); nvfp4 W4A4 (NVIDIA's NVFP4 checkpoints). w4a8_mxfp4_mxfp8 (MXFP8 activations, an
+# engine option rather than a checkpoint format) is left out.
+MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "int4_wo": "int4_wo",
+              "w4a16_mxfp4": "mxfp4_wo"}
 # GEMM lanes left out: aiconfigurator's vLLM GEMM collector (ai-dynamo/aiconfigurator collector/vllm, gemm)
 # replays bf16 and fp8 under a CUDA graph but times fp8_block without one, so those rows hold the host launch
 # path: a flat 59-95 us (H100) to 155-190 us (B200) from m = 1 to 1024 at n = k = 4096, where its graph-timed
@@ -305,15 +311,15 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
     if found is None:
         return None
     rows, path = found
-    rows = [r for r in rows if r["distribution"] == "balanced" and r["moe_dtype"] in ("bfloat16", "fp8", "fp8_block")]
+    rows = [r for r in rows if r["distribution"] == "balanced" and r["moe_dtype"] in MOE_DTYPES]
     picked = _preferred_kernel(rows, lambda r: (r["moe_dtype"], r["topk"], r["num_experts"], r["hidden_size"],
                                                 r["inter_size"], r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]))
-    out = [{"dtype": GEMM_DTYPES[r["moe_dtype"]], "topk": r["topk"], "num_experts": r["num_experts"],
+    out = [{"dtype": MOE_DTYPES[r["moe_dtype"]], "topk": r["topk"], "num_experts": r["num_experts"],
             "hidden": r["hidden_size"], "inter": r["inter_size"], "tp": r["moe_tp_size"], "ep": r["moe_ep_size"],
             "tokens": r["num_tokens"], "latency_ms": r["latency"]} for r in picked]
     if not full:
         out = [r for r in out if r["tokens"] in COMPACT_TOKENS and r["tp"] in COMPACT_PARALLEL
-               and r["ep"] in COMPACT_PARALLEL and r["dtype"] in ("bf16", "fp8", "fp8_block")]
+               and r["ep"] in COMPACT_PARALLEL]
     keys, axes = FAMILY_COLUMNS["moe"]
     return (_full_grids(out, keys, axes), path,
             {"kernel_sources": _sources(picked), "routing": "balanced (uniform token-to-expert distribution)"})
