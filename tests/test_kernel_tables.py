@@ -336,6 +336,22 @@ def test_4_bit_experts_read_their_checkpoints_own_moe_rows() -> None:
         assert sources == {"vllm moe"}, (model, sources)
 
 
+def test_tensorrt_llm_runs_gpt_oss_experts_with_mxfp8_activations_where_that_lane_was_measured() -> None:
+    from llmsim.hardware.measured import measured_for
+
+    # aiconfigurator-core 0.12.0, b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet, balanced, top-4 of 128 experts,
+    # hidden 2880, intermediate 2880, moe_tp 1, moe_ep 1, 4 tokens: w4a8_mxfp4_mxfp8 0.051867 ms (w4a16_mxfp4:
+    # 0.180827 ms)
+    grid = measured_for("b200", "trtllm").moe_table("mxfp4_mxfp8", 4, 128, 2880, 2880, 1, 1)
+    assert grid.time_s(4) == pytest.approx(0.051867e-3, rel=1e-4)
+    r = llmsim.simulate("gpt-oss-120b", "b200", engine="trtllm", batch_size=4, prompt_len=1024, gen_len=16)
+    assert "MXFP8 activations x MXFP4 experts" in str(r)
+    # the H200 has no such lane (TensorRT-LLM runs BF16 x MXFP4 there), and vLLM keeps its 16-bit lane
+    for hardware, engine in (("h200", "trtllm"), ("b200", "vllm")):
+        other = llmsim.simulate("gpt-oss-120b", hardware, engine=engine, batch_size=4, prompt_len=1024, gen_len=16)
+        assert "MXFP8 activations" not in str(other)
+
+
 def test_an_engine_without_tables_on_a_device_reads_the_devices_vllm_tables_and_says_so() -> None:
     r = llmsim.simulate("llama-3.1-8b", "l40s", engine="trtllm", batch_size=8, prompt_len=1024, gen_len=64)
     assert any("vLLM's measured tables of this device stand in" in why for why in r.roofline_reasons)

@@ -38,10 +38,10 @@ GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp
 KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 # fused-MoE dtypes -> llmsim's expert formats: w4a16_mxfp4 is MXFP4 experts with 16-bit activations (gpt-oss's
 # checkpoint format, "mxfp4_wo" in llmsim); int4_wo the int4 weight-only experts of compressed-tensors / GPTQ
-# checkpoints (Kimi-K2.5); nvfp4 W4A4 (NVIDIA's NVFP4 checkpoints). w4a8_mxfp4_mxfp8 (MXFP8 activations, an
-# engine option rather than a checkpoint format) is left out.
+# checkpoints (Kimi-K2.5); nvfp4 W4A4 (NVIDIA's NVFP4 checkpoints); w4a8_mxfp4_mxfp8 the same MXFP4 experts
+# with MXFP8 activations, as TensorRT-LLM runs gpt-oss on Blackwell ("mxfp4_mxfp8", see timing.measured).
 MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "int4_wo": "int4_wo",
-              "w4a16_mxfp4": "mxfp4_wo"}
+              "w4a16_mxfp4": "mxfp4_wo", "w4a8_mxfp4_mxfp8": "mxfp4_mxfp8"}
 # GEMM lanes left out: aiconfigurator's vLLM GEMM collector (ai-dynamo/aiconfigurator collector/vllm, gemm)
 # replays bf16 and fp8 under a CUDA graph but times fp8_block without one, so those rows hold the host launch
 # path: a flat 59-95 us (H100) to 155-190 us (B200) from m = 1 to 1024 at n = k = 4096, where its graph-timed

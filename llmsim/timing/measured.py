@@ -18,6 +18,12 @@ from typing import Any
 
 from ..hardware.measured import MeasuredKernels, measured_for, prefill_window_factor, shipped_kernel_sets
 
+# MXFP4 experts with 16-bit activations (gpt-oss's checkpoint) that an engine runs with MXFP8 activations instead
+# where its tables measured that lane (the Blackwell GPUs): TensorRT-LLM's deployment guide for GPT-OSS lists
+# MXFP8 activations x MXFP4 weights on its TRTLLM MoE backend, the default on B200/GB200/B300/GB300 (BF16 x MXFP4
+# with TRITON on H200); vLLM's and SGLang's measured lanes keep 16-bit activations.
+MXFP8_ACTIVATION_ENGINES = {"trtllm": "MXFP8 activations x MXFP4 experts, TensorRT-LLM's default TRTLLM MoE "
+                            "backend on Blackwell (deployment guide for GPT-OSS)"}
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
              "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla"}
 
@@ -117,6 +123,11 @@ class MeasuredTiming:
                 f"{other} gemm (proxy)")
         if family == "moe":
             _, dtype, topk, experts, hidden, inter, tp, ep, share = key
+            if dtype == "mxfp4_wo" and k.engine in MXFP8_ACTIVATION_ENGINES:
+                grid = k.moe_table("mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
+                if grid is not None:  # measured on this device: its Blackwell lane
+                    return TableRead(grid, 1, share=share), (
+                        self.label("moe") + "; " + MXFP8_ACTIVATION_ENGINES[k.engine]), None
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
             if grid is None and dtype == "fp8_block":  # the per-tensor fp8 kernel's rows stand in
                 grid = k.moe_table("fp8", topk, experts, hidden, inter, tp, ep)
