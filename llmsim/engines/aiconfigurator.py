@@ -61,6 +61,13 @@ COMPACT_KV_HEADS = (1, 2, 4, 8, 16, 32, 64)
 COMPACT_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
 COMPACT_HEAD_DIMS = (64, 128, 256)
 
+# Gated DeltaNet (linear attention) tables: the kernel ("conv1d" or "delta_rule"), head dims, convolution width,
+# per-GPU key and value heads
+GDN_KEYS = ("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads")
+COMPACT_GDN_BATCH = (1, 4, 16, 64)
+COMPACT_GDN_ISL = (1, 8, 64, 512, 4096, 32768)
+COMPACT_GDN_DECODE_BATCH = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
 # family -> (key columns, grid axes) of llmsim's files (table_file.read_table_file reads them back)
 FAMILY_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gemm": (("dtype",), ("m", "n", "k")),
@@ -71,6 +78,8 @@ FAMILY_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "nccl": (("collective", "num_gpus"), ("message_bytes",)),
     "prefill_mla": (("kv_dtype", "num_heads"), ("batch", "isl")),
     "decode_mla": (("kv_dtype", "num_heads"), ("batch", "keys")),
+    "prefill_gdn": (GDN_KEYS, ("batch", "isl")),
+    "decode_gdn": (GDN_KEYS, ("batch",)),
 }
 # aiconfigurator's NCCL op names -> llmsim's collective kinds
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "alltoall": "all_to_all",
@@ -106,7 +115,9 @@ def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | Non
                "decode_attention": lambda d, e, f: _attention(d, e, f, "generation_attention_perf", "keys"),
                "moe": _moe, "all_reduce": _all_reduce, "nccl": _nccl,
                "prefill_mla": lambda d, e, f: _mla(d, e, "context_mla_perf", "isl"),
-               "decode_mla": lambda d, e, f: _mla(d, e, "generation_mla_perf", "keys")}
+               "decode_mla": lambda d, e, f: _mla(d, e, "generation_mla_perf", "keys"),
+               "prefill_gdn": lambda d, e, f: _gdn(d, e, f, "context"),
+               "decode_gdn": lambda d, e, f: _gdn(d, e, f, "generation")}
     existing = [str(out_dir / f"{family}.csv") for family in wanted if (out_dir / f"{family}.csv").exists()]
     if existing:
         raise LlmsimError(f"{existing[0]} exists: llmsim never overwrites a file; choose another --out")
@@ -370,6 +381,55 @@ def _nccl(system_dir: Path, engine: str, full: bool) -> Any:
     return (_full_grids(out, ("collective", "num_gpus"), ("message_bytes",)), path,
             {"nccl_version": path.parent.name, "note": "nccl-tests out-of-place times; message_size elements x 2 "
              "bytes (fp16)"})
+
+
+def _gdn_kernel(source: str) -> str | None:
+    """llmsim's name of a gdn_perf kernel source: "conv1d" (causal_conv1d_fn in prefill, causal_conv1d_update in
+    decode) or "delta_rule" (the chunked rule in prefill: chunk_gated_delta_rule[_flashinfer|_triton]; the
+    recurrent one in decode: fused_recurrent_gated_delta_rule[_packed_decode], fused_sigmoid_gating_...)."""
+    if source.startswith("causal_conv1d"):
+        return "conv1d"
+    if "delta_rule" in source:
+        return "delta_rule"
+    return None
+
+
+def _gdn(system_dir: Path, engine: str, full: bool, phase: str) -> Any:
+    """Gated DeltaNet kernels (Qwen3.5, Qwen3-Next linear attention), one call of one layer's kernel on one GPU
+    with per-GPU heads (the package's model builder looks them up at heads / tp). Prefill ("context"): the
+    causal convolution over the packed q, k, v of `batch` fresh prompts of `isl` tokens, and the chunked delta
+    rule over them (q, k already L2-normalised, the gates given); decode ("generation"): one token per sequence,
+    the convolution's state update and the recurrent delta rule (vLLM's and SGLang's packed decode kernel fuse
+    the gates and the L2 norm). The package keys rows also by d_model, which no GDN kernel reads (its
+    collectors size every tensor from the heads): the same shape measured under several model names is one
+    point here, the fastest of its repeats (noise only adds time)."""
+    found = _table(system_dir, "linear_attention", engine, "gdn_perf")
+    if found is None:
+        return None
+    rows, path = found
+    rows = [r for r in rows if r["phase"] == phase and _gdn_kernel(str(r["kernel_source"])) is not None]
+    axis = "isl" if phase == "context" else None
+    best: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        point = {"kernel": _gdn_kernel(str(r["kernel_source"])), "head_k_dim": r["head_k_dim"],
+                 "head_v_dim": r["head_v_dim"], "conv": r["d_conv"], "num_k_heads": r["num_k_heads"],
+                 "num_v_heads": r["num_v_heads"], "batch": r["batch_size"], "latency_ms": r["latency"]}
+        if axis:
+            point[axis] = r["seq_len"]
+        at = tuple(v for k, v in point.items() if k != "latency_ms")
+        if at not in best or point["latency_ms"] < best[at]["latency_ms"]:
+            best[at] = point
+    out = list(best.values())
+    family = "prefill_gdn" if axis else "decode_gdn"
+    if not full:
+        batches = COMPACT_GDN_BATCH if axis else COMPACT_GDN_DECODE_BATCH
+        out = [r for r in out if r["batch"] in batches and (not axis or r[axis] in COMPACT_GDN_ISL)]
+    keys, axes = FAMILY_COLUMNS[family]
+    return (_full_grids(out, keys, axes, fill_first_axis=bool(axis)), path,
+            {"kernel_sources": _sources(rows), "phase": phase,
+             "shape": "per-GPU heads; q, k, v packed in one convolution of 2 x num_k_heads x head_k_dim + "
+                      "num_v_heads x head_v_dim channels; float32 recurrent state; the fastest repeat of a shape "
+                      "measured under several model names (d_model)"})
 
 
 def _sources(rows: list[dict[str, Any]]) -> str:

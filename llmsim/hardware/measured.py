@@ -13,6 +13,9 @@ Rules where a table holds no exact slice (each an approximation, named where it 
   count is already min(kv_len + 1, W)); prefill scales the full-attention time at the prompt length by
   the ratio of (query, key) pairs the window (or chunked attention's chunks) keeps to the causal triangle's.
 - MoE: the exact model shape (hidden, intermediate, top-k, experts, TP, EP) must be in the table.
+- Gated DeltaNet (prefill_gdn, decode_gdn): the exact per-GPU shape (kernel, head dims, convolution width, key
+  and value heads) must be in the table; the package measured every tensor-parallel split of the Qwen3.5
+  family (16 key heads, 16 to 64 value heads, dims 128, width 4) from 1 to 16 GPUs.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "nccl": (("collective", "num_gpus"), ("message_bytes",), False),
     "prefill_mla": (("kv_dtype", "num_heads"), ("batch", "isl"), True),
     "decode_mla": (("kv_dtype", "num_heads"), ("batch", "keys"), True),
+    "prefill_gdn": (("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads"), ("batch", "isl"),
+                    True),
+    "decode_gdn": (("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads"), ("batch",), False),
 }
 _GEMM_TABLE_OF = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8_wo", "int4": "int4_wo", "fp4": "nvfp4"}
 
@@ -122,6 +128,14 @@ class MeasuredKernels:
         table = self.tables.get("moe")
         name = _GEMM_TABLE_OF.get(dtype, dtype)
         return None if table is None else table.grids.get((name, topk, experts, hidden, inter, tp, ep))
+
+    def gdn_table(self, phase: str, kernel: str, head_k_dim: int, head_v_dim: int, conv: int, k_heads: Any,
+                  v_heads: Any) -> GridTable | None:
+        """The Gated DeltaNet grid of a phase ("prefill": batch x isl; "decode": batch) for one kernel ("conv1d",
+        "delta_rule") at per-GPU heads, or None."""
+        table = self.tables.get(f"{phase}_gdn")
+        key = (kernel, head_k_dim, head_v_dim, conv, k_heads, v_heads)
+        return None if table is None else table.grids.get(key)
 
     def nccl_table(self, collective: str, num_gpus: int) -> GridTable | None:
         table = self.tables.get("nccl")

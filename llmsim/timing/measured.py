@@ -7,6 +7,8 @@ An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the
     ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window, chunked)   x = batch, y = prompt tokens
     ("decode_attention", kv_dtype, head_dim, heads, kv_heads)     x = batch, y = keys attended
     ("prefill_mla" | "decode_mla", kv_dtype, heads)      DeepSeek-shaped MLA, as the attention ones
+    ("prefill_gdn", kernel, dk, dv, conv, k_heads, v_heads, act_dtype)   x = batch, y = prompt tokens
+    ("decode_gdn", kernel, dk, dv, conv, k_heads, v_heads, act_dtype)    x = tokens of the step (one per sequence)
 Its roofline terms (compute_s and memory_s, as the hardware file derates them) are then both scaled by
 measured / roofline, so the op's time is the measured time and its bound stays the larger roofline term.
 An op no table covers keeps the roofline; `reason` says why, per op.
@@ -25,7 +27,11 @@ from ..hardware.measured import MeasuredKernels, measured_for, prefill_window_fa
 MXFP8_ACTIVATION_ENGINES = {"trtllm": "MXFP8 activations x MXFP4 experts, TensorRT-LLM's default TRTLLM MoE "
                             "backend on Blackwell (deployment guide for GPT-OSS)"}
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
-             "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla"}
+             "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla",
+             "prefill_gdn": "prefill_gdn", "decode_gdn": "decode_gdn"}
+# activation dtypes the Gated DeltaNet tables time (their q, k, v are bf16; fp16 runs the same kernels, and fp8
+# checkpoints quantize only the GEMMs around them)
+_GDN_ACTIVATIONS = ("bfloat16", "float16", "fp8")
 
 
 # GEMM lanes the static per-tensor fp8 rows stand in for where an engine and device lack them (how the note
@@ -138,6 +144,8 @@ class MeasuredTiming:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
             return TableRead(grid, 1, share=share), self.label("moe"), None
+        if family in ("prefill_gdn", "decode_gdn"):
+            return _gdn_lookup(k, self.label(family), key)
         if family in ("prefill_mla", "decode_mla"):  # key (family, kv_dtype, per-GPU heads)
             grid = k.tables[family].grids.get(tuple(key[1:]))
             if grid is None:
@@ -245,6 +253,20 @@ class TableRead:
             return float(t)
 
         return time_s
+
+
+def _gdn_lookup(kernels: MeasuredKernels, label: str, key: tuple) -> tuple[Any, str, str | None]:
+    """A Gated DeltaNet op's table read: (batch, prompt tokens) in prefill, the step's tokens in decode; the
+    exact per-GPU shape or the roofline with the reason."""
+    family, kernel, dk, dv, conv, k_heads, v_heads, act_dtype = key
+    phase = family.split("_")[0]
+    if act_dtype not in _GDN_ACTIVATIONS:
+        return None, f"{family}: {act_dtype} activations (the tables time 16-bit q, k, v)", None
+    grid = kernels.gdn_table(phase, kernel, dk, dv, conv, k_heads, v_heads)
+    if grid is None:
+        return None, (f"no {family} {kernel} row for {k_heads}/{v_heads} key/value heads per GPU, head dims "
+                      f"{dk}/{dv}, convolution width {conv} (engine {kernels.engine} on {kernels.device})"), None
+    return TableRead(grid, 2 if phase == "prefill" else 1), f"{label}; {kernel}", None
 
 
 def _proxy_gemm(device: str, engine: str, dtype: str) -> tuple[str, Any] | None:
