@@ -64,8 +64,8 @@ COMPACT_HEAD_DIMS = (64, 128, 256)
 # Gated DeltaNet (linear attention) tables: the kernel ("conv1d" or "delta_rule"), head dims, convolution width,
 # per-GPU key and value heads
 GDN_KEYS = ("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads")
-COMPACT_GDN_BATCH = (1, 4, 16, 64)
-COMPACT_GDN_ISL = (1, 8, 64, 512, 4096, 32768)
+COMPACT_GDN_BATCH = (1, 2, 4, 16, 64)
+COMPACT_GDN_ISL = (1, 4, 16, 64, 256, 1024, 4096, 32768)
 COMPACT_GDN_DECODE_BATCH = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 # family -> (key columns, grid axes) of llmsim's files (table_file.read_table_file reads them back)
