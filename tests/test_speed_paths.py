@@ -269,3 +269,25 @@ def test_serving_decode_steps_equal_the_parts_without_proposals() -> None:
     for n in (1, 3, 16, 100):
         parts = step.tokens(0, n) + step.lm_head(n, n) + step.decode_attention(n, means) + step.proposals(n, means)
         assert np.array_equal(step.decode_steps_s(n, means), parts)
+
+
+def test_serving_prices_linear_attention_scans_by_their_new_tokens() -> None:
+    """A Gated DeltaNet scan costs by the chunk's new tokens (a fixed-size state carries the prefix), so a chunk after
+    a long cached prefix costs more than a fresh one only through the softmax-attention layers: the step's time
+    difference equals the full-attention layers' flash op read at the two pair-equivalent lengths."""
+    from llmsim.serving.step_cost import StepCost, _split
+    from llmsim.timing.phases import prefill_totals
+
+    spec, hw, cost, execution = resolve("qwen3-next-80b-a3b", "h200", tensor_parallel=4)
+    roofline = Roofline(hw, execution)
+    totals = prefill_totals(spec, roofline, cost, 1, 2048.0)
+    attention, _, _ = _split(totals)
+    by_name = dict(zip(totals.names, totals.per_op["time_s"]))
+    assert float(attention) == pytest.approx(float(by_name["layers.full.attn.flash"]), rel=1e-12)
+    assert float(by_name["layers.linear.attn.scan"]) > 0  # priced with the step's tokens (in `rest`)
+    step = StepCost(spec, roofline, cost, 8192, 16, 40_000)
+    q, c = 1024, 16384
+    fresh, after = step.step_s(0.0, 0, [(q, 0)], 1), step.step_s(0.0, 0, [(q, c)], 1)
+    # pairs q*c + q*q/2 as one fresh prefill of sqrt(2 * pairs) tokens: only the attention core moves
+    core = step.prefill_attention(1, q * c + q * q / 2) - step.prefill_attention(1, q * q / 2)
+    assert after - fresh == pytest.approx(core, rel=1e-12)

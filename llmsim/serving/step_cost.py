@@ -10,7 +10,8 @@ composed from per-op totals evaluated once, on grids, by the same cost model `si
              + prefill_attention_s(chunks, pair-equivalent length)
 
 - tokens_s(T): every op but the attention core and the LM head, for T = prefill tokens + decode tokens
-  run together (GEMMs at m = T, norms, rotary, KV writes, MoE, collectives, their launch overheads).
+  run together (GEMMs at m = T, norms, rotary, KV writes, MoE, collectives, their launch overheads, and the
+  linear-attention and SSM layers' scans and state updates, whose cost follows the new tokens only).
   A step without prefill tokens is priced by the decode graph at batch T, one with prefill tokens by the
   prefill graph at T tokens (the two agree for every model but MLA, whose decode runs weight-absorbed).
 - lm_head_s(n): the LM head (and its gather) over the n requests that emit a token this step.
@@ -78,11 +79,17 @@ def batch_grid(largest: int) -> np.ndarray:
     return np.concatenate([small, large[large > 16]])
 
 
+# The recurrent-state ops of linear-attention (Gated DeltaNet) and SSM (Mamba-2) layers: kind "attention", but
+# their cost follows the new tokens and a fixed-size state, not the cached length (blocks/linear_attention.py,
+# blocks/ssm.py name them so). They are priced with the step's tokens, not at a pair-equivalent length.
+RECURRENT_STATE_OPS = (".scan", ".update")
+
+
 def _split(totals: PhaseTotals) -> tuple[Any, Any, Any]:
     """(attention core, LM head, everything else) time of a phase's ops, summed over ops."""
     attention, head, rest = 0.0, 0.0, 0.0
     for name, kind, time_s in zip(totals.names, totals.kinds, totals.per_op["time_s"]):
-        if kind == "attention":
+        if kind == "attention" and not name.endswith(RECURRENT_STATE_OPS):
             attention = attention + time_s
         elif name == "lm_head" or name.startswith("lm_head."):
             head = head + time_s
