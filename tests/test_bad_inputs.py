@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llmsim
-from llmsim.errors import ConfigError, LlmsimError, OptionError
+from llmsim.errors import ConfigError, HardwareError, LlmsimError, OptionError
 
 from .tiny_configs import TINY_CONFIGS
 
@@ -337,7 +337,31 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "num_microbatches=4 applies to pipeline_parallel > 1"),  # was: TPOT x4, the header silent
     ("simulate-trtllm-on-a-cpu", lambda: llmsim.simulate(MODEL, "cpu-generic", engine="trtllm", prompt_len=16,
                                                           gen_len=2), OptionError,
-     "engine='trtllm' does not run on a cpu; choose one of vllm, sglang, torch-compile"),  # was: CUDA graphs on a CPU
+     "engine='trtllm' runs on nvidia gpus only, not on an intel cpu; choose one of torch-compile, transformers, "
+     "roofline$"),  # was: CUDA graphs on a CPU
+    # hardware files name their vendor: TensorRT-LLM runs on NVIDIA GPUs only, vLLM and SGLang on NVIDIA and AMD ones
+    ("simulate-trtllm-on-an-amd-gpu", lambda: llmsim.simulate(MODEL, "mi300x", engine="trtllm", prompt_len=16,
+                                                              gen_len=2), OptionError,
+     "engine='trtllm' runs on nvidia gpus only, not on an amd gpu; choose one of vllm, sglang, torch-compile, "
+     "transformers, roofline$"),  # was: costed with TensorRT-LLM's CUDA graphs on an MI300X
+    ("serve-trtllm-on-an-amd-gpu", lambda: llmsim.serve(MODEL, "mi300x", engine="trtllm", num_requests=2,
+                                                        prompt_len=16, gen_len=2, concurrency=1), OptionError,
+     "engine='trtllm' runs on nvidia gpus only, not on an amd gpu"),
+    ("plan-serving-trtllm-on-an-amd-gpu", lambda: llmsim.plan_serving(MODEL, "mi300x", engine="trtllm",
+                                                                      request_rate=2.0, tpot_slo_s=0.05),
+     OptionError, "engine='trtllm' runs on nvidia gpus only, not on an amd gpu"),
+    ("simulate-vllm-on-a-cpu", lambda: llmsim.simulate(MODEL, "cpu-generic", engine="vllm", prompt_len=16,
+                                                        gen_len=2), OptionError,
+     "engine='vllm' runs on nvidia and amd gpus only, not on an intel cpu; choose one of torch-compile, "
+     "transformers, roofline$"),  # was: vLLM's CUDA graphs and paged flash attention on a CPU
+    ("simulate-sglang-on-an-intel-gpu", lambda: llmsim.simulate(
+        MODEL, dict(llmsim.load_hardware(GPU).model_dump(exclude={"path"}), vendor="intel"), engine="sglang",
+        prompt_len=16, gen_len=2), OptionError,
+     "engine='sglang' runs on nvidia and amd gpus only, not on an intel gpu; choose one of torch-compile, "
+     "transformers, roofline$"),
+    ("hardware-unknown-vendor", lambda: llmsim.load_hardware(
+        dict(llmsim.load_hardware(GPU).model_dump(exclude={"path"}), vendor="nvida")), HardwareError,
+     "vendor='nvida'; allowed: nvidia, amd, intel, unknown$"),
     ("simulate-tables-at-peak", _simulate(engine="roofline", tables="sglang"), OptionError,
      "tables='sglang' with efficiency='peak'"),  # was: the tables named in the result, none read
     ("sweep-tables-at-peak", _sweep(efficiency="peak", tables="vllm"), OptionError, "tables='vllm' with efficiency"),
@@ -569,7 +593,9 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("op-attention-negative-kv", _op("attention", heads=32, q_len=1, kv_len=-1), OptionError,
      "kv_len=-1 must be an integer in 0"),
     ("op-trtllm-on-a-cpu", lambda: llmsim.op_cost("matmul", "cpu-generic", m=4, n=4, k=4, engine="trtllm"),
-     OptionError, "engine='trtllm' does not run on a cpu"),
+     OptionError, "engine='trtllm' runs on nvidia gpus only, not on an intel cpu"),
+    ("op-trtllm-on-an-amd-gpu", lambda: llmsim.op_cost("matmul", "mi300x", m=4, n=4, k=4, engine="trtllm"),
+     OptionError, "engine='trtllm' runs on nvidia gpus only, not on an amd gpu"),
     ("op-unknown-option", _op("matmul", fusion="full", m=4, n=4, k=4), OptionError, "option='fusion' is not allowed"),
 ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import platform
+from pathlib import Path
 
 import pytest
 import tomllib
@@ -66,6 +67,10 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
     # the file is the TOML schema of hardware/*.toml: {value, unit, source} per number
     data = tomllib.loads(path.read_text())
     assert set(data["memory"]["bandwidth_bytes_per_s"]) == {"value", "unit", "source"}
+    # who made the CPU, from the kernel's vendor_id (this machine's lscpu says the same), as engines check it
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    made_by = "intel" if "GenuineIntel" in cpuinfo else "amd" if "AuthenticAMD" in cpuinfo else "unknown"
+    assert data["vendor"] == back.vendor == spec.vendor == made_by
     # thin-shape matmul efficiency per calibrated dtype, read back from the file as written
     for precision in ("fp32", "bf16"):
         curve = back.matmul_rows[precision]

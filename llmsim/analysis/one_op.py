@@ -204,7 +204,7 @@ class _OneOp:
 
 def _device(hardware: Any, engine: str | None, execution: dict[str, Any]) -> tuple[Any, Any, str]:
     """The device, execution options (the engine's, then those given) and the engine's name."""
-    from ..engines.catalog import check_tables_device, default_engine_name, get_engine
+    from ..engines.catalog import check_tables_device, engine_on
     from ..hardware.spec import load_hardware
     from ..timing.roofline import ExecutionOptions
 
@@ -215,7 +215,7 @@ def _device(hardware: Any, engine: str | None, execution: dict[str, Any]) -> tup
             from ..errors import choice_error
 
             raise choice_error("option", name, allowed | {"engine"})
-    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type), hw.device_type)
+    chosen = engine_on(engine, hw)
     options = ExecutionOptions.make(**{**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
                                        "table_families": chosen.table_families,
                                        **{k: v for k, v in execution.items() if v is not None}})
