@@ -110,6 +110,7 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
         assumptions=assumptions_of(spec, hw, cost, execution),
         engine=execution.engine,
         **provenance_of(roofline, (prefill, decode)),
+        device_type=hw.device_type,
     )
     remember_inputs(result, (spec, hw, cost, execution))  # for layer_table, which computes one step again
     return result

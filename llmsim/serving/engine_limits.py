@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.memory import peak_activation_bytes, weights_bytes, workspace_bytes
+from ..analysis.text import device_word
 from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError
 from ..hardware.spec import HardwareSpec
@@ -126,8 +127,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         holds = (f"{max(blocks, 0) * block} tokens" if per_token > 0 else f"{max(blocks, 0)} sequence states")
         with_state = f" plus its fixed-size state ({state / _GIB:.2f} GiB)" if state else ""
         raise OptionError(
-            f"the KV cache holds {holds} per GPU after the weights ({weights_bytes(model, options) / p / _GIB:.1f} "
-            f"GiB) at gpu_memory_utilization={util}, fewer than the longest request's {longest_request} tokens"
+            f"the KV cache holds {holds} per {device_word(hardware.device_type)} after the weights "
+            f"({weights_bytes(model, options) / p / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the "
+            f"longest request's {longest_request} tokens"
             f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
                            block_size=int(block), state_blocks=state_blocks,
