@@ -362,6 +362,8 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("hardware-unknown-vendor", lambda: llmsim.load_hardware(
         dict(llmsim.load_hardware(GPU).model_dump(exclude={"path"}), vendor="nvida")), HardwareError,
      "vendor='nvida'; allowed: nvidia, amd, intel, unknown$"),
+    ("serve-token-budget-below-max-num-seqs", _serve(concurrency=1, max_num_seqs=64, max_num_batched_tokens=10),
+     OptionError, "max_num_batched_tokens=10 is below max_num_seqs=64"),  # was: max_num_seqs lowered to 10, unsaid
     ("simulate-tables-at-peak", _simulate(engine="roofline", tables="sglang"), OptionError,
      "tables='sglang' with efficiency='peak'"),  # was: the tables named in the result, none read
     ("sweep-tables-at-peak", _sweep(efficiency="peak", tables="vllm"), OptionError, "tables='vllm' with efficiency"),
