@@ -167,6 +167,31 @@ def test_validate_shipped_gpt2_shrunk_with_profile() -> None:
     assert "matmul pred/meas" in report.to_markdown()
 
 
+def test_validate_prints_no_kineto_lines(capfd: pytest.CaptureFixture[str]) -> None:
+    """torch 2.13's Kineto wrote "USDT:<time> <pid>:<tid> SyncActivityProfilerHandler.cpp:52] profiler_start" (and
+    profiler_stop) to stderr (file descriptor 2, from C++) at every torch.profiler start and stop: the
+    attention-kernel check and each case of --profile. The CLI as a user runs it, stderr read at the descriptor
+    (in this process: a subprocess would spend most of its time importing torch); llmsim's own warnings remain."""
+    from llmsim.cli import main
+
+    code = main(["validate", "gpt2", "--hardware", HW, "--num-layers", "1", "--seq-lens", "8", "--kv-lens", "8",
+                 "--batch-sizes", "1", "--repeats", "1", "--warmup", "0", "--threads", "1", "--profile"])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    assert "matmul pred/meas" in out  # the profiled split ran
+    assert not [line for line in err.splitlines() if "USDT" in line or "profiler_st" in line], err
+    assert "warning: hardware 'cpu-generic'" in err  # cpu-generic is not this machine: still said
+
+
+def test_only_kinetos_usdt_lines_are_dropped(capfd: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    with hf_model_module.torch_profiler("cpu"):
+        os.write(2, b"USDT:2026-11-24 06:25:50 1:1 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+        os.write(2, b"a warning of the run\n")
+    assert capfd.readouterr().err == "a warning of the run\n"
+
+
 @pytest.mark.parametrize("name", ["mistral-sliding", "gpt_oss", "mixtral", "deepseek_v3", "falcon-mqa-parallel"])
 def test_validate_runs_other_architectures(name: str) -> None:
     """Sliding windows past the window, MoE, MLA, parallel blocks: prefill and decode run and compare."""
