@@ -331,3 +331,18 @@ def test_a_cpu_is_counted_per_cpu(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(llmsim.errors.OptionError, match=r"the KV cache holds \d+ tokens per CPU after the weights"):
         llmsim.serve("llama-3.1-8b", "cpu-generic", concurrency=1, num_requests=1, prompt_len=100000,
                      gpu_memory_utilization=0.04)
+
+
+def test_models_lists_without_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    """`llmsim models` warned three times that configs state no dtype (gpt2, gpt-oss, MiniMax) before its table:
+    a listing marks the assumed dtype in its column instead."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an AssumptionWarning escaping would fail here
+        assert main(["models"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert "bfloat16 (assumed)" in rows["gpt2"] and "(assumed)" not in rows["llama-3.1-8b"]
+    assert " float32 " in rows["gemma-2-9b"]  # stated float32 in its config: shown as stated
