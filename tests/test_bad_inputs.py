@@ -599,6 +599,9 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("op-trtllm-on-an-amd-gpu", lambda: llmsim.op_cost("matmul", "mi300x", m=4, n=4, k=4, engine="trtllm"),
      OptionError, "engine='trtllm' runs on nvidia gpus only, not on an amd gpu"),
     ("op-unknown-option", _op("matmul", fusion="full", m=4, n=4, k=4), OptionError, "option='fusion' is not allowed"),
+    ("op-conv-no-filters", _op("conv", shape=[1, 3, 8, 8], kernel_size=3), OptionError, "out_channels is missing"),
+    ("op-conv-kernel-past-input", _op("conv", shape=[1, 3, 8, 8], out_channels=4, kernel_size=9), OptionError,
+     r"kernel_size=\[9, 9\] is larger than the padded input \[8, 8\]"),
 ]
 
 
