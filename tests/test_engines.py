@@ -121,6 +121,7 @@ def test_every_shipped_device_names_its_vendor_and_engines_run_where_they_can() 
     vendors = {name: llmsim.load_hardware(name).vendor for name in shipped_hardware_names()}
     assert vendors.pop("mi300x") == "amd" and vendors.pop("cpu-generic") == "intel"
     assert set(vendors.values()) == {"nvidia"}
+    assert llmsim.load_hardware("mi300x").summary_row()["vendor"] == "amd"  # a column of `llmsim hardware`
     no_vendor = llmsim.load_hardware("mi300x").model_dump(exclude={"path", "vendor"})
     assert llmsim.load_hardware(no_vendor).vendor == "unknown"
     assert llmsim.simulate("llama-3.2-1b", no_vendor, engine="trtllm", prompt_len=16, gen_len=2).engine == "trtllm"

@@ -209,6 +209,7 @@ class HardwareSpec(BaseModel):
         bf16 = self.matrix_flops_per_s.get("bf16") or self.matrix_flops_per_s.get("fp32")
         return {
             "name": self.name,
+            "vendor": self.vendor,
             "description": self.description,
             "bf16_tflops": round(bf16.value / 1e12, 1) if bf16 else None,
             "bandwidth_tb_s": round(self.memory_bandwidth_bytes_per_s / 1e12, 3),
