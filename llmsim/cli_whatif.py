@@ -43,7 +43,8 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("kind", choices=OP_KINDS)
     p.add_argument("--hardware", "--hw", required=True, help="a shipped device or a hardware .toml file")
     p.add_argument("--dtype", default="bfloat16", help="e.g. fp16, bf16, fp8, float32 (default: bfloat16)")
-    p.add_argument("--shape", help="elementwise and norm: the tensor's shape, e.g. 32,2048,4096")
+    p.add_argument("--shape", help="elementwise and norm: the tensor's shape, e.g. 32,2048,4096; conv: the input "
+                   "[N, C_in, *spatial], e.g. 8,64,56,56")
     p.add_argument("--flops-per-element", type=_at_least(0), default=1, help="elementwise: vector FLOPs per element")
     p.add_argument("--inputs", type=_at_least(0), default=1, help="elementwise: tensors read (default 1)")
     p.add_argument("--outputs", type=positive_int, default=1, help="elementwise: tensors written (default 1)")
@@ -57,6 +58,10 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("--head-dim", type=positive_int, default=128, help="attention: head size (default 128)")
     p.add_argument("--q-len", type=positive_int, help="attention: new tokens per sequence (1: a decode step)")
     p.add_argument("--kv-len", type=_at_least(0), default=0, help="attention: cached tokens before them")
+    p.add_argument("--out-channels", type=positive_int, help="conv: filters (output channels)")
+    p.add_argument("--kernel-size", help="conv: filter size, one (3) or one per spatial axis (3,3)")
+    p.add_argument("--stride", type=positive_int, default=1, help="conv: stride (default 1)")
+    p.add_argument("--padding", type=_at_least(0), default=0, help="conv: zero padding per side (default 0)")
     p.add_argument("--engine", choices=ENGINE_NAMES, help="whose kernels and measured tables (default: vllm on a "
                    "GPU, transformers on a CPU)")
     for name, choices in (("efficiency", ("achievable", "peak")), ("overhead", ("graph", "eager", "none")),
@@ -100,11 +105,16 @@ def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
             raise OptionError("--shape: attention takes --batch, --heads, --kv-heads, --head-dim, --q-len, --kv-len")
         if args.kind in ("elementwise", "norm") and not args.shape:
             raise OptionError(f"--shape is missing: {args.kind} needs the tensor's shape, e.g. --shape 32,2048,4096")
+        if args.kind == "conv" and not args.shape:
+            raise OptionError("--shape is missing: conv needs its input [N, C_in, *spatial], e.g. --shape 8,64,56,56")
+        if args.kind != "conv" and (args.out_channels or args.kernel_size):
+            raise OptionError(f"--out-channels/--kernel-size: only conv takes them, not {args.kind}")
         result = op_cost(args.kind, args.hardware, args.dtype, shape=args.shape,
                          flops_per_element=args.flops_per_element, inputs=args.inputs, outputs=args.outputs,
                          norm=args.norm, m=args.m, n=args.n, k=args.k, batch=args.batch, heads=args.heads,
                          kv_heads=args.kv_heads, head_dim=args.head_dim, q_len=args.q_len, kv_len=args.kv_len,
-                         engine=args.engine,
+                         out_channels=args.out_channels, kernel_size=args.kernel_size, stride=args.stride,
+                         padding=args.padding, engine=args.engine,
                          efficiency=args.efficiency, overhead=args.overhead, overlap=args.overlap)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0

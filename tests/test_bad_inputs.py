@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llmsim
-from llmsim.errors import ConfigError, LlmsimError, OptionError
+from llmsim.errors import ConfigError, HardwareError, LlmsimError, OptionError
 
 from .tiny_configs import TINY_CONFIGS
 
@@ -337,7 +337,33 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "num_microbatches=4 applies to pipeline_parallel > 1"),  # was: TPOT x4, the header silent
     ("simulate-trtllm-on-a-cpu", lambda: llmsim.simulate(MODEL, "cpu-generic", engine="trtllm", prompt_len=16,
                                                           gen_len=2), OptionError,
-     "engine='trtllm' does not run on a cpu; choose one of vllm, sglang, torch-compile"),  # was: CUDA graphs on a CPU
+     "engine='trtllm' runs on nvidia gpus only, not on an intel cpu; choose one of torch-compile, transformers, "
+     "roofline$"),  # was: CUDA graphs on a CPU
+    # hardware files name their vendor: TensorRT-LLM runs on NVIDIA GPUs only, vLLM and SGLang on NVIDIA and AMD ones
+    ("simulate-trtllm-on-an-amd-gpu", lambda: llmsim.simulate(MODEL, "mi300x", engine="trtllm", prompt_len=16,
+                                                              gen_len=2), OptionError,
+     "engine='trtllm' runs on nvidia gpus only, not on an amd gpu; choose one of vllm, sglang, torch-compile, "
+     "transformers, roofline$"),  # was: costed with TensorRT-LLM's CUDA graphs on an MI300X
+    ("serve-trtllm-on-an-amd-gpu", lambda: llmsim.serve(MODEL, "mi300x", engine="trtllm", num_requests=2,
+                                                        prompt_len=16, gen_len=2, concurrency=1), OptionError,
+     "engine='trtllm' runs on nvidia gpus only, not on an amd gpu"),
+    ("plan-serving-trtllm-on-an-amd-gpu", lambda: llmsim.plan_serving(MODEL, "mi300x", engine="trtllm",
+                                                                      request_rate=2.0, tpot_slo_s=0.05),
+     OptionError, "engine='trtllm' runs on nvidia gpus only, not on an amd gpu"),
+    ("simulate-vllm-on-a-cpu", lambda: llmsim.simulate(MODEL, "cpu-generic", engine="vllm", prompt_len=16,
+                                                        gen_len=2), OptionError,
+     "engine='vllm' runs on nvidia and amd gpus only, not on an intel cpu; choose one of torch-compile, "
+     "transformers, roofline$"),  # was: vLLM's CUDA graphs and paged flash attention on a CPU
+    ("simulate-sglang-on-an-intel-gpu", lambda: llmsim.simulate(
+        MODEL, dict(llmsim.load_hardware(GPU).model_dump(exclude={"path"}), vendor="intel"), engine="sglang",
+        prompt_len=16, gen_len=2), OptionError,
+     "engine='sglang' runs on nvidia and amd gpus only, not on an intel gpu; choose one of torch-compile, "
+     "transformers, roofline$"),
+    ("hardware-unknown-vendor", lambda: llmsim.load_hardware(
+        dict(llmsim.load_hardware(GPU).model_dump(exclude={"path"}), vendor="nvida")), HardwareError,
+     "vendor='nvida'; allowed: nvidia, amd, intel, unknown$"),
+    ("serve-token-budget-below-max-num-seqs", _serve(concurrency=1, max_num_seqs=64, max_num_batched_tokens=10),
+     OptionError, "max_num_batched_tokens=10 is below max_num_seqs=64"),  # was: max_num_seqs lowered to 10, unsaid
     ("simulate-tables-at-peak", _simulate(engine="roofline", tables="sglang"), OptionError,
      "tables='sglang' with efficiency='peak'"),  # was: the tables named in the result, none read
     ("sweep-tables-at-peak", _sweep(efficiency="peak", tables="vllm"), OptionError, "tables='vllm' with efficiency"),
@@ -545,8 +571,8 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("whatif-bad-value", _whatif(vary={"fusion": ["none", "fused"]}), OptionError,
      "fusion='fused' is not allowed; choose one of"),
     ("whatif-bad-batch", _whatif(batch_size=0), OptionError, "batch_size=0 must be an integer in 1"),
-    ("op-bad-kind", _op("conv"), OptionError,
-     "kind='conv' is not allowed; choose one of attention, elementwise, matmul, norm"),
+    ("op-bad-kind", _op("softmax"), OptionError,
+     "kind='softmax' is not allowed; choose one of attention, conv, elementwise, matmul, norm"),
     ("op-no-shape", _op("elementwise"), OptionError, "shape=None must be a non-empty list of integers"),
     ("op-empty-shape", _op("norm", shape=[]), OptionError, r"shape=\[\] must be a non-empty list"),
     ("op-zero-dim", _op("elementwise", shape=[4, 0]), OptionError, "shape=0 must be an integer in 1"),
@@ -569,8 +595,13 @@ WHATIF_CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("op-attention-negative-kv", _op("attention", heads=32, q_len=1, kv_len=-1), OptionError,
      "kv_len=-1 must be an integer in 0"),
     ("op-trtllm-on-a-cpu", lambda: llmsim.op_cost("matmul", "cpu-generic", m=4, n=4, k=4, engine="trtllm"),
-     OptionError, "engine='trtllm' does not run on a cpu"),
+     OptionError, "engine='trtllm' runs on nvidia gpus only, not on an intel cpu"),
+    ("op-trtllm-on-an-amd-gpu", lambda: llmsim.op_cost("matmul", "mi300x", m=4, n=4, k=4, engine="trtllm"),
+     OptionError, "engine='trtllm' runs on nvidia gpus only, not on an amd gpu"),
     ("op-unknown-option", _op("matmul", fusion="full", m=4, n=4, k=4), OptionError, "option='fusion' is not allowed"),
+    ("op-conv-no-filters", _op("conv", shape=[1, 3, 8, 8], kernel_size=3), OptionError, "out_channels is missing"),
+    ("op-conv-kernel-past-input", _op("conv", shape=[1, 3, 8, 8], out_channels=4, kernel_size=9), OptionError,
+     r"kernel_size=\[9, 9\] is larger than the padded input \[8, 8\]"),
 ]
 
 

@@ -306,3 +306,43 @@ def test_a_warning_is_one_line() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("llmsim: warning: model config (gpt2)"), done.stderr
+
+
+def test_a_cpu_is_counted_per_cpu(capsys: pytest.CaptureFixture[str]) -> None:
+    """Results on a CPU said "per GPU" (throughput, memory, plans); a file without [interconnect] (cpu-generic:
+    one socket) is not split by a plan's default search (it ended in "multi-GPU needs it")."""
+    from llmsim.report.plot import memory_warning
+
+    assert main(["simulate", "gpt2", "--hardware", "cpu-generic", "--gen-len", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "GPU" not in out and " per CPU)" in out and " GiB per CPU of " in out
+    gpu = llmsim.simulate("gpt2", "h100-sxm", gen_len=4)
+    assert "per GPU)" in str(gpu) and gpu.device_type == "gpu"
+    # KV cache 256 x 8193 tokens x 327,680 B (80 layers x 8 KV heads x 128 x 2 x 2 B) = 687 GB > 512 GiB
+    huge = memory_warning(llmsim.simulate("llama-3.1-70b", "cpu-generic", batch_size=256, prompt_len=8192, gen_len=2))
+    assert huge is not None and " GiB needed per CPU of 512.0 GiB" in huge
+    plan = llmsim.plan("gpt2", "cpu-generic", prompt_len=32, gen_len=4, batch_sizes=[1, 8])
+    assert {(c.tensor_parallel, c.pipeline_parallel) for c in plan.candidates} == {(1, 1)}
+    assert "GPU" not in str(plan) and "tokens/s per CPU" in plan.reason and "tok/s/CPU" in str(plan)
+    serving = llmsim.plan_serving("gpt2", "cpu-generic", request_rate=2, tpot_slo_s=0.05, prompt_len=32, gen_len=4,
+                                  num_requests=20, max_num_seqs=[8])
+    assert [c.tensor_parallel for c in serving.candidates] == [1]
+    assert "GPU" not in str(serving) and "1 CPUs" in serving.reason
+    with pytest.raises(llmsim.errors.OptionError, match=r"the KV cache holds \d+ tokens per CPU after the weights"):
+        llmsim.serve("llama-3.1-8b", "cpu-generic", concurrency=1, num_requests=1, prompt_len=100000,
+                     gpu_memory_utilization=0.04)
+
+
+def test_models_lists_without_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    """`llmsim models` warned three times that configs state no dtype (gpt2, gpt-oss, MiniMax) before its table:
+    a listing marks the assumed dtype in its column instead."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an AssumptionWarning escaping would fail here
+        assert main(["models"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert "bfloat16 (assumed)" in rows["gpt2"] and "(assumed)" not in rows["llama-3.1-8b"]
+    assert " float32 " in rows["gemma-2-9b"]  # stated float32 in its config: shown as stated

@@ -112,6 +112,34 @@ def test_bad_engine_and_tables_are_refused_by_name() -> None:
         llmsim.simulate("gpt2", "h100-sxm", fused_projections="yes")
 
 
+def test_every_shipped_device_names_its_vendor_and_engines_run_where_they_can() -> None:
+    """Hardware files name their vendor (NVIDIA's GPUs, AMD's MI300X, the Intel Xeon of cpu-generic); a file
+    without one loads as "unknown", which no engine refuses (only the device type is checked)."""
+    from llmsim.engines.catalog import ENGINE_NAMES, ENGINES, runs_on
+    from llmsim.shipped import shipped_hardware_names
+
+    vendors = {name: llmsim.load_hardware(name).vendor for name in shipped_hardware_names()}
+    assert vendors.pop("mi300x") == "amd" and vendors.pop("cpu-generic") == "intel"
+    assert set(vendors.values()) == {"nvidia"}
+    assert llmsim.load_hardware("mi300x").summary_row()["vendor"] == "amd"  # a column of `llmsim hardware`
+    no_vendor = llmsim.load_hardware("mi300x").model_dump(exclude={"path", "vendor"})
+    assert llmsim.load_hardware(no_vendor).vendor == "unknown"
+    assert llmsim.simulate("llama-3.2-1b", no_vendor, engine="trtllm", prompt_len=16, gen_len=2).engine == "trtllm"
+    # public facts: TensorRT-LLM NVIDIA only; vLLM and SGLang on CUDA and ROCm; the rest anywhere
+    assert [e for e in ENGINE_NAMES if runs_on(ENGINES[e], "gpu", "amd")] == [
+        "vllm", "sglang", "torch-compile", "transformers", "roofline"]
+    assert [e for e in ENGINE_NAMES if runs_on(ENGINES[e], "cpu", "intel")] == [
+        "torch-compile", "transformers", "roofline"]
+    # the MI300X has no measured tables: vLLM there is the roofline with the file's fractions, and says so
+    amd = llmsim.simulate("llama-3.1-8b", "mi300x", batch_size=1, prompt_len=256, gen_len=4)
+    assert amd.engine == "vllm" and not amd.measured_tables
+    assert amd.roofline_reasons == ["no measured vllm kernel tables for mi300x: every op on the roofline with the "
+                                    "hardware file's achievable fractions"]
+    # a GPU of a vendor vLLM does not run on defaults to eager PyTorch, as a CPU does
+    intel_gpu = llmsim.load_hardware("h100-sxm").model_dump(exclude={"path"}) | {"vendor": "intel"}
+    assert llmsim.simulate("llama-3.2-1b", intel_gpu, prompt_len=16, gen_len=2).engine == "transformers"
+
+
 def test_tables_from_a_folder(tmp_path: Path) -> None:
     folder = tmp_path / "mine"
     folder.mkdir()

@@ -72,3 +72,37 @@ def test_attention_by_hand_and_as_in_a_simulation() -> None:
         flash = next(op for op in phase.ops if op.name == "layers.attn.flash")
         one = llmsim.op_cost("attention", GPU, "bf16", **shape, **at)
         assert one.time_s == pytest.approx(flash.time_s / 16, rel=1e-12) and one.bytes == flash.bytes / 16
+
+
+def test_conv_by_hand_as_flop_counter_mode_and_as_traced(capsys: pytest.CaptureFixture[str]) -> None:
+    """`op conv` (the issue's "and conv once traced models exist"): a 3x3 convolution of [8, 64, 56, 56] into 64
+    channels, padding 1, counted as FlopCounterMode and timed as a traced nn.Conv2d is."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    c = llmsim.op_cost("conv", GPU, "bf16", shape=[8, 64, 56, 56], out_channels=64, kernel_size=3, padding=1)
+    # output [8, 64, 56, 56]: 2 * 8 * 64 * 56 * 56 * 64 * 3 * 3 = 1,849,688,064 FLOPs (implicit GEMM
+    # [25088, 576] @ [576, 64]); bytes 2 x (input 1,605,632 + weights 36,864 + output 1,605,632) = 6,496,256
+    assert (c.flops, c.bytes) == (1_849_688_064, 6_496_256)
+    conv = torch.nn.Conv2d(64, 64, 3, padding=1, bias=False, device="meta", dtype=torch.bfloat16)
+    x = torch.empty(8, 64, 56, 56, device="meta", dtype=torch.bfloat16)
+    with FlopCounterMode(display=False) as counter:
+        conv(x)
+    assert counter.get_total_flops() == c.flops
+    traced = llmsim.analyze(conv, (x,), hardware=GPU, engine="transformers")
+    kernel = traced.kernels[0]
+    assert kernel.kernel.matmul_flops == c.flops and kernel.kernel.bytes_read + kernel.kernel.bytes_written == c.bytes
+    alone = llmsim.op_cost("conv", GPU, "bf16", shape=[8, 64, 56, 56], out_channels=64, kernel_size=[3, 3],
+                           padding=1, engine="transformers", overhead="none")
+    assert c.source == alone.source == "vllm gemm"  # the GEMM table at the implicit shape, as the traced conv
+    # stride 2, no padding: (56 - 3) // 2 + 1 = 27 per axis
+    assert "-> [8, 64, 27, 27]" in llmsim.op_cost("conv", GPU, shape=[8, 64, 56, 56], out_channels=64,
+                                                  kernel_size=3, stride=2).shape
+    assert main(["op", "conv", "--shape", "8,64,56,56", "--out-channels", "64", "--kernel-size", "3", "--padding",
+                 "1", "--hardware", GPU]) == 0
+    assert "implicit GEMM [25088, 576] @ [576, 64]" in capsys.readouterr().out
+    for kwargs, message in ((dict(shape=[8, 64]), "must be the input"), (dict(kernel_size=3), "out_channels is "
+                            "missing"), (dict(out_channels=4, kernel_size=9, shape=[1, 3, 5, 5]), "larger than the "
+                            "padded input"), (dict(out_channels=4, kernel_size=[3, 3, 3]), "one per spatial axis")):
+        with pytest.raises(llmsim.errors.OptionError, match=message):
+            llmsim.op_cost("conv", GPU, **{"shape": [8, 64, 56, 56], **kwargs})

@@ -207,6 +207,12 @@ def test_pipeline_decode_in_steady_state_pays_no_bubble_per_token() -> None:
     whole = llmsim.simulate("llama-3.1-70b", "h100-sxm", batch_size=2, prompt_len=1024, gen_len=9, tensor_parallel=2)
     assert body == pytest.approx(whole.decode.time_s, rel=1e-9)  # the same ops, one GPU holding all the layers
     assert steady.ttft_s == lock.ttft_s  # a prefill fills and drains the pipeline either way
+    # the result says which pipeline model timed it (the first-contact pass could not tell)
+    assert steady.assumptions["pipeline"].startswith("4 stages, m=4 micro-batches: prefill fills and drains it")
+    assert "decode steady (micro-batches in flight across steps" in steady.assumptions["pipeline"]
+    assert "decode lockstep (every token fills and drains the pipeline)" in lock.assumptions["pipeline"]
+    assert "pipeline=4 stages" in str(lock) and "pipeline" not in llmsim.simulate(
+        "llama-3.1-70b", "h100-sxm", **kw).assumptions
     # fewer micro-batches than stages: the stages idle, max(1, 4) / 4 = 1 whole-model step at batch 8
     one = llmsim.simulate("llama-3.1-70b", "h100-sxm", pipeline_parallel=4, num_microbatches=1, **kw)
     assert one.decode.time_s - next(op for op in one.decode.ops if op.name == "pipeline.p2p").time_s == (

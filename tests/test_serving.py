@@ -445,3 +445,34 @@ def test_a_step_that_preempts_admits_no_waiting_request() -> None:
         requests = r.to_pandas()
         assert len(requests) == 50 and (requests["gen_len"] == 256).all()
         assert requests["preemptions"].sum() > 0  # the KV cache did run out
+
+
+def test_a_token_budget_below_max_num_seqs_follows_vllms_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM refuses max_num_batched_tokens < max_num_seqs (vllm/config/scheduler.py, verify_max_model_len) and
+    defaults an unset max_num_seqs to min(its default, max_num_batched_tokens) (vllm/engine/arg_utils.py). llmsim
+    lowered max_num_seqs silently in both cases."""
+    from llmsim.cli import main
+
+    kwargs = dict(concurrency=4, num_requests=4, prompt_len=16, gen_len=4, max_num_batched_tokens=10)
+    with pytest.raises(OptionError, match=r"^max_num_batched_tokens=10 is below max_num_seqs=64: the engine refuses"):
+        llmsim.serve(MODEL, GPU, max_num_seqs=64, **kwargs)
+    r = llmsim.serve(MODEL, GPU, **kwargs)  # vLLM's default on an H100 (80 GiB, not an A100): 1024 sequences
+    assert (r.max_num_seqs, r.max_num_batched_tokens) == (10, 10)
+    assert r.assumptions["max_num_seqs"] == ("vllm's default 1024 lowered to 10, the max_num_batched_tokens given, "
+                                             "as vLLM sets an unset max_num_seqs (at most one token per running "
+                                             "request each step)")
+    assert "max_num_seqs" not in llmsim.serve(MODEL, GPU, max_num_seqs=8, **kwargs).assumptions  # 10 >= 8
+    split = llmsim.serve_disaggregated(MODEL, GPU, prefill={"replicas": 1, "tensor_parallel": 1},
+                                       decode={"replicas": 1, "tensor_parallel": 1, "max_num_batched_tokens": 10},
+                                       concurrency=2, num_requests=2, prompt_len=16, gen_len=4)
+    assert split.max_num_seqs == 10 and "vllm's default 1024 lowered to 10" in split.assumptions["decode max_num_seqs"]
+    cli = ["serve", MODEL, "--hardware", GPU, "--concurrency", "4", "--num-requests", "4", "--prompt-len", "16",
+           "--gen-len", "4", "--max-num-batched-tokens", "10"]
+    assert main([*cli, "--max-num-seqs", "64"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("llmsim: error: max_num_batched_tokens=10 is below max_num_seqs=64: the engine refuses it (vLLM: "
+                   "max_num_batched_tokens must be >= max_num_seqs); raise max_num_batched_tokens or lower "
+                   "max_num_seqs")
+    assert main(cli) == 0
+    out = capsys.readouterr().out
+    assert "max_num_seqs 10, max_num_batched_tokens 10" in out and "vllm's default 1024 lowered to 10" in out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import platform
+from pathlib import Path
 
 import pytest
 import tomllib
@@ -66,6 +67,10 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
     # the file is the TOML schema of hardware/*.toml: {value, unit, source} per number
     data = tomllib.loads(path.read_text())
     assert set(data["memory"]["bandwidth_bytes_per_s"]) == {"value", "unit", "source"}
+    # who made the CPU, from the kernel's vendor_id (this machine's lscpu says the same), as engines check it
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    made_by = "intel" if "GenuineIntel" in cpuinfo else "amd" if "AuthenticAMD" in cpuinfo else "unknown"
+    assert data["vendor"] == back.vendor == spec.vendor == made_by
     # thin-shape matmul efficiency per calibrated dtype, read back from the file as written
     for precision in ("fp32", "bf16"):
         curve = back.matmul_rows[precision]
@@ -160,6 +165,31 @@ def test_validate_shipped_gpt2_shrunk_with_profile() -> None:
         assert sum(row.measured_split_s.values()) == pytest.approx(row.measured_s, rel=1e-6)
         assert row.measured_split_s["matmul"] > 0
     assert "matmul pred/meas" in report.to_markdown()
+
+
+def test_validate_prints_no_kineto_lines(capfd: pytest.CaptureFixture[str]) -> None:
+    """torch 2.13's Kineto wrote "USDT:<time> <pid>:<tid> SyncActivityProfilerHandler.cpp:52] profiler_start" (and
+    profiler_stop) to stderr (file descriptor 2, from C++) at every torch.profiler start and stop: the
+    attention-kernel check and each case of --profile. The CLI as a user runs it, stderr read at the descriptor
+    (in this process: a subprocess would spend most of its time importing torch); llmsim's own warnings remain."""
+    from llmsim.cli import main
+
+    code = main(["validate", "gpt2", "--hardware", HW, "--num-layers", "1", "--seq-lens", "8", "--kv-lens", "8",
+                 "--batch-sizes", "1", "--repeats", "1", "--warmup", "0", "--threads", "1", "--profile"])
+    out, err = capfd.readouterr()
+    assert code == 0, err
+    assert "matmul pred/meas" in out  # the profiled split ran
+    assert not [line for line in err.splitlines() if "USDT" in line or "profiler_st" in line], err
+    assert "warning: hardware 'cpu-generic'" in err  # cpu-generic is not this machine: still said
+
+
+def test_only_kinetos_usdt_lines_are_dropped(capfd: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    with hf_model_module.torch_profiler("cpu"):
+        os.write(2, b"USDT:2026-11-24 06:25:50 1:1 SyncActivityProfilerHandler.cpp:52] profiler_start\n")
+        os.write(2, b"a warning of the run\n")
+    assert capfd.readouterr().err == "a warning of the run\n"
 
 
 @pytest.mark.parametrize("name", ["mistral-sliding", "gpt_oss", "mixtral", "deepseek_v3", "falcon-mqa-parallel"])

@@ -11,7 +11,7 @@ import numpy as np
 from ..cost.op import formula
 from ..cost.symbolic import Expr
 from ..cost.workload import BATCH_MAX, CostOptions, check_count
-from ..engines.catalog import check_tables_device, default_engine_name, get_engine
+from ..engines.catalog import check_tables_device, engine_on
 from ..hardware.spec import HardwareSpec, load_hardware
 from ..models.dtype_default import served_model
 from ..models.loading import load_model
@@ -34,7 +34,7 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
 
         raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys | {"engine"})
     spec, hw = load_model(model), load_hardware(hardware)
-    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type), hw.device_type)
+    chosen = engine_on(engine, hw)
     given = {k: v for k, v in options.items() if v is not None}
     spec = served_model(spec, chosen.serves_float32_as, chosen.name,
                         (given.get("weight_dtype"), given.get("activation_dtype")))

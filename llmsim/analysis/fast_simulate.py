@@ -207,7 +207,7 @@ def fast_simulate(model: Any, hardware: Any, batch_size: Any, prompt_len: Any, g
         "tokens_per_s_per_gpu": throughput / gpus, "prefill": prefill_result, "decode": decode_result,
         "memory": memory, "assumptions": dict(prepared.assumptions), "engine": execution.engine,
         "measured_tables": dict(provenance["measured_tables"]),
-        "roofline_reasons": list(provenance["roofline_reasons"]),
+        "roofline_reasons": list(provenance["roofline_reasons"]), "device_type": hw.device_type,
     })
     remember_inputs(result, prepared.inputs)
     return result  # type: ignore[no-any-return]

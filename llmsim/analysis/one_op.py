@@ -1,9 +1,10 @@
 """op_cost(): one op alone on a device: its FLOPs, bytes, arithmetic intensity against the ridge point, bound,
 time, the share of the peak it reaches, and what fusing it with a neighbour would save.
 
-The op is the cost model's own formula (cost.formulas: "elementwise", "norm", "linear", "flash_attention")
-timed by the same path as a simulate() phase (timing.phases), so it reads the engine's measured GEMM or
-attention table where one covers it (the result's `source` says which) and the roofline otherwise.
+The op is the cost model's own formula (cost.formulas: "elementwise", "norm", "linear", "flash_attention"; a
+convolution counted as traced modules count it, trace.aten_costs) timed by the same path as a simulate()
+phase (timing.phases), so it reads the engine's measured GEMM or attention table where one covers it (the
+result's `source` says which) and the roofline otherwise.
 
 Fusion with a neighbour: the op's output written by it and read back by the next kernel (or its input from
 the previous one) stays on chip: 2 x the output tensor's bytes saved, and one kernel launch.
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import OptionError, check_choice
 
-OP_KINDS = ("elementwise", "matmul", "norm", "attention")
+OP_KINDS = ("elementwise", "matmul", "norm", "attention", "conv")
 
 
 class OneOpCost(BaseModel):
@@ -78,7 +79,8 @@ class OneOpCost(BaseModel):
 def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = None, flops_per_element: int = 1,
             inputs: int = 1, outputs: int = 1, norm: str = "rmsnorm", m: int | None = None, n: int | None = None,
             k: int | None = None, batch: int = 1, heads: int | None = None, kv_heads: int | None = None,
-            head_dim: int = 128, q_len: int | None = None, kv_len: int = 0, engine: str | None = None,
+            head_dim: int = 128, q_len: int | None = None, kv_len: int = 0, out_channels: int | None = None,
+            kernel_size: Any = None, stride: int = 1, padding: int = 0, engine: str | None = None,
             **execution: Any) -> OneOpCost:
     """The cost of one op on `hardware`.
 
@@ -88,6 +90,9 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
     kind="attention": fused (flash) attention of `batch` sequences, `heads` query heads (kv_heads K/V heads,
     default heads) of head_dim: q_len new tokens each after kv_len cached ones; q_len = 1 is a decode step
     (kv_len + 1 keys), kv_len = 0 a causal prefill (q_len (q_len + 1) / 2 query-key pairs per head).
+    kind="conv": a convolution (groups 1) of the input `shape` [N, C_in, *spatial] by out_channels filters of
+    kernel_size (one size, or one per spatial axis) at stride and padding, read as its implicit GEMM (a
+    measured GEMM table's shape, as traced convolutions are).
     engine: whose kernels and measured tables (default: vllm on a GPU, transformers on a CPU); execution:
     efficiency, overhead, overlap as in simulate().
     """
@@ -104,7 +109,7 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
     roofline = Roofline(hw, execution_options)
     ab = Expr.sym("ab", dtype_bytes(dtype))
     precision = MATMUL_PRECISION[dtype]
-    if kind in ("matmul", "attention"):  # the matrix unit must have the precision; the error names this field
+    if kind in ("matmul", "attention", "conv"):  # the matrix unit must have the precision; the error names this field
         try:
             hw.matrix_peak_flops_per_s(precision)
         except OptionError as exc:
@@ -113,6 +118,8 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
     if kind == "attention":
         op, words, saved = _attention(dtype, precision, batch, heads, kv_heads, head_dim, q_len, kv_len, ab)
         fused_launches = 2
+    elif kind == "conv":
+        op, words, out_elements = _conv(dtype, precision, shape, out_channels, kernel_size, stride, padding, ab)
     elif kind == "matmul":
         from ..cost.builder import _gemm_table_dtype
 
@@ -187,6 +194,51 @@ def _attention(dtype: str, precision: str, batch: Any, heads: Any, kv_heads: Any
     return op, words, 4.0 * B * H * S * keys * dtype_bytes(dtype)
 
 
+def _conv(dtype: str, precision: str, shape: Any, out_channels: Any, kernel_size: Any, stride: Any, padding: Any,
+          ab: Any) -> tuple[Any, str, int]:
+    """A convolution as one matmul-unit op: input [N, Cin, *S] read once, weights [Cout, Cin, *k], output
+    [N, Cout, *S_out] written, S_out = (S + 2 padding - k) // stride + 1 per axis;
+    FLOPs = 2 N Cout prod(S_out) Cin prod(k), as FlopCounterMode's conv_flop_count; timed as the implicit GEMM
+    M = N prod(S_out), N = Cout, K = Cin prod(k). Returns the op, its words and the output's elements."""
+    from ..cost.builder import _gemm_table_dtype
+    from ..cost.op import make_op
+    from ..cost.symbolic import Expr
+
+    dims = _shape(shape)
+    if len(dims) < 3:
+        raise OptionError(f"shape={list(dims)} must be the input [N, C_in, *spatial] of a convolution, e.g. 8,64,56,56")
+    batch, cin, spatial = dims[0], dims[1], dims[2:]
+    cout = _size("out_channels", out_channels)
+    if kernel_size is None:
+        raise OptionError("kernel_size is missing: give one size (3) or one per spatial axis (3,3)")
+    try:
+        sizes = _shape([kernel_size] if isinstance(kernel_size, int) else kernel_size)
+    except OptionError:
+        raise OptionError(f"kernel_size={kernel_size!r} must be an integer >= 1 or one per spatial axis, e.g. 3,3"
+                          ) from None
+    if len(sizes) == 1:
+        sizes = sizes * len(spatial)
+    if len(sizes) != len(spatial):
+        raise OptionError(f"kernel_size={list(sizes)} must give one size or one per spatial axis ({len(spatial)})")
+    step, pad = _size("stride", stride), _size("padding", padding, 0)
+    out = tuple((s + 2 * pad - k) // step + 1 for s, k in zip(spatial, sizes))
+    if min(out) < 1:
+        raise OptionError(f"kernel_size={list(sizes)} is larger than the padded input {list(spatial)} "
+                          f"(padding={pad}): no output")
+    M, N, K = batch * math.prod(out), cout, cin * math.prod(sizes)
+    gemm = _gemm_table_dtype(dtype, dtype)
+    sym = Expr.sym
+    weight = sym("Wn", cout * K) * ab
+    op = make_op("conv", "matmul", 1, matmul_flops=2 * sym("M", M) * sym("N", N) * sym("K", K),
+                 bytes_read=sym("X", batch * cin * math.prod(spatial)) * ab + weight,
+                 bytes_written=sym("Y", M * N) * ab, weight_bytes=weight, matmul_rows=sym("M", M),
+                 matmul_cols=sym("N", N), precision=precision, matmul_depth=K,
+                 kernel_key=("gemm", gemm, K) if gemm else None, kernel_x=sym("M", M), kernel_y=sym("N", N))
+    words = (f"{list(dims)} * {cout} x {list(sizes)} filters, stride {step}, padding {pad} -> "
+             f"{[batch, cout, *out]} (implicit GEMM [{M}, {K}] @ [{K}, {N}])")
+    return op, words, M * N
+
+
 _FUSED_WHAT = {
     "other": "fused with a neighbour: its output not written and read back",
     "attention": "this fused kernel against the unfused math kernels, whose scores reach memory",
@@ -204,7 +256,7 @@ class _OneOp:
 
 def _device(hardware: Any, engine: str | None, execution: dict[str, Any]) -> tuple[Any, Any, str]:
     """The device, execution options (the engine's, then those given) and the engine's name."""
-    from ..engines.catalog import check_tables_device, default_engine_name, get_engine
+    from ..engines.catalog import check_tables_device, engine_on
     from ..hardware.spec import load_hardware
     from ..timing.roofline import ExecutionOptions
 
@@ -215,7 +267,7 @@ def _device(hardware: Any, engine: str | None, execution: dict[str, Any]) -> tup
             from ..errors import choice_error
 
             raise choice_error("option", name, allowed | {"engine"})
-    chosen = get_engine(engine if engine is not None else default_engine_name(hw.device_type), hw.device_type)
+    chosen = engine_on(engine, hw)
     options = ExecutionOptions.make(**{**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
                                        "table_families": chosen.table_families,
                                        **{k: v for k, v in execution.items() if v is not None}})

@@ -4,7 +4,7 @@ throughput per GPU, and how many GPUs reach a target rate."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -13,6 +13,7 @@ from ..cost.blocks.parallel import check_expert_parallel
 from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_positive
 from .simulate import check_workload, resolve, simulate
+from .text import device_word
 
 
 class PlanCandidate(BaseModel):
@@ -44,6 +45,7 @@ class Plan(BaseModel):
     candidates: list[PlanCandidate]
     pareto: list[PlanCandidate]
     reason: str
+    device_type: Literal["gpu", "cpu"] = "gpu"  # the hardware's: text counts per GPU or per CPU
 
     def to_pandas(self) -> Any:
         """One row per candidate: its fields, and columns `best` and `pareto`."""
@@ -53,13 +55,15 @@ class Plan(BaseModel):
 
     def __str__(self) -> str:
         lines = [f"{self.model} on {self.hardware}: {self.reason}"]
-        header = f"  {'TP':>3} {'PP':>3} {'batch':>6} {'TTFT':>10} {'TPOT':>10} {'tok/s/GPU':>10} {'GPUs':>6}"
+        device = device_word(self.device_type)
+        header = (f"  {'TP':>3} {'PP':>3} {'batch':>6} {'TTFT':>10} {'TPOT':>10} {'tok/s/' + device:>10} "
+                  f"{device + 's':>6}")
         lines.append("  best:" if self.best else "  no configuration meets the targets")
         rows = ([self.best] if self.best else []) + [c for c in self.pareto if c != self.best]
         lines.append(header)
         for i, c in enumerate(rows):
             if i == 1:
-                lines.append("  Pareto front (latency against throughput per GPU):")
+                lines.append(f"  Pareto front (latency against throughput per {device}):")
             lines.append(f"  {c.tensor_parallel:>3} {c.pipeline_parallel:>3} {c.batch_size:>6} "
                          f"{c.ttft_s * 1e3:>8.1f}ms {c.tpot_s * 1e3:>8.2f}ms {c.tokens_per_s_per_gpu:>10.1f} "
                          f"{c.gpus_needed:>6}")
@@ -90,8 +94,13 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
     if price is None and "usd_per_hour" in hw.price:
         price = hw.price["usd_per_hour"].value
     batches = _choices("batch_sizes", batch_sizes, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], BATCH_MAX)
-    tps = _choices("tensor_parallel", tensor_parallel, [t for t in (1, 2, 4, 8, 16) if t <= max_gpus])
-    pps = _choices("pipeline_parallel", pipeline_parallel, [p for p in (1, 2, 4, 8) if p <= max_gpus])
+    # a device whose file has no [interconnect] (cpu-generic: one socket) is not split unless asked (then the
+    # missing link is named)
+    linked = bool(hw.interconnect)
+    tps = _choices("tensor_parallel", tensor_parallel, [t for t in (1, 2, 4, 8, 16) if t <= max_gpus and (
+        linked or t == 1)])
+    pps = _choices("pipeline_parallel", pipeline_parallel, [p for p in (1, 2, 4, 8) if p <= max_gpus and (
+        linked or p == 1)])
     candidates: list[PlanCandidate] = []
     skipped: dict[str, None] = {}  # why a split was left out (it does not divide the model)
     for tp in tps:
@@ -130,14 +139,17 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
         raise OptionError(f"no tensor/pipeline split divides this model within max_gpus={max_gpus}: {reasons[0]}{more}")
     best = max(feasible, key=lambda c: (c.tokens_per_s_per_gpu, -(c.usd_per_million_tokens or 0)), default=None)
     pareto = _pareto(feasible)
+    device = device_word(hw.device_type)
     if best is None:
-        reason = "no configuration fits and meets the targets; relax the targets or allow more GPUs"
+        reason = f"no configuration fits and meets the targets; relax the targets or allow more {device}s"
     else:
         reason = (f"best TP={best.tensor_parallel} x PP={best.pipeline_parallel}, batch {best.batch_size}: "
-                  f"{best.tokens_per_s_per_gpu:.1f} tokens/s per GPU")
+                  f"{best.tokens_per_s_per_gpu:.1f} tokens/s per {device}")
         if target_tokens_per_s:
-            reason += f"; {best.replicas} replicas ({best.gpus_needed} GPUs) for {target_tokens_per_s:g} tokens/s"
-    return Plan(model=spec.name, hardware=hw.name, best=best, candidates=candidates, pareto=pareto, reason=reason)
+            reason += (f"; {best.replicas} replicas ({best.gpus_needed} {device}s) for {target_tokens_per_s:g} "
+                       "tokens/s")
+    return Plan(model=spec.name, hardware=hw.name, best=best, candidates=candidates, pareto=pareto, reason=reason,
+                device_type=hw.device_type)
 
 
 def _choices(field: str, given: Any, default: list[int], maximum: int = COUNT_MAX) -> list[int]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from ..cost.workload import CostOptions
 from ..timing.roofline import ExecutionOptions
 from .memory import MemoryResult
+from .text import device_word
 from .text import fmt_s as _fmt_s
 
 
@@ -86,6 +87,7 @@ class SimulationResult(BaseModel):
     measured_tables: dict[str, str] = {}
     # ops timed on the roofline although the engine has tables: why, one line per reason
     roofline_reasons: list[str] = []
+    device_type: Literal["gpu", "cpu"] = "gpu"  # the hardware's: text counts per GPU or per CPU
     def layer_table(self, phase: str = "decode", step: int | None = None) -> Any:
         """One layer per layer group, one step, LLM-Viewer style: each op's FLOPs, bytes, arithmetic
         intensity, time and bound, and the layer's total (a LayerTable: print it, or .to_pandas()).
@@ -132,9 +134,9 @@ class SimulationResult(BaseModel):
     def __str__(self) -> str:
         m = self.memory
         gib = 1024**3
-        split = ""
+        split, device = "", device_word(self.device_type)
         if self.gpus > 1:
-            split = (f" on {self.gpus} GPUs (tensor {self.tensor_parallel} x pipeline {self.pipeline_parallel}"
+            split = (f" on {self.gpus} {device}s (tensor {self.tensor_parallel} x pipeline {self.pipeline_parallel}"
                      f" x data {self.data_parallel}, expert {self.expert_parallel})")
         lines = [
             f"{self.model} on {self.hardware}{split}: batch {self.batch_size}, prompt {self.prompt_len}, "
@@ -144,8 +146,8 @@ class SimulationResult(BaseModel):
             f"  TPOT        {_fmt_s(self.tpot_s):>10}   decode {self.decode.bound}-bound ({_shares(self.decode)})",
             f"  end to end  {_fmt_s(self.e2e_s):>10}",
             f"  throughput  {self.throughput_tokens_per_s:>10.1f} tokens/s generated "
-            f"({self.tokens_per_s_per_gpu:.1f} per GPU)",
-            f"  memory      {m.total_bytes / gib:>8.2f} GiB per GPU of {m.capacity_bytes / gib:.2f} GiB "
+            f"({self.tokens_per_s_per_gpu:.1f} per {device})",
+            f"  memory      {m.total_bytes / gib:>8.2f} GiB per {device} of {m.capacity_bytes / gib:.2f} GiB "
             f"({'fits' if m.fits else 'DOES NOT FIT'}): weights {m.weights_bytes / gib:.2f}, "
             f"KV cache {m.kv_cache_bytes / gib:.2f}, activations {m.activation_bytes / gib:.2f}, "
             f"workspace {m.workspace_bytes / gib:.2f}",

@@ -49,8 +49,10 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
     (efficiency, overhead, overlap).
     Multi-GPU: tensor_parallel and expert_parallel split each layer (CostOptions);
     pipeline_parallel=p splits the layers into p stages run by num_microbatches micro-batches
-    (default: p when the batch divides, else 1), decode in lock-step so that every token pays the pipeline
-    bubble (see timing.phases.pipelined); data_parallel=r runs r replicas, each with
+    (default: p when the batch divides, else 1); decode steady by default (pipeline_decode="steady": the
+    micro-batches stay in flight across steps, as serving engines run them, max(m, p) stage times a step) or
+    "lockstep" (every token fills and drains the pipeline, m + p - 1 stage times), the result's assumptions
+    say which (see timing.phases.pipelined); data_parallel=r runs r replicas, each with
     `batch_size` sequences. Times are per replica; throughput counts all replicas; memory is per GPU.
     """
     fast = fast_simulate(model, hardware, batch_size, prompt_len, gen_len, pipeline_parallel, num_microbatches,
@@ -107,12 +109,24 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
         prefill=prefill_result,
         decode=decode_result,
         memory=MemoryResult(**{k: float(v) if k != "fits" else bool(v) for k, v in memory.items()}),
-        assumptions=assumptions_of(spec, hw, cost, execution),
+        assumptions=assumptions_of(spec, hw, cost, execution) | _pipeline_assumption(p, m, execution),
         engine=execution.engine,
         **provenance_of(roofline, (prefill, decode)),
+        device_type=hw.device_type,
     )
     remember_inputs(result, (spec, hw, cost, execution))  # for layer_table, which computes one step again
     return result
+
+
+def _pipeline_assumption(p: int, m: int, execution: Any) -> dict[str, str]:
+    """Which pipeline model timed the run (none without pipeline parallelism)."""
+    if p == 1:
+        return {}
+    decode = ("decode steady (micro-batches in flight across steps, as serving engines run it): max(m, p) stage "
+              "times a step" if execution.pipeline_decode == "steady" else
+              "decode lockstep (every token fills and drains the pipeline): m + p - 1 stage times a step")
+    return {"pipeline": f"{p} stages, m={m} micro-batches: prefill fills and drains it (m + p - 1 stage times), "
+                        f"{decode}"}
 
 
 def _parallel_degrees(spec: ModelSpec, pipeline_parallel: Any, data_parallel: Any) -> tuple[int, int]:

@@ -30,6 +30,7 @@ def model_summary_row(spec: ModelSpec) -> dict[str, object]:
         "attention": spec.attention_kinds,
         "moe": any(g.layer.is_moe for g in spec.layer_groups),
         "max_context": spec.max_position_embeddings,
-        "dtype": spec.dtype,
+        # a dtype the config does not state (ModelSpec.dtype_source: models.dtype_default) is marked
+        "dtype": spec.dtype if spec.dtype_source.endswith("(config)") else f"{spec.dtype} (assumed)",
         "quantization": spec.quantization.method if spec.quantization else "",  # quantization_config's method
     }

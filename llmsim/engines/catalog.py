@@ -30,6 +30,7 @@ class Engine(BaseModel):
     serves_float32_as: str | None = None  # dtype="auto": a float32 checkpoint run in this dtype (models.dtype_default)
     step_host_note: str = ""  # the source of execution["step_host_s"] (or why the engine has none)
     device_types: tuple[str, ...] = ("gpu", "cpu")  # where it runs (TensorRT-LLM: NVIDIA GPUs only)
+    vendors: tuple[str, ...] | None = None  # the hardware vendors it runs on (HardwareSpec.vendor); None: any
 
 
 _SERVING_COST = {"attention": "flash", "fusion": "elementwise", "mla": "absorb", "kv_cache": "paged",
@@ -53,21 +54,28 @@ _TRTLLM_STEP_NOTE = ("0.58 ms host work per iteration left as GPU idle with the 
 _SGLANG_STEP_NOTE = ("none: SGLang's overlap scheduler leaves no GPU idle between decode batches (lmsys.org blog "
                      "2024-12-04, SGLang v0.4, Nsight timeline); no public per-step figure for current versions")
 
+# Where the engines as modelled here run (CUDA or HIP graphs, GPU kernels): vLLM and SGLang on NVIDIA GPUs and on
+# AMD's with ROCm (docs.vllm.ai "GPU" installation: CUDA and ROCm; docs.sglang.ai "AMD GPUs"); TensorRT-LLM on NVIDIA
+# GPUs only; torch.compile on any device (Inductor has a CPU backend too; CUDA graphs where there are GPU kernels).
+# approximation: vLLM's and SGLang's CPU, TPU and Intel XPU backends run other kernels and no GPU graphs, so they
+# are not modelled: refused on a CPU or an Intel device.
+_CUDA_OR_ROCM: dict[str, Any] = {"device_types": ("gpu",), "vendors": ("nvidia", "amd")}
+
 ENGINES: dict[str, Engine] = {
     "vllm": Engine(
         name="vllm", description=_SERVING_NOTE.format(name="vLLM"), tables="vllm",
         table_note="aiconfigurator-core's vLLM tables (GEMM, attention, fused MoE, custom all-reduce)",
         cost={**_SERVING_COST, **_VLLM_STEP}, execution={"overhead": "graph", "step_host_s": _VLLM_STEP_S},
-        serves_float32_as="bfloat16", step_host_note=_VLLM_STEP_NOTE),
+        serves_float32_as="bfloat16", step_host_note=_VLLM_STEP_NOTE, **_CUDA_OR_ROCM),
     "sglang": Engine(
         name="sglang", description=_SERVING_NOTE.format(name="SGLang"), tables="sglang",
         table_note="aiconfigurator-core's SGLang tables", cost=_SERVING_COST, execution={"overhead": "graph"},
-        serves_float32_as="bfloat16", step_host_note=_SGLANG_STEP_NOTE),
+        serves_float32_as="bfloat16", step_host_note=_SGLANG_STEP_NOTE, **_CUDA_OR_ROCM),
     "trtllm": Engine(
         name="trtllm", description=_SERVING_NOTE.format(name="TensorRT-LLM"), tables="trtllm",
         table_note="aiconfigurator-core's TensorRT-LLM tables", cost={**_SERVING_COST, **_VLLM_STEP},
         execution={"overhead": "graph", "step_host_s": _TRTLLM_STEP_S}, serves_float32_as="bfloat16",
-        step_host_note=_TRTLLM_STEP_NOTE, device_types=("gpu",)),
+        step_host_note=_TRTLLM_STEP_NOTE, device_types=("gpu",), vendors=("nvidia",)),
     "torch-compile": Engine(
         name="torch-compile",
         description="gpt-fast / torchao generate.py style: torch.compile with CUDA graphs (mode='reduce-overhead'), "
@@ -95,22 +103,40 @@ ENGINES: dict[str, Engine] = {
 ENGINE_NAMES = tuple(ENGINES)
 
 
-def get_engine(name: str, device_type: str | None = None) -> Engine:
-    """The engine of that name; an unknown name, or one that does not run on `device_type` ("gpu" or "cpu"),
-    is refused listing the allowed ones."""
+def get_engine(name: str, device_type: str | None = None, vendor: str | None = None) -> Engine:
+    """The engine of that name; an unknown name, or one that does not run on `device_type` ("gpu" or "cpu") of
+    `vendor` (HardwareSpec.vendor; "unknown" is refused by none), is refused listing the allowed ones."""
     check_choice("engine", name, ENGINE_NAMES)
     engine = ENGINES[name]
-    if device_type is not None and device_type not in engine.device_types:
+    if device_type is not None and not runs_on(engine, device_type, vendor):
         from ..errors import OptionError
 
-        runs = [e.name for e in ENGINES.values() if device_type in e.device_types]
-        raise OptionError(f"engine={name!r} does not run on a {device_type}; choose one of {', '.join(runs)}")
+        device = f"{'an' if vendor in ('amd', 'intel') else 'a'} {vendor} {device_type}" if vendor not in (
+            None, "unknown") else f"a {device_type}"
+        where = f"{' and '.join(engine.vendors or ())} {'/'.join(engine.device_types)}s".strip()
+        runs = [e.name for e in ENGINES.values() if runs_on(e, device_type, vendor)]
+        raise OptionError(f"engine={name!r} runs on {where} only, not on {device}; choose one of {', '.join(runs)}")
     return engine
 
 
-def default_engine_name(device_type: str) -> str:
-    """vllm on GPUs; transformers (eager PyTorch) on CPUs, where no serving engine's tables exist."""
-    return "vllm" if device_type == "gpu" else "transformers"
+def runs_on(engine: Engine, device_type: str, vendor: str | None = None) -> bool:
+    """Whether `engine` runs on a `device_type` device of `vendor` (None or "unknown": any vendor)."""
+    if device_type not in engine.device_types:
+        return False
+    return engine.vendors is None or vendor in (None, "unknown") or vendor in engine.vendors
+
+
+def default_engine_name(device_type: str, vendor: str | None = None) -> str:
+    """vllm on GPUs it runs on; transformers (eager PyTorch) elsewhere (CPUs, where no serving engine's tables
+    exist; GPUs of other vendors)."""
+    return "vllm" if runs_on(ENGINES["vllm"], device_type, vendor) else "transformers"
+
+
+def engine_on(name: str | None, hardware: Any) -> Engine:
+    """The engine `name` checked against a HardwareSpec's device type and vendor; None: that device's default."""
+    vendor = hardware.vendor
+    return get_engine(name if name is not None else default_engine_name(hardware.device_type, vendor),
+                      hardware.device_type, vendor)
 
 
 def check_tables_device(device: str, tables: str | None) -> None:

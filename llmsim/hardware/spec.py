@@ -12,7 +12,8 @@ optional `[matmul_depth.<precision>]` table (`rows`, `depths`, `fraction` one li
 `source`) scales those fractions by the matmul's inner dimension K, as a ratio to the K the tables were
 measured at. An optional `[elementwise_bytes.<fp32|fp16>]` curve (`bytes`, `fraction`, `source`) holds
 the fraction of the bandwidth an element-wise kernel reaches by the bytes it moves.
-Loading refuses unknown keys, missing fields, a wrong unit
+`vendor` ("nvidia", "amd", "intel") says who makes the device, as engines run on some vendors only; a file
+without it loads as "unknown", which no engine refuses. Loading refuses unknown keys, missing fields, a wrong unit
 and values outside a plausibility range (a bandwidth written in GB/s instead of byte/s is caught).
 """
 
@@ -31,6 +32,9 @@ from ..memo import Memo, content_key, file_stamp, names_a_path, shipped_file_sta
 from ..shipped import hardware_dir
 from .curves import DepthCurve, RowCurve, SizeCurve
 
+# who makes the device: engines run on some vendors only (TensorRT-LLM: NVIDIA GPUs); "unknown" (the default of a
+# file without the key) is refused by no engine
+VENDORS = ("nvidia", "amd", "intel", "unknown")
 MATRIX_PRECISIONS = ("tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "fp32")
 VECTOR_PRECISIONS = ("fp32", "fp16")
 
@@ -113,6 +117,7 @@ class HardwareSpec(BaseModel):
     name: str
     description: str = ""
     device_type: Literal["gpu", "cpu"] = "gpu"
+    vendor: Literal["nvidia", "amd", "intel", "unknown"] = "unknown"
     matrix_flops_per_s: dict[str, Quantity]
     vector_flops_per_s: dict[str, Quantity]
     memory: dict[str, Quantity]
@@ -204,6 +209,7 @@ class HardwareSpec(BaseModel):
         bf16 = self.matrix_flops_per_s.get("bf16") or self.matrix_flops_per_s.get("fp32")
         return {
             "name": self.name,
+            "vendor": self.vendor,
             "description": self.description,
             "bf16_tflops": round(bf16.value / 1e12, 1) if bf16 else None,
             "bandwidth_tb_s": round(self.memory_bandwidth_bytes_per_s / 1e12, 3),
@@ -268,7 +274,7 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
     """Validate a hardware dict: sections, keys, units, plausibility. Errors name the field."""
     data = dict(data)
     data.pop("path", None)
-    allowed_top = {"name", "description", "device_type", *_CURVES, *_FIELDS}
+    allowed_top = {"name", "description", "device_type", "vendor", *_CURVES, *_FIELDS}
     for key in data:
         if key not in allowed_top:
             raise HardwareError(f"{origin}: unknown key {key!r}; allowed: {', '.join(sorted(allowed_top))}")
@@ -276,6 +282,8 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
         raise HardwareError(f"{origin}: missing field 'name'")
     if data.get("device_type", "gpu") not in ("gpu", "cpu"):
         raise HardwareError(f"{origin}: device_type={data['device_type']!r}; allowed: gpu, cpu")
+    if data.get("vendor", "unknown") not in VENDORS:
+        raise HardwareError(f"{origin}: vendor={data['vendor']!r}; allowed: {', '.join(VENDORS)}")
     sections: dict[str, dict[str, Quantity]] = {}
     for section, fields in _FIELDS.items():
         raw = data.get(section)
@@ -296,6 +304,7 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
         name=str(data["name"]),
         description=str(data.get("description", "")),
         device_type=data.get("device_type", "gpu"),
+        vendor=data.get("vendor", "unknown"),
         **curves,
         **sections,
     )

@@ -141,6 +141,11 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
         fields.pop("head_dim", None)
     if "torch_dtype" in fields:  # the name transformers 5 renamed to dtype
         fields.setdefault("dtype", fields.pop("torch_dtype"))
+    verbosity = transformers.logging.get_verbosity()
+    # transformers' own config warnings are about running the model (e.g. Llama-4-Scout's published rope_parameters
+    # with high_freq_factor == low_freq_factor: its inv_freq), not its cost, and came only with a cold spec cache;
+    # what llmsim needs is checked above (config_checks) and refused by name. Errors still show.
+    transformers.logging.set_verbosity_error()
     try:
         return transformers.AutoConfig.for_model(model_type, **fields)
     except Exception as exc:  # transformers' strict-dataclass errors are plain Exceptions
@@ -150,6 +155,8 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
                               "requires it even with head_dim") from None
         reason = " ".join(str(exc).split())  # one line: its validation errors span several
         raise ConfigError(f"model config ({model_type}): transformers refused it: {reason}") from None
+    finally:
+        transformers.logging.set_verbosity(verbosity)
 
 
 _FLOAT_TAGS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}

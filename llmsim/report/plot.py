@@ -16,6 +16,7 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
 from ..analysis.simulate import SimulationResult
+from ..analysis.text import device_word
 from ..dtypes import MATMUL_PRECISION
 from ..hardware.spec import HardwareSpec, load_hardware
 
@@ -47,12 +48,12 @@ def memory_warning(result: SimulationResult) -> str | None:
     if m.fits:
         return None
     gib = 1024**3
-    return (f"DOES NOT FIT in memory: {m.total_bytes / gib:.1f} GiB needed per GPU of "
+    return (f"DOES NOT FIT in memory: {m.total_bytes / gib:.1f} GiB needed per {device_word(result.device_type)} of "
             f"{m.capacity_bytes / gib:.1f} GiB (times are for a device that could hold it)")
 
 
 def _workload(result: SimulationResult) -> str:
-    gpus = f", {result.gpus} GPUs" if result.gpus > 1 else ""
+    gpus = f", {result.gpus} {device_word(result.device_type)}s" if result.gpus > 1 else ""
     return (f"{result.model} on {result.hardware}{gpus}: batch {result.batch_size}, prompt {result.prompt_len}, "
             f"gen {result.gen_len}, engine {result.engine or result.execution.engine}")
 
@@ -320,7 +321,7 @@ def pareto_figure(plan: Any) -> Figure:
             ax.scatter([], [], marker=marker, color="0.4", label=f"TP={tp}")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("generated tokens/s per GPU")
+    ax.set_xlabel(f"generated tokens/s per {device_word(plan.device_type)}")
     ax.set_ylabel("TPOT (ms)")
     ax.set_title(f"{plan.model} on {plan.hardware}: capacity plan (grey: misses a target or does not fit)",
                  fontsize=10)

@@ -179,4 +179,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                        "found by fixed point over the send times"
                                        + ("" if converged else f" (not settled after {_FIXED_POINT_ROUNDS} rounds)"))
                        if clients is not None else "not used",
+                       **{f"{name} max_num_seqs": limits.note for name, limits in (("prefill", pre_limits),
+                                                                                   ("decode", dec_limits))
+                          if limits.note},
                    })

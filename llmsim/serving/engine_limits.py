@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..analysis.memory import peak_activation_bytes, weights_bytes, workspace_bytes
+from ..analysis.text import device_word
 from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError
 from ..hardware.spec import HardwareSpec
@@ -99,8 +100,7 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     if mixed_batches is not None and not isinstance(mixed_batches, bool):
         raise OptionError(f"mixed_batches={mixed_batches!r} must be True (prefill chunks ride with decodes) or False "
                           f"(prefill first, as SGLang's default)")
-    if tokens < seqs:
-        seqs = tokens  # approximation: vLLM refuses max_num_batched_tokens < max_num_seqs; one token each
+    seqs, note = _seqs_within_token_budget(engine, seqs, tokens, max_num_seqs is not None)
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
     tp = options.tensor_parallel
     # one GPU of a pipeline stage holds 1/p of the layers: their weights, KV cache and states
@@ -126,9 +126,27 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         holds = (f"{max(blocks, 0) * block} tokens" if per_token > 0 else f"{max(blocks, 0)} sequence states")
         with_state = f" plus its fixed-size state ({state / _GIB:.2f} GiB)" if state else ""
         raise OptionError(
-            f"the KV cache holds {holds} per GPU after the weights ({weights_bytes(model, options) / p / _GIB:.1f} "
-            f"GiB) at gpu_memory_utilization={util}, fewer than the longest request's {longest_request} tokens"
+            f"the KV cache holds {holds} per {device_word(hardware.device_type)} after the weights "
+            f"({weights_bytes(model, options) / p / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the "
+            f"longest request's {longest_request} tokens"
             f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
-                           block_size=int(block), state_blocks=state_blocks,
+                           block_size=int(block), state_blocks=state_blocks, note=note,
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches)
+
+
+def _seqs_within_token_budget(engine: str, seqs: int, tokens: int, seqs_given: bool) -> tuple[int, str]:
+    """max_num_seqs within max_num_batched_tokens, as vLLM rules it: SchedulerConfig refuses
+    max_num_batched_tokens < max_num_seqs (vllm/config/scheduler.py, verify_max_model_len), and an unset
+    max_num_seqs defaults to min(its default, max_num_batched_tokens) (vllm/engine/arg_utils.py,
+    EngineArgs._set_default_args). Applied to every engine: each running decode takes one token of a step's
+    budget in llmsim's scheduler, so more sequences than tokens could never all run. Returns (max_num_seqs,
+    a note when the default was lowered)."""
+    if tokens >= seqs:
+        return seqs, ""
+    if seqs_given:
+        raise OptionError(f"max_num_batched_tokens={tokens} is below max_num_seqs={seqs}: the engine refuses it "
+                          f"(vLLM: max_num_batched_tokens must be >= max_num_seqs); raise max_num_batched_tokens or "
+                          f"lower max_num_seqs")
+    return tokens, (f"{engine}'s default {seqs} lowered to {tokens}, the max_num_batched_tokens given, as vLLM sets "
+                    "an unset max_num_seqs (at most one token per running request each step)")

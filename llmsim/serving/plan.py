@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import Executor
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ..analysis.text import device_word
 from ..cost.workload import check_one
 from ..errors import LlmsimError, OptionError, check_positive
 from ..hardware.spec import load_hardware
@@ -63,6 +64,7 @@ class ServingPlan(BaseModel):
     candidates: list[ServingCandidate]
     pareto: list[ServingCandidate]
     reason: str
+    device_type: Literal["gpu", "cpu"] = "gpu"  # the hardware's: text counts GPUs or CPUs
 
     def to_pandas(self) -> Any:
         """One row per candidate: its fields, and columns `best` and `pareto`."""
@@ -73,7 +75,7 @@ class ServingPlan(BaseModel):
     def __str__(self) -> str:
         lines = [f"{self.model} on {self.hardware} at {self.request_rate:g} req/s: {self.reason}",
                  f"  {'shape':>24} {'seqs':>5} {'req/s/replica':>14} {'TTFT p' + str(self.percentile):>11} "
-                 f"{'TPOT p' + str(self.percentile):>11} {'replicas':>9} {'GPUs':>5}"]
+                 f"{'TPOT p' + str(self.percentile):>11} {'replicas':>9} {device_word(self.device_type) + 's':>5}"]
         for c in sorted(self.candidates, key=lambda c: (c.gpus or 1 << 30, c.tensor_parallel)):
             mark = "*" if c == self.best else " "
             lines.append(f"{mark} {c.shape:>24} {c.max_num_seqs:>5} {c.max_rate_per_replica:>14.2f} "
@@ -248,7 +250,8 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     price = usd_per_gpu_hour
     if price is None and "usd_per_hour" in hw.price:
         price = hw.price["usd_per_hour"].value
-    tps = tensor_parallel or [t for t in (1, 2, 4, 8) if t <= max_gpus]
+    # a device whose file has no [interconnect] (cpu-generic: one socket) is not split unless asked
+    tps = tensor_parallel or [t for t in (1, 2, 4, 8) if t <= max_gpus and (t == 1 or hw.interconnect)]
     seqs = max_num_seqs or [64, 256]
     pps = [1] if pipeline_parallel is None else pipeline_parallel
     for name, values in (("tensor_parallel", tps), ("max_num_seqs", seqs), ("pipeline_parallel", pps)):
@@ -274,15 +277,16 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     for c in sorted(feasible, key=lambda c: (c.gpus, c.ttft_p_s)):
         if not front or c.ttft_p_s < front[-1].ttft_p_s:
             front.append(c)
+    device = device_word(hw.device_type)
     if best is None:
-        reason = "no replica shape meets the objectives within max_gpus; relax them or allow more GPUs"
+        reason = f"no replica shape meets the objectives within max_gpus; relax them or allow more {device}s"
     else:
         reason = (f"{best.replicas} replicas of {best.shape} with max_num_seqs={best.max_num_seqs}: "
-                  f"{best.gpus} GPUs, each replica within the p{percentile} objectives up to "
+                  f"{best.gpus} {device}s, each replica within the p{percentile} objectives up to "
                   f"{best.max_rate_per_replica:.2f} req/s" if best.mode == "aggregated" else
-                  f"disaggregated {best.shape} with max_num_seqs={best.max_num_seqs}: {best.gpus} GPUs within the "
-                  f"p{percentile} objectives")
+                  f"disaggregated {best.shape} with max_num_seqs={best.max_num_seqs}: {best.gpus} {device}s within "
+                  f"the p{percentile} objectives")
     if not candidates:
         raise LlmsimError("no candidates to evaluate")  # pragma: no cover
     return ServingPlan(model=spec.name, hardware=hw.name, request_rate=float(request_rate), percentile=percentile,
-                       best=best, candidates=candidates, pareto=front, reason=reason)
+                       best=best, candidates=candidates, pareto=front, reason=reason, device_type=hw.device_type)

@@ -43,6 +43,7 @@ class SchedulerLimits:
     block_size: int
     mixed_batches: bool = True  # False: a step either prefills (new requests first) or decodes, never both
     state_blocks: int = 0  # blocks of the pool each running request's fixed-size state takes (linear attention)
+    note: str = ""  # a default changed to fit the caller's settings, and why (empty: none)
 
 
 @dataclass

@@ -57,7 +57,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     speculative: {"method": "ngram" | "draft" | "mtp", "num_tokens": k, "acceptance_rate": a, "draft_model":
     name (for "draft")}: every decode step verifies k proposals and keeps (1 - a**(k+1)) / (1 - a) tokens.
     Engine knobs (default: the engine's own, llmsim.serving.engine_limits): max_num_seqs,
-    max_num_batched_tokens (the chunked-prefill token budget per step), gpu_memory_utilization (SGLang's
+    max_num_batched_tokens (the chunked-prefill token budget per step; below max_num_seqs it is refused, or lowers
+    an unset max_num_seqs to it, as vLLM rules, and the result's assumptions say so), gpu_memory_utilization (SGLang's
     mem_fraction_static, TensorRT-LLM's free_gpu_memory_fraction: each engine sizes its KV pool by its own rule,
     llmsim.serving.engine_limits.scheduler_limits), block_size,
     mixed_batches (True: prefill chunks share a step with decodes, vLLM and TensorRT-LLM; False: prefill
@@ -96,6 +97,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         f"{speculation.method}, {speculation.num_tokens} proposals per step at acceptance "
         f"{speculation.acceptance_rate:g}: {speculation.tokens_per_step:.2f} tokens per decode step; the verifying "
         "tokens read the KV cache once; KV blocks grow one token per step")}
+    if limits.note:
+        extra["max_num_seqs"] = limits.note
     if stages > 1:
         extra["pipeline"] = (f"{stages} stages of {cost.tensor_parallel} GPU(s), micro-batches kept in flight "
                              "across steps; layers, weights and KV cache split evenly over the stages")

@@ -219,6 +219,23 @@ def device_name(device: str) -> str:
     return f"cpu: {platform.processor() or platform.machine()}"
 
 
+def device_vendor(device: str) -> str:
+    """Who makes the device, as hardware files name it: a ROCm build's GPU "amd", a CUDA one "nvidia"; a CPU by
+    /proc/cpuinfo's vendor_id (GenuineIntel, AuthenticAMD); "unknown" elsewhere."""
+    torch = require_torch()
+    if device == "cuda":
+        return "amd" if getattr(torch.version, "hip", None) else "nvidia"
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("vendor_id"):
+                    found = line.split(":", 1)[1].strip()
+                    return {"GenuineIntel": "intel", "AuthenticAMD": "amd"}.get(found, "unknown")
+    except OSError:  # pragma: no cover
+        pass
+    return "unknown"
+
+
 def is_oom(exc: BaseException) -> bool:
     torch = require_torch()
     oom_type = getattr(torch, "OutOfMemoryError", None)

@@ -60,6 +60,7 @@ from ._device import (
     check_device,
     cpu_clock,
     device_name,
+    device_vendor,
     load_average,
     median,
     release_free_memory,
@@ -230,6 +231,7 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         "description": f"{device_name(device)}, calibrated by llmsim ({info['threads']} threads, "
                        f"torch {info['torch_version']})",
         "device_type": "gpu" if device == "cuda" else "cpu",
+        "vendor": device_vendor(device),
         "matrix_flops_per_s": matrix,
         "vector_flops_per_s": vector,
         "memory": {
@@ -669,7 +671,7 @@ def hardware_toml(data: dict[str, Any]) -> str:
     """A hardware dict as TOML in the layout of hardware/*.toml (written by hand: no TOML writer needed)."""
     lines = ["# Measured by `llmsim.validation.calibrate`: every value in base SI units with its unit and source.",
              "# The measured rates are stored as the peaks and the achievable fractions are 1.0.", ""]
-    for key in ("name", "description", "device_type"):
+    for key in ("name", "description", "device_type", "vendor"):
         if key in data:
             lines.append(f"{key} = {_toml_string(str(data[key]))}")
     for section in ("matrix_flops_per_s", "vector_flops_per_s", "memory", "interconnect", "overhead",

@@ -6,9 +6,10 @@ config's own keys, with attn_implementation="sdpa".
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -351,6 +352,52 @@ def graph_timer(step_and_rewind: tuple[Callable[[], Any], Callable[[], None]], d
 _SPLIT = {"matmul": "matmul", "attention": "attention", "elementwise": "elementwise", "copy": "elementwise"}
 
 
+@contextlib.contextmanager
+def torch_profiler(device: str) -> Iterator[Any]:
+    """torch.profiler.profile of the CPU (and CUDA kernels on "cuda"), without the two lines Kineto (its C++
+    side) writes to stderr at each start and stop since torch 2.13: "USDT:<time> <pid>:<tid>
+    SyncActivityProfilerHandler.cpp:52] profiler_start" and "... profiler_stop". USDT is Kineto's highest log
+    severity (libkineto/src/Logger.h), above the ERROR threshold torch sets, so only KINETO_LOG_LEVEL=6 silences
+    it, and with it every Kineto message in the process, and only if set before Kineto's first use. Instead
+    file descriptor 2 goes to a temporary file for the profiled window and every other line is written back
+    after it: warnings of llmsim, transformers or Kineto's own errors still reach stderr, in order."""
+    require_torch()
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with _stderr_without_usdt_lines(), profile(activities=activities) as prof:
+        yield prof
+
+
+@contextlib.contextmanager
+def _stderr_without_usdt_lines() -> Iterator[None]:
+    """File descriptor 2 into a temporary file while the block runs; its lines but Kineto's "USDT:" ones written
+    back to the real stderr afterwards (no descriptor 2 to redirect: the block runs as it is)."""
+    import os
+    import sys
+    import tempfile
+
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            kept = b"".join(line for line in sink.read().splitlines(keepends=True) if not line.startswith(b"USDT:"))
+            if kept:
+                os.write(2, kept)
+
+
 def profile_split(run: Callable[[], Any], device: str, measured_s: float) -> dict[str, float]:
     """Measured time by op class: one profiled run read by llmsim.read_profile (on a CPU each aten op's self
     time, on CUDA each kernel's device time, classed by llmsim.profiles.classify), scaled to the measured
@@ -359,12 +406,9 @@ def profile_split(run: Callable[[], Any], device: str, measured_s: float) -> dic
     import tempfile
     import time
 
-    from torch.profiler import ProfilerActivity, profile
-
     from ..profiles import read_profile
 
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    with profile(activities=activities) as prof:
+    with torch_profiler(device) as prof:
         t0 = time.perf_counter()
         run()
         synchronize(device)
@@ -384,10 +428,7 @@ def profile_split(run: Callable[[], Any], device: str, measured_s: float) -> dic
 
 def aten_op_names(run: Callable[[], Any], device: str = "cpu") -> dict[str, int]:
     """Calls per aten op name in one run (to see which kernels really run, e.g. the SDPA backend)."""
-    require_torch()
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    with torch_profiler("cpu") as prof:
         run()
         synchronize(device)
     return {e.key: e.count for e in prof.key_averages() if e.key.startswith("aten::")}
