@@ -209,7 +209,8 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
                          "expert_parallel": _count(row[f"{phase}_moe_ep_size"]),
                          "attention_data_parallel": _count(row[f"{phase}_attention_dp_size"])}
                  for phase in ("prefill", "decode")}
-        tp, dp = pools["decode"]["tensor_parallel"], pools["decode"]["attention_data_parallel"]
+        tp = pools["decode"]["tensor_parallel"]
+        dp = max(pool["attention_data_parallel"] for pool in pools.values())  # either pool's ranks
         r = serve_disaggregated(spec, SYSTEMS[row["system"]], pools["prefill"], pools["decode"], **load, **options)
     else:
         dp = _count(row["attention_dp_size"])
