@@ -107,16 +107,23 @@ def _concurrency(row: dict[str, str]) -> int | None:
     """The run's client count: the aggregated rows' batch_size, else the source's `silicon_concurrency=`; with
     attention data parallelism (batch_size: per rank) the source's count, else batch_size x attention_dp_size."""
     found = re.search(r"silicon_concurrency=(\d+)", row.get("silicon_data_source", ""))
-    if row["batch_size"] and not _is_one(row["attention_dp_size"]):
-        return int(found.group(1)) if found else _count(row["batch_size"]) * _count(row["attention_dp_size"])
+    if row["batch_size"] and _ranks(row, "") > 1:
+        return int(found.group(1)) if found else _count(row["batch_size"]) * _ranks(row, "")
     if row["batch_size"]:
         return _count(row["batch_size"])
     return int(found.group(1)) if found else None
 
 
+def _ranks(row: dict[str, str], prefix: str) -> int:
+    """The attention data-parallel ranks of one phase (prefix "", "prefill_" or "decode_"): 1 where the field
+    is empty, 0 or 1."""
+    value = row.get(f"{prefix}attention_dp_size", "")
+    return 1 if _is_one(value) else _count(value)
+
+
 def _gpus_why_not(row: dict[str, str], prefix: str) -> str | None:
     """Why a row's parallel fields (of one phase: prefix "", "prefill_" or "decode_") cannot be simulated."""
-    tp, dp = _count(row[f"{prefix}tp_size"]), _count(row[f"{prefix}attention_dp_size"])
+    tp, dp = _count(row[f"{prefix}tp_size"]), _ranks(row, prefix)
     moe = [row[f"{prefix}moe_tp_size"], row[f"{prefix}moe_ep_size"]]
     if dp > 1 and all(moe) and _count(moe[0]) * _count(moe[1]) != tp * dp:
         return (f"{prefix}tp_size x attention_dp_size = {tp * dp} GPUs but moe_tp_size x moe_ep_size = "
@@ -205,15 +212,15 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         from ..serving.disaggregated import serve_disaggregated
 
         pools = {phase: {"replicas": _count(row[f"{phase}_num_workers"]),
-                         "tensor_parallel": _count(row[f"{phase}_tp_size"]) * _count(row[f"{phase}_attention_dp_size"]),
+                         "tensor_parallel": _count(row[f"{phase}_tp_size"]) * _ranks(row, f"{phase}_"),
                          "expert_parallel": _count(row[f"{phase}_moe_ep_size"]),
-                         "attention_data_parallel": _count(row[f"{phase}_attention_dp_size"])}
+                         "attention_data_parallel": _ranks(row, f"{phase}_")}
                  for phase in ("prefill", "decode")}
         tp = pools["decode"]["tensor_parallel"]
         dp = max(pool["attention_data_parallel"] for pool in pools.values())  # either pool's ranks
         r = serve_disaggregated(spec, SYSTEMS[row["system"]], pools["prefill"], pools["decode"], **load, **options)
     else:
-        dp = _count(row["attention_dp_size"])
+        dp = _ranks(row, "")
         tp = _count(row["tp_size"]) * dp  # the replica's GPUs
         ep = _count(row["moe_ep_size"])
         if ep > 1:
