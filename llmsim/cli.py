@@ -238,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_non_negative_int, default=0)
     p.add_argument("--pipeline-parallel", type=_positive_int, default=1,
                    help="pipeline stages (tensor-parallel GPUs each), micro-batches in flight across steps")
+    p.add_argument("--attention-data-parallel", type=_positive_int, default=1,
+                   help="MoE models: attention data-parallel ranks over the --tensor-parallel GPUs (SGLang "
+                   "--enable-dp-attention, TensorRT-LLM enable_attention_dp), the experts over all of them")
     p.add_argument("--max-num-seqs", type=_positive_int, help="default: the engine's")
     p.add_argument("--max-num-batched-tokens", type=_positive_int, help="default: the engine's")
     p.add_argument("--gpu-memory-utilization", type=float, help="default: the engine's")
@@ -543,9 +546,10 @@ def _run(args: argparse.Namespace) -> int:
         from .serving.disaggregated import serve_disaggregated
 
         if not (args.prefill_pool and args.decode_pool) or args.tensor_parallel or args.expert_parallel or (
-                args.pipeline_parallel > 1):
+                args.pipeline_parallel > 1) or args.attention_data_parallel > 1:
             raise LlmsimError("disaggregated serving takes both --prefill-pool and --decode-pool (REPLICASxTP) and "
-                              "no --tensor-parallel / --expert-parallel / --pipeline-parallel")
+                              "no --tensor-parallel / --expert-parallel / --pipeline-parallel / "
+                              "--attention-data-parallel (per pool: the Python API's pool dicts)")
         options = {k: v for k, v in options.items() if k not in ("tensor_parallel", "expert_parallel")}
         result = serve_disaggregated(
             args.model, args.hardware, prefill=args.prefill_pool, decode=args.decode_pool,
@@ -567,7 +571,8 @@ def _run(args: argparse.Namespace) -> int:
                        gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
                        shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
                        prefix_caching=args.prefix_caching, speculative=args.speculative,
-                       mixed_batches=args.mixed_batches, pipeline_parallel=args.pipeline_parallel, **options)
+                       mixed_batches=args.mixed_batches, pipeline_parallel=args.pipeline_parallel,
+                       attention_data_parallel=args.attention_data_parallel, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.plot:
             from .report.serving_plot import serving_figure

@@ -307,6 +307,27 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("serve-pipeline-with-speculation", lambda: llmsim.serve(
         "llama-3.1-8b", GPU, concurrency=1, num_requests=1, pipeline_parallel=2, speculative={"method": "ngram"}),
      OptionError, "speculative decoding with pipeline_parallel > 1 is not modelled"),
+    # attention data parallelism: a count that does not split the GPUs, a dense model, pipeline stages
+    ("serve-attention-dp-not-dividing", lambda: llmsim.serve("qwen3-30b-a3b", "h100-sxm", tensor_parallel=4,
+                                                              attention_data_parallel=3, concurrency=1,
+                                                              num_requests=1), OptionError,
+     r"^attention_data_parallel=3 must divide tensor_parallel=4"),
+    ("serve-attention-dp-dense", _serve(tensor_parallel=2, attention_data_parallel=2, concurrency=1), OptionError,
+     "attention_data_parallel=2: the model has no experts"),
+    ("serve-attention-dp-zero", _serve(attention_data_parallel=0, concurrency=1), OptionError,
+     "attention_data_parallel=0 must be an integer in 1"),
+    ("serve-attention-dp-float", _serve(attention_data_parallel=1.5, concurrency=1), OptionError,
+     "attention_data_parallel=1.5 must be an integer"),
+    ("serve-attention-dp-with-pipeline", lambda: llmsim.serve(
+        "qwen3-30b-a3b", "h100-sxm", tensor_parallel=2, attention_data_parallel=2, pipeline_parallel=2,
+        concurrency=1, num_requests=1), OptionError, "attention_data_parallel > 1 with pipeline_parallel > 1"),
+    ("disaggregated-attention-dp-not-dividing", lambda: llmsim.serve_disaggregated(
+        "qwen3-30b-a3b", "h100-sxm", prefill={"tensor_parallel": 2, "attention_data_parallel": 4},
+        decode={"tensor_parallel": 2}, concurrency=1, num_requests=1), OptionError,
+     r"^prefill: attention_data_parallel=4 must divide tensor_parallel=2"),
+    ("disaggregated-attention-dp-outside-pools", lambda: llmsim.serve_disaggregated(
+        "qwen3-30b-a3b", "h100-sxm", prefill={}, decode={}, attention_data_parallel=2, concurrency=1,
+        num_requests=1), OptionError, "attention_data_parallel: give it per pool"),
     # ---- first contact on the current main (2026-11-24): each was answered, not refused --------------------
     ("ops-table-bad-phase", lambda: _result().ops_table(phase="gen"), OptionError,
      "phase='gen' is not allowed; choose one of decode, prefill"),  # was: an empty string

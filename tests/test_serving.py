@@ -169,14 +169,17 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
 
     fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
     c = compare_serving(fixture)
-    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "minimax-m2.5", "deepseek-v3",
-                                           "llama-3.1-70b", "llama-3.1-8b"]
+    assert [r["model"] for r in c.rows] == ["llama-3.1-8b", "llama-3.1-70b", "kimi-k2.5-nvfp4", "minimax-m2.5",
+                                           "deepseek-v3", "llama-3.1-70b", "llama-3.1-8b"]
     reasons = [reason for _, reason in c.skipped]
-    assert any("worker counts" in r for r in reasons) and any("attention data parallelism" in r for r in reasons)
+    assert any("worker counts" in r for r in reasons)
+    # GB200, TRT-LLM: 1 prefill worker of tp_size 1 x attention_dp_size 4 (moe_ep 4), 4 decode workers of TP8
+    kimi = c.rows[2]
+    assert kimi["mode"] == "disagg" and kimi["attention_dp"] == 4 and kimi["tp"] == 8 and kimi["concurrency"] == 4
     with fixture.open(newline="") as f:
         first = next(csv.DictReader(f))
     assert "not shipped" in str(_why_not({**first, "model_path": "zhipuai/GLM-5"}))  # sparse attention: not costed
-    disagg = c.rows[3]  # 36 clients, 1 prefill worker of TP8 and 9 decode workers of TP8 (EP8), H200, TRT-LLM
+    disagg = c.rows[4]  # 36 clients, 1 prefill worker of TP8 and 9 decode workers of TP8 (EP8), H200, TRT-LLM
     assert disagg["mode"] == "disagg" and disagg["concurrency"] == 36 and disagg["tp"] == 8
     assert disagg["measured_tpot_ms"] == pytest.approx(13.39021889249814)
     eight_b = c.rows[0]
@@ -184,10 +187,10 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     assert eight_b["measured_tpot_ms"] == pytest.approx(7.94357745)
     assert eight_b["tpot_error_pct"] == pytest.approx(100 * (eight_b["tpot_ms"] / 7.94357745 - 1))
     assert abs(eight_b["tpot_error_pct"]) < 25  # a sanity bound on the model, not a fitted figure
-    fp4 = c.rows[4]  # vLLM on 4 B200s, W4A4 nvfp4 (gemm_quant_mode nvfp4): costed in nvfp4, KV cache in 16 bits
+    fp4 = c.rows[5]  # vLLM on 4 B200s, W4A4 nvfp4 (gemm_quant_mode nvfp4): costed in nvfp4, KV cache in 16 bits
     assert fp4["precision"] == "nvfp4" and fp4["tp"] == 4
     assert fp4["measured_tpot_ms"] == pytest.approx(7.464780910375318)
-    block = c.rows[5]  # SGLang on one H200, gemm_quant_mode fp8_block: the 16-bit config with block-fp8 weights
+    block = c.rows[6]  # SGLang on one H200, gemm_quant_mode fp8_block: the 16-bit config with block-fp8 weights
     assert block["precision"] == "fp8_block" and block["concurrency"] == 160
     assert block["measured_ttft_ms"] == pytest.approx(1612.27)
 

@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="simulate only the first N runnable rows")
     parser.add_argument("--out", type=Path, default=HERE / "serving.md")
     parser.add_argument("--plot", type=Path, default=HERE / "serving_vs_measured.png")
+    parser.add_argument("--rows-json", type=Path, help="also write every simulated row (with its errors) as JSON")
     args = parser.parse_args()
     if args.csv is None:
         parser.error("no silicon_sample.csv: pip install '.[aiconfigurator]' or give --csv")
@@ -44,6 +45,11 @@ def main() -> None:
         "Apache-2.0): measured aggregated and disaggregated serving runs of vLLM, SGLang and TensorRT-LLM at fixed "
         "concurrency with fixed input/output lengths, mean TTFT and TPOT per run. **Validation data only: nothing "
         "is fitted to it.**",
+        "",
+        "Rows with attention data parallelism (attention_dp_size d > 1) run `tensor_parallel=tp_size*d, "
+        "attention_data_parallel=d, expert_parallel=moe_ep_size` (aggregated) or the same per pool, with the run's "
+        "client count (`silicon_concurrency=`); a row whose fields contradict its own name (`..._tp{T}_ep{E}_{n}`: T "
+        "GPUs) is skipped (llmsim.validation.serving).",
         "",
         f"Each runnable aggregated row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
         f"prompt_len=isl, gen_len=osl, num_requests={REQUESTS_PER_CLIENT}*c, tensor_parallel=tp)` with the shipped "
@@ -70,6 +76,12 @@ def main() -> None:
             lines.append(_row(f"mode {key[0]}", errors))
         for key, errors in sorted(c.errors(metric, ("engine",)).items()):
             lines.append(_row(f"engine {key[0]}", errors))
+        for key, errors in sorted(c.errors(metric, ("attention_dp",)).items()):
+            if key[0] > 1:
+                lines.append(_row(f"attention data parallel {key[0]}", errors))
+        dp_rows = [r[f"{metric}_error_pct"] for r in c.rows if r["attention_dp"] > 1]
+        if dp_rows:
+            lines.append(_row("attention data parallel, all", np.asarray(dp_rows)))
         for key, errors in sorted(c.errors(metric, ("model", "system", "engine", "precision", "mode")).items()):
             lines.append(_row(" / ".join(map(str, key)), errors))
         lines.append("")
@@ -78,6 +90,10 @@ def main() -> None:
     lines += [f"| {reason} | {count} |" for reason, count in reasons.most_common()]
     lines += ["", f"![predicted vs measured]({args.plot.name})", ""]
     args.out.write_text("\n".join(lines))
+    if args.rows_json:
+        import json
+
+        args.rows_json.write_text(json.dumps(c.rows))
     _plot(c, args.plot)
     for metric in ("ttft", "tpot"):
         e = np.concatenate(list(c.errors(metric).values())) if c.rows else np.zeros(1)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from ..analysis.simulate import resolve
 from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError, check_positive
+from .data_parallel import rank_options
 from .engine_limits import scheduler_limits
 from .results import ServingResult
 from .scheduler import RequestLog, simulate_engine
@@ -60,12 +61,14 @@ def _closed_loop(run: Any, first_s: np.ndarray, n: int, clients: int) -> tuple[R
 
 
 class Pool(BaseModel):
-    """replicas engine instances of tensor_parallel GPUs each (expert_parallel of them for experts)."""
+    """replicas engine instances of tensor_parallel GPUs each (expert_parallel of them for experts), each of
+    attention_data_parallel ranks (serve(attention_data_parallel=...))."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     replicas: int = 1
     tensor_parallel: int = 1
     expert_parallel: int = 1
+    attention_data_parallel: int = 1
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
 
@@ -77,11 +80,12 @@ def _pool(name: str, value: Any) -> Pool:
         try:
             pool = Pool(**value)
         except Exception as exc:  # pydantic's message is long: name the field and the allowed keys
-            raise OptionError(f"{name}: give replicas, tensor_parallel, expert_parallel, max_num_seqs, "
-                              f"max_num_batched_tokens as integers ({str(exc).splitlines()[0]})") from None
+            raise OptionError(f"{name}: give replicas, tensor_parallel, expert_parallel, attention_data_parallel, "
+                              "max_num_seqs, max_num_batched_tokens as integers "
+                              f"({str(exc).splitlines()[0]})") from None
     else:
         raise OptionError(f"{name} must be a Pool or a dict like {{'replicas': 2, 'tensor_parallel': 4}}")
-    for key in ("replicas", "tensor_parallel", "expert_parallel"):
+    for key in ("replicas", "tensor_parallel", "expert_parallel", "attention_data_parallel"):
         check_count(f"{name}.{key}", getattr(pool, key), 1)
     return pool
 
@@ -94,7 +98,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                         block_size: int | None = None, **options: Any) -> ServingResult:
     """Prefill on the `prefill` pool, decode on the `decode` pool (each a Pool or a dict of its fields).
     Load and lengths as serve(); options as simulate() (dtypes, tables, ...; the pools set the parallelism)."""
-    for key in ("tensor_parallel", "expert_parallel"):
+    for key in ("tensor_parallel", "expert_parallel", "attention_data_parallel"):
         if key in options:
             raise OptionError(f"{key}: give it per pool (prefill={{'tensor_parallel': ...}}, decode={{...}})")
     pre, dec = _pool("prefill", prefill), _pool("decode", decode)
@@ -114,21 +118,28 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         link = check_positive("kv_transfer_bytes_per_s", kv_transfer_bytes_per_s, "byte/s")
         link_name = "kv_transfer_bytes_per_s as given"
 
-    def engine_of(pool: Pool, longest: int) -> tuple[Any, Any, CostOptions]:
+    def engine_of(pool: Pool, name: str, longest: int) -> tuple[Any, Any, CostOptions, int]:
+        """(step cost, limits, cost options, engines): an attention data-parallel instance is `ranks` engines
+        of one rank each (approximation: ranks symmetric, serving.data_parallel)."""
         cost = CostOptions.make(**{**base.model_dump(), "tensor_parallel": pool.tensor_parallel,
                                    "expert_parallel": pool.expert_parallel})
+        try:
+            cost, dp = rank_options(spec, cost, pool.attention_data_parallel)
+        except OptionError as exc:
+            raise OptionError(f"{name}: {exc}") from None
         limits = scheduler_limits(spec, hw, cost, engine_name, longest, pool.max_num_seqs,
-                                  pool.max_num_batched_tokens, gpu_memory_utilization, block_size)
+                                  pool.max_num_batched_tokens, gpu_memory_utilization, block_size, data_parallel=dp)
         step = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
-                          max(longest, 2))
-        return step, limits, cost
+                          max(longest, 2), data_parallel=dp)
+        return step, limits, cost, pool.replicas * pool.attention_data_parallel
 
-    pre_step, pre_limits, _ = engine_of(pre, int(prompts.max()))
-    dec_step, dec_limits, dec_cost = engine_of(dec, int(np.max(prompts + gens - 1)))
+    pre_step, pre_limits, pre_cost, pre_engines = engine_of(pre, "prefill", int(prompts.max()))
+    dec_step, dec_limits, dec_cost, dec_engines = engine_of(dec, "decode", int(np.max(prompts + gens - 1)))
     _, _, kv_dtype = base.resolved_dtypes(spec.dtype)
     kv_bytes = np.asarray(spec.kv_cache_bytes(batch_size=1, seq_len=prompts, kv_dtype=kv_dtype, tensor_parallel=1),
                           dtype=float)
-    transfer_s = kv_bytes / (min(pre.tensor_parallel, dec.tensor_parallel) * link)  # [requests]
+    senders = min(pre_cost.tensor_parallel, dec_cost.tensor_parallel)  # GPUs of a (rank's) attention group
+    transfer_s = kv_bytes / (senders * link)  # [requests]
 
     def run(arrival_s: np.ndarray) -> tuple[RequestLog, dict[str, np.ndarray]]:
         """The deployment with request i sent at arrival_s[i] (requests 0 .. len(arrival_s) - 1)."""
@@ -137,8 +148,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         log = RequestLog(prompts_n, gens_n, arrival_s.copy())
         step_logs: list[dict[str, np.ndarray]] = []
         by_arrival = np.argsort(arrival_s, kind="stable")
-        for i in range(pre.replicas):  # prefill: every request to its first token, round robin in arrival order
-            ids = by_arrival[i::pre.replicas]
+        for i in range(pre_engines):  # prefill: every request to its first token, round robin in arrival order
+            ids = by_arrival[i::pre_engines]
             if len(ids):
                 part, steps = simulate_engine(pre_step, pre_limits, prompts_n[ids], np.ones(len(ids), np.int64),
                                               arrival_s[ids], None)
@@ -149,15 +160,15 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         log.finish_s[:] = log.first_token_s  # one-token requests end at their first token
         decoding = np.flatnonzero(gens_n > 1)
         decoding = decoding[np.argsort(ready[decoding], kind="stable")]
-        for i in range(dec.replicas):  # decode: the rest of the tokens, arriving prefilled
-            ids = decoding[i::dec.replicas]
+        for i in range(dec_engines):  # decode: the rest of the tokens, arriving prefilled
+            ids = decoding[i::dec_engines]
             if len(ids):
                 part, steps = simulate_engine(dec_step, dec_limits, prompts_n[ids], gens_n[ids], ready[ids], None,
                                               prefilled=True)
                 log.first_token_s[ids] = part.first_token_s  # streamed once the decode instance admits it
                 log.finish_s[ids] = part.finish_s
                 log.preemptions[ids] += part.preemptions
-                step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), pre.replicas + i)))
+                step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), pre_engines + i)))
         merged = {k: np.concatenate([s[k] for s in step_logs]) for k in step_logs[0]}
         return log, merged
 
@@ -168,12 +179,14 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         log, steps, converged = _closed_loop(run, arrivals, len(prompts), clients)
         request_rate = None
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
-                   mode="disaggregated", gpus=gpus,
+                   mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,
                    assumptions={
-                       "pools": f"prefill {pre.replicas} x TP{pre.tensor_parallel}, decode {dec.replicas} x "
-                                f"TP{dec.tensor_parallel}; requests routed round robin",
+                       "pools": f"prefill {pre.replicas} x TP{pre.tensor_parallel}{_ranks(pre)}, decode "
+                                f"{dec.replicas} x TP{dec.tensor_parallel}{_ranks(dec)}; requests routed round robin"
+                                + (" over the attention data-parallel ranks (each an engine: ranks symmetric)"
+                                   if pre_engines > pre.replicas or dec_engines > dec.replicas else ""),
                        "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request at "
-                                     f"{link / 1e9:.0f} GB/s per GPU x {min(pre.tensor_parallel, dec.tensor_parallel)} "
+                                     f"{link / 1e9:.0f} GB/s per GPU x {senders} "
                                      f"({link_name})",
                        "closed loop": ("each client's next request sent when its previous one finishes, "
                                        "found by fixed point over the send times"
@@ -183,3 +196,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                                                                    ("decode", dec_limits))
                           if limits.note},
                    })
+
+
+def _ranks(pool: Pool) -> str:
+    ranks = pool.attention_data_parallel
+    return f" ({ranks} attention data-parallel ranks)" if ranks > 1 else ""

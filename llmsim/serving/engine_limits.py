@@ -72,7 +72,8 @@ def _sglang_defaults(memory_mib: float, tp: int, pp: int) -> dict[str, Any]:
 def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, engine: str,
                      longest_request: int, max_num_seqs: Any = None, max_num_batched_tokens: Any = None,
                      gpu_memory_utilization: Any = None, block_size: Any = None,
-                     mixed_batches: Any = None, pipeline_parallel: int = 1) -> SchedulerLimits:
+                     mixed_batches: Any = None, pipeline_parallel: int = 1,
+                     data_parallel: Any = None) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace, as each engine sizes its pool:
 
@@ -88,8 +89,11 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     allocates without its hybrid allocator. Linear-attention and Mamba layers' fixed-size states come from
     the same pool, state_blocks blocks per running request (taken when it starts, freed when it finishes
     or is preempted), as vLLM V1's hybrid KV cache manager gives each request one state page.
+    data_parallel: an AttentionDataParallel (serving.data_parallel): `options` are then one rank's (its KV
+    pool, its non-expert weights at tp = GPUs / ranks) and the routed experts are spread over every GPU.
     """
-    defaults = engine_defaults(engine, hardware, options.tensor_parallel, pipeline_parallel)
+    gpus = options.tensor_parallel if data_parallel is None else data_parallel.gpus
+    defaults = engine_defaults(engine, hardware, gpus, pipeline_parallel)
     seqs = check_count("max_num_seqs", defaults["max_num_seqs"] if max_num_seqs is None else max_num_seqs, 1)
     tokens = check_count("max_num_batched_tokens", defaults["max_num_batched_tokens"]
                          if max_num_batched_tokens is None else max_num_batched_tokens, 1)
@@ -109,7 +113,12 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p  # per sequence
     per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p \
         - state
-    weights = weights_bytes(model, options) / p
+    if data_parallel is None:
+        weights = weights_bytes(model, options) / p
+    else:
+        from .data_parallel import weights_bytes_per_gpu
+
+        weights = weights_bytes_per_gpu(model, options, data_parallel) / p
     transient = float(peak_activation_bytes(model, options, 1, tokens)) + workspace_bytes(hardware)
     capacity = hardware.memory_capacity_bytes
     if engine == "sglang":  # mem_fraction_static = (weights + KV pool) / capacity: the reserved rest holds the rest
@@ -127,8 +136,8 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         with_state = f" plus its fixed-size state ({state / _GIB:.2f} GiB)" if state else ""
         raise OptionError(
             f"the KV cache holds {holds} per {device_word(hardware.device_type)} after the weights "
-            f"({weights_bytes(model, options) / p / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the "
-            f"longest request's {longest_request} tokens"
+            f"({weights / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the longest request's "
+            f"{longest_request} tokens"
             f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
                            block_size=int(block), state_blocks=state_blocks, note=note,

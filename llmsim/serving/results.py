@@ -42,6 +42,7 @@ class ServingResult(BaseModel):
     gpus: int
     num_requests: int
     pipeline_parallel: int = 1
+    attention_data_parallel: int = 1  # serve()'s attention data-parallel ranks (the requests and steps: one rank's)
     request_rate: float | None
     concurrency: int | None
     arrival: str
@@ -89,14 +90,15 @@ class ServingResult(BaseModel):
 
     def goodput(self, ttft_s: float | None = None, tpot_s: float | None = None, e2e_s: float | None = None) -> float:
         """Requests per second that met every service-level objective given (all of them: the rate)."""
-        ok = np.ones(self.num_requests, dtype=bool)
+        # the requests held: one rank's under attention data parallelism (the others alike)
+        ok = np.ones(len(self._requests["ttft_s"]) if self._requests else self.num_requests, dtype=bool)
         for name, limit in (("ttft_s", ttft_s), ("tpot_s", tpot_s), ("e2e_s", e2e_s)):
             if limit is None:
                 continue
             check_positive(name, limit, "seconds")
             values = self._requests[name]
             ok &= ~(values > limit)  # a request with no TPOT (one token) meets any TPOT objective
-        return float(ok.sum() / self.duration_s) if self.duration_s > 0 else 0.0
+        return float(ok.sum() * self.attention_data_parallel / self.duration_s) if self.duration_s > 0 else 0.0
 
     def __str__(self) -> str:
         load = (f"{self.request_rate:g} req/s ({self.arrival})" if self.request_rate is not None
@@ -104,6 +106,7 @@ class ServingResult(BaseModel):
         lines = [
             f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, tensor_parallel={self.tensor_parallel}"
             f"{f', pipeline_parallel={self.pipeline_parallel}' if self.pipeline_parallel > 1 else ''}"
+            f"{f', attention_data_parallel={self.attention_data_parallel}' if self.attention_data_parallel > 1 else ''}"
             f"{', ' + self.mode if self.mode != 'aggregated' else ''}): {self.num_requests} requests at {load}",
             f"  engine: max_num_seqs {self.max_num_seqs}, max_num_batched_tokens {self.max_num_batched_tokens}, "
             f"KV cache {self.kv_cache_tokens:,} tokens (block {self.block_size})",

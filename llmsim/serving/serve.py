@@ -13,6 +13,7 @@ from ..hardware.spec import HardwareSpec
 from ..models.spec import ModelSpec
 from ..timing.execution import ExecutionOptions
 from ..timing.roofline import Roofline
+from .data_parallel import AttentionDataParallel, rank_options
 from .engine_limits import scheduler_limits
 from .results import Percentiles, ServingResult
 from .scheduler import percentile_summary, simulate_engine
@@ -24,14 +25,15 @@ _STEP_COSTS: dict[tuple, StepCost] = {}
 
 def _step_cost(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
                max_tokens: int, max_seqs: int, max_len: int, speculation: Speculation | None = None,
-               stages: int = 1) -> StepCost:
+               stages: int = 1, data_parallel: AttentionDataParallel | None = None) -> StepCost:
     """The step-cost grids, kept for the last few setups (a planner calls serve() many times)."""
-    key = (model, hardware.model_dump_json(), cost, execution, max_tokens, max_seqs, max_len, speculation, stages)
+    key = (model, hardware.model_dump_json(), cost, execution, max_tokens, max_seqs, max_len, speculation, stages,
+           data_parallel)
     if key not in _STEP_COSTS:
         if len(_STEP_COSTS) >= 16:
             _STEP_COSTS.pop(next(iter(_STEP_COSTS)))
         _STEP_COSTS[key] = StepCost(model, Roofline(hardware, execution), cost, max_tokens, max_seqs, max_len,
-                                    speculation, stages)
+                                    speculation, stages, data_parallel)
     return _STEP_COSTS[key]
 
 
@@ -42,7 +44,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
           shared_prefix_len: int = 0, prefix_groups: int = 1, prefix_caching: bool = True,
           speculative: dict[str, Any] | None = None, mixed_batches: bool | None = None,
-          pipeline_parallel: int = 1, **options: Any) -> ServingResult:
+          pipeline_parallel: int = 1, attention_data_parallel: int = 1, **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
@@ -65,24 +67,38 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     first, a step prefills while prompts can start, SGLang's default).
     pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in
     flight across steps as vLLM runs them (StepCost.step_s); each GPU holds 1/p of the weights and KV cache.
+    attention_data_parallel=d (MoE models; SGLang --enable-dp-attention with --dp d, TensorRT-LLM
+    enable_attention_dp, vLLM --data-parallel-size d): the tensor_parallel GPUs form d ranks of tensor_parallel/d
+    GPUs, each running attention and the other non-expert ops on its own requests with its own KV pool, the
+    experts spread over all tensor_parallel GPUs (expert_parallel as usual) on the tokens of every rank
+    (llmsim.serving.data_parallel). vLLM's -dp d -tp a --enable-expert-parallel is tensor_parallel=a*d,
+    expert_parallel=a*d. One rank is simulated with every d-th request; the per-request table holds its requests,
+    the throughputs are the replica's.
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
     """
     spec, hw, cost, execution = resolve(model, hardware, engine, **options)
     stages = check_one("pipeline_parallel", pipeline_parallel, 1)
     if stages > spec.num_layers:
         raise OptionError(f"pipeline_parallel={stages} exceeds the model's {spec.num_layers} layers")
+    cost, dp = rank_options(spec, cost, attention_data_parallel)  # cost: one rank's from here on
+    if dp is not None and stages > 1:
+        raise OptionError("attention_data_parallel > 1 with pipeline_parallel > 1 is not modelled; use one of the two")
     prompts, gens, arrivals, concurrency = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
                                                          num_requests, arrival, burstiness, lengths_csv, seed, ramp_s)
+    total_requests, clients = len(prompts), concurrency
+    if dp is not None:  # one rank: every d-th request (round robin), ceil(c / d) of the closed loop's clients
+        prompts, gens, arrivals = prompts[::dp.ranks], gens[::dp.ranks], arrivals[::dp.ranks]
+        concurrency = None if concurrency is None else -(-concurrency // dp.ranks)
     longest = int(np.max(prompts + gens - 1))
     groups = prefix_groups_of(prompts, shared_prefix_len, prefix_groups, seed)
     engine_name = execution.engine or "vllm"
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
-                              gpu_memory_utilization, block_size, mixed_batches, stages)
+                              gpu_memory_utilization, block_size, mixed_batches, stages, dp)
     if speculative is not None and stages > 1:
         raise OptionError("speculative decoding with pipeline_parallel > 1 is not modelled; use one of the two")
     speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
     step_cost = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
-                           max(longest, 2), speculation, stages)
+                           max(longest, 2), speculation, stages, dp)
     run_gens = gens
     if speculation is not None:  # decode steps a request takes: its first token, then tokens_per_step a step
         run_gens = 1 + np.ceil((gens - 1) / speculation.tokens_per_step).astype(np.int64)
@@ -102,9 +118,22 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     if stages > 1:
         extra["pipeline"] = (f"{stages} stages of {cost.tensor_parallel} GPU(s), micro-batches kept in flight "
                              "across steps; layers, weights and KV cache split evenly over the stages")
-    return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps,
-                   prefix_note=note, extra_assumptions=extra, gpus=cost.tensor_parallel * stages,
-                   pipeline_parallel=stages)
+    if dp is None:
+        return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps,
+                       prefix_note=note, extra_assumptions=extra, gpus=cost.tensor_parallel * stages,
+                       pipeline_parallel=stages)
+    extra["attention data parallelism"] = (
+        f"{dp.ranks} ranks of tensor_parallel={cost.tensor_parallel}, experts over all {dp.gpus} GPUs "
+        f"(expert_parallel={dp.expert_options.expert_parallel}) with an all-gather and a reduce-scatter per MoE "
+        f"layer; ranks symmetric: one simulated with every {dp.ranks}-th request"
+        + (f" and {concurrency} of the {clients} clients" if clients is not None else "")
+        + f" (its requests, steps, KV pool of {limits.kv_blocks * limits.block_size:,} tokens and batch shown), "
+        f"throughputs x {dp.ranks}")
+    rank = _result(spec, hw, cost, engine_name, request_rate, clients, arrival, limits, log, steps,
+                   prefix_note=note, extra_assumptions=extra, gpus=dp.gpus, tensor_parallel=dp.gpus,
+                   attention_data_parallel=dp.ranks)
+    return rank.model_copy(update={"num_requests": total_requests, **{
+        k: getattr(rank, k) * dp.ranks for k in ("requests_per_s", "output_tokens_per_s", "input_tokens_per_s")}})
 
 
 def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_len: Any, gen_len: Any,

@@ -85,13 +85,22 @@ def batch_grid(largest: int) -> np.ndarray:
 RECURRENT_STATE_OPS = (".scan", ".update")
 
 
+def is_attention_core(name: str, kind: str) -> bool:
+    """An op priced by the cached length (softmax attention, MLA), not by the step's tokens."""
+    return kind == "attention" and not name.endswith(RECURRENT_STATE_OPS)
+
+
+def is_lm_head(name: str) -> bool:
+    return name == "lm_head" or name.startswith("lm_head.")
+
+
 def _split(totals: PhaseTotals) -> tuple[Any, Any, Any]:
     """(attention core, LM head, everything else) time of a phase's ops, summed over ops."""
     attention, head, rest = 0.0, 0.0, 0.0
     for name, kind, time_s in zip(totals.names, totals.kinds, totals.per_op["time_s"]):
-        if kind == "attention" and not name.endswith(RECURRENT_STATE_OPS):
+        if is_attention_core(name, kind):
             attention = attention + time_s
-        elif name == "lm_head" or name.startswith("lm_head."):
+        elif is_lm_head(name):
             head = head + time_s
         else:
             rest = rest + time_s
@@ -124,11 +133,13 @@ class StepCost:
     """Per-step time of one engine replica (one GPU of its tensor-parallel group: all GPUs run in step).
 
     max_tokens: the step's token budget (max_num_batched_tokens); max_seqs: the most requests in a step;
-    max_len: the longest context a request reaches.
+    max_len: the longest context a request reaches. data_parallel: an AttentionDataParallel (serving.
+    data_parallel), the step then of one attention data-parallel rank (`options` its own, tp = GPUs / ranks).
     """
 
     def __init__(self, model: ModelSpec, roofline: Roofline, options: CostOptions, max_tokens: int,
-                 max_seqs: int, max_len: int, speculation: Speculation | None = None, stages: int = 1) -> None:
+                 max_seqs: int, max_len: int, speculation: Speculation | None = None, stages: int = 1,
+                 data_parallel: Any = None) -> None:
         self.max_tokens, self.max_seqs, self.max_len = max_tokens, max_seqs, max_len
         self.speculation = speculation
         self.stages = stages  # pipeline stages (see step_s)
@@ -145,11 +156,16 @@ class StepCost:
         self.lengths = length_grid(max_len)
 
         # prefill graph at B = 1, S = T: GEMMs at m = T; its attention core at S = T is unused here
-        _, _, rest = _split(prefill_totals(model, roofline, options, 1, tokens))
+        totals = prefill_totals(model, roofline, options, 1, tokens)
+        _, _, rest = _split(totals)
+        if data_parallel is not None:  # attention data parallelism: experts over every rank's tokens
+            rest = data_parallel.tokens_s(model, roofline, totals, "prefill", tokens)
         self.prefill_tokens_s = np.concatenate([[0.0], np.broadcast_to(rest, tokens.shape)])  # [T + 1]
         # decode graph at batch n, one step: its steady ops do not depend on the cached length
         step = decode_totals(model, roofline, options, batch, 1, 1)
         _, head, rest = _split(step)
+        if data_parallel is not None:
+            rest = data_parallel.tokens_s(model, roofline, step, "decode", batch)
         self.decode_tokens_s = np.concatenate([[0.0], np.broadcast_to(rest, batch.shape)])  # [n + 1]
         self.lm_head_s = np.concatenate([[0.0], np.broadcast_to(head, batch.shape)])  # [n + 1]
         # the decode attention core at [n, L]: n on the batch grid (rows), cached length L on the length grid

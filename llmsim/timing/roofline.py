@@ -273,7 +273,7 @@ class Roofline:
 
         With n GPUs, link bandwidth BW (one direction) and latency a, for a message of M bytes:
             all_reduce  2*(n-1)/n * M/BW + 2*(n-1)*a   (ring: reduce-scatter then all-gather)
-            all_gather    (n-1)/n * M/BW +   (n-1)*a
+            all_gather    (n-1)/n * M/BW +   (n-1)*a   (reduce_scatter the same: M the gathered size)
             all_to_all    (n-1)/n * M/BW +   (n-1)*a
             p2p                     M/BW +          a
         Sources: the bus-bandwidth factors of NCCL's tests (nccl-tests doc/PERFORMANCE.md: all-reduce
@@ -310,7 +310,7 @@ class Roofline:
             return np.minimum(ring, tree) if isinstance(ring, np.ndarray) else min(ring, tree)
         if kind == "all_reduce":
             return 2 * (n - 1) / n * message_bytes / bandwidth + 2 * (n - 1) * latency
-        if kind in ("all_gather", "all_to_all"):
+        if kind in ("all_gather", "reduce_scatter", "all_to_all"):
             return (n - 1) / n * message_bytes / bandwidth + (n - 1) * latency
         return message_bytes / bandwidth + latency
 

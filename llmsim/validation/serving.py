@@ -2,11 +2,18 @@
 
 Each row is one engine (vLLM, SGLang, TensorRT-LLM) serving fixed-length requests (isl in, osl out) at a
 fixed concurrency on one GPU type, with its mean TTFT and TPOT. The rows llmsim can run (a shipped
-model, a shipped device, no attention data parallelism, a precision llmsim prices) are simulated with the
-shipped files and the engine's defaults: aggregated rows with `serve`, disaggregated rows with
-`serve_disaggregated` (prefill and decode pools of the row's worker counts, tensor and expert parallel
-sizes); the others are listed with the reason. Nothing is fitted to these rows: they are validation data
-only.
+model, a shipped device, a precision llmsim prices) are simulated with the shipped files and the engine's
+defaults: aggregated rows with `serve`, disaggregated rows with `serve_disaggregated` (prefill and decode
+pools of the row's worker counts, tensor, attention data and expert parallel sizes); the others are listed
+with the reason. Nothing is fitted to these rows: they are validation data only.
+
+Attention data parallelism (attention_dp_size d > 1) is read as aiconfigurator-core reads it (sdk/config.py,
+backends/base_backend.py): a replica of tp_size x d GPUs (= moe_tp_size x moe_ep_size), d ranks of tp_size
+GPUs each, batch_size clients per rank; simulated as serve(tensor_parallel=tp_size x d,
+attention_data_parallel=d, expert_parallel=moe_ep_size) with the run's client count (silicon_concurrency=).
+A row whose name states its launch (`..._tp{T}_ep{E}_{n}`, the replica's T GPUs) but whose fields give
+another GPU count is skipped as contradicting itself (the file holds the same measurement under both
+encodings; which one is right is not stated, so neither is guessed).
 
 approximation: the number of requests each measured run sent is not in the file; every row is simulated
 with REQUESTS_PER_CLIENT requests per client (closed loop), the first ones all arriving together.
@@ -97,11 +104,35 @@ def _count(value: str) -> int:
 
 
 def _concurrency(row: dict[str, str]) -> int | None:
-    """The run's client count: the aggregated rows' batch_size, else the source's `silicon_concurrency=`."""
+    """The run's client count: the aggregated rows' batch_size, else the source's `silicon_concurrency=`; with
+    attention data parallelism (batch_size: per rank) the source's count, else batch_size x attention_dp_size."""
+    found = re.search(r"silicon_concurrency=(\d+)", row.get("silicon_data_source", ""))
+    if row["batch_size"] and _ranks(row, "") > 1:
+        return int(found.group(1)) if found else _count(row["batch_size"]) * _ranks(row, "")
     if row["batch_size"]:
         return _count(row["batch_size"])
-    found = re.search(r"silicon_concurrency=(\d+)", row.get("silicon_data_source", ""))
     return int(found.group(1)) if found else None
+
+
+def _ranks(row: dict[str, str], prefix: str) -> int:
+    """The attention data-parallel ranks of one phase (prefix "", "prefill_" or "decode_"): 1 where the field
+    is empty, 0 or 1."""
+    value = row.get(f"{prefix}attention_dp_size", "")
+    return 1 if _is_one(value) else _count(value)
+
+
+def _gpus_why_not(row: dict[str, str], prefix: str) -> str | None:
+    """Why a row's parallel fields (of one phase: prefix "", "prefill_" or "decode_") cannot be simulated."""
+    tp, dp = _count(row[f"{prefix}tp_size"]), _ranks(row, prefix)
+    moe = [row[f"{prefix}moe_tp_size"], row[f"{prefix}moe_ep_size"]]
+    if dp > 1 and all(moe) and _count(moe[0]) * _count(moe[1]) != tp * dp:
+        return (f"{prefix}tp_size x attention_dp_size = {tp * dp} GPUs but moe_tp_size x moe_ep_size = "
+                f"{_count(moe[0]) * _count(moe[1])}")
+    named = re.search(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_\d+$", row["id"])
+    if dp > 1 and named and row["mode"] == "agg" and int(named.group(1)) != tp * dp:
+        return (f"fields give tp_size x attention_dp_size = {tp * dp} GPUs, the run's name tp{named.group(1)}: "
+                "the row contradicts itself")
+    return None
 
 
 def _why_not(row: dict[str, str]) -> str | None:
@@ -130,10 +161,12 @@ def _why_not(row: dict[str, str]) -> str | None:
         return f"gemm_quant_mode {row['gemm_quant_mode']} is not priced yet"
     elif row["moe_quant_mode"] not in PRECISIONS:
         return f"moe_quant_mode {row['moe_quant_mode']} is not priced yet"
-    for prefix in ("", "prefill_", "decode_"):
+    for prefix in ("", "prefill_", "decode_") if row["mode"] == "disagg" else ("",):
         if not _is_one(row.get(f"{prefix}attention_dp_size", "")):
-            return (f"{prefix}attention_dp_size {row[prefix + 'attention_dp_size']} (attention data parallelism) "
-                    "is not simulated")
+            reason = _gpus_why_not(row, prefix)
+            if reason is not None:
+                return reason
+    for prefix in ("", "prefill_", "decode_"):
         if not _is_one(row.get(f"{prefix}pp_size", "")):
             return f"{prefix}pp_size {row[prefix + 'pp_size']}"
     return None
@@ -179,21 +212,27 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         from ..serving.disaggregated import serve_disaggregated
 
         pools = {phase: {"replicas": _count(row[f"{phase}_num_workers"]),
-                         "tensor_parallel": _count(row[f"{phase}_tp_size"]),
-                         "expert_parallel": _count(row[f"{phase}_moe_ep_size"])} for phase in ("prefill", "decode")}
+                         "tensor_parallel": _count(row[f"{phase}_tp_size"]) * _ranks(row, f"{phase}_"),
+                         "expert_parallel": _count(row[f"{phase}_moe_ep_size"]),
+                         "attention_data_parallel": _ranks(row, f"{phase}_")}
+                 for phase in ("prefill", "decode")}
         tp = pools["decode"]["tensor_parallel"]
+        dp = max(pool["attention_data_parallel"] for pool in pools.values())  # either pool's ranks
         r = serve_disaggregated(spec, SYSTEMS[row["system"]], pools["prefill"], pools["decode"], **load, **options)
     else:
-        tp = _count(row["tp_size"])
+        dp = _ranks(row, "")
+        tp = _count(row["tp_size"]) * dp  # the replica's GPUs
         ep = _count(row["moe_ep_size"])
         if ep > 1:
             options["expert_parallel"] = ep
+        if dp > 1:
+            options["attention_data_parallel"] = dp
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
     return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"], "mode": row["mode"],
             "precision": "config" if forced == CONFIG else "fp8_block" if block_fp8 else dtype or "bf16", "tp": tp,
-            "concurrency": concurrency,
+            "attention_dp": dp, "concurrency": concurrency,
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
             "measured_tpot_ms": measured_tpot,

@@ -55,7 +55,7 @@ class FeedForwardBlocks:
         all-to-all: that is how the engines run EP without attention data parallelism (vLLM
         vllm/model_executor/layers/fused_moe/config.py, FusedMoEParallelConfig.use_all2all_kernels =
         dp_size > 1 and use_ep; the all-to-all dispatch/combine kernels serve data-parallel attention, which
-        llmsim does not model)."""
+        llmsim models in serving only, with an all-gather and a reduce-scatter: llmsim.serving.data_parallel)."""
         T, h = self.T, self.h
         E, k = Expr.sym("E", moe.num_experts), Expr.sym("k", moe.top_k)
         self.role = "router"
