@@ -171,6 +171,60 @@ def test_shipped_h100_tables_return_measured_points() -> None:
     assert measured_for("cpu-generic", "vllm") is None
 
 
+def test_shipped_gb300_tables_return_measured_points() -> None:
+    # aiconfigurator-core 0.12.0, systems/data/gb300/gemm/<engine>/<version>/gemm_perf.parquet, device 'NVIDIA GB300',
+    # m = n = k = 4096: bfloat16 0.074913 ms (vLLM 0.24.0), 0.075147 (SGLang 0.5.14), 0.073424 (TensorRT-LLM
+    # 1.3.0rc20); nvfp4 0.039840, 0.042320, 0.051074 ms; the shipped rows keep 4 significant digits
+    expected_us = {"vllm": (74.91, 39.84), "sglang": (75.15, 42.32), "trtllm": (73.42, 51.07)}
+    for engine, (bf16_us, nvfp4_us) in expected_us.items():
+        mk = measured_for("gb300", engine)
+        assert mk is not None
+        assert mk.gemm_s("bf16", 4096, 4096, 4096) == pytest.approx(bf16_us * 1e-6, rel=1e-9)
+        assert mk.gemm_s("fp4", 4096, 4096, 4096) == pytest.approx(nvfp4_us * 1e-6, rel=1e-9)
+        assert "aiconfigurator-core 0.12.0" in mk.source("gemm") and "NVIDIA GB300" in mk.source("gemm")
+        assert {"prefill_mla", "decode_mla"} <= set(mk.families) or engine == "vllm"  # no op-level vLLM MLA table
+    # DeepSeek's MLA reads the GB300's own MLA tables (the B300 ships none: the roofline there)
+    r = llmsim.simulate("deepseek-v3", "gb300", engine="trtllm", batch_size=8, prompt_len=1024, gen_len=3,
+                        tensor_parallel=8)
+    assert next(op for op in r.decode.ops if op.name.endswith(".flash")).source == "trtllm decode_mla"
+
+
+def test_gb300_is_its_own_device_beside_the_b300() -> None:
+    gb300, b300 = llmsim.load_hardware("gb300"), llmsim.load_hardware("b300")
+    # NVIDIA Blackwell Ultra datasheet, GB300 column (sparse -> dense / 2; FP4 given dense): BF16 5 PF -> 2.5,
+    # FP8 10 -> 5, INT8 330 TOPS -> 165, FP4 20 | 15 -> 15 PFLOPS; HGX B300 column: 2.25, 4.5, 153.5 TOPS, 14
+    peaks = {p: gb300.matrix_flops_per_s[p].value for p in ("bf16", "fp8", "int8", "fp4")}
+    assert peaks == {"bf16": 2.5e15, "fp8": 5e15, "int8": 165e12, "fp4": 15e15}
+    assert b300.matrix_flops_per_s["bf16"].value == 2.25e15 and b300.matrix_flops_per_s["fp4"].value == 14e15
+    # '279 GB HBM3E | 8 TB/s' (binary: nvidia-smi 284208 MiB is just under 279 GiB) against the B300's 270 GB, 7.7 TB/s
+    assert gb300.memory["capacity_bytes"].value == 279 * 2**30 and gb300.memory["bandwidth_bytes_per_s"].value == 8e12
+    assert b300.memory["capacity_bytes"].value == 270 * 2**30
+    # one 72-GPU NVLink domain at 1.8 TB/s bidirectional per GPU (as gb200.toml); one 800 Gb/s ConnectX-8 per GPU
+    # beyond it: 800e9 / 8 = 100e9 byte/s
+    link = gb300.interconnect
+    assert link["gpus_per_node"].value == 72 and link["intra_node_bandwidth_bytes_per_s"].value == 900e9
+    assert link["inter_node_bandwidth_bytes_per_s"].value == 100e9
+    assert "inter_node_bandwidth_bytes_per_s" not in llmsim.load_hardware("gb200").interconnect
+    sections = (gb300.matrix_flops_per_s, gb300.vector_flops_per_s, gb300.memory, link, gb300.overhead,
+                gb300.efficiency)
+    assert all(q.source for section in sections for q in section.values())
+
+
+@pytest.mark.slow
+def test_shipped_gb300_tables_are_what_the_importer_writes(tmp_path: Path) -> None:
+    """kernels/README.md's regeneration command, for the GB300: byte for byte the shipped files."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("aiconfigurator_core")
+    from llmsim.shipped import kernels_dir
+
+    for engine in ("vllm", "sglang", "trtllm"):
+        written = import_tables("gb300", engine, tmp_path / engine)
+        shipped = sorted((kernels_dir() / "gb300" / engine).glob("*.csv"))
+        assert sorted(p.name for p in written) == [p.name for p in shipped]
+        for path in shipped:
+            assert (tmp_path / engine / path.name).read_text() == path.read_text(), path
+
+
 def test_unknown_family_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "flux_capacitor.csv").write_text("a,latency_us\n1,1\n")
     with pytest.raises(HardwareError, match="unknown kernel table family 'flux_capacitor'"):

@@ -29,7 +29,8 @@ from ..errors import LlmsimError, OptionError, check_choice
 # aiconfigurator system name -> llmsim hardware file name
 SYSTEMS = {
     "h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb-sxm", "b200_sxm": "b200",
-    "l40s": "l40s", "b300_sxm": "b300", "gb200": "gb200", "rtx_pro_6000_server": "rtx-pro-6000-server",
+    "l40s": "l40s", "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300",
+    "rtx_pro_6000_server": "rtx-pro-6000-server",
 }
 ENGINES = ("vllm", "sglang", "trtllm")
 # aiconfigurator dtype names -> llmsim's (matmul precision / dtype names)
