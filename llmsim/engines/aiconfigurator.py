@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LlmsimError, OptionError, check_choice
+from ..hardware.measured import FAMILIES
 
 # aiconfigurator system name -> llmsim hardware file name
 SYSTEMS = {
@@ -62,26 +63,14 @@ COMPACT_KV_HEADS = (1, 2, 4, 8, 16, 32, 64)
 COMPACT_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
 COMPACT_HEAD_DIMS = (64, 128, 256)
 
-# Gated DeltaNet (linear attention) tables: the kernel ("conv1d" or "delta_rule"), head dims, convolution width,
-# per-GPU key and value heads
-GDN_KEYS = ("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads")
 COMPACT_GDN_BATCH = (1, 2, 4, 16, 64)
 COMPACT_GDN_ISL = (1, 4, 16, 64, 256, 1024, 4096, 32768)
 COMPACT_GDN_DECODE_BATCH = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
-# family -> (key columns, grid axes) of llmsim's files (table_file.read_table_file reads them back)
+# family -> (key columns, grid axes) of llmsim's files: the reader's own schema (hardware.measured.FAMILIES), so
+# the files written here are the files read back
 FAMILY_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "gemm": (("dtype",), ("m", "n", "k")),
-    "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl")),
-    "decode_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "keys")),
-    "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",)),
-    "all_reduce": (("num_gpus",), ("message_bytes",)),
-    "nccl": (("collective", "num_gpus"), ("message_bytes",)),
-    "prefill_mla": (("kv_dtype", "num_heads"), ("batch", "isl")),
-    "decode_mla": (("kv_dtype", "num_heads"), ("batch", "keys")),
-    "prefill_gdn": (GDN_KEYS, ("batch", "isl")),
-    "decode_gdn": (GDN_KEYS, ("batch",)),
-}
+    family: (keys, axes) for family, (keys, axes, _) in FAMILIES.items()}
 # aiconfigurator's NCCL op names -> llmsim's collective kinds
 NCCL_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "alltoall": "all_to_all",
             "reduce_scatter": "reduce_scatter"}

@@ -33,7 +33,10 @@ from ..errors import HardwareError
 from .kernel_table import GridTable
 from .table_file import TableFile, read_table_file_cached
 
-# family -> (key columns, grid axes, fill the first axis beyond a token budget)
+# Gated DeltaNet tables' keys: the kernel ("conv1d" or "delta_rule"), head dims, convolution width, per-GPU key and
+# value heads
+GDN_KEYS = ("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads")
+# family -> (key columns, grid axes, fill the first axis beyond a token budget); the importer writes these columns
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "gemm": (("dtype",), ("m", "n", "k"), False),
     "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl"), True),
@@ -43,9 +46,8 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "nccl": (("collective", "num_gpus"), ("message_bytes",), False),
     "prefill_mla": (("kv_dtype", "num_heads"), ("batch", "isl"), True),
     "decode_mla": (("kv_dtype", "num_heads"), ("batch", "keys"), True),
-    "prefill_gdn": (("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads"), ("batch", "isl"),
-                    True),
-    "decode_gdn": (("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads"), ("batch",), False),
+    "prefill_gdn": (GDN_KEYS, ("batch", "isl"), True),
+    "decode_gdn": (GDN_KEYS, ("batch",), False),
 }
 _GEMM_TABLE_OF = {"bf16": "bf16", "fp16": "bf16", "fp8": "fp8", "int8": "int8_wo", "int4": "int4_wo", "fp4": "nvfp4"}
 
