@@ -93,8 +93,7 @@ class AttentionDataParallel:
             + moe_layers * np.asarray(collectives, dtype=float)
 
 
-def rank_options(model: ModelSpec, cost: CostOptions, ranks: Any,
-                            ) -> tuple[CostOptions, AttentionDataParallel | None]:
+def rank_options(model: ModelSpec, cost: CostOptions, ranks: Any) -> tuple[CostOptions, AttentionDataParallel | None]:
     """(one rank's cost options, the DP setup) for attention_data_parallel=ranks over cost.tensor_parallel GPUs;
     (cost, None) for ranks == 1. Refuses a count that does not divide the GPUs, or a model without experts."""
     d = check_one("attention_data_parallel", ranks, 1)

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.aiconfigurator import SYSTEMS  # the file's system names -> llmsim hardware files
+
 REQUESTS_PER_CLIENT = 5
 
 CONFIG = "config"  # the checkpoint's quantization_config decides (fp8 block scales, MXFP4 experts)
@@ -55,8 +57,6 @@ MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weigh
 NVFP4_CHECKPOINTS = {"MiniMaxAI/MiniMax-M2.5": "minimax-m2.5-nvfp4",
                      "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b-nvfp4", "moonshotai/Kimi-K2.5": "kimi-k2.5-nvfp4",
                      "deepseek-ai/DeepSeek-V3": "deepseek-v3.1-nvfp4", "deepseek-ai/DeepSeek-R1": "deepseek-v3.1-nvfp4"}
-SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
-           "gb300": "gb300", "a100_sxm": "a100-80gb-sxm", "l40s": "l40s"}
 # gemm_quant_mode -> llmsim dtype (None: the model's); approximation: nvfp4 (a ModelOpt W4A4 checkpoint of a
 # 16-bit model) is costed with every weight in nvfp4, the LM head too, which those checkpoints keep in 16 bits
 PRECISIONS = {"": None, "bf16": "bf16", "fp8": "fp8", "nvfp4": "nvfp4"}
