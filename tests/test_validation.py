@@ -576,3 +576,15 @@ def test_matmul_tables_survive_a_slow_spell(table: str, monkeypatch: pytest.Monk
         timed[0], spell[0] = 0, start
         fractions = measure(torch, "cpu", "float32", rate, 1e18, True, 5, 1, "test")["fraction"]
         assert all(f == 1.0 for line in fractions for f in line), (start, fractions)
+
+
+def test_cpu_matmul_grid_times_every_small_row_count():
+    """On an AMD EPYC (torch 2.13, 1 thread, float32) F.linear runs M = 2 and 3 as M GEMVs and switches to a GEMM
+    kernel at M = 4 (W[4096, 2048]: 2.05, 4.07, 6.15, 4.13 ms at M = 1, 2, 3, 4), so a grid of powers of two read
+    a batch-3 decode between M = 2 and 4, 30-35 % fast. calibrate's CPU tables time every M up to 8."""
+    from llmsim.validation.calibrate import CPU_DEPTH_ROWS, _matmul_shapes
+
+    k, cols, rows, _ = _matmul_shapes("cpu", quick=False)
+    assert rows[:8] == (1, 2, 3, 4, 5, 6, 7, 8) and rows[8:] == tuple(2**i for i in range(4, 12))
+    assert (k, cols) == (2048, (1024, 4096, 16384, 65536))
+    assert CPU_DEPTH_ROWS[:4] == (1, 2, 3, 4)

@@ -311,14 +311,23 @@ def _bandwidth(torch: Any, device: str, quick: bool, repeats: int, warmup: int) 
     return _Measure(moved / median(times), how, times)
 
 
+# The row counts M of a CPU's matmul_depth table: M = 2, 3 and 8 too (small decode batches), on both sides of the
+# switch from repeated GEMVs to a GEMM kernel at M = 4 (_matmul_shapes)
+CPU_DEPTH_ROWS = (1, 2, 3, 4, 8, 16, 64, 256, 1024)
+
+
 def _matmul_shapes(device: str, quick: bool) -> tuple[int, tuple[int, ...], tuple[int, ...], int]:
     """(K, output widths N, row counts M, bytes of the W pool) of the matmul tables on this device."""
     if device == "cuda":
         return 8192, (1024, 4096, 16384, 65536), tuple(2**i for i in range(14)), 2**30
     if quick:
         return 512, (256, 1024), (1, 4, 16, 64, 256), 2**25
-    # a CPU: a 1 GiB pool of W, beyond large last-level caches; N up to an LM head's width
-    return 2048, (1024, 4096, 16384, 65536), tuple(2**i for i in range(12)), 2**30
+    # a CPU: a 1 GiB pool of W, beyond large last-level caches; N up to an LM head's width. Every M up to 8: on
+    # an AMD EPYC guest (torch 2.13, 1 thread) float32 F.linear at M = 2 and 3 runs as M GEMVs (W[4096, 2048]:
+    # 2.05, 4.07, 6.15 ms at M = 1, 2, 3), then a GEMM kernel from M = 4 (4.13 ms) that rises slowly and not
+    # monotonically (M = 7: 5.28, M = 8: 4.82 ms); read across 2..4, decode at batch 3 was predicted 30-35 %
+    # fast (validation/README.md, "Another machine").
+    return 2048, (1024, 4096, 16384, 65536), (1, 2, 3, 4, 5, 6, 7, *(2**i for i in range(3, 12))), 2**30
 
 
 def _linear_fractions(torch: Any, device: str, tdtype: Any, k: int, n: int, rows_list: Sequence[int], layout: str,
@@ -404,7 +413,7 @@ def _matmul_depth(torch: Any, device: str, dtype: str, peak_flops_per_s: float, 
     elif quick:
         n, depths, rows_list = 256, (256, 512, 1024), (1, 16, 256)
     else:
-        n, depths, rows_list = 4096, (512, 1024, 2048, 4096, 8192, 16384), (1, 4, 16, 64, 256, 1024)
+        n, depths, rows_list = 4096, (512, 1024, 2048, 4096, 8192, 16384), CPU_DEPTH_ROWS
     gen = torch.Generator(device=device).manual_seed(11)
     size = torch.empty((), dtype=tdtype).element_size()
     # one pool for every K: W[N, K] copies are consecutive views of it, cycled so that W streams from memory
