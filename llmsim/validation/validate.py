@@ -52,6 +52,7 @@ from .hf_model import (
     time_prefill,
 )
 from .report import OP_CLASSES, ValidationReport, ValidationRow, append_result, case_key, read_results
+from .speed_check import drift_warning, machine_speed
 
 _KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
                "cache": "elementwise", "embedding": "elementwise", "routing": "elementwise", "communication": "other"}
@@ -266,6 +267,7 @@ def validate(
     rows: list[ValidationRow] = []
     warnings: list[str] = []
     threads, threads_warning = run_threads(hw, device, threads)
+    to_run = [c for c in cases if not _recorded(done, name, c, dtype, num_layers, overhead, device)]
     with torch_threads(threads):
         info = {**versions(), "device_name": device_name(device)}
         for warning in (hardware_mismatch_warning(hw, info["device_name"]), threads_warning,
@@ -273,11 +275,15 @@ def validate(
             if warning is not None:
                 warnings.append(warning)
                 print(warning, file=sys.stderr)
+        # the machine's speed against a file calibrated on it, before and after the cases (speed_check)
+        check_speed = bool(to_run) and recorded_device(hw) == info["device_name"]
+        speed_before = machine_speed(hw, device, dtype) if check_speed else None
+        info["machine_speed"] = speed_before
         hf_model = None
         for phase, batch, length in cases:
             key = case_key(name, phase, batch, length, dtype, num_layers, overhead, device)
             previous = done.get(key)
-            if previous is not None and not previous.status.startswith("error"):
+            if _recorded(done, name, (phase, batch, length), dtype, num_layers, overhead, device):
                 rows.append(previous)
                 bar.update(f"{name} {phase} b{batch} {length} (recorded)")
                 continue
@@ -310,11 +316,22 @@ def validate(
             bar.update(f"{name} {phase} b{batch} {length} {row.status}")
         del hf_model
         release_device_memory(device)
+        drift = drift_warning(hw, speed_before, machine_speed(hw, device, dtype) if check_speed else None)
+    if drift is not None:
+        warnings.append(drift)
+        print(drift, file=sys.stderr)
     noisy = noisy_cases_warning(rows)
     if noisy is not None:
         warnings.append(noisy)
         print(noisy, file=sys.stderr)
     return ValidationReport(rows=rows, warnings=warnings)
+
+
+def _recorded(done: dict[tuple[Any, ...], ValidationRow], name: str, case: tuple[str, int, int], dtype: str,
+              num_layers: int | None, overhead: str, device: str) -> bool:
+    """Whether a results file already holds this case (resume skips it; a recorded error runs again)."""
+    previous = done.get(case_key(name, *case, dtype, num_layers, overhead, device))
+    return previous is not None and not previous.status.startswith("error")
 
 
 def _measure(hf_model: Any, phase: str, batch: int, length: int, device: str, overhead: str, repeats: int,
