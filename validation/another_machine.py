@@ -151,7 +151,7 @@ def report(name: str, hardware: Path, results: Path) -> str:
     hw = load_hardware(hardware)
     rows = [r for r in ValidationReport.from_jsonl(results).ok_rows() if r.model in SETS[name][0]]
     lines = ["| model | phase | batch | seq/kv | predicted ms | measured ms | error | vs fastest | spread | "
-             "wall / CPU | load | speed: compute / memory |", "|---|---|" + "---:|" * 10]
+             "wall / CPU | load | machine speed |", "|---|---|" + "---:|" * 10]
     errors: dict[str, list[tuple[float, float]]] = {"prefill": [], "decode": []}
     for r in rows:
         data = prepare_config(CONFIGS[r.model], "float32", None)
@@ -162,7 +162,7 @@ def report(name: str, hardware: Path, results: Path) -> str:
         errors[r.phase].append((error, vs_fastest))
         ratio = f"{r.wall_s / r.cpu_s:.1f}" if r.wall_s and r.cpu_s else ""
         # the machine against the file validate checked it with (speed_check), before this model's cases
-        speed = f"{r.machine_speed['compute']:.2f} / {r.machine_speed['memory']:.2f}" if r.machine_speed else ""
+        speed = f"{r.machine_speed:.2f}" if r.machine_speed is not None else ""
         lines.append(f"| {r.model} | {r.phase} | {r.batch_size} | {r.length} | {p * 1e3:.1f} | "
                      f"{r.measured_s * 1e3:.1f} | {error:+.1f} % | {vs_fastest:+.1f} % | {100 * r.spread:.0f} % | "
                      f"{ratio} | {r.load_average} | {speed} |")

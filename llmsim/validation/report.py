@@ -57,8 +57,8 @@ class ValidationRow(BaseModel):
     threads: int | None = None
     load_average: float | None = None  # 1-minute load of the machine when the case ran (CPU noise)
     # the machine's speed against a hardware file calibrated on it, checked before the run's cases: predicted /
-    # measured time of a compute-bound and a memory-bound reference matmul (speed_check); None: not checked
-    machine_speed: dict[str, float] | None = None
+    # measured time of a reference matmul (speed_check; 1.0: as calibrated); None: not checked
+    machine_speed: float | None = None
     recorded_at: str = ""
 
     @property
@@ -141,13 +141,12 @@ class ValidationReport(BaseModel):
         for phase, s in self.summary().items():
             lines.append(f"| {phase} | {int(s['count'])} | {s['median_abs_error_pct']:.1f}% | "
                          f"{s['p90_abs_error_pct']:.1f}% | {s['mean_error_pct']:+.1f}% |")
-        checked = [r.machine_speed for r in self.rows if r.machine_speed]
+        checked = [r.machine_speed for r in self.rows if r.machine_speed is not None]
         if checked:
-            ranges = {probe: (min(c[probe] for c in checked), max(c[probe] for c in checked)) for probe in checked[0]}
+            lo, hi = min(checked), max(checked)
+            span = f"{lo:.2f}x" + (f"-{hi:.2f}x" if hi != lo else "")
             lines += ["", "Machine speed against the calibrated hardware file before the cases (predicted / measured "
-                      "time of a reference matmul; 1.00x: as calibrated): " + ", ".join(
-                          f"{probe} {lo:.2f}x" + (f"-{hi:.2f}x" if hi != lo else "") for probe, (lo, hi) in
-                          ranges.items())]
+                      f"time of a reference matmul; 1.00x: as calibrated): {span}"]
         return "\n".join(lines)
 
     @classmethod
