@@ -154,9 +154,9 @@ def test_registry_is_full_whichever_module_comes_first() -> None:
     # the formula modules register when llmsim.cost is imported: a fresh interpreter that asks for the
     # registry (or a block of the builder) first finds every formula
     expected = {"linear", "expert_linear", "attention_scores", "softmax", "sdpa_softmax", "repeat_kv",
-                "attention_context", "flash_attention", "kv_append", "norm", "eager_rmsnorm", "elementwise", "cast",
-                "embedding", "collective", "causal_conv1d", "gated_delta_scan", "gated_delta_update", "ssd_scan",
-                "ssd_update", "engine_step"}
+                "sdpa_broadcast_kv", "attention_context", "flash_attention", "kv_append", "norm", "eager_rmsnorm",
+                "elementwise", "cast", "embedding", "collective", "causal_conv1d", "gated_delta_scan",
+                "gated_delta_update", "ssd_scan", "ssd_update", "engine_step"}
     root = Path(__file__).resolve().parent.parent
     for first in ("llmsim.cost.op", "llmsim.cost.blocks.attention", "llmsim.cost.formulas.matmul"):
         code = f"import {first}; from llmsim.cost.op import registered_formulas; print(*registered_formulas())"

@@ -7,6 +7,7 @@ import json
 import platform
 from pathlib import Path
 
+import numpy as np
 import pytest
 import tomllib
 
@@ -492,6 +493,30 @@ def test_sdpa_math_counts_the_kernels_pytorch_runs(dtype: str, causal: bool) -> 
     # bfloat16, causal: casts 3 + 1 + probs copy 1, scale 2, bmm 2, mask add 1, softmax + guard 3 = 14
     assert sum(op.launches for op in first) == kernels == {("bfloat16", True): 14, ("bfloat16", False): 13,
                                                            ("float32", True): 9}[(dtype, causal)]
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_sdpa_math_copies_broadcast_kv_heads_as_falcon_runs_it(batch: int) -> None:
+    """Falcon's multi-query attention hands SDPA one K/V head for 4 query heads: the fused CPU kernel refuses
+    it, and the math kernel's batched matmuls copy K^T and V out to every head when batch > 1 (the batch and
+    head axes of the expanded views cannot merge into one view). The profiled decode step's copies of
+    [B, 4, ...] tensors are the bytes llmsim's sdpa_broadcast_kv writes."""
+    import torch
+
+    data = prepare_config(TINY_CONFIGS["falcon-mqa-parallel"], "float32", None)
+    model = hf_model_module.build_model(data, "float32", "cpu")
+    assert hf_model_module.attention_kernel(model) == "sdpa_math"
+    _, run = hf_model_module.time_decode(model, batch, 12, "cpu", "eager", 1, 0)
+    with torch.profiler.profile(record_shapes=True) as prof:
+        run()
+    heads = 4
+    copied = sum(e.count * 4 * int(np.prod(e.input_shapes[0])) for e in prof.key_averages(group_by_input_shape=True)
+                 if e.key == "aten::copy_" and len(e.input_shapes[0]) == 4 and e.input_shapes[0][1] == heads)
+    ops = llmsim.build_ops(data, "decode", batch, kv_len=12, attention="sdpa_math", fusion="eager",
+                           activation_dtype="float32", kv_dtype="float32")
+    written = sum(op.count * op.bytes_written for op in ops if op.name.endswith("sdpa_broadcast_kv"))
+    # batch 3: 2 layers x (K^T [3, 4, 16, 13] + V [3, 4, 13, 16]) x 4 bytes = 2 * 2 * 2496 * 4 = 39936; batch 1: none
+    assert copied == written == {1: 0, 3: 39936}[batch]
 
 
 def test_eager_fusion_counts_the_kernels_transformers_runs() -> None:

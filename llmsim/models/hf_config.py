@@ -365,6 +365,7 @@ def _falcon(config: Any) -> dict[str, Any]:
     attention = AttentionSpec(
         num_heads=heads, num_kv_heads=kv_heads, head_dim=h // heads, v_head_dim=h // heads,
         qkv_bias=bias, o_bias=bias, fused_qkv=True, rotary_dim=h // heads,
+        broadcast_kv=not new_arch and kv_heads < heads,  # FalconAttention hands SDPA its one K/V head as it is
     )
     mlp = MLPSpec(gated=False, intermediate_size=_get(config, "ffn_hidden_size", 4 * h), bias=bias,
                   activation=_activation(config) if hasattr(config, "hidden_act") else "gelu")

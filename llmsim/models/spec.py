@@ -67,6 +67,9 @@ class AttentionSpec(_Frozen):
                           "W - 1 tokens, as for a window")
     sliding_window: int | None = Field(default=None, gt=1)
     sinks: bool = False
+    broadcast_kv: bool = Field(default=False, description="K and V reach SDPA with fewer heads than Q, to broadcast "
+                               "(Falcon's multi-query attention, no enable_gqa): PyTorch's math kernel then runs "
+                               "and copies them out to every head when the batch is above 1")
     logit_softcap: bool = Field(default=False, description="the scores capped as c * tanh(scores / c) before the "
                                 "softmax (Gemma 2's attn_logit_softcapping)")
     rotary_dim: int = Field(default=0, ge=0, description="dims per head that rotary rotates (0: none)")

@@ -137,7 +137,8 @@ class AttentionBlocks:
             ))
             return
         if self.options.attention == "sdpa_math":
-            self._sdpa_math(prefix, n, common, H=H, kvh=kvh, d=d, dv=dv, keys=keys, window=window)
+            self._sdpa_math(prefix, n, common, H=H, kvh=kvh, d=d, dv=dv, keys=keys, window=window,
+                            broadcast=attn.broadcast_kv)
             return
         eager = self.fusion == "eager"
         if eager and kvh.value < H.value:  # transformers' repeat_kv: K and V copied out to every head
@@ -151,12 +152,18 @@ class AttentionBlocks:
                                               kvb=self.kvb, precision=self.precision, kv_window=window))
 
     def _sdpa_math(self, prefix: str, n: int, common: dict[str, Expr], *, H: Expr, kvh: Expr, d: Expr, dv: Expr,
-                   keys: Expr, window: int | None) -> None:
+                   keys: Expr, window: int | None, broadcast: bool = False) -> None:
         """PyTorch's SDPA math kernel (torch's fallback when no fused kernel takes the shapes), one kernel
         per op as profiled on torch 2.13: 16-bit Q, K, V cast to float32; Q and K^T each scaled by
         sqrt(scale); both matmuls in float32; mask, softmax and the all-masked-row guard on float32
         scores (sdpa_softmax); the output cast back. The causal mask is added in prefill only (a decode
-        step's single query sees every cached key)."""
+        step's single query sees every cached key).
+
+        broadcast: K and V come with fewer heads than Q (Falcon's multi-query attention, which hands SDPA its
+        one K/V head to broadcast: the fused CPU kernel refuses it, so the math kernel runs); the math kernel's
+        batched matmuls copy K^T and V out to every query head when B > 1 (sdpa_broadcast_kv) and then read the
+        copies, float32 as the kernel computes. Approximation: priced as contiguous copies (K^T is a transposed
+        one), after the scaling (the kernel expands inside its first matmul)."""
         B, S, ab, kvb = self.B, self.S, self.ab, self.kvb
         q_elements, k_elements, v_elements = B * H * S * d, B * kvh * keys * d, B * kvh * keys * dv
         f32 = Expr.const(4.0)  # float32 bytes per element
@@ -167,12 +174,17 @@ class AttentionBlocks:
         self.add(formula("elementwise")(f"{prefix}.sdpa_scale", n, elements=q_elements + k_elements, inputs=1,
                                         outputs=1, flops_per_element=1, ab=f32, kind="attention", launches=2,
                                         kv_window=window))
-        self.add(formula("attention_scores")(f"{prefix}.scores", n, **common, d=d, kvh=kvh, ab=f32, kvb=f32,
+        heads_read = kvh  # the heads the two matmuls read: the per-query-head copies when B > 1
+        if broadcast and kvh.value < H.value:
+            self.add(formula("sdpa_broadcast_kv")(f"{prefix}.sdpa_broadcast_kv", n, B=B, H=H, kvh=kvh, Skv=keys,
+                                                  kv_values=d + dv, kvb=f32, kv_window=window))
+            heads_read = kvh + smin(B - 1, 1) * (H - kvh)
+        self.add(formula("attention_scores")(f"{prefix}.scores", n, **common, d=d, kvh=heads_read, ab=f32, kvb=f32,
                                              precision="fp32", kv_window=window))
         self.add(formula("sdpa_softmax")(f"{prefix}.softmax", n, **common, ab=ab, masked=self.phase == "prefill",
                                          kv_window=window))
-        self.add(formula("attention_context")(f"{prefix}.context", n, **common, dv=dv, kvh=kvh, ab=f32, kvb=f32,
-                                              precision="fp32", kv_window=window))
+        self.add(formula("attention_context")(f"{prefix}.context", n, **common, dv=dv, kvh=heads_read, ab=f32,
+                                              kvb=f32, precision="fp32", kv_window=window))
         if float(ab.value) != 4.0:  # the float32 output cast back
             self.add(formula("cast")(f"{prefix}.sdpa_downcast", n, bytes_read=B * H * S * dv * f32,
                                      bytes_written=B * H * S * dv * ab))

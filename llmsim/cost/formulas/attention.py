@@ -1,10 +1,11 @@
 """Attention kernels: unfused math (attention_scores, softmax, sdpa_softmax, attention_context, with
-repeat_kv for eager GQA/MQA), fused flash_attention, and kv_append (new K and V into the cache)."""
+repeat_kv for eager GQA/MQA and sdpa_broadcast_kv for SDPA's math kernel on fewer K/V heads), fused
+flash_attention, and kv_append (new K and V into the cache)."""
 
 from __future__ import annotations
 
 from ..op import Op, make_op, register, value_scalar
-from ..symbolic import Expr
+from ..symbolic import Expr, smin
 
 
 @register("attention_scores")
@@ -81,6 +82,23 @@ def repeat_kv(name: str, count: int, *, B: Expr, H: Expr, kvh: Expr, Skv: Expr, 
         name, "cache", count,
         bytes_read=B * kvh * Skv * kv_values * kvb,
         bytes_written=B * H * Skv * kv_values * kvb,
+        kv_window=kv_window, launches=2,
+    )
+
+
+@register("sdpa_broadcast_kv")
+def sdpa_broadcast_kv(name: str, count: int, *, B: Expr, H: Expr, kvh: Expr, Skv: Expr, kv_values: Expr, kvb: Expr,
+                      kv_window: int | None = None) -> Op:
+    """K^T and V [B, kvh, Skv, d] broadcast to the query heads inside SDPA's math kernel (a model passing fewer
+    K/V heads without enable_gqa, as Falcon's multi-query attention does): its batched matmul reshapes the
+    expanded [B, H, ...] views, which copies them when B > 1 (batch and head axes cannot merge into one
+    view) and not at B = 1 (torch 2.13 on a CPU: copy_ of [5, 16, 64, 769] and [5, 16, 769, 64] at batch 5,
+    none at batch 1). min(B - 1, 1) switches the copies on from B = 2; two kernels, read kvh heads, written H."""
+    batched = smin(B - 1, 1)
+    return make_op(
+        name, "cache", count,
+        bytes_read=batched * B * kvh * Skv * kv_values * kvb,
+        bytes_written=batched * B * H * Skv * kv_values * kvb,
         kv_window=kv_window, launches=2,
     )
 
