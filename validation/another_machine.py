@@ -7,6 +7,7 @@ architectures and shapes outside run_cpu.py's grid (see README.md, "Another mach
     python validation/another_machine.py --set held-out-2       # measured once, after calibrate's M = 2 rows
     python validation/another_machine.py --set held-out-3       # measured once, after the M = 1..8 grid
     python validation/another_machine.py --set held-out-4       # measured once, after validate's speed check
+    python validation/another_machine.py --set held-out-5       # measured once, after the Falcon MQA copies
     python validation/another_machine.py --set dev --report-only  # re-predict the recorded cases, report
 
 Four sets, never mixed: "dev" (llama-, gemma-2-, qwen2-moe- and phi-3-style configs at batch 1 and 4, prompts 64
@@ -20,8 +21,10 @@ llama-style configs, batch 2 and 7, prompts 72 and 384, caches 256 and 896) was 
 once; in the next session its per-op profiles (prefill: every matmul within a few % of its prediction; decode at
 batch 2: every M = 2 matmul 13-17 % slower than predicted) and a re-measurement led to validate's machine-speed
 check. "held-out-4" (gpt-neox-, mistral-, falcon- and gpt2-style configs, batch 2 and 5, prompts 96 and 448,
-caches 320 and 768) was defined after that and measured once. Nothing is fitted to any set: the hardware file
-holds only `calibrate()`'s micro-benchmarks.
+caches 320 and 768) was defined after that and measured once; its Falcon decode errors then led to the copies of
+SDPA's math kernel on broadcast K/V heads. "held-out-5" (gemma-, gemma-3-, qwen3-moe- and deepseek-v2-style
+configs, batch 3 and 6, prompts 112 and 320, caches 384 and 640) was defined after that and measured once.
+Nothing is fitted to any set: the hardware file holds only `calibrate()`'s micro-benchmarks.
 """
 
 from __future__ import annotations
@@ -127,6 +130,28 @@ CONFIGS: dict[str, dict] = {  # exactly the configs measured (transformers field
     "gpt2-e": {"model_type": "gpt2", "n_embd": 768, "n_layer": 4, "n_head": 12, "n_inner": None, "vocab_size": 32000,
         "n_positions": 2048, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-05,
         "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": True},
+    # held-out-5 (defined 2026-11-24 after the SDPA broadcast-KV copies; measured once)
+    "gemma-f": {"model_type": "gemma", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 3,
+        "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 128, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+        "hidden_act": "gelu_pytorch_tanh",
+        "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 1},
+    "gemma3-f": {"model_type": "gemma3_text", "hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 4,
+        "num_attention_heads": 6, "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "sliding_window": 256, "rms_norm_eps": 1e-06, "pad_token_id": 0,
+        "bos_token_id": 2, "eos_token_id": 1,
+        "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]},
+    "qwen3moe-f": {"model_type": "qwen3_moe", "hidden_size": 768, "intermediate_size": 2048, "num_hidden_layers": 3,
+        "num_attention_heads": 12, "num_key_value_heads": 4, "head_dim": 64, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "num_experts": 16, "num_experts_per_tok": 4, "moe_intermediate_size": 512,
+        "decoder_sparse_step": 1, "mlp_only_layers": [0], "norm_topk_prob": True, "rms_norm_eps": 1e-06,
+        "tie_word_embeddings": False},
+    "deepseek2-f": {"model_type": "deepseek_v2", "hidden_size": 1024, "intermediate_size": 2816,
+        "num_hidden_layers": 3, "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "moe_intermediate_size": 512, "first_k_dense_replace": 1,
+        "n_routed_experts": 16, "num_experts_per_tok": 4, "n_shared_experts": 1, "q_lora_rank": None,
+        "kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64,
+        "rms_norm_eps": 1e-06, "tie_word_embeddings": False},
 }
 SETS = {
     "dev": (("llama-small", "gemma2-small", "qwen2moe-small", "phi3-small"), (1, 4), (64, 256), (64, 512)),
@@ -134,6 +159,7 @@ SETS = {
     "held-out-2": (("phi-c", "olmo2-c", "granite-c", "qwen3-c"), (3, 5), (80, 288), (192, 768)),
     "held-out-3": (("cohere-d", "smollm3-d", "glm4-d", "llama-d"), (2, 7), (72, 384), (256, 896)),
     "held-out-4": (("neox-e", "mistral-e", "falcon-e", "gpt2-e"), (2, 5), (96, 448), (320, 768)),
+    "held-out-5": (("gemma-f", "gemma3-f", "qwen3moe-f", "deepseek2-f"), (3, 6), (112, 320), (384, 640)),
 }
 REPEATS, WARMUP = 5, 1
 
