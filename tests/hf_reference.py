@@ -61,14 +61,18 @@ def prefill_flops(name: str, batch_size: int, seq_len: int) -> int:
     return counter.get_total_flops()
 
 
+# what a model calls its cache: Mamba-2's models "cache_params" up to transformers 5.23, "cache" from 5.24
+_CACHE_NAMES = ("cache", "cache_params", "past_key_values")
+
+
 def _cache(out: Any) -> Any:
-    """The cache a forward pass returns (Mamba-2's models call it cache_params)."""
-    return out.cache_params if hasattr(out, "cache_params") else out.past_key_values
+    """The cache a forward pass returns."""
+    return next(out[name] for name in _CACHE_NAMES if name in out)
 
 
 def _cache_argument(model: Any, cache: Any) -> dict[str, Any]:
-    name = "cache_params" if "cache_params" in inspect.signature(model.forward).parameters else "past_key_values"
-    return {name: cache}
+    parameters = inspect.signature(model.forward).parameters
+    return {next(name for name in _CACHE_NAMES if name in parameters): cache}
 
 
 def decode_flops(name: str, batch_size: int, kv_len: int) -> int:
