@@ -268,8 +268,10 @@ def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
 
 
 def _not_busy(warnings: list[str]) -> list[str]:
-    """The warnings but a busy machine's (which depends on what else runs while the tests do)."""
-    return [w for w in warnings if "this machine is busy" not in w and "too busy to time" not in w]
+    """The warnings but a busy or drifting machine's (which depend on what else runs while the tests do: a
+    shared CI host ran the speed check's matmul at 0.83x of a quick calibration a minute old)."""
+    machine = ("this machine is busy", "too busy to time", "reference matmul")
+    return [w for w in warnings if not any(words in w for words in machine)]
 
 
 def _timed_row(spread: float, wall_s: float = 1.0, cpu_s: float = 1.0, clock: str = "cpu", threads: int = 1,
