@@ -267,7 +267,7 @@ def validate(
     rows: list[ValidationRow] = []
     warnings: list[str] = []
     threads, threads_warning = run_threads(hw, device, threads)
-    to_run = [c for c in cases if not _recorded(done, name, c, dtype, num_layers, overhead, device)]
+    to_run = [c for c in cases if _recorded(done, case_key(name, *c, dtype, num_layers, overhead, device)) is None]
     with torch_threads(threads):
         info = {**versions(), "device_name": device_name(device)}
         for warning in (hardware_mismatch_warning(hw, info["device_name"]), threads_warning,
@@ -281,9 +281,8 @@ def validate(
         info["machine_speed"] = speed_before
         hf_model = None
         for phase, batch, length in cases:
-            key = case_key(name, phase, batch, length, dtype, num_layers, overhead, device)
-            previous = done.get(key)
-            if _recorded(done, name, (phase, batch, length), dtype, num_layers, overhead, device):
+            previous = _recorded(done, case_key(name, phase, batch, length, dtype, num_layers, overhead, device))
+            if previous is not None:
                 rows.append(previous)
                 bar.update(f"{name} {phase} b{batch} {length} (recorded)")
                 continue
@@ -327,11 +326,11 @@ def validate(
     return ValidationReport(rows=rows, warnings=warnings)
 
 
-def _recorded(done: dict[tuple[Any, ...], ValidationRow], name: str, case: tuple[str, int, int], dtype: str,
-              num_layers: int | None, overhead: str, device: str) -> bool:
-    """Whether a results file already holds this case (resume skips it; a recorded error runs again)."""
-    previous = done.get(case_key(name, *case, dtype, num_layers, overhead, device))
-    return previous is not None and not previous.status.startswith("error")
+def _recorded(done: dict[tuple[Any, ...], ValidationRow], key: tuple[Any, ...]) -> ValidationRow | None:
+    """The row a results file already holds for this case (resume skips it), None if none or a recorded error
+    (which runs again)."""
+    previous = done.get(key)
+    return previous if previous is not None and not previous.status.startswith("error") else None
 
 
 def _measure(hf_model: Any, phase: str, batch: int, length: int, device: str, overhead: str, repeats: int,
