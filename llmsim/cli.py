@@ -677,6 +677,9 @@ def _run(args: argparse.Namespace) -> int:
                           num_layers=args.num_layers, results_path=args.results, profile=args.profile,
                           overhead=args.overhead, repeats=args.repeats, warmup=args.warmup, threads=args.threads)
         print(report.to_markdown())
+        if report.ok_rows():  # the medians per phase, and the machine's speed against a calibrated file
+            print()
+            print(report.summary_markdown())
         return 0
     raise LlmsimError(f"unknown command {args.command!r}")
 

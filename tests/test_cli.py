@@ -219,6 +219,7 @@ def test_validate_runs_a_real_model(capsys: pytest.CaptureFixture[str], tmp_path
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(r["phase"], r["status"], r["threads"]) for r in rows] == [("prefill", "ok", 1), ("decode", "ok", 1)]
     assert all(r["measured_s"] > 0 and r["predicted_s"] > 0 for r in rows) and "prefill" in out
+    assert "| phase | cases | median abs error |" in out  # the medians under the cases
 
 
 def test_calibrate_from_aiconfigurator_refuses_missing_arguments(capsys: pytest.CaptureFixture[str],
