@@ -308,7 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to measure (default: cpu)")
     p.add_argument("--dtypes", default="float32,bfloat16",
                    help="comma-separated dtypes whose matmul rates and tables are measured (default: float32,bfloat16)")
-    p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (seconds instead of minutes)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (seconds instead of minutes): a "
+                   "smoke test; validate against a full calibration")
     p.add_argument("--threads", type=_positive_int, default=1,
                    help="torch CPU threads while measuring (default: 1, the steadiest on a shared machine; see "
                    "validation/README.md)")

@@ -91,7 +91,10 @@ def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32", "bfloat16
               threads: int | None = 1, progress: bool = False) -> HardwareSpec:
     """Measure `device` ("cpu" or "cuda") and return its HardwareSpec; write it as TOML to `out` if given.
 
-    quick=True uses smaller sizes and fewer repeats (a few seconds on a small CPU; for tests).
+    quick=True uses smaller sizes and fewer repeats (a few seconds on a small CPU; for tests): a smoke test, not a
+    calibration to validate with. Its matmul tables stop at K = 512 and N = 1024, so an LM head's width is read far
+    beyond them: on an AMD EPYC guest gpt2 (2 layers) validated at -21 % prefill and +82 % decode with a quick file
+    and at -8.5 % and -2.3 % with the full one, minutes apart.
     dispatch: what overhead.eager_dispatch_s holds. "hf" (default): the host time per llmsim op of a tiny
     transformers Llama decode step (the model code's Python included), which is what eager transformers (and
     so `validate`) really pays per op llmsim counts (14.2 us on a loaded 2-core AMD EPYC, 6.8 us on the
