@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import llmsim
@@ -47,7 +48,6 @@ def test_a_log_midpoint_is_the_geometric_mean(tmp_path: Path) -> None:
 
 
 def _floor_then_growth() -> object:
-    import numpy as np
 
     from llmsim.hardware.kernel_table import GridTable
 
@@ -76,7 +76,6 @@ def test_a_midpoint_follows_the_monotone_cubic() -> None:
 
 
 def test_the_cubic_does_not_overshoot_a_step() -> None:
-    import numpy as np
 
     from llmsim.hardware.kernel_table import GridTable
 
@@ -88,7 +87,6 @@ def test_the_cubic_does_not_overshoot_a_step() -> None:
 
 
 def test_every_reading_path_gives_the_same_numbers() -> None:
-    import numpy as np
 
     from llmsim.hardware.kernel_table import GridTable
 
@@ -304,6 +302,22 @@ def test_importer_reads_the_version_the_package_serves(tmp_path: Path) -> None:
     assert "# engine_version: 1.0" in filled[0].read_text()  # the newest older one, never the newer rc23
 
 
+def test_importer_keeps_tensorrt_llms_min_latency_moe_kernel_as_a_lane_of_its_own(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    moe = [{"framework": "TRTLLM", "version": "1.0", "device": "Test GPU", "op_name": "moe", "kernel_source": source,
+            "moe_dtype": "nvfp4", "num_tokens": tokens, "hidden_size": 1024, "inter_size": 512, "topk": 2,
+            "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": 1, "distribution": "balanced",
+            "latency": ms * tokens}
+           for source, ms in (("moe_torch_flow_cutlass", 0.010), ("moe_torch_flow_min_latency", 0.004))
+           for tokens in (1, 16, 256)]
+    _write_parquet(data / "test_gpu" / "moe" / "trtllm" / "1.0" / "moe_perf.parquet", moe)
+    written = import_tables("test_gpu", "trtllm", tmp_path / "k", data_root=data, full=True, families=["moe"])
+    assert "moe_torch_flow_min_latency" in written[0].read_text()
+    mk = load_measured(str(tmp_path / "k"))
+    assert mk.moe_table("nvfp4", 2, 8, 1024, 512, 1, 1).time_s(16) == pytest.approx(0.160e-3)  # 0.010 ms x 16
+    assert mk.moe_table("nvfp4_min_latency", 2, 8, 1024, 512, 1, 1).time_s(16) == pytest.approx(0.064e-3)  # 0.004 x 16
+
+
 def test_importer_writes_static_fp8_gemms(tmp_path: Path) -> None:
     # aiconfigurator's fp8 GEMM rows run dynamic per-token activation quantisation; its computescale_perf
     # times that extra; a static-scale fp8 GEMM is the difference (as the package derives fp8_static)
@@ -349,7 +363,6 @@ def test_fp8_activation_scales_pick_the_lane() -> None:
 
 
 def test_an_axis_of_one_measured_size(tmp_path: Path) -> None:
-    import numpy as np
 
     from llmsim.hardware.kernel_table import GridTable
 
@@ -404,6 +417,31 @@ def test_tensorrt_llm_runs_gpt_oss_experts_with_mxfp8_activations_where_that_lan
     for hardware, engine in (("h200", "trtllm"), ("b200", "vllm")):
         other = llmsim.simulate("gpt-oss-120b", hardware, engine=engine, batch_size=4, prompt_len=1024, gen_len=16)
         assert "MXFP8 activations" not in str(other)
+
+
+def test_tensorrt_llm_runs_nvfp4_experts_on_its_min_latency_kernel_at_few_tokens() -> None:
+    from llmsim.hardware.measured import measured_for
+    from llmsim.timing.measured import MeasuredTiming
+
+    # aiconfigurator-core 0.12.0, b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet, balanced, nvfp4, top-8 of 256
+    # experts, hidden 7168, intermediate 2048, moe_tp 8, moe_ep 1: moe_torch_flow_min_latency 0.025179 ms at 4
+    # tokens, 0.105424 ms at 128; moe_torch_flow_cutlass 0.087504 ms at 4, 0.320021 ms at 256
+    kernels = measured_for("b200", "trtllm")
+    assert kernels.moe_table("nvfp4_min_latency", 8, 256, 7168, 2048, 8, 1).time_s(4) == pytest.approx(25.18e-6)
+    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "nvfp4", 8, 256, 7168, 2048, 8, 1, 1.0))
+    assert "min-latency" in note
+    assert read(4, 1.0, 1.0) == pytest.approx(25.18e-6)  # <= 128 tokens: the min-latency kernel
+    assert read(128, 1.0, 1.0) == pytest.approx(105.4e-6)
+    assert read(256, 1.0, 1.0) == pytest.approx(320.0e-6)  # above: the default CUTLASS kernel
+    assert list(read(np.array([4.0, 256.0]), 1.0, 1.0)) == pytest.approx([25.18e-6, 320.0e-6])
+    # a DeepSeek-V3.1 NVFP4 decode step at batch 4 on 8 B200s reads it (gate/up: 2/3 of the fused kernel's time)
+    r = llmsim.simulate("deepseek-v3.1-nvfp4", "b200", engine="trtllm", batch_size=4, prompt_len=1024, gen_len=2,
+                        tensor_parallel=8)
+    gate_up = next(op for op in r.decode.ops if op.name == "layers.moe.mlp.experts.gate_up_proj")
+    # 58 MoE layers, one decode step: the measured time is the op's larger roofline term (launches come on top)
+    assert max(gate_up.compute_s, gate_up.memory_s) == pytest.approx(58 * 2 / 3 * 25.18e-6, rel=1e-3)
+    # vLLM has no such lane: its own nvfp4 rows
+    assert measured_for("b200", "vllm").moe_table("nvfp4_min_latency", 8, 256, 7168, 2048, 8, 1) is None
 
 
 def test_an_engine_without_tables_on_a_device_reads_the_devices_vllm_tables_and_says_so() -> None:

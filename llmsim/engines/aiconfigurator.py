@@ -44,6 +44,11 @@ KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 # with MXFP8 activations, as TensorRT-LLM runs gpt-oss on Blackwell ("mxfp4_mxfp8", see timing.measured).
 MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "int4_wo": "int4_wo",
               "w4a16_mxfp4": "mxfp4_wo", "w4a8_mxfp4_mxfp8": "mxfp4_mxfp8"}
+# TensorRT-LLM's min-latency NVFP4 MoE kernel (its TRTLLM-Gen backend with DeepSeek routing and the finalize left
+# to the fused all-reduce), measured by aiconfigurator's collector (collector/trtllm/collect_moe.py, "min-latency
+# mode") on SM100 next to the default CUTLASS kernel of the same shapes; written as a lane of its own
+MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
+MIN_LATENCY_LANE = "nvfp4_min_latency"
 # GEMM lanes left out: aiconfigurator's vLLM GEMM collector (ai-dynamo/aiconfigurator collector/vllm, gemm)
 # replays bf16 and fp8 under a CUDA graph but times fp8_block without one, so those rows hold the host launch
 # path: a flat 59-95 us (H100) to 155-190 us (B200) from m = 1 to 1024 at n = k = 4096, where its graph-timed
@@ -313,9 +318,15 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
         return None
     rows, path = found
     rows = [r for r in rows if r["distribution"] == "balanced" and r["moe_dtype"] in MOE_DTYPES]
-    picked = _preferred_kernel(rows, lambda r: (r["moe_dtype"], r["topk"], r["num_experts"], r["hidden_size"],
-                                                r["inter_size"], r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]))
-    out = [{"dtype": MOE_DTYPES[r["moe_dtype"]], "topk": r["topk"], "num_experts": r["num_experts"],
+    # TensorRT-LLM's min-latency NVFP4 kernel is a lane of its own (dtype nvfp4_min_latency), not a rival of the
+    # default kernel for the same key: the engine runs it at few tokens only (llmsim.timing.measured)
+    lanes = [[r for r in rows if r.get("kernel_source") != MIN_LATENCY_SOURCE],
+             [{**r, "moe_dtype": MIN_LATENCY_LANE} for r in rows
+              if r.get("kernel_source") == MIN_LATENCY_SOURCE and r["moe_dtype"] == "nvfp4"]]
+    picked = [row for lane in lanes for row in _preferred_kernel(
+        lane, lambda r: (r["moe_dtype"], r["topk"], r["num_experts"], r["hidden_size"], r["inter_size"],
+                         r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]))]
+    out = [{"dtype": MOE_DTYPES.get(r["moe_dtype"], r["moe_dtype"]), "topk": r["topk"], "num_experts": r["num_experts"],
             "hidden": r["hidden_size"], "inter": r["inter_size"], "tp": r["moe_tp_size"], "ep": r["moe_ep_size"],
             "tokens": r["num_tokens"], "latency_ms": r["latency"]} for r in picked]
     if not full:

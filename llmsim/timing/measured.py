@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..hardware.measured import MeasuredKernels, measured_for, prefill_window_factor, shipped_kernel_sets
 
 # MXFP4 experts with 16-bit activations (gpt-oss's checkpoint) that an engine runs with MXFP8 activations instead
@@ -26,6 +28,15 @@ from ..hardware.measured import MeasuredKernels, measured_for, prefill_window_fa
 # with TRITON on H200); vLLM's and SGLang's measured lanes keep 16-bit activations.
 MXFP8_ACTIVATION_ENGINES = {"trtllm": "MXFP8 activations x MXFP4 experts, TensorRT-LLM's default TRTLLM MoE "
                             "backend on Blackwell (deployment guide for GPT-OSS)"}
+# NVFP4 experts at up to 128 tokens per call run TensorRT-LLM's min-latency MoE kernel where its tables measured
+# one (B200): the DeepSeek-V3 decoder layer takes min_latency_mode at hidden_states.size(0) <= 128 with NVFP4
+# weights (NVIDIA/TensorRT-LLM tensorrt_llm/_torch/models/modeling_deepseekv3.py), and aiconfigurator-core reads
+# its moe_torch_flow_min_latency rows for gated NVFP4 MoE at num_tokens <= 128 on TensorRT-LLM (aic-core
+# operators/moe.rs). approximation: TensorRT-LLM's own rule also asks for tensor parallelism without attention
+# data parallelism; the threshold is applied to the tokens of each MoE call, as aiconfigurator applies it.
+MIN_LATENCY_LANE = "nvfp4_min_latency"
+MIN_LATENCY_MAX_TOKENS = 128
+MIN_LATENCY_NOTE = "TensorRT-LLM's min-latency NVFP4 MoE kernel at <= 128 tokens per call (its default kernel above)"
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
              "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla",
              "prefill_gdn": "prefill_gdn", "decode_gdn": "decode_gdn"}
@@ -143,6 +154,10 @@ class MeasuredTiming:
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
+            fast = k.moe_table(MIN_LATENCY_LANE, topk, experts, hidden, inter, tp, ep) if dtype == "nvfp4" else None
+            if fast is not None:  # TensorRT-LLM at few tokens: its min-latency kernel
+                return TokenSplitRead(TableRead(fast, 1, share=share), TableRead(grid, 1, share=share),
+                                      MIN_LATENCY_MAX_TOKENS), self.label("moe") + "; " + MIN_LATENCY_NOTE, None
             return TableRead(grid, 1, share=share), self.label("moe"), None
         if family in ("prefill_gdn", "decode_gdn"):
             return _gdn_lookup(k, self.label(family), key)
@@ -253,6 +268,29 @@ class TableRead:
             return float(t)
 
         return time_s
+
+
+class TokenSplitRead(TableRead):
+    """Two table reads of one op, split on x (the tokens of a MoE call): `low` at x <= limit, `high` above."""
+
+    def __init__(self, low: TableRead, high: TableRead, limit: float) -> None:
+        super().__init__(high.grid, high.axes, high.x_factor, high.share, high.window)
+        self.low, self.high, self.limit = low, high, limit
+
+    def __call__(self, x: Any, y: Any, z: Any) -> Any:
+        low, high = self.low(x, y, z), self.high(x, y, z)
+        if isinstance(x, (int, float)):
+            return low if x <= self.limit else high
+        return np.where(np.asarray(x) <= self.limit, low, high)  # shape: that of the x given
+
+    def _fixed_at(self, x: float | None, y: float | None, z: float, arrays: bool) -> Any:
+        low, high = self.low.fixed_at(x, y, z, arrays), self.high.fixed_at(x, y, z, arrays)
+        if x is not None:  # the tokens held: one of the two
+            return low if x <= self.limit else high
+        limit = self.limit
+        if arrays:
+            return lambda x, y: np.where(np.asarray(x) <= limit, low(x, y), high(x, y))
+        return lambda x, y: low(x, y) if x <= limit else high(x, y)
 
 
 def _gdn_lookup(kernels: MeasuredKernels, label: str, key: tuple) -> tuple[Any, str, str | None]:
