@@ -253,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mixed-batches", action=argparse.BooleanOptionalAction, default=None,
                    help="prefill chunks share steps with decodes (default: the engine's; --no-mixed-batches: prefill "
                    "first, as SGLang)")
+    p.add_argument("--reserve-output", action=argparse.BooleanOptionalAction, default=None,
+                   help="a request starts only when the KV blocks of its whole prompt and output fit, so none is "
+                   "preempted (default: the engine's; TensorRT-LLM's GUARANTEED_NO_EVICT reserves, vLLM and SGLang "
+                   "do not)")
     p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
                    "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
@@ -572,7 +576,8 @@ def _run(args: argparse.Namespace) -> int:
                        gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
                        shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
                        prefix_caching=args.prefix_caching, speculative=args.speculative,
-                       mixed_batches=args.mixed_batches, pipeline_parallel=args.pipeline_parallel,
+                       mixed_batches=args.mixed_batches, reserve_output=args.reserve_output,
+                       pipeline_parallel=args.pipeline_parallel,
                        attention_data_parallel=args.attention_data_parallel, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.plot:

@@ -69,6 +69,24 @@ def test_kv_in_use_never_exceeds_capacity_and_preemption_recomputes() -> None:
     assert steps["prefill_tokens"].sum() > r.requests["prompt_len"].sum()
 
 
+def test_tensorrt_llm_starts_a_request_only_when_its_whole_output_fits() -> None:
+    # TensorRT-LLM's default capacity policy (GUARANTEED_NO_EVICT) reserves each request's prompt and maximum
+    # output at admission: at most floor(kv_blocks / ceil((1024 + 512) / block)) run at once and none is preempted;
+    # vLLM's rule admits on the prompt's blocks and preempts when decoding runs out (the test above)
+    kw = dict(concurrency=64, prompt_len=1024, gen_len=512, num_requests=128, gpu_memory_utilization=0.1)
+    r = llmsim.serve(MODEL, GPU, engine="trtllm", **kw)
+    blocks = r.kv_cache_tokens // r.block_size
+    footprint = -(-(1024 + 512) // r.block_size)  # 48 blocks of 32 tokens
+    assert r.preemptions == 0
+    assert r.step_log["running"].max() == min(64, blocks // footprint)
+    assert r.step_log["kv_blocks_used"].max() <= blocks
+    assert "GUARANTEED_NO_EVICT" in r.assumptions["scheduler"]
+    loose = llmsim.serve(MODEL, GPU, engine="trtllm", reserve_output=False, **kw)  # MAX_UTILIZATION
+    assert loose.preemptions > 0 and loose.step_log["running"].max() > blocks // footprint
+    with pytest.raises(OptionError, match="reserve_output='yes'"):
+        llmsim.serve(MODEL, GPU, engine="trtllm", reserve_output="yes", **kw)
+
+
 def test_long_prompts_are_prefilled_in_chunks() -> None:
     # a 20000-token prompt with a 8192-token budget: chunks of 8192, 8192 and 3616 over three steps
     r = llmsim.serve(MODEL, GPU, request_rate=0.001, prompt_len=20000, gen_len=2, num_requests=1)

@@ -19,12 +19,54 @@ import numpy as np
 from llmsim.validation.serving import REQUESTS_PER_CLIENT, compare_serving, default_silicon_csv
 
 HERE = Path(__file__).parent
+PEER_CSV = HERE / "aiconfigurator-0.12.0-estimates.csv"
 
 
 def _row(name: str, errors: np.ndarray) -> str:
     a = np.abs(errors)
     return (f"| {name} | {len(errors)} | {np.median(a):.1f} | {np.percentile(a, 90):.1f} | "
             f"{np.median(errors):+.1f} |")
+
+
+def _peer_section(rows: list[dict], peer_csv: Path) -> list[str]:
+    """llmsim's errors next to aiconfigurator's own estimates of the same runs (the rows both estimate)."""
+    import csv
+
+    with peer_csv.open(newline="") as f:
+        peer = {r["id"]: r for r in csv.DictReader(f)}
+    both = [(r, peer[r["id"]]) for r in rows if r["id"] in peer and peer[r["id"]]["ttft_ms"]]
+    refused = sum(1 for r in rows if r["id"] in peer and not peer[r["id"]]["ttft_ms"])
+    lines = ["## Against aiconfigurator's own estimate", "",
+             f"aiconfigurator 0.12.0's `cli_estimate` of the same runs ({peer_csv.name}, written by "
+             "`validation/aiconfigurator_estimates.py` in an environment with `aiconfigurator==0.12.0`, the database "
+             "it serves): median absolute error % of llmsim and of aiconfigurator on the rows both estimate "
+             f"({len(both)} of the {len(rows)} simulated here; aiconfigurator refused {refused}, "
+             f"{sum(1 for r in rows if r['id'] not in peer)} were not run). aiconfigurator shares llmsim's kernel "
+             "data (the same package's tables) but not its model; some of its corrections are calibrated to measured "
+             "runs, so on this set it is not an independent baseline.", "",
+             "| group | rows | TTFT llmsim | TTFT aiconfigurator | TPOT llmsim | TPOT aiconfigurator |",
+             "|---|---|---|---|---|---|"]
+
+    def line(name: str, pairs: list) -> str:
+        def med(metric: str, which: int) -> float:
+            values = []
+            for r, p in pairs:
+                measured = r[f"measured_{metric}_ms"]
+                predicted = r[f"{metric}_ms"] if which == 0 else float(p[f"{metric}_ms"])
+                values.append(abs(100 * (predicted - measured) / measured))
+            return float(np.median(values))
+
+        return (f"| {name} | {len(pairs)} | {med('ttft', 0):.1f} | {med('ttft', 1):.1f} | {med('tpot', 0):.1f} | "
+                f"{med('tpot', 1):.1f} |")
+
+    if both:
+        lines.append(line("**all**", both))
+    for fields in (("mode",), ("engine",), ("engine", "system", "mode")):
+        groups: dict[tuple, list] = collections.defaultdict(list)
+        for r, p in both:
+            groups[tuple(r[k] for k in fields)].append((r, p))
+        lines += [line(" / ".join(map(str, key)), pairs) for key, pairs in sorted(groups.items())]
+    return [*lines, ""]
 
 
 def main() -> None:
@@ -34,6 +76,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "serving.md")
     parser.add_argument("--plot", type=Path, default=HERE / "serving_vs_measured.png")
     parser.add_argument("--rows-json", type=Path, help="also write every simulated row (with its errors) as JSON")
+    parser.add_argument("--peer", type=Path, default=PEER_CSV,
+                        help="aiconfigurator's estimates of the rows (validation/aiconfigurator_estimates.py)")
     args = parser.parse_args()
     if args.csv is None:
         parser.error("no silicon_sample.csv: pip install '.[aiconfigurator]' or give --csv")
@@ -85,6 +129,8 @@ def main() -> None:
         for key, errors in sorted(c.errors(metric, ("model", "system", "engine", "precision", "mode")).items()):
             lines.append(_row(" / ".join(map(str, key)), errors))
         lines.append("")
+    if args.peer is not None and args.peer.is_file():
+        lines += _peer_section(c.rows, args.peer)
     lines += ["## Skipped rows", "", "| reason | rows |", "|---|---|"]
     reasons = collections.Counter("model not shipped" if r.startswith("model ") else r for _, r in c.skipped)
     lines += [f"| {reason} | {count} |" for reason, count in reasons.most_common()]

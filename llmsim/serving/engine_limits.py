@@ -12,7 +12,9 @@
   (decodes wait) while any can start, else decodes.
   approximation: max_running_requests, which SGLang derives from its token pool, is taken as vLLM's 1024.
 - TensorRT-LLM (tensorrt_llm/llmapi: BuildConfig max_batch_size 2048, max_num_tokens 8192;
-  KvCacheConfig free_gpu_memory_fraction 0.9 of the memory left free, tokens_per_block 32).
+  KvCacheConfig free_gpu_memory_fraction 0.9 of the memory left free, tokens_per_block 32; SchedulerConfig
+  capacity_scheduler_policy GUARANTEED_NO_EVICT, "Useful Runtime Options" in its performance tuning guide: a
+  request starts only when the blocks of its prompt and maximum output fit, and none is paused).
 Explicit arguments win over these.
 """
 
@@ -40,10 +42,10 @@ def engine_defaults(engine: str, hardware: HardwareSpec, tensor_parallel: int = 
         return _sglang_defaults(memory / 2**20, tensor_parallel, pipeline_parallel)
     if engine == "trtllm":
         return {"max_num_seqs": 2048, "max_num_batched_tokens": 8192, "gpu_memory_utilization": 0.9,
-                "block_size": 32, "mixed_batches": True}
+                "block_size": 32, "mixed_batches": True, "reserve_output": True}
     large = memory >= 70 * _GIB and "a100" not in hardware.name.lower()
     return {"max_num_seqs": 1024 if large else 256, "max_num_batched_tokens": 8192 if large else 2048,
-            "gpu_memory_utilization": 0.9, "block_size": 16, "mixed_batches": True}
+            "gpu_memory_utilization": 0.9, "block_size": 16, "mixed_batches": True, "reserve_output": False}
 
 
 def _sglang_defaults(memory_mib: float, tp: int, pp: int) -> dict[str, Any]:
@@ -66,14 +68,14 @@ def _sglang_defaults(memory_mib: float, tp: int, pp: int) -> dict[str, Any]:
         reserved = max(reserved, 10 * gib)
     return {"max_num_seqs": 1024, "max_num_batched_tokens": tokens,
             "gpu_memory_utilization": round((memory_mib - reserved) / memory_mib, 3), "block_size": 1,
-            "mixed_batches": False}
+            "mixed_batches": False, "reserve_output": False}
 
 
 def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, engine: str,
                      longest_request: int, max_num_seqs: Any = None, max_num_batched_tokens: Any = None,
                      gpu_memory_utilization: Any = None, block_size: Any = None,
                      mixed_batches: Any = None, pipeline_parallel: int = 1,
-                     data_parallel: Any = None) -> SchedulerLimits:
+                     data_parallel: Any = None, reserve_output: Any = None) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace, as each engine sizes its pool:
 
@@ -104,6 +106,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     if mixed_batches is not None and not isinstance(mixed_batches, bool):
         raise OptionError(f"mixed_batches={mixed_batches!r} must be True (prefill chunks ride with decodes) or False "
                           f"(prefill first, as SGLang's default)")
+    if reserve_output is not None and not isinstance(reserve_output, bool):
+        raise OptionError(f"reserve_output={reserve_output!r} must be True (a request starts when its whole prompt "
+                          f"and output fit, TensorRT-LLM's GUARANTEED_NO_EVICT) or False (when its prompt fits)")
     seqs, note = _seqs_within_token_budget(engine, seqs, tokens, max_num_seqs is not None)
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
     tp = options.tensor_parallel
@@ -141,7 +146,8 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
             f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
                            block_size=int(block), state_blocks=state_blocks, note=note,
-                           mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches)
+                           mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches,
+                           reserve_output=defaults["reserve_output"] if reserve_output is None else reserve_output)
 
 
 def _seqs_within_token_budget(engine: str, seqs: int, tokens: int, seqs_given: bool) -> tuple[int, str]:

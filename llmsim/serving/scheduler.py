@@ -43,6 +43,11 @@ class SchedulerLimits:
     block_size: int
     mixed_batches: bool = True  # False: a step either prefills (new requests first) or decodes, never both
     state_blocks: int = 0  # blocks of the pool each running request's fixed-size state takes (linear attention)
+    # True: a waiting request starts only when the blocks of its whole prompt and output fit beside the
+    # outstanding footprints of the running ones, so none is ever preempted (TensorRT-LLM's default capacity
+    # policy, GUARANTEED_NO_EVICT); False: by the blocks of its prompt alone, preempting when blocks run out
+    # (vLLM's; TensorRT-LLM's MAX_UTILIZATION)
+    reserve_output: bool = False
     note: str = ""  # a default changed to fit the caller's settings, and why (empty: none)
 
 
@@ -201,6 +206,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     grow = cost.speculation.tokens_per_step if cost.speculation else 1.0  # tokens per decode step
     clock = last_step_s = 0.0
     force_decode = False  # a prefill-only step found nothing to prefill: decode instead
+    reserve = limits.reserve_output
     finished = 0
 
     while finished < n:
@@ -273,6 +279,11 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             scheduled.append((i, new))
             budget -= new
             i += 1
+        outstanding = 0  # reserve_output: blocks the running requests will still take (their footprints less held)
+        if reserve and waiting:
+            m = run.m
+            outstanding = int(np.add.reduce(-(-(run.prompt[:m] + run.gen[:m]) // bs))) - int(
+                np.add.reduce(run.blocks[:m]))
         while waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted:
             r = waiting[0]
             done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
@@ -280,8 +291,10 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
             done_tokens += shared * bs  # a cached prefix: computed already
             new = min(prompt_of[r] + emitted_of[r] - done_tokens, budget)  # recompute: prompt and tokens so far
             need = -(-(done_tokens + new) // bs)
-            if need - shared + states > free_blocks:
+            footprint = -(-(prompt_of[r] + gen_of[r]) // bs) if reserve else need  # blocks to finish
+            if footprint - shared + states > free_blocks - outstanding:
                 break
+            outstanding += footprint - need
             waiting.popleft()
             free_blocks -= need - shared + states
             if prefilled and log.first_token_s[r] != log.first_token_s[r]:  # NaN: its first admission

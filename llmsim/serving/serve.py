@@ -44,7 +44,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
           shared_prefix_len: int = 0, prefix_groups: int = 1, prefix_caching: bool = True,
           speculative: dict[str, Any] | None = None, mixed_batches: bool | None = None,
-          pipeline_parallel: int = 1, attention_data_parallel: int = 1, **options: Any) -> ServingResult:
+          reserve_output: bool | None = None, pipeline_parallel: int = 1, attention_data_parallel: int = 1,
+          **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
@@ -64,7 +65,10 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     mem_fraction_static, TensorRT-LLM's free_gpu_memory_fraction: each engine sizes its KV pool by its own rule,
     llmsim.serving.engine_limits.scheduler_limits), block_size,
     mixed_batches (True: prefill chunks share a step with decodes, vLLM and TensorRT-LLM; False: prefill
-    first, a step prefills while prompts can start, SGLang's default).
+    first, a step prefills while prompts can start, SGLang's default), reserve_output (True: a request starts
+    only when the KV blocks of its whole prompt and output fit beside the running requests' remaining ones, so
+    none is preempted: TensorRT-LLM's default capacity policy GUARANTEED_NO_EVICT; False: by its prompt's blocks,
+    preempting when blocks run out: vLLM, SGLang and TensorRT-LLM's MAX_UTILIZATION).
     pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in
     flight across steps as vLLM runs them (StepCost.step_s); each GPU holds 1/p of the weights and KV cache.
     attention_data_parallel=d (MoE models; SGLang --enable-dp-attention with --dp d, TensorRT-LLM
@@ -93,7 +97,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     groups = prefix_groups_of(prompts, shared_prefix_len, prefix_groups, seed)
     engine_name = execution.engine or "vllm"
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
-                              gpu_memory_utilization, block_size, mixed_batches, stages, dp)
+                              gpu_memory_utilization, block_size, mixed_batches, stages, dp,
+                              reserve_output=reserve_output)
     if speculative is not None and stages > 1:
         raise OptionError("speculative decoding with pipeline_parallel > 1 is not modelled; use one of the two")
     speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
@@ -269,7 +274,10 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
                           if limits.mixed_batches else
                           "prefill first (SGLang's default, mixed_batches=False): while prompts wait and can start, "
                           "a step prefills them (first come first served, chunked within max_num_batched_tokens) "
-                          "and the running requests wait; else a step decodes; recompute on preemption"),
+                          "and the running requests wait; else a step decodes; recompute on preemption")
+                         + ("; a request starts only when the KV blocks of its whole prompt and output fit beside "
+                            "the running requests' (TensorRT-LLM's GUARANTEED_NO_EVICT): none is preempted"
+                            if limits.reserve_output else ""),
             "step time": "one forward pass of the mixed batch from the per-op cost model, with the engine's "
                          "host time per step (engine.step) where it has one; decode attention at the batch's "
                          "mean cached length",
