@@ -656,3 +656,24 @@ def test_cpu_matmul_grid_times_every_small_row_count():
     assert rows[:8] == (1, 2, 3, 4, 5, 6, 7, 8) and rows[8:] == tuple(2**i for i in range(4, 12))
     assert (k, cols) == (2048, (1024, 4096, 16384, 65536))
     assert CPU_DEPTH_ROWS[:4] == (1, 2, 3, 4)
+
+
+def test_serving_report_sets_aiconfigurators_estimates_beside_llmsims(tmp_path) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "validation" / "serving.py"
+    spec = importlib.util.spec_from_file_location("serving_report", path)
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    rows = [{"id": i, "mode": "agg", "engine": "vllm", "system": "h100_sxm", "ttft_ms": ttft, "tpot_ms": 10.0,
+             "measured_ttft_ms": 100.0, "measured_tpot_ms": 10.0} for i, ttft in (("a", 110.0), ("b", 130.0),
+                                                                               ("c", 100.0))]
+    peer = tmp_path / "peer.csv"
+    peer.write_text("id,ttft_ms,tpot_ms,error\na,150,12,\nb,50,8,\nc,,,refused: no data\n")
+    lines = report._peer_section(rows, peer)
+    text = "\n".join(lines)
+    assert "2 of the 3 simulated here; aiconfigurator refused 1, 0 were not run" in text
+    # rows a and b: llmsim TTFT errors 10 % and 30 % (median 20.0), aiconfigurator's 50 % and 50 % (50.0);
+    # TPOT: llmsim 0 and 0, aiconfigurator 20 % and 20 %
+    assert "| **all** | 2 | 20.0 | 50.0 | 0.0 | 20.0 |" in lines
