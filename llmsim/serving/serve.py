@@ -270,14 +270,14 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
         preemptions=int(log.preemptions.sum()), steps=len(step["time_s"]),
         assumptions={
             "scheduler": ("vLLM V1 continuous batching: running requests first, then waiting ones first come "
-                          "first served; chunked prefill within max_num_batched_tokens; recompute on preemption"
+                          "first served; chunked prefill within max_num_batched_tokens"
                           if limits.mixed_batches else
                           "prefill first (SGLang's default, mixed_batches=False): while prompts wait and can start, "
                           "a step prefills them (first come first served, chunked within max_num_batched_tokens) "
-                          "and the running requests wait; else a step decodes; recompute on preemption")
+                          "and the running requests wait; else a step decodes")
                          + ("; a request starts only when the KV blocks of its whole prompt and output fit beside "
-                            "the running requests' (TensorRT-LLM's GUARANTEED_NO_EVICT): none is preempted"
-                            if limits.reserve_output else ""),
+                            "the running requests' (TensorRT-LLM's GUARANTEED_NO_EVICT), so none is preempted"
+                            if limits.reserve_output else "; recompute on preemption"),
             "step time": "one forward pass of the mixed batch from the per-op cost model, with the engine's "
                          "host time per step (engine.step) where it has one; decode attention at the batch's "
                          "mean cached length",
