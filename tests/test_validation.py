@@ -667,8 +667,8 @@ def test_serving_report_sets_aiconfigurators_estimates_beside_llmsims(tmp_path) 
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
     rows = [{"id": i, "mode": "agg", "engine": "vllm", "system": "h100_sxm", "ttft_ms": ttft, "tpot_ms": 10.0,
-             "measured_ttft_ms": 100.0, "measured_tpot_ms": 10.0} for i, ttft in (("a", 110.0), ("b", 130.0),
-                                                                               ("c", 100.0))]
+             "measured_ttft_ms": 100.0, "measured_tpot_ms": 10.0, "ttft_error_pct": ttft - 100.0,
+             "tpot_error_pct": 0.0} for i, ttft in (("a", 110.0), ("b", 130.0), ("c", 100.0))]
     peer = tmp_path / "peer.csv"
     peer.write_text("id,ttft_ms,tpot_ms,error\na,150,12,\nb,50,8,\nc,,,refused: no data\n")
     lines = report._peer_section(rows, peer)

@@ -48,16 +48,12 @@ def _peer_section(rows: list[dict], peer_csv: Path) -> list[str]:
              "|---|---|---|---|---|---|"]
 
     def line(name: str, pairs: list) -> str:
-        def med(metric: str, which: int) -> float:
-            values = []
-            for r, p in pairs:
-                measured = r[f"measured_{metric}_ms"]
-                predicted = r[f"{metric}_ms"] if which == 0 else float(p[f"{metric}_ms"])
-                values.append(abs(100 * (predicted - measured) / measured))
-            return float(np.median(values))
-
-        return (f"| {name} | {len(pairs)} | {med('ttft', 0):.1f} | {med('ttft', 1):.1f} | {med('tpot', 0):.1f} | "
-                f"{med('tpot', 1):.1f} |")
+        cells = []
+        for m in ("ttft", "tpot"):  # llmsim's error (its row's), then aiconfigurator's on the same measurement
+            cells.append(np.median([abs(r[f"{m}_error_pct"]) for r, _ in pairs]))
+            cells.append(np.median([abs(100 * (float(p[f"{m}_ms"]) - r[f"measured_{m}_ms"]) / r[f"measured_{m}_ms"])
+                                    for r, p in pairs]))
+        return f"| {name} | {len(pairs)} | " + " | ".join(f"{c:.1f}" for c in cells) + " |"
 
     if both:
         lines.append(line("**all**", both))

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LlmsimError, OptionError, check_choice
-from ..hardware.measured import FAMILIES
+from ..hardware.measured import FAMILIES, MIN_LATENCY_LANE
 
 # aiconfigurator system name -> llmsim hardware file name
 SYSTEMS = {
@@ -48,7 +48,6 @@ MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4
 # to the fused all-reduce), measured by aiconfigurator's collector (collector/trtllm/collect_moe.py, "min-latency
 # mode") on SM100 next to the default CUTLASS kernel of the same shapes; written as a lane of its own
 MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
-MIN_LATENCY_LANE = "nvfp4_min_latency"
 # GEMM lanes left out: aiconfigurator's vLLM GEMM collector (ai-dynamo/aiconfigurator collector/vllm, gemm)
 # replays bf16 and fp8 under a CUDA graph but times fp8_block without one, so those rows hold the host launch
 # path: a flat 59-95 us (H100) to 155-190 us (B200) from m = 1 to 1024 at n = k = 4096, where its graph-timed

@@ -37,6 +37,9 @@ from .table_file import TableFile, read_table_file_cached
 # value heads
 GDN_KEYS = ("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_heads")
 # family -> (key columns, grid axes, fill the first axis beyond a token budget); the importer writes these columns
+# the MoE lane of TensorRT-LLM's min-latency NVFP4 kernel: written by the importer (engines.aiconfigurator),
+# read at few tokens per call (timing.measured)
+MIN_LATENCY_LANE = "nvfp4_min_latency"
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "gemm": (("dtype",), ("m", "n", "k"), False),
     "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl"), True),

@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from ..hardware.measured import MeasuredKernels, measured_for, prefill_window_factor, shipped_kernel_sets
+from ..hardware.measured import (
+    MIN_LATENCY_LANE,
+    MeasuredKernels,
+    measured_for,
+    prefill_window_factor,
+    shipped_kernel_sets,
+)
 
 # MXFP4 experts with 16-bit activations (gpt-oss's checkpoint) that an engine runs with MXFP8 activations instead
 # where its tables measured that lane (the Blackwell GPUs): TensorRT-LLM's deployment guide for GPT-OSS lists
@@ -34,7 +40,6 @@ MXFP8_ACTIVATION_ENGINES = {"trtllm": "MXFP8 activations x MXFP4 experts, Tensor
 # its moe_torch_flow_min_latency rows for gated NVFP4 MoE at num_tokens <= 128 on TensorRT-LLM (aic-core
 # operators/moe.rs). approximation: TensorRT-LLM's own rule also asks for tensor parallelism without attention
 # data parallelism; the threshold is applied to the tokens of each MoE call, as aiconfigurator applies it.
-MIN_LATENCY_LANE = "nvfp4_min_latency"
 MIN_LATENCY_MAX_TOKENS = 128
 MIN_LATENCY_NOTE = "TensorRT-LLM's min-latency NVFP4 MoE kernel at <= 128 tokens per call (its default kernel above)"
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
