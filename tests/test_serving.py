@@ -211,6 +211,33 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     block = c.rows[6]  # SGLang on one H200, gemm_quant_mode fp8_block: the 16-bit config with block-fp8 weights
     assert block["precision"] == "fp8_block" and block["concurrency"] == 160
     assert block["measured_ttft_ms"] == pytest.approx(1612.27)
+    # InferenceX's runs (db-dump and dated-csv sources) with its client's lengths; gap-analysis runs fixed
+    assert [r["protocol"] for r in c.rows] == ["fixed", *["inferencex"] * 5, "fixed"]
+
+
+def test_the_inferencex_client_protocol_is_the_one_its_benchmark_sends() -> None:
+    """InferenceX's run_benchmark_serving: --random-range-ratio 0.8 --num-prompts $((CONC * 10)), lengths drawn as
+    bench_serving's np.random.randint(int(L * 0.8), L + 1): the integers int(0.8 L)..L, each equally likely."""
+    from llmsim.serving.workload import draw_lengths
+    from llmsim.validation.serving import client_protocol
+
+    row = {"silicon_data_source": "db-dump/2026-04-27; config_id=733; silicon_concurrency=128; workflow_run_id=758",
+           "isl": "8192", "osl": "1024", "batch_size": "128", "attention_dp_size": "1", "mode": "agg"}
+    protocol = client_protocol(row)
+    # int(0.8 * 8192) = int(6553.6) = 6553; int(0.8 * 1024) = int(819.2) = 819; 10 x 128 clients = 1280 requests
+    assert protocol == {"protocol": "inferencex", "prompt_len": "uniform:6553:8192", "gen_len": "uniform:819:1024",
+                        "num_requests": 1280}
+    dated = {**row, "silicon_data_source": "source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=4",
+             "isl": "1024", "osl": "8192", "batch_size": "4"}
+    assert client_protocol(dated)["gen_len"] == "uniform:6553:8192" and client_protocol(dated)["num_requests"] == 40
+    # aiconfigurator's gap-analysis runs, and any length outside InferenceX's three scenarios: fixed lengths, 5c
+    gap = {**row, "silicon_data_source": "source_file=/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/a.csv"}
+    assert client_protocol(gap) == {"protocol": "fixed", "prompt_len": 8192, "gen_len": 1024, "num_requests": 640}
+    assert client_protocol({**row, "isl": "2048"})["protocol"] == "fixed"
+    # the drawn lengths stay within int(0.8 L)..L, both ends reachable, mean (6553 + 8192) / 2 = 7372.5
+    drawn = draw_lengths("prompt_len", protocol["prompt_len"], 20_000, np.random.default_rng(0))
+    assert drawn.min() == 6553 and drawn.max() == 8192
+    assert drawn.mean() == pytest.approx(7372.5, rel=0.005)
 
 
 PLAN = dict(request_rate=30.0, prompt_len=1024, gen_len=64, ttft_slo_s=0.5, tpot_slo_s=0.05, tensor_parallel=[1, 2],

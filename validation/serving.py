@@ -16,7 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from llmsim.validation.serving import REQUESTS_PER_CLIENT, compare_serving, default_silicon_csv
+from llmsim.validation.serving import (
+    INFERENCEX_PROMPTS_PER_CLIENT,
+    INFERENCEX_RANGE_RATIO,
+    REQUESTS_PER_CLIENT,
+    compare_serving,
+    default_silicon_csv,
+)
 
 HERE = Path(__file__).parent
 PEER_CSV = HERE / "aiconfigurator-0.12.0-estimates.csv"
@@ -91,8 +97,8 @@ def main() -> None:
         "client count (`silicon_concurrency=`); a row whose fields contradict its own name (`..._tp{T}_ep{E}_{n}`: T "
         "GPUs) is skipped (llmsim.validation.serving).",
         "",
-        f"Each runnable aggregated row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
-        f"prompt_len=isl, gen_len=osl, num_requests={REQUESTS_PER_CLIENT}*c, tensor_parallel=tp)` with the shipped "
+        "Each runnable aggregated row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
+        "prompt_len=..., gen_len=..., num_requests=..., tensor_parallel=tp)` with the shipped "
         "model, hardware and measured-kernel files and the engine's default scheduler limits; fp8 runs with fp8 "
         "weights and activations and a 16-bit KV cache. The clients all start together (closed loop, `ramp_s=0`). "
         "Each disaggregated row that states its worker counts is simulated with `llmsim.serve_disaggregated(model, "
@@ -100,6 +106,18 @@ def main() -> None:
         "prefill_/decode_ num_workers, tp_size and moe_ep_size, the clients from `silicon_concurrency=` in "
         "silicon_data_source; the KV cache travels over NVLink when both pools fit one NVLink domain, else over "
         "the device file's inter-node link.",
+        "",
+        "The load is the one each run's benchmark client sent, where its source states it "
+        "(`llmsim.validation.serving.client_protocol`): rows from InferenceX (SemiAnalysis's InferenceMAX sweeps: "
+        "the `db-dump/...` and `source_file=<date>.csv; model=...` sources, at its scenarios 1k/1k, 1k/8k and "
+        "8k/1k) run its client's `--random-range-ratio "
+        f"{INFERENCEX_RANGE_RATIO} --num-prompts {INFERENCEX_PROMPTS_PER_CLIENT}*c --max-concurrency c "
+        "--ignore-eos`: each request's input and output lengths drawn uniformly from the integers "
+        f"int({INFERENCEX_RANGE_RATIO}*isl)..isl and int({INFERENCEX_RANGE_RATIO}*osl)..osl, "
+        f"{INFERENCEX_PROMPTS_PER_CLIENT}c requests (`prompt_len='uniform:{{int(0.8*isl)}}:{{isl}}'`, likewise "
+        "gen_len); the other rows (aiconfigurator's gap-analysis runs, whose client is not stated) run fixed "
+        f"lengths isl and osl with {REQUESTS_PER_CLIENT}c requests. Before session 15 every row ran the fixed "
+        "protocol; the `protocol` groups below say which rows ran which.",
         "",
         "Reproduce: `pip install '.[aiconfigurator]' && PYTHONPATH=. python validation/serving.py`",
         "",
@@ -116,6 +134,10 @@ def main() -> None:
             lines.append(_row(f"mode {key[0]}", errors))
         for key, errors in sorted(c.errors(metric, ("engine",)).items()):
             lines.append(_row(f"engine {key[0]}", errors))
+        for key, errors in sorted(c.errors(metric, ("protocol",)).items()):
+            lines.append(_row(f"protocol {key[0]}", errors))
+        for key, errors in sorted(c.errors(metric, ("protocol", "engine")).items()):
+            lines.append(_row(f"protocol {key[0]} / engine {key[1]}", errors))
         for key, errors in sorted(c.errors(metric, ("attention_dp",)).items()):
             if key[0] > 1:
                 lines.append(_row(f"attention data parallel {key[0]}", errors))

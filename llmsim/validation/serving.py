@@ -15,8 +15,20 @@ A row whose name states its launch (`..._tp{T}_ep{E}_{n}`, the replica's T GPUs)
 another GPU count is skipped as contradicting itself (the file holds the same measurement under both
 encodings; which one is right is not stated, so neither is guessed).
 
-approximation: the number of requests each measured run sent is not in the file; every row is simulated
-with REQUESTS_PER_CLIENT requests per client (closed loop), the first ones all arriving together.
+The client's protocol, where the source of a row states it. Rows from InferenceX (SemiAnalysis's InferenceMAX
+serving sweeps: the file's `db-dump/...; workflow_run_id=...` and `source_file=<date>.csv; model=...` sources,
+always at its three scenarios 1k/1k, 1k/8k and 8k/1k) are simulated as its client runs them
+(InferenceX benchmarks/benchmark_lib.sh `run_benchmark_serving` and its recipes; kimbochen/bench_serving
+`sample_random_requests`): `--dataset-name random --random-range-ratio 0.8`, so each request's input and
+output lengths are drawn independently and uniformly from the integers int(0.8 x isl)..isl and
+int(0.8 x osl)..osl (`--ignore-eos`: exactly that many tokens out); `--num-prompts 10 x c --max-concurrency
+c --request-rate inf`: 10c measured requests, c of them sent at once; the 2c warm-up requests before them
+finish first and are not measured, so the measured run starts on an idle engine.
+approximation: the draws are numpy's default_rng(0), not the benchmark's own sequence (the distribution is
+the same, the sample is not).
+approximation: for the other rows (aiconfigurator's own gap-analysis runs) the number of requests each run
+sent is not in the file; they are simulated with fixed lengths (isl, osl) and REQUESTS_PER_CLIENT requests per
+client (closed loop), the first ones all arriving together.
 """
 
 from __future__ import annotations
@@ -32,6 +44,10 @@ import numpy as np
 from ..engines.aiconfigurator import SYSTEMS  # the file's system names -> llmsim hardware files
 
 REQUESTS_PER_CLIENT = 5
+INFERENCEX_RANGE_RATIO = 0.8  # every InferenceX recipe that sets RANDOM_RANGE_RATIO sets 0.8
+INFERENCEX_PROMPTS_PER_CLIENT = 10  # --num-prompts $((CONC * 10))
+INFERENCEX_SCENARIOS = {(1024, 1024), (1024, 8192), (8192, 1024)}  # (isl, osl)
+_INFERENCEX_SOURCE = re.compile(r"db-dump/|source_file=\d{4}-\d\d-\d\d\.csv; model=")
 
 CONFIG = "config"  # the checkpoint's quantization_config decides (fp8 block scales, MXFP4 experts)
 MODELS = {  # Hugging Face id in the file -> (shipped llmsim model, forced weight/activation dtype, None or CONFIG)
@@ -188,6 +204,20 @@ def _shipped_config(name: str) -> dict[str, Any]:
     return dict(json.loads((model_configs_dir() / f"{name}.json").read_text()))
 
 
+def client_protocol(row: dict[str, str]) -> dict[str, Any]:
+    """The load a row's benchmark client sent: serve()'s prompt_len, gen_len and num_requests, and the protocol's
+    name ("inferencex" or "fixed"; module docstring)."""
+    isl, osl, concurrency = int(row["isl"]), int(row["osl"]), _concurrency(row)
+    assert concurrency is not None  # _why_not refused the row otherwise
+    if _INFERENCEX_SOURCE.match(row.get("silicon_data_source", "")) and (isl, osl) in INFERENCEX_SCENARIOS:
+        # uniform integers int(r * L)..L, as bench_serving's np.random.randint(int(L * r), L + 1) draws them
+        return {"protocol": "inferencex",
+                "prompt_len": f"uniform:{int(isl * INFERENCEX_RANGE_RATIO)}:{isl}",
+                "gen_len": f"uniform:{int(osl * INFERENCEX_RANGE_RATIO)}:{osl}",
+                "num_requests": INFERENCEX_PROMPTS_PER_CLIENT * concurrency}
+    return {"protocol": "fixed", "prompt_len": isl, "gen_len": osl, "num_requests": REQUESTS_PER_CLIENT * concurrency}
+
+
 def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     """The prediction for one measured row (mean TTFT and TPOT in ms)."""
     from ..serving.serve import serve
@@ -205,9 +235,9 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         if dtype != "bf16":
             options["kv_dtype"] = "bf16"  # approximation: the KV cache at the checkpoint's 16-bit dtype
     concurrency = _concurrency(row)
-    assert concurrency is not None  # _why_not refused the row otherwise
-    load = dict(engine=row["backend"], concurrency=concurrency, prompt_len=int(row["isl"]), gen_len=int(row["osl"]),
-                num_requests=REQUESTS_PER_CLIENT * concurrency)
+    client = client_protocol(row)
+    load = dict(engine=row["backend"], concurrency=concurrency, prompt_len=client["prompt_len"],
+                gen_len=client["gen_len"], num_requests=client["num_requests"])
     if row["mode"] == "disagg":
         from ..serving.disaggregated import serve_disaggregated
 
@@ -232,7 +262,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
     return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"], "mode": row["mode"],
             "precision": "config" if forced == CONFIG else "fp8_block" if block_fp8 else dtype or "bf16", "tp": tp,
-            "attention_dp": dp, "concurrency": concurrency,
+            "attention_dp": dp, "concurrency": concurrency, "protocol": client["protocol"],
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
             "measured_tpot_ms": measured_tpot,
