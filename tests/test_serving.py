@@ -213,6 +213,12 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     assert block["measured_ttft_ms"] == pytest.approx(1612.27)
     # InferenceX's runs (db-dump and dated-csv sources) with its client's lengths; gap-analysis runs fixed
     assert [r["protocol"] for r in c.rows] == ["fixed", *["inferencex"] * 5, "fixed"]
+    # an executor (validation/serving.py --jobs) spreads the rows and returns them in the file's order
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:
+        spread = compare_serving(fixture, executor=pool)
+    assert spread.rows == c.rows and spread.skipped == c.skipped
 
 
 def test_the_inferencex_client_protocol_is_the_one_its_benchmark_sends() -> None:

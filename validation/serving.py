@@ -2,7 +2,7 @@
 validation/serving_vs_measured.png.
 
     pip install ".[aiconfigurator]"      # the package that ships systems/silicon_sample.csv
-    PYTHONPATH=. python validation/serving.py [--csv PATH] [--limit N]
+    PYTHONPATH=. python validation/serving.py [--csv PATH] [--limit N] [--jobs N]
 
 The rows are validation data only: nothing in llmsim is fitted to them (llmsim.validation.serving).
 error_pct = 100 * (predicted - measured) / measured, on the mean TTFT and the mean TPOT of each run.
@@ -75,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csv", type=Path, default=default_silicon_csv())
     parser.add_argument("--limit", type=int, help="simulate only the first N runnable rows")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes (the rows are independent)")
     parser.add_argument("--out", type=Path, default=HERE / "serving.md")
     parser.add_argument("--plot", type=Path, default=HERE / "serving_vs_measured.png")
     parser.add_argument("--rows-json", type=Path, help="also write every simulated row (with its errors) as JSON")
@@ -83,7 +84,15 @@ def main() -> None:
     args = parser.parse_args()
     if args.csv is None:
         parser.error("no silicon_sample.csv: pip install '.[aiconfigurator]' or give --csv")
-    c = compare_serving(args.csv, args.limit)
+    if args.jobs < 1:
+        parser.error(f"--jobs {args.jobs}: give a whole number >= 1")
+    if args.jobs == 1:
+        c = compare_serving(args.csv, args.limit)
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(args.jobs) as pool:
+            c = compare_serving(args.csv, args.limit, executor=pool)
     lines = [
         "# serve() against measured serving runs",
         "",
