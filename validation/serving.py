@@ -117,16 +117,18 @@ def main() -> None:
         "the device file's inter-node link.",
         "",
         "The load is the one each run's benchmark client sent, where its source states it "
-        "(`llmsim.validation.serving.client_protocol`): rows from InferenceX (SemiAnalysis's InferenceMAX sweeps: "
-        "the `db-dump/...` and `source_file=<date>.csv; model=...` sources, at its scenarios 1k/1k, 1k/8k and "
-        "8k/1k) run its client's `--random-range-ratio "
+        "(`llmsim.validation.serving.client_protocol`): aggregated rows from InferenceX (SemiAnalysis's "
+        "InferenceMAX sweeps: the `db-dump/...` and `source_file=<date>.csv; model=...` sources, at its "
+        "scenarios 1k/1k, 1k/8k and 8k/1k) run its client's `--random-range-ratio "
         f"{INFERENCEX_RANGE_RATIO} --num-prompts {INFERENCEX_PROMPTS_PER_CLIENT}*c --max-concurrency c "
         "--ignore-eos`: each request's input and output lengths drawn uniformly from the integers "
         f"int({INFERENCEX_RANGE_RATIO}*isl)..isl and int({INFERENCEX_RANGE_RATIO}*osl)..osl, "
         f"{INFERENCEX_PROMPTS_PER_CLIENT}c requests (`prompt_len='uniform:{{int(0.8*isl)}}:{{isl}}'`, likewise "
-        "gen_len); the other rows (aiconfigurator's gap-analysis runs, whose client is not stated) run fixed "
-        f"lengths isl and osl with {REQUESTS_PER_CLIENT}c requests. Before session 15 every row ran the fixed "
-        "protocol; the `protocol` groups below say which rows ran which.",
+        "gen_len); the other rows (aiconfigurator's gap-analysis runs, whose client is not stated, and, not yet, "
+        "InferenceX's disaggregated runs: serve_disaggregated's closed-loop fixed point seldom settles in its 24 "
+        f"rounds with 10c desynchronised requests, hours per run) run fixed lengths isl and osl with "
+        f"{REQUESTS_PER_CLIENT}c requests. Before session 15 every row ran the fixed protocol; the `protocol` groups "
+        "below say which rows ran which.",
         "",
         "Reproduce: `pip install '.[aiconfigurator]' && PYTHONPATH=. python validation/serving.py`",
         "",
