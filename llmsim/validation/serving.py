@@ -22,8 +22,9 @@ sources, always at its three scenarios 1k/1k, 1k/8k and 8k/1k) are simulated as 
 `sample_random_requests`): `--dataset-name random --random-range-ratio 0.8`, so each request's input and
 output lengths are drawn independently and uniformly from the integers int(0.8 x isl)..isl and
 int(0.8 x osl)..osl (`--ignore-eos`: exactly that many tokens out); `--num-prompts 10 x c --max-concurrency
-c --request-rate inf`: 10c measured requests, c of them sent at once; the 2c warm-up requests before them
-finish first and are not measured, so the measured run starts on an idle engine.
+c --request-rate inf`: 10c measured requests, c of them sent at once.
+assumption: the 2c warm-up requests (`--num-warmups $((2 * CONC))`) finish before the measured ones start, so
+the measured run starts on an idle engine (the client's warm-up code was not read; vLLM's benchmark does so).
 approximation: the draws are numpy's default_rng(0), not the benchmark's own sequence (the distribution is
 the same, the sample is not).
 approximation: for the other rows (aiconfigurator's own gap-analysis runs) the number of requests each run
