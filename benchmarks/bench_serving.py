@@ -1,6 +1,7 @@
 """Speed of serve() (not a timed test): 10,000 requests of 1024 tokens in, 250 out (2.5 M decode tokens) on
 Llama-3.1-8B / H100 with vLLM, closed loop at 256 clients and open loop at 20 requests/s; the step-cost
-grids are built once per setup (shown apart) and reused. Target (the serving issue): under 0.5 s.
+grids are built once per setup (shown apart) and reused. Target (the serving issue): under 0.5 s. Then the same
+closed loop disaggregated (serve_disaggregated: both pools simulated together, event by event).
 Run: python benchmarks/bench_serving.py"""
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ def main() -> None:
         seconds = median_s(run, 3)
         print(f"serve 10,000 requests ({label}): {seconds:.3f} s median of 3, {r.steps:,} engine steps, "
               f"{int(r.requests['gen_len'].sum()):,} tokens (target < 0.5 s)")
+
+    def split() -> llmsim.ServingResult:  # both pools in one event-driven run (no target of its own)
+        return llmsim.serve_disaggregated("llama-3.1-8b", "h100-sxm", prefill={"replicas": 2}, decode={"replicas": 2},
+                                          concurrency=256, prompt_len="uniform:819:1024", gen_len="uniform:200:250",
+                                          num_requests=10_000)
+
+    r = split()
+    print(f"serve_disaggregated 10,000 requests (closed loop, 256 clients, 2 prefill + 2 decode engines): "
+          f"{median_s(split, 3):.3f} s median of 3, {r.steps:,} engine steps")
 
 
 if __name__ == "__main__":

@@ -331,19 +331,48 @@ def test_disaggregated_closed_loop_sends_each_request_when_the_previous_one_fini
     from llmsim.serving.disaggregated import serve_disaggregated
 
     r = serve_disaggregated(MODEL, GPU, prefill={"replicas": 2}, decode={"replicas": 1}, concurrency=32,
-                            prompt_len=1024, gen_len=128, num_requests=400)
-    arrivals, finishes = np.asarray(r.requests["arrival_s"]), np.asarray(r.requests["finish_s"])
+                            prompt_len="uniform:512:1536", gen_len="uniform:16:240", num_requests=400)
+    req = r.requests
+    arrivals, finishes = np.asarray(req["arrival_s"]), np.asarray(req["finish_s"])
     assert np.all(np.isfinite(finishes))
-    # 32 clients: request i belongs to client i % 32 and is sent the moment request i - 32 finishes
+    # 32 clients, as benchmark_serving's semaphore: 32 sent at once, then request 32 + k the moment the (k + 1)-th
+    # request to finish does (lengths differ, so not the moment request k does)
     assert np.all(arrivals[:32] == 0.0)
-    np.testing.assert_array_equal(arrivals[32:], finishes[:-32])
-    assert "not settled" not in r.assumptions["closed loop"]
+    np.testing.assert_array_equal(arrivals[32:], np.sort(finishes)[:-32])
+    assert not np.array_equal(arrivals[32:], finishes[:-32])
     # Little's law over the run: about 32 requests in the system at a time (the first and last waves aside)
     assert len(arrivals) / finishes.max() == pytest.approx(32 / r.e2e_s.mean, rel=0.1)
+    # every engine's steps follow one another; no request is served before it is sent, nor its first token
+    # streamed sooner than its prompt alone takes on an idle prefill engine (batch 1, the same tables)
+    steps = r.steps_to_pandas()
+    for _, one in steps.groupby("instance"):
+        start, time_s = one["start_s"].to_numpy(), one["time_s"].to_numpy()
+        assert np.all(start[1:] >= start[:-1] + time_s[:-1] - 1e-12)
+    alone = {p: llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=int(p), gen_len=1).ttft_s
+             for p in np.unique(req["prompt_len"])[::50]}
+    for p, ttft_s in alone.items():
+        mine = np.asarray(req["prompt_len"]) == p
+        assert np.all(np.asarray(req["first_token_s"])[mine] - arrivals[mine] >= 0.999 * ttft_s)
     with pytest.raises(OptionError, match="per pool"):
         serve_disaggregated(MODEL, GPU, prefill={}, decode={}, concurrency=2, tensor_parallel=2)
     with pytest.raises(OptionError, match="decode"):
         serve_disaggregated(MODEL, GPU, prefill={}, decode={"replicas": 0}, concurrency=2)
+
+
+def test_disaggregated_coupled_run_is_the_two_pools_run_in_turn_when_nothing_couples_them(monkeypatch) -> None:
+    """An open loop: the prefill pool's arrivals do not depend on the decode pool, so the coupled event-driven run
+    (a closed loop's) must give what running the prefill engines, then the decode engines, each alone gives."""
+    import llmsim.serving.disaggregated as disaggregated
+
+    kw = dict(request_rate=20.0, prompt_len="uniform:500:2000", gen_len="uniform:1:300", num_requests=500)
+    pools = dict(prefill={"replicas": 2}, decode={"replicas": 3})
+    in_turn = disaggregated.serve_disaggregated(MODEL, GPU, **pools, **kw)
+    monkeypatch.setattr(disaggregated, "_OPEN_LOOP_IN_SEQUENCE", False)
+    coupled = disaggregated.serve_disaggregated(MODEL, GPU, **pools, **kw)
+    assert np.any(np.asarray(in_turn.requests["gen_len"]) == 1)  # one-token requests end at the prefill pool
+    for key in ("arrival_s", "first_token_s", "finish_s", "preemptions"):
+        np.testing.assert_allclose(coupled.requests[key], in_turn.requests[key], rtol=1e-12, atol=1e-12)
+    assert coupled.steps == in_turn.steps
 
 
 def test_prefix_caching_computes_each_shared_prefix_once() -> None:

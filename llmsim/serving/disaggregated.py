@@ -11,14 +11,17 @@ its token budget); its KV cache then travels to a decode instance,
 bandwidth when both pools together fit one NVLink domain (gpus_per_node: 8 on an HGX board, 72 on a GB200
 NVL72 rack), else its inter-node bandwidth, the pools then being on separate nodes), and joins that instance's
 continuous batch already prefilled, decoding its remaining tokens. A closed loop of c clients couples the two
-pools through the finish times: each client sends its next request when its previous one finishes, the send
-times found by fixed point. A request's first token reaches its client when the decode instance admits it
-(after the prefill, the KV transfer and any wait for a decode slot): disaggregated engines stream the
-prefill's token from the decode side (SGLang PD, Dynamo route the request to a decode worker first).
+pools through the finish times: the next request is sent the moment any request finishes (benchmark_serving's
+--max-concurrency semaphore), so both pools run together in one discrete-event simulation (_coupled_run: the
+engine whose clock is earliest steps next, once every request due to it has arrived). A request's first token
+reaches its client when the decode instance admits it (after the prefill, the KV transfer and any wait for a
+decode slot): disaggregated engines stream the prefill's token from the decode side (SGLang PD, Dynamo route
+the request to a decode worker first).
 """
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 import numpy as np
@@ -30,34 +33,98 @@ from ..errors import OptionError, check_positive
 from .data_parallel import rank_options
 from .engine_limits import scheduler_limits
 from .results import ServingResult
-from .scheduler import RequestLog, simulate_engine
+from .scheduler import Inbox, RequestLog, StepLog, coupled_engine, engine_lists, simulate_engine
 from .serve import _result, _step_cost, make_workload
 
-_FIXED_POINT_ROUNDS = 24
+# An open loop's sends do not depend on the decode pool: the prefill pool runs first, then the decode pool, each
+# engine on its own (faster than the coupled run, and the same; the tests run both)
+_OPEN_LOOP_IN_SEQUENCE = True
 
 
-def _closed_loop(run: Any, first_s: np.ndarray, n: int, clients: int) -> tuple[RequestLog, Any, bool]:
-    """c clients, client j sending requests j, j + c, j + 2c, ...: request i is sent the moment request i - c
-    finishes. The two pools couple the clients, so the send times are found by fixed point: start from each
-    client's first request alone (its latency repeated), run the whole deployment, send each request when its
-    predecessor finished in that run, until no send time moves (each round settles at least one more wave)."""
-    sent = np.zeros(n)
-    sent[:len(first_s)] = first_s
-    first = min(clients, n)
-    alone, _ = run(sent[:first].copy()) if first < n else (None, None)
-    if alone is not None:  # initial guess: every client repeats its first request's latency
-        e2e = alone.finish_s - alone.arrival_s
-        later = np.arange(first, n)
-        sent[later] = sent[later % clients] + (later // clients) * e2e[later % clients]
-    predecessor = np.arange(n) - clients
-    chained = predecessor >= 0
-    for _ in range(_FIXED_POINT_ROUNDS):
-        log, steps = run(sent)
-        moved = log.finish_s[predecessor[chained]]
-        if np.array_equal(moved, sent[chained]):
-            return log, steps, True
-        sent[chained] = moved
-    return log, steps, False
+def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: np.ndarray, transfer_s: np.ndarray,
+                 sent_s: np.ndarray, clients: int | None) -> tuple[RequestLog, dict[str, np.ndarray]]:
+    """Both pools in one event-driven run: pools = [(step cost, limits, engines)] for prefill then decode.
+    Requests are sent at sent_s (open loop: all of them; closed loop: the first `clients`, then the next one the
+    moment any request finishes, as benchmark_serving's --max-concurrency semaphore sends them), go round robin
+    to a prefill engine, to their first token there, then after transfer_s round robin in order of arrival to a
+    decode engine. The engine whose clock is earliest is resumed next, once every request due to it by then has
+    been delivered, so each scheduling decision sees every arrival before it (conservative discrete-event
+    simulation: a request only reaches an engine at or after the clock of the engine that sent it)."""
+    n = len(prompts)
+    (pre_step, pre_limits, pre_n), (dec_step, dec_limits, dec_n) = pools
+    log = RequestLog(prompts, gens, np.full(n, np.inf))
+    pre_log = RequestLog(prompts, np.ones(n, np.int64), np.zeros(n))  # the prefill pool: each to its first token
+    dec_log = RequestLog(prompts, gens, np.zeros(n))  # the decode pool: the rest
+    sends: list[tuple[float, int]] = []  # (time, request): sent by a client, not yet at a prefill engine
+    readies: list[tuple[float, int]] = []  # (time, request): KV cache arriving at the decode pool
+    released = n if clients is None else min(clients, n)
+    for i in range(released):
+        heapq.heappush(sends, (float(sent_s[i]), i))
+    state = {"released": released, "done": 0}
+
+    def finish(ids: list[int], t: float) -> None:
+        """Requests done: a closed loop's clients send their next ones."""
+        state["done"] += len(ids)
+        if clients is not None:
+            for _ in ids:
+                if state["released"] < n:
+                    heapq.heappush(sends, (t, state["released"]))
+                    state["released"] += 1
+
+    def prefilled(ids: list[int], t: float) -> None:
+        one_token = [i for i in ids if gens[i] <= 1]
+        for i in ids:
+            if gens[i] > 1:
+                heapq.heappush(readies, (t + float(transfer_s[i]), i))
+        if one_token:
+            finish(one_token, t)
+
+    def decoded(ids: list[int], t: float) -> None:
+        finish(ids, t)
+
+    inboxes = [Inbox() for _ in range(pre_n + dec_n)]
+    step_logs = [StepLog() for _ in inboxes]
+    pre_lists, dec_lists = engine_lists(pre_log, False), engine_lists(dec_log, True)  # shared within a pool
+    engines = [coupled_engine(pre_step, pre_limits, pre_log, step_logs[e], inboxes[e], False, prefilled, pre_lists)
+               for e in range(pre_n)]
+    engines += [coupled_engine(dec_step, dec_limits, dec_log, step_logs[e], inboxes[e], True, decoded, dec_lists)
+                for e in range(pre_n, pre_n + dec_n)]
+    clocks = np.zeros(len(engines))
+    busy = np.zeros(len(engines), dtype=bool)
+    due = np.full(len(engines), np.inf)  # when each engine must next be resumed (inf: idle, nothing sent to it)
+    for e, engine in enumerate(engines):
+        clocks[e], busy[e] = next(engine)
+    turn = [0, 0]  # round robin over each pool's engines
+    while state["done"] < n:
+        e = int(np.argmin(due))
+        t_send = sends[0][0] if sends else np.inf
+        t_ready = readies[0][0] if readies else np.inf
+        if min(t_send, t_ready) <= due[e]:  # deliver what is due first
+            pool = 0 if t_send <= t_ready else 1
+            t, i = heapq.heappop(sends if pool == 0 else readies)
+            if pool == 0:
+                log.arrival_s[i] = t
+            target = turn[pool] % (pre_n, dec_n)[pool] + (0, pre_n)[pool]
+            turn[pool] += 1
+            inboxes[target].put(t, i)
+            if not busy[target]:
+                due[target] = max(clocks[target], t)
+            continue
+        if not np.isfinite(due[e]):  # pragma: no cover - every request in flight is in a heap or an engine
+            raise RuntimeError("the disaggregated simulation stalled")
+        mine, due[e] = due[e], np.inf
+        horizon = min(float(due.min()), t_send, t_ready)  # the earliest another engine could send it a request
+        due[e] = mine
+        clocks[e], busy[e] = engines[e].send(horizon)
+        due[e] = clocks[e] if busy[e] else max(clocks[e], inboxes[e].next_s())
+    for engine in engines:
+        engine.close()
+    decoding = gens > 1
+    log.first_token_s[:] = np.where(decoding, dec_log.first_token_s, pre_log.finish_s)  # streamed from the decode
+    log.finish_s[:] = np.where(decoding, dec_log.finish_s, pre_log.finish_s)  # side once it admits the request
+    log.preemptions[:] = pre_log.preemptions + dec_log.preemptions
+    merged = [dict(steps.arrays(), instance=np.full(len(steps.time_s), e)) for e, steps in enumerate(step_logs)]
+    return log, {k: np.concatenate([s[k] for s in merged]) for k in merged[0]}
 
 
 class Pool(BaseModel):
@@ -172,11 +239,11 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         merged = {k: np.concatenate([s[k] for s in step_logs]) for k in step_logs[0]}
         return log, merged
 
-    converged = True
-    if clients is None:
+    if clients is None and _OPEN_LOOP_IN_SEQUENCE:
         log, steps = run(arrivals)
     else:
-        log, steps, converged = _closed_loop(run, arrivals, len(prompts), clients)
+        log, steps = _coupled_run([(pre_step, pre_limits, pre_engines), (dec_step, dec_limits, dec_engines)],
+                                  prompts, gens, transfer_s, arrivals, clients)
         request_rate = None
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
                    mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,
@@ -188,9 +255,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                        "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request at "
                                      f"{link / 1e9:.0f} GB/s per GPU x {senders} "
                                      f"({link_name})",
-                       "closed loop": ("each client's next request sent when its previous one finishes, "
-                                       "found by fixed point over the send times"
-                                       + ("" if converged else f" (not settled after {_FIXED_POINT_ROUNDS} rounds)"))
+                       "closed loop": ("the next request sent the moment any request finishes, both pools "
+                                       "simulated together, event by event")
                        if clients is not None else "not used",
                        **{f"{name} max_num_seqs": limits.note for name, limits in (("prefill", pre_limits),
                                                                                    ("decode", dec_limits))

@@ -24,6 +24,8 @@ cached-token sum is kept as it changes rather than summed every step (tests/test
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,17 +182,68 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     tokens; once one request of a group has computed the prefix, its whole blocks stay cached and later
     requests of the group start after them (approximation: cached prefixes are never evicted)."""
     n = len(prompt_len)
-    closed = concurrency is not None
     arrivals = np.asarray(arrival_s, dtype=float)
-    if closed:
+    if concurrency is not None:  # the first requests' times; the others' are known as the run goes
         arrivals = np.concatenate([arrivals[:concurrency], np.full(max(n - concurrency, 0), np.inf)])
-    arrival_of = arrivals.tolist()  # the same times as Python floats, for the per-step comparisons
     log = RequestLog(np.asarray(prompt_len, dtype=np.int64), np.asarray(gen_len, dtype=np.int64), arrivals.copy())
     steps = StepLog()
+    for _ in _engine(cost, limits, log, steps, concurrency, prefilled, prefix_group, prefix_len, None):
+        raise AssertionError("an engine without an inbox waited for one")  # pragma: no cover
+    return log, steps  # on its own the engine never waits for another: it runs to the end at once
+
+
+class Inbox:
+    """The requests another part of a deployment sends one engine while they run together
+    (serving.disaggregated's coupled pools): (time, request id) in a heap."""
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[float, int]] = []
+
+    def put(self, time_s: float, request: int) -> None:
+        heapq.heappush(self.heap, (time_s, request))
+
+    def next_s(self) -> float:
+        """The earliest arrival it holds (inf: none)."""
+        return self.heap[0][0] if self.heap else math.inf
+
+    def due(self, clock: float) -> list[int]:
+        """The requests arrived at or before `clock`, in order of arrival (taken out)."""
+        heap, out = self.heap, []
+        while heap and heap[0][0] <= clock:
+            out.append(heapq.heappop(heap)[1])
+        return out
+
+
+def engine_lists(log: RequestLog, prefilled: bool) -> tuple[list[Any], ...]:
+    """Per request, as Python lists for the per-step work: arrival time, prompt and output lengths, tokens sampled
+    and tokens in the KV cache while not running (preempted ones keep their tokens; prefilled ones arrive with
+    their prompt's cache and first token)."""
     prompt_of = log.prompt_len.tolist()
-    gen_of = log.gen_len.tolist()
-    emitted_of = [1 if prefilled else 0] * n  # tokens sampled by requests not running (preempted ones keep theirs)
-    computed_of = list(prompt_of) if prefilled else [0] * n  # tokens in the KV cache of requests not running
+    n = len(prompt_of)
+    return (log.arrival_s.tolist(), prompt_of, log.gen_len.tolist(), [1 if prefilled else 0] * n,
+            list(prompt_of) if prefilled else [0] * n)
+
+
+def coupled_engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: StepLog, inbox: Inbox,
+                   prefilled: bool, on_finish: Any, lists: tuple[list[Any], ...]) -> Any:
+    """One engine of several that feed each other, as a generator: it yields (clock, busy) before each
+    scheduling decision and is resumed with the horizon (the earliest time another engine could still send it
+    a request) once every request due by its clock is in `inbox`; on_finish(ids, clock) hears of the requests
+    that finish. `log` is shared with the other engines of its pool (each request runs on one of them), its
+    arrival_s unused; its steps go to `steps`; `lists`, engine_lists(log, prefilled), shared too. The coordinator
+    (serving.disaggregated) resumes the engine whose clock is earliest."""
+    return _engine(cost, limits, log, steps, None, prefilled, None, 0, (inbox, on_finish), lists)
+
+
+def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: StepLog, concurrency: int | None,
+            prefilled: bool, prefix_group: np.ndarray | None, prefix_len: int,
+            coupled: tuple[Inbox, Any] | None, lists: tuple[list[Any], ...] | None = None) -> Any:
+    """simulate_engine's loop, filling `log` and `steps` (a generator: it yields only when coupled, at each
+    decision)."""
+    n = len(log.prompt_len)
+    closed = concurrency is not None
+    arrivals = log.arrival_s
+    arrival_of, prompt_of, gen_of, emitted_of, computed_of = lists or engine_lists(log, prefilled)
     bs = limits.block_size
     states = limits.state_blocks  # taken from the pool while a request runs, freed when it leaves
     free_blocks = limits.kv_blocks
@@ -200,7 +253,7 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     pinned = 0  # blocks held by cached prefixes
     run = _Running(limits.max_num_seqs + 1)
     waiting: deque[int] = deque()
-    known = min(concurrency, n) if closed else n  # requests whose arrival time is known up front
+    known = 0 if coupled else min(concurrency, n) if closed else n  # requests whose arrival time is known up front
     released = known  # closed loop: requests sent so far
     next_arrival = 0  # the next request (of the known ones) not yet arrived
     grow = cost.speculation.tokens_per_step if cost.speculation else 1.0  # tokens per decode step
@@ -208,18 +261,29 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     force_decode = False  # a prefill-only step found nothing to prefill: decode instead
     reserve = limits.reserve_output
     finished = 0
+    inbox, on_finish = coupled if coupled else (None, None)
+    horizon = math.inf  # coupled: the earliest time a request not yet in the inbox could arrive
 
-    while finished < n:
+    while finished < n or inbox is not None:
+        if inbox is not None:  # coupled: wait for the other engines to reach this clock, then take what came
+            busy = bool(run.m or waiting)
+            horizon = yield clock, busy
+            if not busy:
+                clock = max(clock, inbox.next_s())
+            waiting.extend(inbox.due(clock))
         while next_arrival < known and arrival_of[next_arrival] <= clock:
             waiting.append(next_arrival)
             next_arrival += 1
         m = run.m
         if m == 0 and not waiting:
-            clock = max(clock, arrival_of[next_arrival])
+            if inbox is None:
+                clock = max(clock, arrival_of[next_arrival])
             continue
 
         # ---- a run of pure decode steps at once --------------------------------------------------------
         limit_s = arrival_of[next_arrival] if next_arrival < known and m < limits.max_num_seqs else None
+        if inbox is not None and m < limits.max_num_seqs:
+            limit_s = min(inbox.next_s(), horizon)
         if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
                 limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
             k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
@@ -231,7 +295,8 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                 run.advanced[:, :m] += k  # computed and emitted
                 run.cached_tokens += k * m
                 run.blocks[:m] = -(-run.computed[:m] // bs)  # (free_blocks: counted again below)
-                finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
+                finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished,
+                                             on_finish)
                 free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
                 continue
 
@@ -349,9 +414,9 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
                     log.first_token_s[run.ids[i]] = clock
                 any_done = any_done or run.emitted[i] >= run.gen[i]
         if any_done:
-            finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished)
+            finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished,
+                                         on_finish)
             free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
-    return log, steps
 
 
 def _leading_tokens(run: _Running, lead: int) -> int:
@@ -366,14 +431,16 @@ def _leading_tokens(run: _Running, lead: int) -> int:
 
 
 def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float, n: int, closed: bool,
-            released: int, waiting: deque[int], finished: int) -> tuple[int, int]:
-    """Retire the running requests that have all their tokens; a closed loop sends the next ones."""
+            released: int, waiting: deque[int], finished: int, on_finish: Any = None) -> tuple[int, int]:
+    """Retire the running requests that have all their tokens; a closed loop sends the next ones, a coupled
+    engine tells on_finish."""
     m = run.m
     done = run.over[:m] >= 0  # emitted >= gen
     at = done.nonzero()[0]
     count = len(at)
     if count == 0:
         return finished, released
+    ids = run.ids[:m][done].tolist() if on_finish is not None else None
     if count == 1:  # the common case: one request, dropped by a shift
         i = int(at[0])
         log.finish_s[run.ids[i]] = clock
@@ -381,6 +448,8 @@ def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float,
     else:
         log.finish_s[run.ids[:m][done]] = clock
         run.keep(~done)
+    if on_finish is not None:
+        on_finish(ids, clock)
     finished += count
     if closed:
         for _ in range(count):
