@@ -211,10 +211,10 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     block = c.rows[6]  # SGLang on one H200, gemm_quant_mode fp8_block: the 16-bit config with block-fp8 weights
     assert block["precision"] == "fp8_block" and block["concurrency"] == 160
     assert block["measured_ttft_ms"] == pytest.approx(1612.27)
-    # InferenceX's aggregated runs (db-dump and dated-csv sources) with its client's lengths; its disaggregated runs
-    # (Kimi, DeepSeek) and the gap-analysis runs with fixed lengths
-    assert [r["protocol"] for r in c.rows] == ["fixed", "inferencex", "fixed", "inferencex", "fixed", "inferencex",
-                                               "fixed"]
+    # InferenceX's runs (db-dump and dated-csv sources; its disaggregated Kimi and DeepSeek runs too) with its
+    # client's lengths, the gap-analysis runs with fixed lengths
+    assert [r["protocol"] for r in c.rows] == ["fixed", "inferencex", "inferencex", "inferencex", "inferencex",
+                                               "inferencex", "fixed"]
     # an executor (validation/serving.py --jobs) spreads the rows and returns them in the file's order
     from concurrent.futures import ThreadPoolExecutor
 
@@ -242,7 +242,8 @@ def test_the_inferencex_client_protocol_is_the_one_its_benchmark_sends() -> None
     gap = {**row, "silicon_data_source": "source_file=/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/a.csv"}
     assert client_protocol(gap) == {"protocol": "fixed", "prompt_len": 8192, "gen_len": 1024, "num_requests": 640}
     assert client_protocol({**row, "isl": "2048"})["protocol"] == "fixed"
-    assert client_protocol({**row, "mode": "disagg"})["protocol"] == "fixed"  # not yet: the fixed point's cost
+    # its disaggregated runs: the same client (NVIDIA/srt-slurm's sa-bench)
+    assert client_protocol({**row, "mode": "disagg"}) == protocol
     # the drawn lengths stay within int(0.8 L)..L, both ends reachable, mean (6553 + 8192) / 2 = 7372.5
     drawn = draw_lengths("prompt_len", protocol["prompt_len"], 20_000, np.random.default_rng(0))
     assert drawn.min() == 6553 and drawn.max() == 8192

@@ -98,8 +98,9 @@ def main() -> None:
         "",
         f"Source: `aiconfigurator_core/systems/silicon_sample.csv` ({args.csv.name}, NVIDIA aiconfigurator-core, "
         "Apache-2.0): measured aggregated and disaggregated serving runs of vLLM, SGLang and TensorRT-LLM at fixed "
-        "concurrency with fixed input/output lengths, mean TTFT and TPOT per run. **Validation data only: nothing "
-        "is fitted to it.**",
+        "concurrency at nominal input/output lengths (isl, osl), mean TTFT and TPOT per run (the benchmark's "
+        "mean_ttft and mean_tpot, as aiconfigurator's own accuracy campaign reads them). **Validation data only: "
+        "nothing is fitted to it.**",
         "",
         "Rows with attention data parallelism (attention_dp_size d > 1) run `tensor_parallel=tp_size*d, "
         "attention_data_parallel=d, expert_parallel=moe_ep_size` (aggregated) or the same per pool, with the run's "
@@ -117,19 +118,20 @@ def main() -> None:
         "the device file's inter-node link.",
         "",
         "The load is the one each run's benchmark client sent, where its source states it "
-        "(`llmsim.validation.serving.client_protocol`): aggregated rows from InferenceX (SemiAnalysis's "
+        "(`llmsim.validation.serving.client_protocol`): rows from InferenceX (SemiAnalysis's "
         "InferenceMAX sweeps: the `db-dump/...` and `source_file=<date>.csv; model=...` sources, at its "
-        "scenarios 1k/1k, 1k/8k and 8k/1k) run its client's `--random-range-ratio "
+        "scenarios 1k/1k, 1k/8k and 8k/1k; aggregated, and disaggregated through NVIDIA/srt-slurm's sa-bench, the "
+        "same client) run its client's `--random-range-ratio "
         f"{INFERENCEX_RANGE_RATIO} --num-prompts {INFERENCEX_PROMPTS_PER_CLIENT}*c --max-concurrency c "
         "--ignore-eos`: each request's input and output lengths drawn uniformly from the integers "
         f"int({INFERENCEX_RANGE_RATIO}*isl)..isl and int({INFERENCEX_RANGE_RATIO}*osl)..osl, "
         f"{INFERENCEX_PROMPTS_PER_CLIENT}c requests (`prompt_len='uniform:{{int({INFERENCEX_RANGE_RATIO}*isl)}}:"
         "{isl}'`, likewise "
-        "gen_len); the other rows (aiconfigurator's gap-analysis runs, whose client is not stated, and, not yet, "
-        "InferenceX's disaggregated runs: serve_disaggregated's closed-loop fixed point seldom settles in its 24 "
-        f"rounds with 10c desynchronised requests, hours per run) run fixed lengths isl and osl with "
-        f"{REQUESTS_PER_CLIENT}c requests. Before session 15 every row ran the fixed protocol; the `protocol` groups "
-        "below say which rows ran which.",
+        "gen_len), after 2c warm-ups that finish first; the other rows (aiconfigurator's gap-analysis runs, "
+        f"whose client is not stated) run fixed lengths isl and osl with {REQUESTS_PER_CLIENT}c requests. "
+        "Before session 15 every row ran the fixed protocol, and before session 16 InferenceX's disaggregated "
+        "ones still did (serve_disaggregated's closed loop was a fixed point that seldom settled; it is now one "
+        "event-driven run of both pools); the `protocol` groups below say which rows ran which.",
         "",
         "Reproduce: `pip install '.[aiconfigurator]' && PYTHONPATH=. python validation/serving.py`",
         "",

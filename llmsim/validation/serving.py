@@ -15,24 +15,26 @@ A row whose name states its launch (`..._tp{T}_ep{E}_{n}`, the replica's T GPUs)
 another GPU count is skipped as contradicting itself (the file holds the same measurement under both
 encodings; which one is right is not stated, so neither is guessed).
 
-The client's protocol, where the source of a row states it. Aggregated rows from InferenceX (SemiAnalysis's
+The client's protocol, where the source of a row states it. Rows from InferenceX (SemiAnalysis's
 InferenceMAX serving sweeps: the file's `db-dump/...; workflow_run_id=...` and `source_file=<date>.csv; model=...`
-sources, always at its three scenarios 1k/1k, 1k/8k and 8k/1k) are simulated as its client runs them
-(InferenceX benchmarks/benchmark_lib.sh `run_benchmark_serving` and its recipes; kimbochen/bench_serving
+sources, always at its three scenarios 1k/1k, 1k/8k and 8k/1k), aggregated and disaggregated, are simulated as
+its client runs them
+(InferenceX benchmarks/benchmark_lib.sh `run_benchmark_serving` and its recipes for its single-node runs,
+NVIDIA/srt-slurm's sa-bench bench.sh, the same client with RANDOM_RANGE_RATIO 0.8, NUM_PROMPTS_MULT 10 and
+NUM_WARMUP_MULT 2 by default, for its multi-node disaggregated ones; kimbochen/bench_serving
 `sample_random_requests`): `--dataset-name random --random-range-ratio 0.8`, so each request's input and
 output lengths are drawn independently and uniformly from the integers int(0.8 x isl)..isl and
 int(0.8 x osl)..osl (`--ignore-eos`: exactly that many tokens out); `--num-prompts 10 x c --max-concurrency
 c --request-rate inf`: 10c measured requests, c of them sent at once.
-assumption: the 2c warm-up requests (`--num-warmups $((2 * CONC))`) finish before the measured ones start, so
-the measured run starts on an idle engine (the client's warm-up code was not read; vLLM's benchmark does so).
+The 2c warm-up requests all finish before the measured ones start (InferenceX utils/bench_serving/
+benchmark_serving.py `--num-warmups $((2 * CONC))`: the warm-ups, each the first prompt, run under their own
+semaphore and are gathered before the benchmark's clock starts; sa-bench: a separate run of 2c prompts before
+the measured one), so the measured run starts on an idle deployment.
 approximation: the draws are numpy's default_rng(0), not the benchmark's own sequence (the distribution is
 the same, the sample is not).
 approximation: for the other rows (aiconfigurator's own gap-analysis runs) the number of requests each run
 sent is not in the file; they are simulated with fixed lengths (isl, osl) and REQUESTS_PER_CLIENT requests per
 client (closed loop), the first ones all arriving together.
-Not yet: InferenceX's disaggregated rows run the fixed protocol too. serve_disaggregated finds a closed loop's
-send times by fixed point over whole runs of both pools; with 10c requests whose lengths differ it seldom settles
-within its 24 rounds, and one row at 8192 clients took 256 s, so the 264 rows would cost hours per validation run.
 """
 
 from __future__ import annotations
@@ -214,7 +216,7 @@ def client_protocol(row: dict[str, str]) -> dict[str, Any]:
     isl, osl, concurrency = int(row["isl"]), int(row["osl"]), _concurrency(row)
     assert concurrency is not None  # _why_not refused the row otherwise
     inferencex = _INFERENCEX_SOURCE.match(row.get("silicon_data_source", "")) and (isl, osl) in INFERENCEX_SCENARIOS
-    if inferencex and row["mode"] == "agg":  # disaggregated rows: not yet (module docstring)
+    if inferencex:
         # uniform integers int(r * L)..L, as bench_serving's np.random.randint(int(L * r), L + 1) draws them
         return {"protocol": "inferencex",
                 "prompt_len": f"uniform:{int(isl * INFERENCEX_RANGE_RATIO)}:{isl}",
