@@ -257,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a request starts only when the KV blocks of its whole prompt and output fit, so none is "
                    "preempted (default: the engine's; TensorRT-LLM's GUARANTEED_NO_EVICT reserves, vLLM and SGLang "
                    "do not)")
+    p.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None,
+                   help="each step is decided while the one before it runs, so a request arriving mid-step joins the "
+                   "step after the next (default: on for vLLM, SGLang and TensorRT-LLM, as they run)")
     p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
                    "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
@@ -562,7 +565,7 @@ def _run(args: argparse.Namespace) -> int:
             gen_len=_length_arg(args.gen_len), lengths_csv=args.lengths_csv, num_requests=args.num_requests,
             arrival=args.arrival, burstiness=args.burstiness, seed=args.seed,
             kv_transfer_bytes_per_s=args.kv_transfer_bytes_per_s, gpu_memory_utilization=args.gpu_memory_utilization,
-            block_size=args.block_size, **options)
+            block_size=args.block_size, async_scheduling=args.async_scheduling, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     if args.command == "serve":
@@ -577,7 +580,7 @@ def _run(args: argparse.Namespace) -> int:
                        shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
                        prefix_caching=args.prefix_caching, speculative=args.speculative,
                        mixed_batches=args.mixed_batches, reserve_output=args.reserve_output,
-                       pipeline_parallel=args.pipeline_parallel,
+                       async_scheduling=args.async_scheduling, pipeline_parallel=args.pipeline_parallel,
                        attention_data_parallel=args.attention_data_parallel, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.plot:

@@ -376,8 +376,38 @@ def test_disaggregated_coupled_run_is_the_two_pools_run_in_turn_when_nothing_cou
     assert coupled.steps == in_turn.steps
 
 
+def test_async_scheduling_admits_a_request_arriving_mid_step_one_step_later() -> None:
+    """vLLM's async scheduling (SGLang's and TensorRT-LLM's overlap schedulers) decides step N + 1 while step N
+    runs: a request arriving during step N is first scheduled into step N + 2; without it, into step N + 1."""
+    kwargs = dict(request_rate=2.0, arrival="constant", prompt_len=512, gen_len=200, num_requests=2)
+    on = llmsim.serve(MODEL, GPU, **kwargs)  # vLLM's default
+    off = llmsim.serve(MODEL, GPU, async_scheduling=False, **kwargs)
+    assert "async scheduling" in on.assumptions["scheduler"] and "async" not in off.assumptions["scheduler"]
+    arrival = 0.5  # the second request, while the first decodes alone
+    for result, later in ((on, 1), (off, 0)):
+        steps = result.step_log
+        start, time_s, prefill = steps["start_s"], steps["time_s"], steps["prefill_tokens"]
+        k = int(np.flatnonzero((start <= arrival) & (arrival < start + time_s))[0])  # the step it arrives in
+        assert prefill[k] == 0 and np.all(prefill[k + 1:k + 1 + later] == 0)  # decodes of the first request
+        assert prefill[k + 1 + later] == 512  # its prompt, with the first request's decode
+        # its first token comes at the end of the step that prefills it
+        assert result.requests["first_token_s"][1] == pytest.approx(start[k + 1 + later] + time_s[k + 1 + later])
+    # one decode step of the first request alone between the two: the TTFTs differ by that step (and by the
+    # first request's one more cached token in the step that prefills the second, a few ns)
+    ttft_on = on.requests["first_token_s"][1] - arrival
+    ttft_off = off.requests["first_token_s"][1] - arrival
+    k = int(np.flatnonzero(on.step_log["start_s"] <= arrival)[-1])
+    assert ttft_on - ttft_off == pytest.approx(on.step_log["time_s"][k + 1], rel=1e-4)
+    # an idle engine schedules at once: the first request's TTFT is its prefill in both
+    assert on.requests["first_token_s"][0] == pytest.approx(off.requests["first_token_s"][0])
+    with pytest.raises(OptionError, match="async_scheduling"):
+        llmsim.serve(MODEL, GPU, async_scheduling="yes", **kwargs)
+
+
 def test_prefix_caching_computes_each_shared_prefix_once() -> None:
-    kwargs = dict(request_rate=5.0, arrival="constant", prompt_len=1200, gen_len=50, num_requests=100)
+    # (async_scheduling off: a request then waits for no step in flight, so TTFT is its prefill's alone)
+    kwargs = dict(request_rate=5.0, arrival="constant", prompt_len=1200, gen_len=50, num_requests=100,
+                  async_scheduling=False)
     plain = llmsim.serve(MODEL, GPU, **kwargs)
     assert plain.step_log["prefill_tokens"].sum() == 100 * 1200
     r = llmsim.serve(MODEL, GPU, shared_prefix_len=1000, prefix_groups=4, **kwargs)

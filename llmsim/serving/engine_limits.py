@@ -15,6 +15,11 @@
   KvCacheConfig free_gpu_memory_fraction 0.9 of the memory left free, tokens_per_block 32; SchedulerConfig
   capacity_scheduler_policy GUARANTEED_NO_EVICT, "Useful Runtime Options" in its performance tuning guide: a
   request starts only when the blocks of its prompt and maximum output fit, and none is paused).
+Each of the three decides a step while the one before it runs (async_scheduling): vLLM's async scheduling,
+on by default since vllm-project/vllm PR #27614 (its issue #27679, "Async Scheduling Plan"); SGLang's overlap
+scheduler (on by default since v0.4: lmsys.org blog 2024-12-04; `--disable-overlap-schedule` turns it off);
+TensorRT-LLM's overlap scheduler (PyTorch backend, `disable_overlap_scheduler` False by default). A request
+that arrives while a step runs is then scheduled into the step after the next one.
 Explicit arguments win over these.
 """
 
@@ -42,10 +47,11 @@ def engine_defaults(engine: str, hardware: HardwareSpec, tensor_parallel: int = 
         return _sglang_defaults(memory / 2**20, tensor_parallel, pipeline_parallel)
     if engine == "trtllm":
         return {"max_num_seqs": 2048, "max_num_batched_tokens": 8192, "gpu_memory_utilization": 0.9,
-                "block_size": 32, "mixed_batches": True, "reserve_output": True}
+                "block_size": 32, "mixed_batches": True, "reserve_output": True, "async_scheduling": True}
     large = memory >= 70 * _GIB and "a100" not in hardware.name.lower()
     return {"max_num_seqs": 1024 if large else 256, "max_num_batched_tokens": 8192 if large else 2048,
-            "gpu_memory_utilization": 0.9, "block_size": 16, "mixed_batches": True, "reserve_output": False}
+            "gpu_memory_utilization": 0.9, "block_size": 16, "mixed_batches": True, "reserve_output": False,
+            "async_scheduling": engine == "vllm"}
 
 
 def _sglang_defaults(memory_mib: float, tp: int, pp: int) -> dict[str, Any]:
@@ -68,14 +74,15 @@ def _sglang_defaults(memory_mib: float, tp: int, pp: int) -> dict[str, Any]:
         reserved = max(reserved, 10 * gib)
     return {"max_num_seqs": 1024, "max_num_batched_tokens": tokens,
             "gpu_memory_utilization": round((memory_mib - reserved) / memory_mib, 3), "block_size": 1,
-            "mixed_batches": False, "reserve_output": False}
+            "mixed_batches": False, "reserve_output": False, "async_scheduling": True}
 
 
 def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, engine: str,
                      longest_request: int, max_num_seqs: Any = None, max_num_batched_tokens: Any = None,
                      gpu_memory_utilization: Any = None, block_size: Any = None,
                      mixed_batches: Any = None, pipeline_parallel: int = 1,
-                     data_parallel: Any = None, reserve_output: Any = None) -> SchedulerLimits:
+                     data_parallel: Any = None, reserve_output: Any = None,
+                     async_scheduling: Any = None) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace, as each engine sizes its pool:
 
@@ -106,6 +113,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     if mixed_batches is not None and not isinstance(mixed_batches, bool):
         raise OptionError(f"mixed_batches={mixed_batches!r} must be True (prefill chunks ride with decodes) or False "
                           f"(prefill first, as SGLang's default)")
+    if async_scheduling is not None and not isinstance(async_scheduling, bool):
+        raise OptionError(f"async_scheduling={async_scheduling!r} must be True (a step is decided while the one before "
+                          f"it runs: vLLM's async scheduling, SGLang's and TensorRT-LLM's overlap schedulers) or False")
     if reserve_output is not None and not isinstance(reserve_output, bool):
         raise OptionError(f"reserve_output={reserve_output!r} must be True (a request starts when its whole prompt "
                           f"and output fit, TensorRT-LLM's GUARANTEED_NO_EVICT) or False (when its prompt fits)")
@@ -147,7 +157,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
                            block_size=int(block), state_blocks=state_blocks, note=note,
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches,
-                           reserve_output=defaults["reserve_output"] if reserve_output is None else reserve_output)
+                           reserve_output=defaults["reserve_output"] if reserve_output is None else reserve_output,
+                           async_scheduling=defaults["async_scheduling"] if async_scheduling is None
+                           else async_scheduling)
 
 
 def _seqs_within_token_budget(engine: str, seqs: int, tokens: int, seqs_given: bool) -> tuple[int, str]:

@@ -50,6 +50,10 @@ class SchedulerLimits:
     # policy, GUARANTEED_NO_EVICT); False: by the blocks of its prompt alone, preempting when blocks run out
     # (vLLM's; TensorRT-LLM's MAX_UTILIZATION)
     reserve_output: bool = False
+    # True: the engine decides step N + 1 while step N runs (vLLM's async scheduling, SGLang's and TensorRT-LLM's
+    # overlap schedulers), so a request that arrives while a step runs is first scheduled into the step after the
+    # next one: while requests run, a step starting at t sees the arrivals up to the start of the step before it
+    async_scheduling: bool = False
     note: str = ""  # a default changed to fit the caller's settings, and why (empty: none)
 
 
@@ -263,6 +267,9 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     finished = 0
     inbox, on_finish = coupled if coupled else (None, None)
     horizon = math.inf  # coupled: the earliest time a request not yet in the inbox could arrive
+    lag = limits.async_scheduling
+    sent: deque[int] = deque()  # closed loop: requests sent (at their arrival_s) not yet seen by the scheduler
+    sent_s = log.arrival_s
 
     while finished < n or inbox is not None:
         if inbox is not None:  # coupled: wait for the other engines to reach this clock, then take what came
@@ -270,13 +277,18 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             horizon = yield clock, busy
             if not busy:
                 clock = max(clock, inbox.next_s())
-            waiting.extend(inbox.due(clock))
-        while next_arrival < known and arrival_of[next_arrival] <= clock:
+        # async scheduling: while requests run, this step was decided when the one before it started
+        seen = clock - last_step_s if lag and run.m else clock
+        if inbox is not None:
+            waiting.extend(inbox.due(seen))
+        while sent and sent_s[sent[0]] <= seen:
+            waiting.append(sent.popleft())
+        while next_arrival < known and arrival_of[next_arrival] <= seen:
             waiting.append(next_arrival)
             next_arrival += 1
         m = run.m
         if m == 0 and not waiting:
-            if inbox is None:
+            if inbox is None and not sent:
                 clock = max(clock, arrival_of[next_arrival])
             continue
 
@@ -284,18 +296,21 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         limit_s = arrival_of[next_arrival] if next_arrival < known and m < limits.max_num_seqs else None
         if inbox is not None and m < limits.max_num_seqs:
             limit_s = min(inbox.next_s(), horizon)
+        if sent and m < limits.max_num_seqs:  # sent, not yet seen: the next step's decision sees them
+            limit_s = min(sent_s[sent[0]], limit_s if limit_s is not None else math.inf)
         if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
                 limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
             k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
             if k >= 2:
-                queued = len(waiting) + np.searchsorted(arrivals[:known], starts, side="right") - next_arrival
+                queued = (len(waiting) + len(sent) + np.searchsorted(arrivals[:known], starts, side="right")
+                          - next_arrival)
                 steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
                 clock = float(starts[-1] + times[-1])
                 last_step_s = float(times[-1])
                 run.advanced[:, :m] += k  # computed and emitted
                 run.cached_tokens += k * m
                 run.blocks[:m] = -(-run.computed[:m] // bs)  # (free_blocks: counted again below)
-                finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished,
+                finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
                                              on_finish)
                 free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
                 continue
@@ -414,7 +429,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                     log.first_token_s[run.ids[i]] = clock
                 any_done = any_done or run.emitted[i] >= run.gen[i]
         if any_done:
-            finished, released = _retire(run, log, emitted_of, clock, n, closed, released, waiting, finished,
+            finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
                                          on_finish)
             free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
 
@@ -431,9 +446,9 @@ def _leading_tokens(run: _Running, lead: int) -> int:
 
 
 def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float, n: int, closed: bool,
-            released: int, waiting: deque[int], finished: int, on_finish: Any = None) -> tuple[int, int]:
-    """Retire the running requests that have all their tokens; a closed loop sends the next ones, a coupled
-    engine tells on_finish."""
+            released: int, sent: deque[int], finished: int, on_finish: Any = None) -> tuple[int, int]:
+    """Retire the running requests that have all their tokens; a closed loop sends the next ones (to `sent`,
+    at this clock), a coupled engine tells on_finish."""
     m = run.m
     done = run.over[:m] >= 0  # emitted >= gen
     at = done.nonzero()[0]
@@ -455,7 +470,7 @@ def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float,
         for _ in range(count):
             if released < n:
                 log.arrival_s[released] = clock
-                waiting.append(released)
+                sent.append(released)
                 released += 1
     return finished, released
 
