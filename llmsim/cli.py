@@ -260,6 +260,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None,
                    help="each step is decided while the one before it runs, so a request arriving mid-step joins the "
                    "step after the next (default: on for vLLM, SGLang and TensorRT-LLM, as they run)")
+    p.add_argument("--scheduler-recv-interval", type=_positive_int, default=None,
+                   help="SGLang's --scheduler-recv-interval N: while requests run, new ones are taken in only after "
+                   "every N decode steps or a step that prefilled (default 1: before every step)")
     p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
                    "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
@@ -580,7 +583,8 @@ def _run(args: argparse.Namespace) -> int:
                        shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
                        prefix_caching=args.prefix_caching, speculative=args.speculative,
                        mixed_batches=args.mixed_batches, reserve_output=args.reserve_output,
-                       async_scheduling=args.async_scheduling, pipeline_parallel=args.pipeline_parallel,
+                       async_scheduling=args.async_scheduling, scheduler_recv_interval=args.scheduler_recv_interval,
+                       pipeline_parallel=args.pipeline_parallel,
                        attention_data_parallel=args.attention_data_parallel, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.plot:

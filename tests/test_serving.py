@@ -223,6 +223,33 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     assert spread.rows == c.rows and spread.skipped == c.skipped
 
 
+def test_inferencex_sglang_recipes_set_the_scheduler_recv_interval() -> None:
+    """InferenceX's SGLang recipes on B200 and B300 pass --scheduler-recv-interval (30 at CONC >= 16, else 10; the
+    Qwen3.5 fp8 B200 rule changed in April 2026), as each stood when the row was measured; others: 1."""
+    from llmsim.validation.serving import inferencex_recv_interval
+
+    def row(clients: int, **fields: str) -> dict[str, str]:
+        base = {"backend": "sglang", "mode": "agg", "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
+                "gemm_quant_mode": "nvfp4", "tp_size": "8", "attention_dp_size": "1", "batch_size": str(clients),
+                "silicon_data_source": f"source_file=2026-03-10.csv; model=x; silicon_concurrency={clients}"}
+        return {**base, **fields}
+
+    assert inferencex_recv_interval(row(4)) == 10 and inferencex_recv_interval(row(8)) == 10
+    assert inferencex_recv_interval(row(16)) == 30 and inferencex_recv_interval(row(256)) == 30
+    assert inferencex_recv_interval(row(64, gemm_quant_mode="fp8", tp_size="4")) == 10  # dsr1_fp8's TP 4 branch
+    assert inferencex_recv_interval(row(64, system="h200_sxm")) == 1  # no such flag in the H200 recipes
+    assert inferencex_recv_interval(row(64, backend="vllm")) == 1
+    assert inferencex_recv_interval(row(64, silicon_data_source="source_file=/x/gap-analysis.csv")) == 1
+    qwen = dict(model_path="Qwen/Qwen3.5-397B-A17B", gemm_quant_mode="fp8")
+    on = "db-dump/2026-04-30; config_id=1; silicon_concurrency=0; measured={}T00:00:00.000Z"
+    for day, clients, expected in (("2026-03-01", 8, 10), ("2026-03-01", 16, 30), ("2026-04-20", 64, 10),
+                                   ("2026-04-27", 16, 10), ("2026-04-27", 32, 30), ("2026-04-28", 8, 30),
+                                   ("2026-04-28", 4, 10)):
+        assert inferencex_recv_interval(row(clients, silicon_data_source=on.format(day), **qwen)) == expected
+    assert inferencex_recv_interval(row(64, system="b300_sxm", **qwen)) == 10
+    assert inferencex_recv_interval(row(8, model_path="Qwen/Qwen3.5-397B-A17B", gemm_quant_mode="")) == 10
+
+
 def test_the_inferencex_client_protocol_is_the_one_its_benchmark_sends() -> None:
     """InferenceX's run_benchmark_serving: --random-range-ratio 0.8 --num-prompts $((CONC * 10)), lengths drawn as
     bench_serving's np.random.randint(int(L * 0.8), L + 1): the integers int(0.8 L)..L, each equally likely."""
@@ -402,6 +429,27 @@ def test_async_scheduling_admits_a_request_arriving_mid_step_one_step_later() ->
     assert on.requests["first_token_s"][0] == pytest.approx(off.requests["first_token_s"][0])
     with pytest.raises(OptionError, match="async_scheduling"):
         llmsim.serve(MODEL, GPU, async_scheduling="yes", **kwargs)
+
+
+def test_scheduler_recv_interval_takes_requests_in_every_n_decode_steps() -> None:
+    """SGLang's --scheduler-recv-interval N (its SchedulerRecvSkipper: decode steps weigh 1, a step that prefilled
+    1000): while requests run, new ones are taken in only after every N decode steps."""
+    kwargs = dict(request_rate=2.0, arrival="constant", prompt_len=512, gen_len=200, num_requests=2,
+                  async_scheduling=False)
+    every = llmsim.serve(MODEL, GPU, **kwargs)
+    for n in (10, 30):
+        r = llmsim.serve(MODEL, GPU, scheduler_recv_interval=n, **kwargs)
+        assert f"after every {n} decode steps" in r.assumptions["scheduler"]
+        start, time_s, prefill = r.step_log["start_s"], r.step_log["time_s"], r.step_log["prefill_tokens"]
+        assert prefill[0] == 512  # the first request, into an idle engine at once; then it decodes alone
+        j = int(np.flatnonzero((start <= 0.5) & (start + time_s > 0.5))[0])  # decode step j: the second arrives
+        p = int(np.flatnonzero(prefill[1:])[0]) + 1  # the step that prefills it
+        # taken in after decode step p - 1, the first multiple of n at or after j (counted from the prefill)
+        assert (p - 1) % n == 0 and j <= p - 1 < j + n
+        assert r.requests["first_token_s"][1] > every.requests["first_token_s"][1]
+    assert every.step_log["prefill_tokens"][j + 1] == 512  # interval 1: the step after the one it arrives in
+    with pytest.raises(OptionError, match="scheduler_recv_interval"):
+        llmsim.serve(MODEL, GPU, scheduler_recv_interval=0, **kwargs)
 
 
 def test_prefix_caching_computes_each_shared_prefix_once() -> None:

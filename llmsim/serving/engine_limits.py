@@ -19,7 +19,10 @@ Each of the three decides a step while the one before it runs (async_scheduling)
 on by default since vllm-project/vllm PR #27614 (its issue #27679, "Async Scheduling Plan"); SGLang's overlap
 scheduler (on by default since v0.4: lmsys.org blog 2024-12-04; `--disable-overlap-schedule` turns it off);
 TensorRT-LLM's overlap scheduler (PyTorch backend, `disable_overlap_scheduler` False by default). A request
-that arrives while a step runs is then scheduled into the step after the next one.
+that arrives while a step runs is then scheduled into the step after the next one. SGLang takes new requests
+in before every step by default (`--scheduler-recv-interval 1`); scheduler_recv_interval=N makes it do so only
+after every N decode steps and after any step that prefilled, as its SchedulerRecvSkipper counts
+(sglang/srt/managers/scheduler_recv_skipper.py: decode weight 1, any other forward mode 1000).
 Explicit arguments win over these.
 """
 
@@ -82,7 +85,7 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                      gpu_memory_utilization: Any = None, block_size: Any = None,
                      mixed_batches: Any = None, pipeline_parallel: int = 1,
                      data_parallel: Any = None, reserve_output: Any = None,
-                     async_scheduling: Any = None) -> SchedulerLimits:
+                     async_scheduling: Any = None, recv_interval: Any = None) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace, as each engine sizes its pool:
 
@@ -116,6 +119,7 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     if async_scheduling is not None and not isinstance(async_scheduling, bool):
         raise OptionError(f"async_scheduling={async_scheduling!r} must be True (a step is decided while the one before "
                           f"it runs: vLLM's async scheduling, SGLang's and TensorRT-LLM's overlap schedulers) or False")
+    recv = 1 if recv_interval is None else check_count("scheduler_recv_interval", recv_interval, 1)
     if reserve_output is not None and not isinstance(reserve_output, bool):
         raise OptionError(f"reserve_output={reserve_output!r} must be True (a request starts when its whole prompt "
                           f"and output fit, TensorRT-LLM's GUARANTEED_NO_EVICT) or False (when its prompt fits)")
@@ -159,7 +163,7 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches,
                            reserve_output=defaults["reserve_output"] if reserve_output is None else reserve_output,
                            async_scheduling=defaults["async_scheduling"] if async_scheduling is None
-                           else async_scheduling)
+                           else async_scheduling, recv_interval=recv)
 
 
 def _seqs_within_token_budget(engine: str, seqs: int, tokens: int, seqs_given: bool) -> tuple[int, str]:

@@ -54,6 +54,9 @@ class SchedulerLimits:
     # overlap schedulers), so a request that arrives while a step runs is first scheduled into the step after the
     # next one: while requests run, a step starting at t sees the arrivals up to the start of the step before it
     async_scheduling: bool = False
+    # SGLang's --scheduler-recv-interval: while requests run, the scheduler takes new requests in only after every
+    # recv_interval decode steps, and after any step that prefilled (1: before every step)
+    recv_interval: int = 1
     note: str = ""  # a default changed to fit the caller's settings, and why (empty: none)
 
 
@@ -270,6 +273,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     lag = limits.async_scheduling
     sent: deque[int] = deque()  # closed loop: requests sent (at their arrival_s) not yet seen by the scheduler
     sent_s = log.arrival_s
+    recv_every = limits.recv_interval
+    recv_count = recv_every  # SGLang's SchedulerRecvSkipper counter: decode steps since it last took requests in
 
     while finished < n or inbox is not None:
         if inbox is not None:  # coupled: wait for the other engines to reach this clock, then take what came
@@ -279,13 +284,15 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 clock = max(clock, inbox.next_s())
         # async scheduling: while requests run, this step was decided when the one before it started
         seen = clock - last_step_s if lag and run.m else clock
-        if inbox is not None:
-            waiting.extend(inbox.due(seen))
-        while sent and sent_s[sent[0]] <= seen:
-            waiting.append(sent.popleft())
-        while next_arrival < known and arrival_of[next_arrival] <= seen:
-            waiting.append(next_arrival)
-            next_arrival += 1
+        if recv_count >= recv_every or not run.m:  # an idle engine takes requests in at once
+            recv_count = 0
+            if inbox is not None:
+                waiting.extend(inbox.due(seen))
+            while sent and sent_s[sent[0]] <= seen:
+                waiting.append(sent.popleft())
+            while next_arrival < known and arrival_of[next_arrival] <= seen:
+                waiting.append(next_arrival)
+                next_arrival += 1
         m = run.m
         if m == 0 and not waiting:
             if inbox is None and not sent:
@@ -307,6 +314,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
                 clock = float(starts[-1] + times[-1])
                 last_step_s = float(times[-1])
+                recv_count = (recv_count + k - 1) % recv_every + 1  # the run's k decode steps, taken in at each
                 run.advanced[:, :m] += k  # computed and emitted
                 run.cached_tokens += k * m
                 run.blocks[:m] = -(-run.computed[:m] // bs)  # (free_blocks: counted again below)
@@ -408,6 +416,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         steps.add(clock, time_s, prefill_tokens, n_decode, run.m, len(waiting), limits.kv_blocks - free_blocks)
         clock += time_s
         last_step_s = time_s
+        recv_count += 1 if not chunks else recv_every  # a step that prefilled: take requests in next time
         run.advanced[:, :lead] += 1  # computed and emitted
         run.cached_tokens += lead
         any_done = lead and int(np.maximum.reduce(run.over[:lead])) >= 0  # emitted >= gen

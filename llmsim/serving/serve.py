@@ -45,7 +45,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           shared_prefix_len: int = 0, prefix_groups: int = 1, prefix_caching: bool = True,
           speculative: dict[str, Any] | None = None, mixed_batches: bool | None = None,
           reserve_output: bool | None = None, pipeline_parallel: int = 1, attention_data_parallel: int = 1,
-          async_scheduling: bool | None = None, **options: Any) -> ServingResult:
+          async_scheduling: bool | None = None, scheduler_recv_interval: int | None = None,
+          **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
@@ -70,7 +71,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     none is preempted: TensorRT-LLM's default capacity policy GUARANTEED_NO_EVICT; False: by its prompt's blocks,
     preempting when blocks run out: vLLM, SGLang and TensorRT-LLM's MAX_UTILIZATION), async_scheduling (True, all
     three engines' default: a step is decided while the one before it runs, so a request arriving mid-step joins
-    the step after the next; False: the next step).
+    the step after the next; False: the next step), scheduler_recv_interval (SGLang's --scheduler-recv-interval
+    N: while requests run, new ones are taken in only after every N decode steps or a step that prefilled;
+    default 1).
     pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in
     flight across steps as vLLM runs them (StepCost.step_s); each GPU holds 1/p of the weights and KV cache.
     attention_data_parallel=d (MoE models; SGLang --enable-dp-attention with --dp d, TensorRT-LLM
@@ -100,7 +103,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     engine_name = execution.engine or "vllm"
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
                               gpu_memory_utilization, block_size, mixed_batches, stages, dp,
-                              reserve_output=reserve_output, async_scheduling=async_scheduling)
+                              reserve_output=reserve_output, async_scheduling=async_scheduling,
+                              recv_interval=scheduler_recv_interval)
     if speculative is not None and stages > 1:
         raise OptionError("speculative decoding with pipeline_parallel > 1 is not modelled; use one of the two")
     speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
@@ -281,7 +285,9 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
                             "the running requests' (TensorRT-LLM's GUARANTEED_NO_EVICT), so none is preempted"
                             if limits.reserve_output else "; recompute on preemption")
                          + ("; each step decided while the one before it runs (async scheduling): a request arriving "
-                            "mid-step joins the step after the next" if limits.async_scheduling else ""),
+                            "mid-step joins the step after the next" if limits.async_scheduling else "")
+                         + (f"; new requests taken in after every {limits.recv_interval} decode steps "
+                            "(scheduler_recv_interval) or a step that prefilled" if limits.recv_interval > 1 else ""),
             "step time": "one forward pass of the mixed batch from the per-op cost model, with the engine's "
                          "host time per step (engine.step) where it has one; decode attention at the batch's "
                          "mean cached length",

@@ -225,6 +225,53 @@ def client_protocol(row: dict[str, str]) -> dict[str, Any]:
     return {"protocol": "fixed", "prompt_len": isl, "gen_len": osl, "num_requests": REQUESTS_PER_CLIENT * concurrency}
 
 
+def _measured_on(row: dict[str, str]) -> str:
+    """The date a row was measured (YYYY-MM-DD), from its source: db-dump's `measured=`, or the dated CSV it came
+    from; "" where neither is stated."""
+    found = re.search(r"measured=(\d{4}-\d\d-\d\d)|source_file=(\d{4}-\d\d-\d\d)\.csv",
+                      row.get("silicon_data_source", ""))
+    return (found.group(1) or found.group(2)) if found else ""
+
+
+def inferencex_recv_interval(row: dict[str, str]) -> int:
+    """SGLang's --scheduler-recv-interval in the InferenceX recipe that ran an aggregated SGLang row on B200 or B300,
+    as the recipe stood when the row was measured (SemiAnalysisAI/InferenceX, benchmarks/single_node/[fixed_seq_len/]
+    *.sh; git history): the scheduler takes new requests in after every N decode steps (serve's
+    scheduler_recv_interval). 1 (SGLang's default) for every other row.
+    - dsr1_fp8_b200 / dsr1_fp4_b200 (since 6be2c6997, 2025-09-23), dsr1_{fp8,fp4}_b300 (since 435ba1219, 2026-02-25):
+      30 at CONC >= 16, else 10; dsr1_fp8 at TP 4: 10.
+    - qwen3.5_bf16_b200 (20edd7f34, 2026-02-18), qwen3.5_bf16_b300 (32274d6c1, 2026-04-17), qwen3.5_fp4_b200
+      (e1e8cb214, 2026-03-29, until 9189c1884 on 2026-05-01), qwen3.5_fp4_b300 (01f98ead1, 2026-04-17): the same
+      30 at CONC >= 16, else 10.
+    - qwen3.5_fp8_b200: 30 at CONC >= 16, else 10 (87b5ee212, 2026-02-25); 10 from 92985b879 (2026-04-13); 30 at
+      CONC > 16 from 646261434 (2026-04-27); 30 at CONC > 4 from 8beecaf04 (2026-04-28). qwen3.5_fp8_b300: 10
+      (c0f62a2ef, 2026-04-17).
+    approximation: the file names the model, system and precision, not the recipe; the recipe of that model,
+    system and precision is taken to be the one that ran it, and a row's date (its `measured=` or its CSV's) to
+    be when."""
+    if row["backend"] != "sglang" or row["mode"] != "agg" or row["system"] not in ("b200_sxm", "b300_sxm"):
+        return 1
+    if not _INFERENCEX_SOURCE.match(row.get("silicon_data_source", "")):
+        return 1
+    clients = _concurrency(row) or 1
+    usual = 30 if clients >= 16 else 10
+    name, precision = row["model_path"], row["gemm_quant_mode"] or "bfloat16"
+    if name in ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"):
+        return 10 if precision == "fp8" and _count(row["tp_size"]) == 4 else usual
+    if name != "Qwen/Qwen3.5-397B-A17B":
+        return 1
+    if precision != "fp8":
+        return usual
+    if row["system"] == "b300_sxm":
+        return 10
+    day = _measured_on(row)
+    if day >= "2026-04-28":
+        return 30 if clients > 4 else 10
+    if day >= "2026-04-27":
+        return 30 if clients > 16 else 10
+    return 10 if day >= "2026-04-13" else usual
+
+
 def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     """The prediction for one measured row (mean TTFT and TPOT in ms)."""
     from ..serving.serve import serve
@@ -245,6 +292,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     client = client_protocol(row)
     load = dict(engine=row["backend"], concurrency=concurrency, prompt_len=client["prompt_len"],
                 gen_len=client["gen_len"], num_requests=client["num_requests"])
+    recv_interval = inferencex_recv_interval(row)
     if row["mode"] == "disagg":
         from ..serving.disaggregated import serve_disaggregated
 
@@ -264,12 +312,15 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             options["expert_parallel"] = ep
         if dp > 1:
             options["attention_data_parallel"] = dp
+        if recv_interval > 1:
+            options["scheduler_recv_interval"] = recv_interval
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
     return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"], "mode": row["mode"],
             "precision": "config" if forced == CONFIG else "fp8_block" if block_fp8 else dtype or "bf16", "tp": tp,
             "attention_dp": dp, "concurrency": concurrency, "protocol": client["protocol"],
+            "recv_interval": recv_interval,
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
             "measured_tpot_ms": measured_tpot,
