@@ -568,7 +568,8 @@ def _run(args: argparse.Namespace) -> int:
             gen_len=_length_arg(args.gen_len), lengths_csv=args.lengths_csv, num_requests=args.num_requests,
             arrival=args.arrival, burstiness=args.burstiness, seed=args.seed,
             kv_transfer_bytes_per_s=args.kv_transfer_bytes_per_s, gpu_memory_utilization=args.gpu_memory_utilization,
-            block_size=args.block_size, async_scheduling=args.async_scheduling, **options)
+            block_size=args.block_size, async_scheduling=args.async_scheduling,
+            scheduler_recv_interval=args.scheduler_recv_interval, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     if args.command == "serve":

@@ -450,6 +450,12 @@ def test_scheduler_recv_interval_takes_requests_in_every_n_decode_steps() -> Non
     assert every.step_log["prefill_tokens"][j + 1] == 512  # interval 1: the step after the one it arrives in
     with pytest.raises(OptionError, match="scheduler_recv_interval"):
         llmsim.serve(MODEL, GPU, scheduler_recv_interval=0, **kwargs)
+    # disaggregated: the decode pool takes arriving KV caches in on the same count
+    split = {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}
+    plain = llmsim.serve_disaggregated(MODEL, GPU, **split, **kwargs)
+    slow = llmsim.serve_disaggregated(MODEL, GPU, **split, scheduler_recv_interval=30, **kwargs)
+    assert slow.requests["first_token_s"][1] > plain.requests["first_token_s"][1]
+    assert slow.requests["first_token_s"][0] == plain.requests["first_token_s"][0]  # the idle pools: at once
 
 
 def test_prefix_caching_computes_each_shared_prefix_once() -> None:

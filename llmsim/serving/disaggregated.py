@@ -163,10 +163,10 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                         burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
                         kv_transfer_bytes_per_s: float | None = None, gpu_memory_utilization: float | None = None,
                         block_size: int | None = None, async_scheduling: bool | None = None,
-                        **options: Any) -> ServingResult:
+                        scheduler_recv_interval: int | None = None, **options: Any) -> ServingResult:
     """Prefill on the `prefill` pool, decode on the `decode` pool (each a Pool or a dict of its fields).
-    Load, lengths and async_scheduling as serve(); options as simulate() (dtypes, tables, ...; the pools set the
-    parallelism)."""
+    Load, lengths, async_scheduling and scheduler_recv_interval (both pools) as serve(); options as simulate()
+    (dtypes, tables, ...; the pools set the parallelism)."""
     for key in ("tensor_parallel", "expert_parallel", "attention_data_parallel"):
         if key in options:
             raise OptionError(f"{key}: give it per pool (prefill={{'tensor_parallel': ...}}, decode={{...}})")
@@ -198,7 +198,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
             raise OptionError(f"{name}: {exc}") from None
         limits = scheduler_limits(spec, hw, cost, engine_name, longest, pool.max_num_seqs,
                                   pool.max_num_batched_tokens, gpu_memory_utilization, block_size, data_parallel=dp,
-                                  async_scheduling=async_scheduling)
+                                  async_scheduling=async_scheduling, recv_interval=scheduler_recv_interval)
         step = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
                           max(longest, 2), data_parallel=dp)
         return step, limits, cost, pool.replicas * pool.attention_data_parallel
