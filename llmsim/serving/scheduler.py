@@ -11,9 +11,13 @@ Every step (vllm/v1/core/sched/scheduler.py, Scheduler.schedule):
    out preempts itself and is admitted again in the same step, forever.
 A request samples a token at the end of the step that computes its last known token (the final prompt
 chunk, then each decode token). It finishes after gen_len tokens. With mixed_batches=False (SGLang's
-default) a step prefills only while prompts can start, and decodes otherwise. Prefix caching, prefilled
-arrivals (a disaggregated decode instance) and speculative decoding (tokens_per_step per decode step) are
-options of simulate_engine.
+default) a step prefills only while prompts can start, and decodes otherwise. With async_scheduling (vLLM's
+async scheduling, SGLang's and TensorRT-LLM's overlap schedulers) a step is decided while the one before it runs:
+while requests run, the step starting at t sees the arrivals up to the start of the step before it. With
+recv_interval N (SGLang's --scheduler-recv-interval) arrivals are taken in only after every N decode steps or a
+step that prefilled. Prefix caching, prefilled arrivals (a disaggregated decode instance) and speculative
+decoding (tokens_per_step per decode step) are options of simulate_engine; coupled_engine runs the same loop as
+one of several engines that feed each other (serving.disaggregated).
 
 The scheduler hands each step to StepCost for its time; the clock advances by it. Runs of steps in which
 nothing but decoding happens (no admission possible, no arrival, no finish, no block shortage) are
