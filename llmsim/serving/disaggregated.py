@@ -79,15 +79,12 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
         if one_token:
             finish(one_token, t)
 
-    def decoded(ids: list[int], t: float) -> None:
-        finish(ids, t)
-
     inboxes = [Inbox() for _ in range(pre_n + dec_n)]
     step_logs = [StepLog() for _ in inboxes]
     pre_lists, dec_lists = engine_lists(pre_log, False), engine_lists(dec_log, True)  # shared within a pool
     engines = [coupled_engine(pre_step, pre_limits, pre_log, step_logs[e], inboxes[e], False, prefilled, pre_lists)
                for e in range(pre_n)]
-    engines += [coupled_engine(dec_step, dec_limits, dec_log, step_logs[e], inboxes[e], True, decoded, dec_lists)
+    engines += [coupled_engine(dec_step, dec_limits, dec_log, step_logs[e], inboxes[e], True, finish, dec_lists)
                 for e in range(pre_n, pre_n + dec_n)]
     clocks = np.zeros(len(engines))
     busy = np.zeros(len(engines), dtype=bool)

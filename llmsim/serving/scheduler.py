@@ -276,7 +276,6 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     horizon = math.inf  # coupled: the earliest time a request not yet in the inbox could arrive
     lag = limits.async_scheduling
     sent: deque[int] = deque()  # closed loop: requests sent (at their arrival_s) not yet seen by the scheduler
-    sent_s = log.arrival_s
     recv_every = limits.recv_interval
     recv_count = recv_every  # SGLang's SchedulerRecvSkipper counter: decode steps since it last took requests in
 
@@ -292,7 +291,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             recv_count = 0
             if inbox is not None:
                 waiting.extend(inbox.due(seen))
-            while sent and sent_s[sent[0]] <= seen:
+            while sent and arrivals[sent[0]] <= seen:
                 waiting.append(sent.popleft())
             while next_arrival < known and arrival_of[next_arrival] <= seen:
                 waiting.append(next_arrival)
@@ -308,7 +307,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         if inbox is not None and m < limits.max_num_seqs:
             limit_s = min(inbox.next_s(), horizon)
         if sent and m < limits.max_num_seqs:  # sent, not yet seen: the next step's decision sees them
-            limit_s = min(sent_s[sent[0]], limit_s if limit_s is not None else math.inf)
+            limit_s = min(arrivals[sent[0]], limit_s if limit_s is not None else math.inf)
         if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
                 limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
             k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)

@@ -210,12 +210,17 @@ def _shipped_config(name: str) -> dict[str, Any]:
     return dict(json.loads((model_configs_dir() / f"{name}.json").read_text()))
 
 
+def _from_inferencex(row: dict[str, str]) -> bool:
+    """Whether a row is an InferenceX run (its source: module docstring)."""
+    return bool(_INFERENCEX_SOURCE.match(row.get("silicon_data_source", "")))
+
+
 def client_protocol(row: dict[str, str]) -> dict[str, Any]:
     """The load a row's benchmark client sent: serve()'s prompt_len, gen_len and num_requests, and the protocol's
     name ("inferencex" or "fixed"; module docstring)."""
     isl, osl, concurrency = int(row["isl"]), int(row["osl"]), _concurrency(row)
     assert concurrency is not None  # _why_not refused the row otherwise
-    inferencex = _INFERENCEX_SOURCE.match(row.get("silicon_data_source", "")) and (isl, osl) in INFERENCEX_SCENARIOS
+    inferencex = _from_inferencex(row) and (isl, osl) in INFERENCEX_SCENARIOS
     if inferencex:
         # uniform integers int(r * L)..L, as bench_serving's np.random.randint(int(L * r), L + 1) draws them
         return {"protocol": "inferencex",
@@ -251,7 +256,7 @@ def inferencex_recv_interval(row: dict[str, str]) -> int:
     be when."""
     if row["backend"] != "sglang" or row["mode"] != "agg" or row["system"] not in ("b200_sxm", "b300_sxm"):
         return 1
-    if not _INFERENCEX_SOURCE.match(row.get("silicon_data_source", "")):
+    if not _from_inferencex(row):
         return 1
     clients = _concurrency(row) or 1
     usual = 30 if clients >= 16 else 10
