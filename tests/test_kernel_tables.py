@@ -372,6 +372,48 @@ def test_an_axis_of_one_measured_size(tmp_path: Path) -> None:
     assert grid.time_s(8) == pytest.approx(2e-3)  # above: in proportion, 1 ms * 8 / 4
 
 
+def test_an_fp8_kv_cache_reads_the_fp8_decode_attention_rows() -> None:
+    # aiconfigurator-core 0.12.0, b200_sxm/attention/vllm/0.24.0/generation_attention_perf.parquet, head_dim 128,
+    # 8 query heads, 1 KV head, batch 64, step 8191 (8192 keys): bfloat16 cache 0.049664 ms, fp8 cache 0.031077 ms
+    mk = measured_for("b200", "vllm")
+    bf16, _, note16 = mk.attention_slice("decode", "bf16", 128, 8, 1)
+    fp8, factor, note8 = mk.attention_slice("decode", "fp8", 128, 8, 1)
+    assert bf16.time_s(64.0, 8192.0) == pytest.approx(49.66e-6, rel=1e-9)
+    assert fp8.time_s(64.0, 8192.0) == pytest.approx(31.08e-6, rel=1e-9) and factor == 1.0 and note8 == note16 == ""
+    # prefill attention keeps bf16 slices only: an fp8 cache reads them and says so
+    _, _, prefill_note = mk.attention_slice("prefill", "fp8", 128, 8, 1)
+    assert "read from the bf16-cache table" in prefill_note
+    # end to end: decode steps at 64 x 8k keys are faster with the fp8 cache, and say which table timed them
+    kw = dict(batch_size=64, prompt_len=8192, gen_len=64, tensor_parallel=4, weight_dtype="fp8", engine="vllm")
+    fast = llmsim.simulate("llama-3.1-70b", "b200", kv_dtype="fp8", **kw)
+    slow = llmsim.simulate("llama-3.1-70b", "b200", kv_dtype="bf16", **kw)
+    attn = {op.name: op for op in fast.decode.ops}["layers.attn.flash"]
+    assert attn.source == "vllm decode_attention" and fast.tpot_s < slow.tpot_s
+
+
+def test_importer_keeps_fp8_cache_rows_for_decode_attention_only(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    base = {"framework": "vllm", "version": "9.9", "device": "Test GPU", "kernel_source": "flash", "num_heads": 8,
+            "num_key_value_heads": 1, "head_dim": 128, "window_size": 0, "beam_width": 1, "attn_dtype": "bfloat16"}
+    decode = [{**base, "op_name": "attention_generation", "kv_cache_dtype": dtype, "batch_size": b, "isl": 1,
+               "step": keys - 1, "latency": 0.01 * b * keys / 1024 * (0.5 if dtype == "fp8" else 1.0)}
+              for dtype in ("bfloat16", "fp8") for b in (1, 2) for keys in (1024, 2048)]
+    prefill = [{**base, "op_name": "attention_context", "kv_cache_dtype": dtype, "batch_size": b, "isl": isl,
+                "step": 0, "latency": 0.01 * b * isl / 1024} for dtype in ("bfloat16", "fp8") for b in (1, 2)
+               for isl in (1024, 2048)]
+    _write_parquet(data / "test_gpu" / "attention" / "vllm" / "9.9" / "generation_attention_perf.parquet", decode)
+    _write_parquet(data / "test_gpu" / "attention" / "vllm" / "9.9" / "context_attention_perf.parquet", prefill)
+    out = tmp_path / "kernels" / "test-gpu" / "vllm"
+    import_tables("test_gpu", "vllm", out, data_root=data)  # the compact grid
+    decode_rows = [line.split(",")[0] for line in (out / "decode_attention.csv").read_text().splitlines()
+                   if line and not line.startswith(("#", "kv_dtype"))]
+    prefill_rows = [line.split(",")[0] for line in (out / "prefill_attention.csv").read_text().splitlines()
+                    if line and not line.startswith(("#", "kv_dtype"))]
+    assert sorted(set(decode_rows)) == ["bf16", "fp8"] and set(prefill_rows) == {"bf16"}
+    fp8, _, _ = load_measured(str(out)).attention_slice("decode", "fp8", 128, 8, 1)
+    assert fp8.time_s(2.0, 2048.0) == pytest.approx(0.5 * 0.01 * 2 * 2048 / 1024 * 1e-3, rel=1e-9)  # 20 us
+
+
 def test_block_fp8_experts_read_their_own_moe_rows() -> None:
     from llmsim.hardware.measured import measured_for
 

@@ -284,10 +284,10 @@ def _attention_key(r: dict[str, Any]) -> dict[str, Any]:
             "num_heads": r["num_heads"], "num_kv_heads": r["num_key_value_heads"]}
 
 
-def _compact_heads(row: dict[str, Any]) -> bool:
-    """The compact grid's attention slices: bf16 cache, no window (windows are read from the full-attention
-    table at the keys a window leaves), common head counts and head dims."""
-    return (row["kv_dtype"] == "bf16" and row["window"] == 0 and row["head_dim"] in COMPACT_HEAD_DIMS
+def _compact_heads(row: dict[str, Any], kv_dtypes: tuple[str, ...] = ("bf16",)) -> bool:
+    """The compact grid's attention slices: a cache of one of `kv_dtypes`, no window (windows are read from the
+    full-attention table at the keys a window leaves), common head counts and head dims."""
+    return (row["kv_dtype"] in kv_dtypes and row["window"] == 0 and row["head_dim"] in COMPACT_HEAD_DIMS
             and row["num_heads"] in COMPACT_HEADS and row["num_kv_heads"] in COMPACT_KV_HEADS)
 
 
@@ -305,8 +305,10 @@ def _attention(system_dir: Path, engine: str, full: bool, table: str, axis: str)
     picked = _preferred_kernel(rows, lambda r: (*_attention_key(r).values(), r["batch_size"], at(r)))
     out = [{**_attention_key(r), "batch": r["batch_size"], axis: at(r), "latency_ms": r["latency"]} for r in picked]
     if not full:
-        points = COMPACT_ISL if axis == "isl" else COMPACT_KEYS
-        out = [r for r in out if r["batch"] in COMPACT_BATCH and r[axis] in points and _compact_heads(r)]
+        # decode keeps the fp8-cache slices too: an fp8 cache halves the bytes a decode step reads (serving
+        # engines run it on Hopper and Blackwell); prefill reads fresh 16-bit keys and values, so bf16 only
+        points, caches = (COMPACT_ISL, ("bf16",)) if axis == "isl" else (COMPACT_KEYS, ("bf16", "fp8"))
+        out = [r for r in out if r["batch"] in COMPACT_BATCH and r[axis] in points and _compact_heads(r, caches)]
     keys, axes = FAMILY_COLUMNS["prefill_attention" if axis == "isl" else "decode_attention"]
     return _full_grids(out, keys, axes, fill_first_axis=True), path, {"kernel_sources": _sources(picked)}
 
