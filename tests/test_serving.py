@@ -250,6 +250,34 @@ def test_inferencex_sglang_recipes_set_the_scheduler_recv_interval() -> None:
     assert inferencex_recv_interval(row(8, model_path="Qwen/Qwen3.5-397B-A17B", gemm_quant_mode="")) == 10
 
 
+def test_inferencex_recipes_set_the_kv_cache_dtype() -> None:
+    """InferenceX's single-node recipes that pass an fp8 KV cache, as each stood on the row's measured= date (not its
+    CSV's); disaggregated rows, other engines and recipes without the flag keep the checkpoint's dtype (None)."""
+    from llmsim.validation.serving import inferencex_kv_dtype
+
+    def row(engine: str, model: str, system: str, precision: str, day: str = "2026-04-10", **fields: str
+            ) -> dict[str, str]:
+        source = f"source_file=2026-03-25.csv; model=x; silicon_concurrency=8; measured={day}T02:34:55Z; wip=True"
+        return {"backend": engine, "model_path": model, "system": system, "precision": precision, "mode": "agg",
+                "silicon_data_source": source, **fields}
+
+    deepseek, minimax = "deepseek-ai/DeepSeek-R1", "MiniMaxAI/MiniMax-M2.5"
+    assert inferencex_kv_dtype(row("sglang", deepseek, "b200_sxm", "fp4")) == "fp8"  # dsr1_fp4_b200 fp8_e4m3
+    assert inferencex_kv_dtype(row("sglang", deepseek, "h200_sxm", "fp8")) is None  # dsr1_fp8_h200: no flag
+    assert inferencex_kv_dtype(row("trtllm", deepseek, "h200_sxm", "fp8")) == "fp8"  # kv_cache_config dtype fp8
+    assert inferencex_kv_dtype(row("sglang", "Qwen/Qwen3.5-397B-A17B", "b200_sxm", "bf16")) is None
+    # bddbf4031 (2026-04-03) added --kv-cache-dtype fp8 to minimaxm2.5_fp8_b200 with the v0.19.0 image; the row's
+    # measured= date decides, not its CSV's (2026-03-25)
+    assert inferencex_kv_dtype(row("vllm", minimax, "b200_sxm", "fp8", "2026-04-03")) == "fp8"
+    assert inferencex_kv_dtype(row("vllm", minimax, "b200_sxm", "fp8", "2026-03-28")) is None
+    assert inferencex_kv_dtype(row("vllm", minimax, "h200_sxm", "fp8")) is None  # fp8 only from 2026-05-26
+    assert inferencex_kv_dtype(row("vllm", "openai/gpt-oss-120b", "b200_sxm", "fp4", "2025-11-02")) is None
+    assert inferencex_kv_dtype(row("vllm", "openai/gpt-oss-120b", "b200_sxm", "fp4", "2026-02-25")) == "fp8"
+    assert inferencex_kv_dtype(row("sglang", deepseek, "b200_sxm", "fp8", mode="disagg")) is None
+    assert inferencex_kv_dtype(row("sglang", deepseek, "b200_sxm", "fp8",
+                                   silicon_data_source="source_file=/x/gap-analysis.csv")) is None
+
+
 def test_the_inferencex_client_protocol_is_the_one_its_benchmark_sends() -> None:
     """InferenceX's run_benchmark_serving: --random-range-ratio 0.8 --num-prompts $((CONC * 10)), lengths drawn as
     bench_serving's np.random.randint(int(L * 0.8), L + 1): the integers int(0.8 L)..L, each equally likely."""

@@ -93,6 +93,7 @@ def main() -> None:
 
         with ProcessPoolExecutor(args.jobs) as pool:
             c = compare_serving(args.csv, args.limit, executor=pool)
+    fp8_cache = sum(r.get("kv_dtype") == "fp8" for r in c.rows)
     lines = [
         "# serve() against measured serving runs",
         "",
@@ -110,7 +111,9 @@ def main() -> None:
         "Each runnable aggregated row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
         "prompt_len=..., gen_len=..., num_requests=..., tensor_parallel=tp)` with the shipped "
         "model, hardware and measured-kernel files and the engine's default scheduler limits; fp8 runs with fp8 "
-        "weights and activations and a 16-bit KV cache. The clients all start together (closed loop, `ramp_s=0`). "
+        "weights and activations and a 16-bit KV cache, except where InferenceX's recipe passed an fp8 KV cache "
+        f"(`kv_dtype='fp8'`, `llmsim.validation.serving.inferencex_kv_dtype`: {fp8_cache} rows). The clients all "
+        "start together (closed loop, `ramp_s=0`). "
         "InferenceX's SGLang runs on B200 and B300 also take the `--scheduler-recv-interval` their recipe passed "
         "(`scheduler_recv_interval=`, `llmsim.validation.serving.inferencex_recv_interval`: 10, or 30 at 16 clients "
         "and more). "

@@ -29,7 +29,9 @@ c --request-rate inf`: 10c measured requests, c of them sent at once.
 The 2c warm-up requests all finish before the measured ones start (InferenceX utils/bench_serving/
 benchmark_serving.py `--num-warmups $((2 * CONC))`: the warm-ups, each the first prompt, run under their own
 semaphore and are gathered before the benchmark's clock starts; sa-bench: a separate run of 2c prompts before
-the measured one), so the measured run starts on an idle deployment.
+the measured one), so the measured run starts on an idle deployment. Before InferenceX's d053ae24e (2026-01-21) its
+client sent no warm-ups, only benchmark_serving's initial single-prompt test run, which also finishes first; llmsim
+starts every run on a warm, idle deployment (first-use costs such as kernel JIT compilation are not modelled).
 approximation: the draws are numpy's default_rng(0), not the benchmark's own sequence (the distribution is
 the same, the sample is not).
 approximation: for the other rows (aiconfigurator's own gap-analysis runs) the number of requests each run
@@ -233,9 +235,9 @@ def client_protocol(row: dict[str, str]) -> dict[str, Any]:
 def _measured_on(row: dict[str, str]) -> str:
     """The date a row was measured (YYYY-MM-DD), from its source: db-dump's `measured=`, or the dated CSV it came
     from; "" where neither is stated."""
-    found = re.search(r"measured=(\d{4}-\d\d-\d\d)|source_file=(\d{4}-\d\d-\d\d)\.csv",
-                      row.get("silicon_data_source", ""))
-    return (found.group(1) or found.group(2)) if found else ""
+    source = row.get("silicon_data_source", "")
+    found = re.search(r"measured=(\d{4}-\d\d-\d\d)", source) or re.search(r"source_file=(\d{4}-\d\d-\d\d)\.csv", source)
+    return found.group(1) if found else ""
 
 
 def inferencex_recv_interval(row: dict[str, str]) -> int:
@@ -277,6 +279,51 @@ def inferencex_recv_interval(row: dict[str, str]) -> int:
     return 10 if day >= "2026-04-13" else usual
 
 
+_DEEPSEEK = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
+_MINIMAX = ("MiniMaxAI/MiniMax-M2.5",)
+# (engine, models, systems, row precisions, first day): InferenceX single-node recipes that launch the engine with an
+# fp8 KV cache (SGLang --kv-cache-dtype fp8_e4m3, vLLM --kv-cache-dtype fp8, TensorRT-LLM kv_cache_config: dtype:
+# fp8), with the commit that added it where the rows span it (inferencex_kv_dtype)
+_FP8_KV_RECIPES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], str], ...] = (
+    ("sglang", _DEEPSEEK, ("b200_sxm", "b300_sxm"), ("fp8", "fp4"), ""),  # dsr1_{fp8,fp4}_{b200,b300}
+    ("sglang", ("Qwen/Qwen3.5-397B-A17B",), ("b200_sxm", "b300_sxm", "h200_sxm"), ("fp8", "fp4"), ""),
+    ("trtllm", _DEEPSEEK, ("b200_sxm", "h200_sxm"), ("fp8", "fp4"), ""),  # dsr1_*_trt
+    ("trtllm", ("meta-llama/Llama-3.1-70B",), ("b200_sxm", "h200_sxm"), ("fp8", "fp4"), ""),  # 70b_*_trt
+    ("trtllm", ("openai/gpt-oss-120b",), ("b200_sxm",), ("fp4",), "2025-10-20"),  # ac1998a50
+    ("vllm", ("meta-llama/Llama-3.1-70B",), ("b200_sxm", "h200_sxm", "h100_sxm"), ("fp8", "fp4"), "2025-09-23"),
+    ("vllm", ("openai/gpt-oss-120b",), ("b200_sxm",), ("fp4",), "2025-12-05"),  # 25506e87c (v0.11.2)
+    ("vllm", _MINIMAX, ("b200_sxm",), ("fp8",), "2026-04-03"),  # bddbf4031 (v0.19.0)
+    ("vllm", _MINIMAX, ("b200_sxm",), ("fp4",), ""),  # minimaxm2.5_fp4_b200 (79bd988e9) from its first version
+    ("vllm", _MINIMAX, ("b300_sxm",), ("fp8", "fp4"), ""),  # minimaxm2.5_{fp8,fp4}_b300
+    ("vllm", ("moonshotai/Kimi-K2.5",), ("b200_sxm",), ("fp4",), "2026-04-20"),  # 6c3acebfa
+)
+
+
+def inferencex_kv_dtype(row: dict[str, str]) -> str | None:
+    """The KV-cache dtype InferenceX's recipe launched an aggregated row's engine with, as the recipe stood when the
+    row was measured: "fp8", or None where the recipe left it to the engine (the checkpoint's 16-bit dtype)
+    (SemiAnalysisAI/InferenceX benchmarks/[single_node/[fixed_seq_len/]]*.sh and their git history).
+    - fp8 throughout the rows' dates: SGLang DeepSeek-R1 fp8/fp4 on B200 and B300, Qwen3.5-397B fp8/fp4 on B200, B300
+      and H200; TensorRT-LLM DeepSeek-R1 on B200 and H200, Llama-3.3-70B on B200 and H200; vLLM MiniMax-M2.5 fp4 on
+      B200, fp8/fp4 on B300.
+    - from a commit: TensorRT-LLM gpt-oss-120b B200 (ac1998a50, 2025-10-20); vLLM Llama-3.3-70B on B200, H200 and
+      H100 (by 2025-09-23), gpt-oss-120b B200 (25506e87c, 2025-12-05), MiniMax-M2.5 fp8 B200 (bddbf4031,
+      2026-04-03, with the v0.19.0 image its rows of that day name), Kimi-K2.5 fp4 B200 (6c3acebfa, 2026-04-20).
+    - never in the rows' span: SGLang DeepSeek-R1 H200, Qwen3.5 bf16; vLLM gpt-oss-120b H100/H200, MiniMax-M2.5
+      H100/H200 (fp8 from 8014ee637, 2026-05-26), Kimi-K2.5 int4 and fp4 B300; TensorRT-LLM gpt-oss-120b H200.
+    Disaggregated rows (NVIDIA/srt-slurm recipes) and the GB200 aggregated ones keep None.
+    approximation: as inferencex_recv_interval, the recipe of the row's model, system and precision is taken to
+    be the one that ran it, on the row's date (a run on the day a change landed is taken to have it)."""
+    if row["mode"] != "agg" or not _from_inferencex(row):
+        return None
+    day = _measured_on(row)
+    for engine, models, systems, precisions, since in _FP8_KV_RECIPES:
+        if (row["backend"] == engine and row["model_path"] in models and row["system"] in systems
+                and row["precision"] in precisions and day >= since):
+            return "fp8"
+    return None
+
+
 def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     """The prediction for one measured row (mean TTFT and TPOT in ms)."""
     from ..serving.serve import serve
@@ -293,6 +340,9 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         options.update(weight_dtype=dtype, activation_dtype=dtype)
         if dtype != "bf16":
             options["kv_dtype"] = "bf16"  # approximation: the KV cache at the checkpoint's 16-bit dtype
+    kv_dtype = inferencex_kv_dtype(row)
+    if kv_dtype is not None:
+        options["kv_dtype"] = kv_dtype
     concurrency = _concurrency(row)
     client = client_protocol(row)
     load = dict(engine=row["backend"], concurrency=concurrency, prompt_len=client["prompt_len"],
@@ -325,7 +375,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"], "mode": row["mode"],
             "precision": "config" if forced == CONFIG else "fp8_block" if block_fp8 else dtype or "bf16", "tp": tp,
             "attention_dp": dp, "concurrency": concurrency, "protocol": client["protocol"],
-            "recv_interval": recv_interval,
+            "recv_interval": recv_interval, "kv_dtype": options.get("kv_dtype"),
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
             "measured_tpot_ms": measured_tpot,
