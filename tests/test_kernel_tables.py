@@ -461,6 +461,29 @@ def test_tensorrt_llm_runs_gpt_oss_experts_with_mxfp8_activations_where_that_lan
         assert "MXFP8 activations" not in str(other)
 
 
+def test_moe_tables_are_read_with_independent_routing() -> None:
+    """The package's balanced rows put a call's T k assignments on min(E, T k) distinct experts; tokens routed
+    independently (each a uniform k-subset of the E experts) share experts by chance and read fewer."""
+    from llmsim.timing.measured import routing_factor
+
+    rng = np.random.default_rng(0)
+    calls, tokens, k, experts = 4000, 32, 4, 128
+    picks = rng.random((calls, tokens, experts)).argsort(axis=2)[:, :, :k]  # each token: k distinct experts
+    distinct = np.array([len(np.unique(call)) for call in picks])  # 128 (1 - (124/128)^32) = 81.66 expected
+    assert distinct.mean() == pytest.approx(81.66, abs=0.3)
+    assert routing_factor(tokens, k, experts) == pytest.approx(distinct.mean() / min(experts, tokens * k), rel=0.005)
+    assert routing_factor(1, k, experts) == 1.0  # one token reads its k experts either way
+    assert routing_factor(8192, k, experts) == pytest.approx(1.0)  # prefill-sized calls read every expert
+    assert list(routing_factor(np.array([1.0, 32.0]), k, experts)) == pytest.approx([1.0, 81.66 / 128], rel=1e-3)
+    # the decode step of a MoE model reads it: gpt-oss-120b (top-4 of 128) at 32 sequences on one B200
+    kw = dict(batch_size=32, prompt_len=1024, gen_len=2, engine="vllm")  # one decode step
+    r = llmsim.simulate("gpt-oss-120b", "b200", **kw)
+    down = next(op for op in r.decode.ops if op.name.endswith("mlp.experts.down_proj"))
+    grid = measured_for("b200", "vllm").moe_table("mxfp4_wo", 4, 128, 2880, 2880, 1, 1)
+    assert max(down.compute_s, down.memory_s) / down.count == pytest.approx(
+        grid.time_s(32.0) / 3 * (1 - (124 / 128) ** 32), rel=1e-6)  # down: 1 of the 3 expert matrices
+
+
 def test_tensorrt_llm_runs_nvfp4_experts_on_its_min_latency_kernel_at_few_tokens() -> None:
     from llmsim.hardware.measured import measured_for
     from llmsim.timing.measured import MeasuredTiming
@@ -472,16 +495,21 @@ def test_tensorrt_llm_runs_nvfp4_experts_on_its_min_latency_kernel_at_few_tokens
     assert kernels.moe_table("nvfp4_min_latency", 8, 256, 7168, 2048, 8, 1).time_s(4) == pytest.approx(25.18e-6)
     read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "nvfp4", 8, 256, 7168, 2048, 8, 1, 1.0))
     assert "min-latency" in note
-    assert read(4, 1.0, 1.0) == pytest.approx(25.18e-6)  # <= 128 tokens: the min-latency kernel
-    assert read(128, 1.0, 1.0) == pytest.approx(105.4e-6)
-    assert read(256, 1.0, 1.0) == pytest.approx(320.0e-6)  # above: the default CUTLASS kernel
-    assert list(read(np.array([4.0, 256.0]), 1.0, 1.0)) == pytest.approx([25.18e-6, 320.0e-6])
+    # each read x the routing factor (1 - (1 - 8/256)^T) / min(1, 8 T / 256): T = 4: 0.119263 / 0.125 = 0.95410,
+    # T = 128: 1 - 0.96875^128 = 0.98283, T = 256: 1 - 0.96875^256 = 0.99971
+    routed = {t: (1 - (1 - 8 / 256) ** t) / min(1, 8 * t / 256) for t in (4, 128, 256)}
+    assert routed[4] == pytest.approx(0.95410, abs=1e-5)
+    assert read(4, 1.0, 1.0) == pytest.approx(25.18e-6 * routed[4])  # <= 128 tokens: the min-latency kernel
+    assert read(128, 1.0, 1.0) == pytest.approx(105.4e-6 * routed[128])
+    assert read(256, 1.0, 1.0) == pytest.approx(320.0e-6 * routed[256])  # above: the default CUTLASS kernel
+    assert list(read(np.array([4.0, 256.0]), 1.0, 1.0)) == pytest.approx([25.18e-6 * routed[4],
+                                                                          320.0e-6 * routed[256]])
     # a DeepSeek-V3.1 NVFP4 decode step at batch 4 on 8 B200s reads it (gate/up: 2/3 of the fused kernel's time)
     r = llmsim.simulate("deepseek-v3.1-nvfp4", "b200", engine="trtllm", batch_size=4, prompt_len=1024, gen_len=2,
                         tensor_parallel=8)
     gate_up = next(op for op in r.decode.ops if op.name == "layers.moe.mlp.experts.gate_up_proj")
     # 58 MoE layers, one decode step: the measured time is the op's larger roofline term (launches come on top)
-    assert max(gate_up.compute_s, gate_up.memory_s) == pytest.approx(58 * 2 / 3 * 25.18e-6, rel=1e-3)
+    assert max(gate_up.compute_s, gate_up.memory_s) == pytest.approx(58 * 2 / 3 * 25.18e-6 * routed[4], rel=1e-3)
     # vLLM has no such lane: its own nvfp4 rows
     assert measured_for("b200", "vllm").moe_table("nvfp4_min_latency", 8, 256, 7168, 2048, 8, 1) is None
 

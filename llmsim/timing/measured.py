@@ -3,7 +3,8 @@
 An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the formulas `kernel_x` and
 `kernel_y`) is looked up in the engine's tables for the device:
     ("gemm", dtype, K)                                   x = M rows, y = N columns (read per dtype: z = K)
-    ("moe", dtype, topk, experts, hidden, inter, tp, ep, share)   x = tokens; time = table x share
+    ("moe", dtype, topk, experts, hidden, inter, tp, ep, share)   x = tokens; time = table x share x
+                                                         routing_factor(x, topk, experts)
     ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window, chunked)   x = batch, y = prompt tokens
     ("decode_attention", kv_dtype, head_dim, heads, kv_heads)     x = batch, y = keys attended
     ("prefill_mla" | "decode_mla", kv_dtype, heads)      DeepSeek-shaped MLA, as the attention ones
@@ -148,22 +149,23 @@ class MeasuredTiming:
             if dtype == "mxfp4_wo" and k.engine in MXFP8_ACTIVATION_ENGINES:
                 grid = k.moe_table("mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:  # measured on this device: its Blackwell lane
-                    return TableRead(grid, 1, share=share), (
+                    return TableRead(grid, 1, share=share, routing=(topk, experts)), (
                         self.label("moe") + "; " + MXFP8_ACTIVATION_ENGINES[k.engine]), None
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
             if grid is None and dtype == "fp8_block":  # the per-tensor fp8 kernel's rows stand in
                 grid = k.moe_table("fp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:
-                    return TableRead(grid, 1, share=share), (
+                    return TableRead(grid, 1, share=share, routing=(topk, experts)), (
                         self.label("moe") + "; fp8 per-tensor rows (no fp8_block rows for this shape)"), None
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
             fast = k.moe_table(MIN_LATENCY_LANE, topk, experts, hidden, inter, tp, ep) if dtype == "nvfp4" else None
             if fast is not None:  # TensorRT-LLM at few tokens: its min-latency kernel
-                return TokenSplitRead(TableRead(fast, 1, share=share), TableRead(grid, 1, share=share),
+                return TokenSplitRead(TableRead(fast, 1, share=share, routing=(topk, experts)),
+                                      TableRead(grid, 1, share=share, routing=(topk, experts)),
                                       MIN_LATENCY_MAX_TOKENS), self.label("moe") + "; " + MIN_LATENCY_NOTE, None
-            return TableRead(grid, 1, share=share), self.label("moe"), None
+            return TableRead(grid, 1, share=share, routing=(topk, experts)), self.label("moe"), None
         if family in ("prefill_gdn", "decode_gdn"):
             return _gdn_lookup(k, self.label(family), key)
         if family in ("prefill_mla", "decode_mla"):  # key (family, kv_dtype, per-GPU heads)
@@ -200,14 +202,42 @@ class MeasuredTiming:
         return None, ""
 
 
+def routing_factor(tokens: Any, topk: int, experts: int) -> Any:
+    """The experts a MoE call reads under independent routing, over those the tables' balanced rows read.
+
+    aiconfigurator's `balanced` rows spread a call's tokens x topk assignments over as many distinct experts as
+    they can: min(E, T k) of the E experts, every one loaded evenly. A router that is balanced in expectation
+    (each expert equally likely) but picks each token's k experts independently of the other tokens' reads
+    fewer at small calls, because tokens share experts by chance: on average E (1 - (1 - k/E)^T). Shape: that
+    of `tokens`:
+
+        factor(T) = (1 - (1 - k/E)^T) / min(1, T k / E)        (1 at T = 1 and as T grows; lowest, 1 - 1/e
+                                                                  = 0.63 for large E, at T k = E)
+
+    The same fraction of local experts holds on each of ep ranks, so it does not depend on ep.
+    approximation: the call's time in proportion to the experts it reads. That holds where the factor is
+    below 1 (T k near E: decode batches, about one token per expert, a memory-bound grouped GEMM reading the
+    touched experts' weights); where compute or fixed costs dominate (T k far from E) the factor is near 1
+    anyway. The package's skewed (power_law) rows are slower still at these sizes on the same hardware
+    (gpt-oss-120b on the B200, vLLM w4a16_mxfp4, 32 tokens: balanced 0.378 ms, this factor 0.64 -> 0.241 ms,
+    power_law 1.2 0.194 ms); they are not read because no public source says which skew real routers reach."""
+    share = topk / experts
+    if isinstance(tokens, (int, float)):
+        t = tokens if tokens > 1.0 else 1.0
+        return (1.0 - (1.0 - share) ** t) / min(1.0, t * share)
+    t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+    return (1.0 - (1.0 - share) ** t) / np.minimum(1.0, t * share)
+
+
 class TableRead:
     """A measured table's time function (x, y, z) -> seconds: the grid's time at (x [x x_factor], y, z), as
     many of them as the grid has axes, times `share` (MoE) and the prefill window factor at y (window:
     (W, chunked)); `fixed_at` gives the same for single points with some coordinates held fixed."""
 
     def __init__(self, grid: Any, axes: int, x_factor: Any = None, share: Any = None,
-                 window: tuple[int, bool] | None = None) -> None:
+                 window: tuple[int, bool] | None = None, routing: tuple[int, int] | None = None) -> None:
         self.grid, self.axes, self.x_factor, self.share, self.window = grid, axes, x_factor, share, window
+        self.routing = routing  # MoE: (topk, experts), time x routing_factor(x, topk, experts)
         self._fixed: dict[tuple, Any] = {}  # fixed_at's functions, made once per held coordinates
 
     def __call__(self, x: Any, y: Any, z: Any) -> Any:
@@ -217,6 +247,8 @@ class TableRead:
             time_s = time_s * self.share
         if self.window is not None:
             time_s = time_s * prefill_window_factor(y, *self.window)
+        if self.routing is not None:
+            time_s = time_s * routing_factor(coords[0], *self.routing)
         return time_s
 
     def fixed_at(self, x: float | None, y: float | None, z: float, arrays: bool = False) -> Any:
@@ -234,9 +266,12 @@ class TableRead:
         if free and free[-1] >= len(held) - sum(value is not None for value in held):  # a held axis first
             return (lambda x, y: self(x, y, z)) if arrays else (lambda x, y: float(self(x, y, z)))
         reduced = self.grid.fixed_at(held)
-        x_factor, share, window = self.x_factor, self.share, self.window
+        x_factor, share, window, routing = self.x_factor, self.share, self.window, self.routing
+        if routing is not None and held[0] is not None:  # the tokens held: a constant factor
+            share = (1.0 if share is None else share) * routing_factor(held[0], *routing)
+            routing = None
         if not arrays:
-            return self._point_reader(reduced.reader(), free)
+            return self._point_reader(reduced.reader(), free, share, routing)
         read = reduced.array_time_s
 
         def time_s(x: Any, y: Any) -> Any:
@@ -246,30 +281,36 @@ class TableRead:
                 t = t * share
             if window is not None:
                 t = t * prefill_window_factor(y, *window)
+            if routing is not None:
+                t = t * routing_factor(coords[0], *routing)
             return t
 
         return time_s
 
-    def _point_reader(self, read: Any, free: list[int]) -> Any:
+    def _point_reader(self, read: Any, free: list[int], share: Any, routing: tuple[int, int] | None) -> Any:
         """_fixed_at's function of single points: read(the free ones of x [x x_factor] and y), x share, x the
-        prefill window factor at y. A GEMM's (x = M alone, nothing else) carries `of_x`, the same of M alone
-        (the scalar fast path calls it so)."""
-        x_factor, share, window = self.x_factor, self.share, self.window
-        if free == [0] and x_factor is None and share is None and window is None:  # a GEMM: at M
+        prefill window factor at y, x the routing factor at x. A GEMM's (x = M alone, nothing else) carries
+        `of_x`, the same of M alone (the scalar fast path calls it so)."""
+        x_factor, window = self.x_factor, self.window
+        plain = x_factor is None and share is None and window is None and routing is None
+        if free == [0] and plain:  # a GEMM: at M
             at_m = lambda x, y: read(x)  # noqa: E731
             at_m.of_x = read  # type: ignore[attr-defined]
             return at_m
         pick = {(): lambda x, y: read(), (0,): lambda x, y: read(x), (1,): lambda x, y: read(y),
                 (0, 1): read}[tuple(free)]
-        if x_factor is None and share is None and window is None:
+        if plain:
             return pick
 
         def time_s(x: float, y: float) -> float:
-            t = pick(x if x_factor is None else x * x_factor, y)
+            x = x if x_factor is None else x * x_factor
+            t = pick(x, y)
             if share is not None:
                 t = t * share
             if window is not None:
                 t = t * prefill_window_factor(y, *window)
+            if routing is not None:
+                t = t * routing_factor(x, *routing)
             return float(t)
 
         return time_s
