@@ -218,7 +218,7 @@ def routing_factor(tokens: Any, topk: int, experts: int) -> Any:
     approximation: the call's time in proportion to the experts it reads. That holds where the factor is
     below 1 (T k near E: decode batches, about one token per expert, a memory-bound grouped GEMM reading the
     touched experts' weights); where compute or fixed costs dominate (T k far from E) the factor is near 1
-    anyway. The package's skewed (power_law) rows are slower still at these sizes on the same hardware
+    anyway. The package's skewed (power_law) rows are faster still at these sizes on the same hardware
     (gpt-oss-120b on the B200, vLLM w4a16_mxfp4, 32 tokens: balanced 0.378 ms, this factor 0.64 -> 0.241 ms,
     power_law 1.2 0.194 ms); they are not read because no public source says which skew real routers reach."""
     share = topk / experts
