@@ -484,6 +484,26 @@ def test_moe_tables_are_read_with_independent_routing() -> None:
         grid.time_s(32.0) / 3 * (1 - (124 / 128) ** 32), rel=1e-6)  # down: 1 of the 3 expert matrices
 
 
+def test_every_moe_reading_path_applies_the_routing_factor_alike() -> None:
+    from llmsim.hardware.kernel_table import GridTable
+    from llmsim.timing.measured import TableRead, routing_factor
+
+    tokens = np.array([1.0, 4, 16, 64, 256, 1024])
+    grid = GridTable(("tokens",), (tokens,), 20e-6 + 2e-6 * np.minimum(tokens * 8, 256))  # reads experts, then flat
+    read = TableRead(grid, 1, share=2 / 3, routing=(8, 256))
+    at = np.array([1.0, 3.0, 32.0, 100.0, 700.0])
+    expected = [grid.time_s(float(x)) * 2 / 3 * (1 - (1 - 8 / 256) ** x) / min(1, 8 * x / 256) for x in at]
+    assert list(read(at, 1.0, 1.0)) == pytest.approx(expected, rel=1e-12)  # arrays
+    assert [read(float(x), 1.0, 1.0) for x in at] == pytest.approx(expected, rel=1e-12)  # scalars
+    free = read.fixed_at(None, 1.0, 1.0)  # tokens free, single points
+    assert [free(float(x), 1.0) for x in at] == pytest.approx(expected, rel=1e-12)
+    sweep = read.fixed_at(None, 1.0, 1.0, arrays=True)
+    assert list(sweep(at, 1.0)) == pytest.approx(expected, rel=1e-12)
+    for x, e in zip(at, expected):  # tokens held: the factor folded in once
+        assert read.fixed_at(float(x), 1.0, 1.0)(float(x), 1.0) == pytest.approx(e, rel=1e-12)
+    assert routing_factor(32.0, 8, 256) == pytest.approx(1 - (1 - 8 / 256) ** 32)  # 0.6379
+
+
 def test_tensorrt_llm_runs_nvfp4_experts_on_its_min_latency_kernel_at_few_tokens() -> None:
     from llmsim.hardware.measured import measured_for
     from llmsim.timing.measured import MeasuredTiming
