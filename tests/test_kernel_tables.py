@@ -478,6 +478,7 @@ def test_moe_tables_are_read_with_independent_routing() -> None:
     # the decode step of a MoE model reads it: gpt-oss-120b (top-4 of 128) at 32 sequences on one B200
     kw = dict(batch_size=32, prompt_len=1024, gen_len=2, engine="vllm")  # one decode step
     r = llmsim.simulate("gpt-oss-120b", "b200", **kw)
+    assert "balanced rows read with independent routing" in str(r)  # print(r) says how the MoE table was read
     down = next(op for op in r.decode.ops if op.name.endswith("mlp.experts.down_proj"))
     grid = measured_for("b200", "vllm").moe_table("mxfp4_wo", 4, 128, 2880, 2880, 1, 1)
     assert max(down.compute_s, down.memory_s) / down.count == pytest.approx(

@@ -43,6 +43,8 @@ MXFP8_ACTIVATION_ENGINES = {"trtllm": "MXFP8 activations x MXFP4 experts, Tensor
 # data parallelism; the threshold is applied to the tokens of each MoE call, as aiconfigurator applies it.
 MIN_LATENCY_MAX_TOKENS = 128
 MIN_LATENCY_NOTE = "TensorRT-LLM's min-latency NVFP4 MoE kernel at <= 128 tokens per call (its default kernel above)"
+ROUTING_NOTE = ("balanced rows read with independent routing: x the experts T tokens read on average over those "
+                "the rows spread them on, (1 - (1 - k/E)^T) / min(1, T k / E)")
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
              "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla",
              "prefill_gdn": "prefill_gdn", "decode_gdn": "decode_gdn"}
@@ -146,26 +148,29 @@ class MeasuredTiming:
                 f"{other} gemm (proxy)")
         if family == "moe":
             _, dtype, topk, experts, hidden, inter, tp, ep, share = key
+            label = self.label("moe")
+
+            def read(grid: Any) -> TableRead:
+                return TableRead(grid, 1, share=share, routing=(topk, experts))
+
             if dtype == "mxfp4_wo" and k.engine in MXFP8_ACTIVATION_ENGINES:
                 grid = k.moe_table("mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:  # measured on this device: its Blackwell lane
-                    return TableRead(grid, 1, share=share, routing=(topk, experts)), (
-                        self.label("moe") + "; " + MXFP8_ACTIVATION_ENGINES[k.engine]), None
+                    return read(grid), f"{label}; {MXFP8_ACTIVATION_ENGINES[k.engine]}; {ROUTING_NOTE}", None
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
             if grid is None and dtype == "fp8_block":  # the per-tensor fp8 kernel's rows stand in
                 grid = k.moe_table("fp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:
-                    return TableRead(grid, 1, share=share, routing=(topk, experts)), (
-                        self.label("moe") + "; fp8 per-tensor rows (no fp8_block rows for this shape)"), None
+                    return read(grid), (f"{label}; fp8 per-tensor rows (no fp8_block rows for this shape); "
+                                        f"{ROUTING_NOTE}"), None
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
             fast = k.moe_table(MIN_LATENCY_LANE, topk, experts, hidden, inter, tp, ep) if dtype == "nvfp4" else None
             if fast is not None:  # TensorRT-LLM at few tokens: its min-latency kernel
-                return TokenSplitRead(TableRead(fast, 1, share=share, routing=(topk, experts)),
-                                      TableRead(grid, 1, share=share, routing=(topk, experts)),
-                                      MIN_LATENCY_MAX_TOKENS), self.label("moe") + "; " + MIN_LATENCY_NOTE, None
-            return TableRead(grid, 1, share=share, routing=(topk, experts)), self.label("moe"), None
+                return (TokenSplitRead(read(fast), read(grid), MIN_LATENCY_MAX_TOKENS),
+                        f"{label}; {MIN_LATENCY_NOTE}; {ROUTING_NOTE}", None)
+            return read(grid), f"{label}; {ROUTING_NOTE}", None
         if family in ("prefill_gdn", "decode_gdn"):
             return _gdn_lookup(k, self.label(family), key)
         if family in ("prefill_mla", "decode_mla"):  # key (family, kv_dtype, per-GPU heads)
