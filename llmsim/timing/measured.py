@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..cost.formulas.matmul import experts_read_fraction
 from ..hardware.measured import (
     MIN_LATENCY_LANE,
     MeasuredKernels,
@@ -226,12 +227,12 @@ def routing_factor(tokens: Any, topk: int, experts: int) -> Any:
     anyway. The package's skewed (power_law) rows are faster still at these sizes on the same hardware
     (gpt-oss-120b on the B200, vLLM w4a16_mxfp4, 32 tokens: balanced 0.378 ms, this factor 0.64 -> 0.241 ms,
     power_law 1.2 0.194 ms); they are not read because no public source says which skew real routers reach."""
-    share = topk / experts
+    share = topk / experts  # the numerator: cost.formulas.matmul's expected experts read, as the analytic bytes
     if isinstance(tokens, (int, float)):
         t = tokens if tokens > 1.0 else 1.0
-        return (1.0 - (1.0 - share) ** t) / min(1.0, t * share)
+        return experts_read_fraction(t, topk, experts) / min(1.0, t * share)
     t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
-    return (1.0 - (1.0 - share) ** t) / np.minimum(1.0, t * share)
+    return experts_read_fraction(t, topk, experts) / np.minimum(1.0, t * share)
 
 
 class TableRead:

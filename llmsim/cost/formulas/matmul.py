@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..op import ZERO, Op, make_op, register, value_scalar
@@ -40,6 +42,13 @@ def linear(name: str, count: int, *, T: Expr, K: Expr, N: Expr, wb: Expr, ab: Ex
     )
 
 
+def experts_read_fraction(tokens: Any, topk: Any, experts: Any) -> Any:
+    """The expected fraction of `experts` that `tokens` independently routed tokens read, each picking `topk` of
+    them uniformly: 1 - (1 - topk/experts)^tokens. Shape: that of `tokens` (a number or an array).
+    approximation: uniform, independent routing (each expert equally likely for every token)."""
+    return 1.0 - (1.0 - topk / experts) ** tokens
+
+
 @register("expert_linear")
 def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, N: Expr, wb: Expr, ab: Expr,
                   bias: bool = False, precision: str = "bf16", weight_layout: str = "out_in",
@@ -55,7 +64,7 @@ def expert_linear(name: str, count: int, *, T: Expr, k: Expr, E: Expr, K: Expr, 
     (spread = 1: E * (1 - (1 - k/E)^T)).
     """
     all_experts = E.value * spread  # k/all_experts: the chance that a token picks a given expert
-    touched_value = E.value * (1.0 - (1.0 - k.value / all_experts) ** (np.asarray(T.value, dtype=float) * spread))
+    touched_value = E.value * experts_read_fraction(np.asarray(T.value, dtype=float) * spread, k.value, all_experts)
     touched = scall("experts_touched", touched_value, T, k, E)
     weight = touched * K * N * wb
     params = int(value_scalar(E) * (value_scalar(K) * value_scalar(N) + (value_scalar(N) if bias else 0)))
