@@ -122,11 +122,15 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--step-host-s", dest="step_host_s", type=float,
                        help="the engine's host work per step that the GPU waits for, in s (default: the engine's; "
                        "0 switches it off; `llmsim engines` gives each engine's figure and source)")
+    group.add_argument("--prefill-dispatch-s", dest="prefill_dispatch_s", type=float,
+                       help="host time per kernel of a prefill pass the engine runs without a CUDA graph, in s "
+                       "(default: the engine's; 0: prefill replays graphs as decode does)")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
-            "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "pipeline_decode", "fp8_scales"]
+            "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "prefill_dispatch_s",
+            "pipeline_decode", "fp8_scales"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
@@ -495,7 +499,9 @@ def _run(args: argparse.Namespace) -> int:
         for engine in ENGINES.values():
             print(f"\n{engine.name}: {engine.description}." + (f" Tables: {engine.table_note}." if engine.table_note
                                                                   else "") + (
-                f" Host work per step: {engine.step_host_note}." if engine.step_host_note else ""))
+                f" Host work per step: {engine.step_host_note}." if engine.step_host_note else "") + (
+                f" Prefill without a CUDA graph, host time per kernel: {engine.prefill_dispatch_note}."
+                if engine.prefill_dispatch_note else ""))
         return 0
     if args.command == "hardware":
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))

@@ -15,6 +15,7 @@ from llmsim.timing.phases import decode_totals
 from llmsim.timing.roofline import Roofline
 
 GRAPH_LAUNCH_S = 0.875e-6  # hardware/h100-sxm.toml graph_replay_per_kernel_s: one kernel per op run
+EAGER_LAUNCH_S = 2.7e-6  # hardware/h100-sxm.toml kernel_launch_s: a prefill run without a CUDA graph
 
 
 def _op(result: llmsim.SimulationResult, phase: str, name: str) -> object:
@@ -29,7 +30,9 @@ def test_a_gemm_takes_the_measured_time() -> None:
     # k = 14336 lies w = log(14336/12288) / log(16384/12288) = 0.5358 of the way in log: 489.2^(1-w) * 603.8^w
     w = math.log(14336 / 12288) / math.log(16384 / 12288)
     table_s = 489.2e-6 ** (1 - w) * 603.8e-6 ** w  # = 548.5 us
-    assert down.time_s / down.count == pytest.approx(table_s + GRAPH_LAUNCH_S, rel=1e-9)
+    # vLLM runs this 4096-token prefill without a CUDA graph: max(kernel + eager launch, 44.5 us of host
+    # dispatch per kernel, engines.catalog), and the kernel is the longer
+    assert down.time_s / down.count == pytest.approx(table_s + EAGER_LAUNCH_S, rel=1e-9)
     assert down.bound == "compute"  # the larger roofline term stays the bound
 
 

@@ -182,7 +182,7 @@ def test_written_out_steps_equal_their_general_forms(model: str, device: str, op
             S = P if phase is plan.prefill else 1
             for p, v in zip(phase.ops, phase.run(B, S, L)):
                 for runs in (p.count, p.count * 1023.0):
-                    assert p.steady(v, runs) == plan._steady(p, v, runs, phase.any_collective), p.op.name
+                    assert p.steady(v, runs) == plan._steady(p, v, runs, phase.any_collective, phase), p.op.name
         decode = plan.decode  # its second run computes the varying ops alone: the same tuples
         full, varying = decode.run(B, 1, float(P) + 1.0), decode.run_varying(B, 1, float(P) + 1.0)
         assert [varying[i] for i in decode.varying] == [full[i] for i in decode.varying]

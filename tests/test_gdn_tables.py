@@ -66,8 +66,9 @@ def test_simulate_times_gdn_ops_from_the_tables_with_per_gpu_heads() -> None:
     scan = prefill["layers.linear.attn.scan"]
     assert scan.source == "vllm prefill_gdn" and prefill["layers.linear.attn.conv1d"].source == "vllm prefill_gdn"
     table_s = mk.gdn_table("prefill", "delta_rule", 128, 128, 4, 4, 8).time_s(2.0, 4096.0)
-    # the op's time is the table's at (batch 2, 4096 tokens) plus the engine's per-kernel launch (0.9 us, graphs)
-    assert scan.time_s / scan.count == pytest.approx(table_s, abs=1.5e-6)
+    # the op's time is the table's at (batch 2, 4096 tokens) plus an eager launch (2.7 us, hardware/h100-sxm.toml
+    # kernel_launch_s): vLLM runs this prefill without a CUDA graph, and the kernel outlasts its host dispatch
+    assert scan.time_s / scan.count == pytest.approx(table_s + 2.7e-6, abs=1e-9)
     decode = {op.name: op for op in r.decode.ops}
     assert decode["layers.linear.attn.update"].source == "vllm decode_gdn"
     assert decode["layers.linear.attn.conv1d"].source == "vllm decode_gdn"

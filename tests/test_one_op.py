@@ -36,7 +36,10 @@ def test_matmul_by_hand_and_from_the_measured_table() -> None:
 def test_one_op_is_timed_as_in_a_simulation() -> None:
     # llama-3.2-1b prefill of 512 tokens: o_proj is [512, 2048] @ [2048, 2048]; the unfused SiLU * up reads
     # gate and up [512, 8192] and writes one, 4 + 1 FLOPs per element
-    r = llmsim.simulate("llama-3.2-1b", GPU, batch_size=1, prompt_len=512, gen_len=1, fusion="none")
+    # op_cost times a kernel as a CUDA graph replays it: the simulation's prefill replays graphs too here
+    # (prefill_dispatch_s=0; vLLM's own prefill runs uncaptured, with host dispatch per kernel)
+    r = llmsim.simulate("llama-3.2-1b", GPU, batch_size=1, prompt_len=512, gen_len=1, fusion="none",
+                        prefill_dispatch_s=0)
     ops = {op.name: op for op in r.prefill.ops}
     o_proj = llmsim.op_cost("matmul", GPU, "bf16", m=512, n=2048, k=2048)
     act = llmsim.op_cost("elementwise", GPU, "bf16", shape=[512, 8192], flops_per_element=5, inputs=2)
@@ -66,7 +69,7 @@ def test_attention_by_hand_and_as_in_a_simulation() -> None:
     assert c.source == "vllm decode_attention" and c.bound == "memory"
     assert c.fused_bytes_saved == 4 * 8 * 32 * 4097 * 2  # the math kernels' scores: written, read, written, read
     # llama-3.2-1b (32 heads, 8 KV heads of 64): its flash op at prefill 512 and at decode step 1 after 512
-    r = llmsim.simulate("llama-3.2-1b", GPU, batch_size=2, prompt_len=512, gen_len=2)
+    r = llmsim.simulate("llama-3.2-1b", GPU, batch_size=2, prompt_len=512, gen_len=2, prefill_dispatch_s=0)
     shape = {"batch": 2, "heads": 32, "kv_heads": 8, "head_dim": 64}
     for phase, at in ((r.prefill, {"q_len": 512}), (r.decode, {"q_len": 1, "kv_len": 512})):
         flash = next(op for op in phase.ops if op.name == "layers.attn.flash")

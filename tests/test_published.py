@@ -84,10 +84,12 @@ def test_small_csv_compared_and_skipped(small_csv: Path) -> None:
     assert (headline.metric, headline.primary, ttft.metric, tpot.metric) == (
         "throughput (total (1 GPU))", True, "TTFT", "per-token latency (p50)")
     assert headline.settings == "bs 1, in 128, out 128, TP1, bf16/bf16, graph"
-    # LMDeploy TurboMind has no llmsim engine: vllm's tables stand in (flag P)
+    # LMDeploy TurboMind has no llmsim engine: vllm's tables stand in (flag P), without vLLM's Python dispatch
+    # per prefill kernel (TurboMind launches from C++: prefill_dispatch_s=0)
     assert headline.engine == "vllm" and headline.flags == frozenset({"P"})
     sim = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=128, tensor_parallel=1,
-                          overhead="graph", weight_dtype="bf16", activation_dtype="bf16", engine="vllm")
+                          overhead="graph", weight_dtype="bf16", activation_dtype="bf16", engine="vllm",
+                          prefill_dispatch_s=0)
     assert headline.predicted == pytest.approx(sim.throughput_tokens_per_s, rel=1e-12)
     # error = 100 * (predicted - measured) / measured, measured 150 tok/s
     assert headline.error_pct == pytest.approx(100 * (sim.throughput_tokens_per_s - 150) / 150, rel=1e-12)

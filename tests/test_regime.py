@@ -26,15 +26,27 @@ def test_gemm_crossover_batch_equals_closed_form() -> None:
 
 
 def test_prefill_flips_to_compute_below_ridge_point() -> None:
+    # the roofline's own flip: a prefill replaying CUDA graphs (prefill_dispatch_s=0)
     hw = llmsim.load_hardware("h100-sxm")
-    c = find_crossover("llama-3.1-8b", hw, phase="prefill", vary="seq_len", batch_size=1)
+    c = find_crossover("llama-3.1-8b", hw, phase="prefill", vary="seq_len", batch_size=1, prefill_dispatch_s=0)
     assert (c.from_bound, c.to_bound) == ("memory", "compute")
     ridge = hw.ridge_point_flops_per_byte("bf16")  # 989.4e12 / 3.35e12 = 295 FLOP/byte
     assert c.value is not None and 1 < c.value < ridge
     # just below it prefill is memory-bound, just above compute-bound
-    below = llmsim.simulate("llama-3.1-8b", hw, batch_size=1, prompt_len=int(c.value) - 2, gen_len=1)
-    above = llmsim.simulate("llama-3.1-8b", hw, batch_size=1, prompt_len=int(c.value) + 3, gen_len=1)
+    below = llmsim.simulate("llama-3.1-8b", hw, batch_size=1, prompt_len=int(c.value) - 2, gen_len=1,
+                            prefill_dispatch_s=0)
+    above = llmsim.simulate("llama-3.1-8b", hw, batch_size=1, prompt_len=int(c.value) + 3, gen_len=1,
+                            prefill_dispatch_s=0)
     assert below.prefill.bound == "memory" and above.prefill.bound == "compute"
+
+
+def test_an_uncaptured_prefill_of_a_short_prompt_is_overhead_bound() -> None:
+    # vLLM runs prefill without a CUDA graph (44.5 us of host dispatch per kernel, engines.catalog): a short
+    # prompt's small kernels finish before the host has dispatched the next, a long prompt's outlast it
+    c = find_crossover("llama-3.1-8b", "h100-sxm", phase="prefill", vary="seq_len", batch_size=1)
+    assert (c.from_bound, c.to_bound) == ("overhead", "compute")
+    short = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=16, gen_len=1)
+    assert short.prefill.bound == "overhead"
 
 
 def test_decode_against_context_does_not_flip() -> None:

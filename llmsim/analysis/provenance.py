@@ -58,7 +58,9 @@ def assumptions_of(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execut
         "overhead": f"{execution.overhead}: launch {roofline.launch_s * 1e6:.1f} us, dispatch "
         f"{roofline.dispatch_s * 1e6:.1f} us per kernel" + (
             f", engine host {roofline.step_host_s * 1e3:.2f} ms per step" if cost.engine_step and roofline.step_host_s
-            else ""),
+            else "") + (
+            f"; prefill without a CUDA graph: launch {roofline.for_prefill().launch_s * 1e6:.1f} us, dispatch "
+            f"{roofline.prefill_dispatch_s * 1e6:.1f} us per kernel" if roofline.prefill_dispatch_s else ""),
         "overlap": execution.overlap,
     }
 

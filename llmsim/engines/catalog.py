@@ -29,6 +29,7 @@ class Engine(BaseModel):
     execution: dict[str, Any] = {}  # ExecutionOptions defaults
     serves_float32_as: str | None = None  # dtype="auto": a float32 checkpoint run in this dtype (models.dtype_default)
     step_host_note: str = ""  # the source of execution["step_host_s"] (or why the engine has none)
+    prefill_dispatch_note: str = ""  # the source of execution["prefill_dispatch_s"] (none: prefill replays graphs)
     device_types: tuple[str, ...] = ("gpu", "cpu")  # where it runs (TensorRT-LLM: NVIDIA GPUs only)
     vendors: tuple[str, ...] | None = None  # the hardware vendors it runs on (HardwareSpec.vendor); None: any
 
@@ -54,6 +55,30 @@ _TRTLLM_STEP_NOTE = ("0.58 ms host work per iteration left as GPU idle with the 
 _SGLANG_STEP_NOTE = ("none: SGLang's overlap scheduler leaves no GPU idle between decode batches (lmsys.org blog "
                      "2024-12-04, SGLang v0.4, Nsight timeline); no public per-step figure for current versions")
 
+# The host time per kernel of a forward pass the engine runs without a CUDA graph: its prefill and mixed steps
+# (ExecutionOptions.prefill_dispatch_s). Each engine replays CUDA graphs for decode batches only: vLLM V1 captures
+# batches of up to min(2 x max_num_seqs, 512) tokens (vllm-project/vllm PR #20628) and runs larger ones compiled
+# but uncaptured; SGLang runs extend (prefill) batches eagerly unless its piecewise prefill graph is switched on
+# (sgl-project/sglang PR #10062: opt-in); TensorRT-LLM's generation-only CUDA graphs leave context and mixed
+# iterations uncaptured (TensorRT-LLM docs, "Torch Compile & Piecewise CUDA Graph": piecewise graphs, off by
+# default, "only handle context-only and mixed context+generation iterations"). Each figure is one public
+# measurement divided by the kernels llmsim counts for that pass; none is fitted to a validation set.
+# approximation: a fixed host time per kernel llmsim counts (an engine launching more, smaller kernels than llmsim's
+# fused count spends its host time over those); vLLM's piecewise graphs for mixed steps up to its capture size are
+# not modelled (such steps are priced uncaptured too).
+_VLLM_PREFILL_DISPATCH_S = 44.5e-6
+_VLLM_PREFILL_NOTE = ("vllm-project/vllm issue #45709 (2026-08): Qwen3-30B-A3B bf16, TP4 on 4x L20, vLLM 0.28.1rc1, "
+                      "torch.compile with cudagraph_mode=NONE: TPOT 34.4 ms at 8 clients (11.8 ms with PIECEWISE "
+                      "graphs); 34.4 ms / the 773 kernels llmsim counts for that decode step = 44.5 us per kernel")
+_SGLANG_PREFILL_DISPATCH_S = 59.4e-6
+_SGLANG_PREFILL_NOTE = ("sgl-project/sglang PR #12160 (2025-10): DeepSeek-V3 prefill of 1 new token, 'forward cost' "
+                        "82.6 ms eager (23.1 ms with a prefill CUDA graph); 82.6 ms / the 1,390 kernels llmsim counts "
+                        "for that pass at TP8 = 59.4 us per kernel (approximation: the pass taken as host-bound; the "
+                        "PR states no GPU or TP)")
+_TRTLLM_PREFILL_DISPATCH_S = 35e-6
+_TRTLLM_PREFILL_NOTE = ("NVIDIA/TensorRT-LLM PR #12653 (2026-04): in its PyTorch flow 'small kernels (~24us) are "
+                        "shorter than CPU dispatch interval (~35us)' (8 GPUs, LTX-2): 35 us per kernel")
+
 # Where the engines as modelled here run (CUDA or HIP graphs, GPU kernels): vLLM and SGLang on NVIDIA GPUs and on
 # AMD's with ROCm (docs.vllm.ai "GPU" installation: CUDA and ROCm; docs.sglang.ai "AMD GPUs"); TensorRT-LLM on NVIDIA
 # GPUs only; torch.compile on any device (Inductor has a CPU backend too; CUDA graphs where there are GPU kernels).
@@ -65,17 +90,23 @@ ENGINES: dict[str, Engine] = {
     "vllm": Engine(
         name="vllm", description=_SERVING_NOTE.format(name="vLLM"), tables="vllm",
         table_note="aiconfigurator-core's vLLM tables (GEMM, attention, fused MoE, custom all-reduce)",
-        cost={**_SERVING_COST, **_VLLM_STEP}, execution={"overhead": "graph", "step_host_s": _VLLM_STEP_S},
-        serves_float32_as="bfloat16", step_host_note=_VLLM_STEP_NOTE, **_CUDA_OR_ROCM),
+        cost={**_SERVING_COST, **_VLLM_STEP}, execution={"overhead": "graph", "step_host_s": _VLLM_STEP_S,
+                                                         "prefill_dispatch_s": _VLLM_PREFILL_DISPATCH_S},
+        serves_float32_as="bfloat16", step_host_note=_VLLM_STEP_NOTE, prefill_dispatch_note=_VLLM_PREFILL_NOTE,
+        **_CUDA_OR_ROCM),
     "sglang": Engine(
         name="sglang", description=_SERVING_NOTE.format(name="SGLang"), tables="sglang",
-        table_note="aiconfigurator-core's SGLang tables", cost=_SERVING_COST, execution={"overhead": "graph"},
-        serves_float32_as="bfloat16", step_host_note=_SGLANG_STEP_NOTE, **_CUDA_OR_ROCM),
+        table_note="aiconfigurator-core's SGLang tables", cost=_SERVING_COST,
+        execution={"overhead": "graph", "prefill_dispatch_s": _SGLANG_PREFILL_DISPATCH_S},
+        serves_float32_as="bfloat16", step_host_note=_SGLANG_STEP_NOTE, prefill_dispatch_note=_SGLANG_PREFILL_NOTE,
+        **_CUDA_OR_ROCM),
     "trtllm": Engine(
         name="trtllm", description=_SERVING_NOTE.format(name="TensorRT-LLM"), tables="trtllm",
         table_note="aiconfigurator-core's TensorRT-LLM tables", cost={**_SERVING_COST, **_VLLM_STEP},
-        execution={"overhead": "graph", "step_host_s": _TRTLLM_STEP_S}, serves_float32_as="bfloat16",
-        step_host_note=_TRTLLM_STEP_NOTE, device_types=("gpu",), vendors=("nvidia",)),
+        execution={"overhead": "graph", "step_host_s": _TRTLLM_STEP_S,
+                   "prefill_dispatch_s": _TRTLLM_PREFILL_DISPATCH_S},
+        serves_float32_as="bfloat16", step_host_note=_TRTLLM_STEP_NOTE, prefill_dispatch_note=_TRTLLM_PREFILL_NOTE,
+        device_types=("gpu",), vendors=("nvidia",)),
     "torch-compile": Engine(
         name="torch-compile",
         description="gpt-fast / torchao generate.py style: torch.compile with CUDA graphs (mode='reduce-overhead'), "

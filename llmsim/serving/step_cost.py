@@ -14,6 +14,9 @@ composed from per-op totals evaluated once, on grids, by the same cost model `si
   linear-attention and SSM layers' scans and state updates, whose cost follows the new tokens only).
   A step without prefill tokens is priced by the decode graph at batch T, one with prefill tokens by the
   prefill graph at T tokens (the two agree for every model but MLA, whose decode runs weight-absorbed).
+  A step with prefill tokens is one pass that the serving engines run without a CUDA graph: all its parts,
+  the LM head and the decode requests' attention too, are priced under Roofline.for_prefill (host dispatch
+  per kernel, ExecutionOptions.prefill_dispatch_s); a decode-only step replays graphs.
 - lm_head_s(n): the LM head (and its gather) over the n requests that emit a token this step.
 - decode_attention_s(n, L): the attention core of n decode requests at L cached tokens each.
   approximation: requests at different lengths are priced at their mean length (exact for the roofline,
@@ -173,6 +176,16 @@ class StepCost:
         grid = decode_totals(model, roofline, options, self.batches[:, None], self.lengths[None, :], 1)
         attention, _, _ = _split(grid)
         self.decode_attention_s = np.broadcast_to(attention, (len(self.batches), len(self.lengths))).copy()
+        # a step with prefill tokens is one pass the engine may run without a CUDA graph (Roofline.for_prefill):
+        # its LM head and its decode requests' attention then pay that pass's launches and host dispatch too
+        self.mixed_lm_head_s, self.mixed_decode_attention_s = self.lm_head_s, self.decode_attention_s
+        uncaptured = roofline.for_prefill()
+        if uncaptured is not roofline:
+            _, head, _ = _split(decode_totals(model, uncaptured, options, batch, 1, 1))
+            self.mixed_lm_head_s = np.concatenate([[0.0], np.broadcast_to(head, batch.shape)])
+            attention, _, _ = _split(decode_totals(model, uncaptured, options, self.batches[:, None],
+                                                   self.lengths[None, :], 1))
+            self.mixed_decode_attention_s = np.broadcast_to(attention, (len(self.batches), len(self.lengths))).copy()
         # the attention core of k prefills of S tokens from nothing, k on the batch grid, S on the length grid
         self.prefill_batches = self.batches
         attention, _, _ = _split(prefill_totals(model, roofline, options, self.prefill_batches[:, None],
@@ -184,6 +197,7 @@ class StepCost:
         self._prefill_tokens_list = self.prefill_tokens_s.tolist()
         self._decode_tokens_list = self.decode_tokens_s.tolist()
         self._lm_head_list = self.lm_head_s.tolist()
+        self._mixed_lm_head_list = self.mixed_lm_head_s.tolist()
 
     # ---- the parts --------------------------------------------------------------------------------
     def _on_grid(self, table: np.ndarray, batch: int, length: Any) -> Any:
@@ -232,11 +246,12 @@ class StepCost:
         table = self.prefill_attention_s
         return float(self._on_grid_scalar(id(table), table, chunks, length))
 
-    def decode_attention(self, n: int, mean_len: Any) -> Any:
-        """Attention core of n decode requests at mean_len cached tokens each (arrays of lengths allowed)."""
+    def decode_attention(self, n: int, mean_len: Any, mixed: bool = False) -> Any:
+        """Attention core of n decode requests at mean_len cached tokens each (arrays of lengths allowed);
+        mixed: in a step with prefill tokens (priced under Roofline.for_prefill)."""
         if n == 0:
             return np.zeros(np.shape(mean_len)) if np.ndim(mean_len) else 0.0
-        return self._on_grid(self.decode_attention_s, n, mean_len)
+        return self._on_grid(self.mixed_decode_attention_s if mixed else self.decode_attention_s, n, mean_len)
 
     def tokens(self, prefill_tokens: int, decode_requests: int) -> float:
         """Every op but attention and LM head over the step's tokens (each decode request's query tokens)."""
@@ -244,9 +259,10 @@ class StepCost:
             return float(self.decode_tokens_s[decode_requests * self.query])
         return float(self.prefill_tokens_s[prefill_tokens + decode_requests * self.query])
 
-    def lm_head(self, n_emit: int, n_decode: int) -> float:
-        """LM head over the sampled positions: one per emitting request, query per decode request."""
-        return float(self.lm_head_s[n_emit + n_decode * (self.query - 1)])
+    def lm_head(self, n_emit: int, n_decode: int, mixed: bool = False) -> float:
+        """LM head over the sampled positions: one per emitting request, query per decode request; mixed: in a
+        step with prefill tokens."""
+        return float((self.mixed_lm_head_s if mixed else self.lm_head_s)[n_emit + n_decode * (self.query - 1)])
 
     def proposals(self, n_decode: int, mean_len: Any, prefill_tokens: int = 0, pairs: float = 0.0,
                   chunks: int = 0) -> Any:
@@ -338,13 +354,15 @@ class StepCost:
             pairs = sum(q * c + q * q / 2 for q, c in chunks) if chunks else 0
         if prefill_tokens == 0:
             time_s = self._decode_tokens_list[n_decode * query]
-        else:
+            time_s += self._lm_head_list[n_emit + n_decode * (query - 1)]
+            table = self.decode_attention_s  # decode_attention(n_decode, mean_len) of a scalar length
+        else:  # one pass with prefill tokens (uncaptured where the engine runs prefill so)
             time_s = self._prefill_tokens_list[prefill_tokens + n_decode * query]
-        time_s += self._lm_head_list[n_emit + n_decode * (query - 1)]
+            time_s += self._mixed_lm_head_list[n_emit + n_decode * (query - 1)]
+            table = self.mixed_decode_attention_s
         mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
         if n_decode:
             # approximation: with speculation the query tokens of a request read its KV cache once, as one
-            table = self.decode_attention_s  # decode_attention(n_decode, mean_len) of a scalar length
             time_s += self._on_grid_scalar(id(table), table, n_decode, float(mean_len))
         if self.speculation is not None:  # proposals, and a draft model's own prefill of the chunks
             time_s += float(self.proposals(n_decode, mean_len, prefill_tokens, pairs, len(chunks)))

@@ -36,6 +36,10 @@ class ExecutionOptions(BaseModel):
     - step_host_s: the engine's host work per step that the GPU waits for, charged to each "engine.step"
       op (CostOptions.engine_step; llmsim.engines sets both, with their sources); 0, or overhead="none",
       switches it off.
+    - prefill_dispatch_s: host seconds per kernel of a forward pass the engine runs without a CUDA graph: its
+      prefill and mixed steps (serving engines replay graphs for decode batches only; llmsim.engines sets it,
+      with its source). With overhead="graph", every prefill op is then timed as an eager op on a GPU:
+      max(kernel + launches x launch, launches x prefill_dispatch_s); 0 (default): prefill replays graphs too.
     - fp8_scales="static" (default): per-tensor fp8 GEMMs read with static activation scales, as the fp8
       checkpoints serving engines load carry them; "dynamic": scales computed from each call's activations
       (torchao's float8, an fp8 run of a 16-bit checkpoint), the measured tables' fp8_dynamic lane.
@@ -52,6 +56,7 @@ class ExecutionOptions(BaseModel):
     tables: str | None = None
     table_families: tuple[str, ...] | None = None
     step_host_s: float = 0.0  # seconds of host work per engine step the GPU waits for ("engine.step" ops)
+    prefill_dispatch_s: float = 0.0  # host seconds per kernel of an uncaptured (no CUDA graph) prefill pass
     pipeline_decode: str = "steady"  # decode under pipeline parallelism: micro-batches kept in flight, or "lockstep"
     fp8_scales: str = "static"  # per-tensor fp8 GEMMs' activation scales: "static" or "dynamic"
 
@@ -69,6 +74,12 @@ class ExecutionOptions(BaseModel):
             step = values["step_host_s"]
             values["step_host_s"] = 0.0 if (type(step) in (int, float) and step == 0) else check_positive(
                 "step_host_s", step, "seconds (or 0)")
+        if "prefill_dispatch_s" in values:
+            from ..errors import check_positive
+
+            per_kernel = values["prefill_dispatch_s"]
+            values["prefill_dispatch_s"] = 0.0 if (type(per_kernel) in (int, float) and per_kernel == 0) else \
+                check_positive("prefill_dispatch_s", per_kernel, "seconds per kernel (or 0)")
         tables = values.get("tables")
         if tables is not None and (not isinstance(tables, str) or not tables or (
                 tables not in _table_set_names() and not Path(tables).is_dir())):

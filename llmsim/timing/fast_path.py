@@ -160,12 +160,14 @@ class _OpPlan:
         self.steady: Any = None  # (values of one run, runs) -> ScalarPlan._steady's totals (ScalarPlan)
 
 
-def _plain_steady(p: _OpPlan) -> Any:
+def _plain_steady(p: _OpPlan, dispatch_s: float = 0.0) -> Any:
     """ScalarPlan._steady of a plain op (timed by a measured table or the roofline alone: no row or size curve,
-    no collective) where Roofline.time is max(compute, memory) + launches x launch_s (a GPU engine's case),
-    as a function (values of one run, runs) -> totals: the same arithmetic in the same order, the op's rates
-    bound once (about 30 ops per simulate() call)."""
+    no collective) where Roofline.time is max(compute, memory) + launches x launch_s (a GPU engine's case), or
+    the larger of that and launches x dispatch_s (an uncaptured prefill on a GPU: dispatch_s > 0), as a function
+    (values of one run, runs) -> totals: the same arithmetic in the same order, the op's rates bound once (about
+    30 ops per simulate() call)."""
     matmul_peak, vector_peak, bandwidth, launch_s = p.matmul_peak, p.vector_peak, p.bandwidth, p.launch_s
+    host_s = p.launches * dispatch_s  # the op's host dispatch (0: none)
     measured = p.measured  # (x, y) -> seconds, or None
     read_x = getattr(measured, "of_x", None)  # the same of x alone (a GEMM's table at M: TableRead.fixed_at)
 
@@ -184,6 +186,8 @@ def _plain_steady(p: _OpPlan) -> Any:
         else:
             kernel_s, compute_part = memory_s, 0.0
         time_s = kernel_s + launch_s
+        if host_s and host_s > time_s:  # the GPU waits for the host (Roofline.time's max)
+            time_s = host_s
         return (runs * time_s, runs * compute_part, runs * (kernel_s - compute_part), runs * (time_s - kernel_s),
                 0.0, runs * mf, runs * vf, runs * by)
 
@@ -199,6 +203,8 @@ class ScalarPhase:
         self.varying = frozenset(fixed.varying)
         self.run_varying = run_varying or run  # run's tuples of the varying ops alone (decode's second run)
         self.any_collective = any(fixed.collectives)
+        # the phase's per-kernel launch and host dispatch (Roofline.for_prefill: a prefill run without a graph)
+        self.launch_s, self.dispatch_s = 0.0, 0.0
         self.steady: list[tuple[Any, float]] = []  # per op (its steady function, its count): ScalarPlan
 
 
@@ -211,11 +217,14 @@ class ScalarPlan:
         self.launch_s, self.dispatch_s, self.async_host = roofline.launch_s, roofline.dispatch_s, roofline.async_host
         # Roofline.time is max(compute, memory) + launches x launch_s: _steady's written-out case
         self.plain_time = self.overlap_max and self.dispatch_s == 0
-        for phase in (prefill, decode):
+        for phase, phase_roofline in ((prefill, roofline.for_prefill()), (decode, roofline)):
+            phase.launch_s, phase.dispatch_s = phase_roofline.launch_s, phase_roofline.dispatch_s
+            # written out where Roofline.time is max(compute, memory) + launches (and, on a GPU, its max with the
+            # phase's host dispatch)
+            plain = self.overlap_max and (phase.dispatch_s == 0 or self.async_host)
             for p in phase.ops:
-                p.launch_s = p.launches * self.launch_s + p.host_s if p.host_s else p.launches * self.launch_s
-                p.steady = _plain_steady(p) if p.plain and self.plain_time else self._general_steady(
-                    p, phase.any_collective)
+                p.launch_s = p.launches * phase.launch_s + p.host_s if p.host_s else p.launches * phase.launch_s
+                p.steady = _plain_steady(p, phase.dispatch_s) if p.plain and plain else self._general_steady(p, phase)
             phase.steady = [(p.steady, p.count) for p in phase.ops]
 
     @classmethod
@@ -287,10 +296,12 @@ class ScalarPlan:
         kernel_s = max(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
         return p.measured(1.0 if x is None else float(x), 1.0 if y is None else float(y)) / max(kernel_s, 1e-300)
 
-    def _time(self, compute_s: float, memory_s: float, launches: float, comm_s: float, host_s: float = 0.0
-              ) -> tuple[float, ...]:
+    def _time(self, compute_s: float, memory_s: float, launches: float, comm_s: float, host_s: float = 0.0,
+              phase: ScalarPhase | None = None) -> tuple[float, ...]:
         """Roofline.time: (time, compute part, memory part, overhead part) of one run (host_s: an engine step's
-        host work, added to its launches)."""
+        host work, added to its launches; phase: whose launch and dispatch apply, the decode's by default)."""
+        launch_each, dispatch_each = (self.launch_s, self.dispatch_s) if phase is None else (
+            phase.launch_s, phase.dispatch_s)
         if self.overlap_max:
             kernel_s = compute_s if compute_s >= memory_s else memory_s
             compute_part = kernel_s if compute_s >= memory_s else 0.0
@@ -299,13 +310,13 @@ class ScalarPlan:
             kernel_s = compute_s + memory_s
             compute_part, memory_part = compute_s, memory_s
         busy_s = kernel_s + comm_s if comm_s else kernel_s
-        launch_s = launches * self.launch_s + host_s if host_s else launches * self.launch_s
-        if self.dispatch_s == 0:
+        launch_s = launches * launch_each + host_s if host_s else launches * launch_each
+        if dispatch_each == 0:
             time_s = busy_s + launch_s
         elif self.async_host:
-            time_s = max(busy_s + launch_s, launches * self.dispatch_s)
+            time_s = max(busy_s + launch_s, launches * dispatch_each)
         else:
-            time_s = busy_s + launch_s + launches * self.dispatch_s
+            time_s = busy_s + launch_s + launches * dispatch_each
         return time_s, compute_part, memory_part, time_s - busy_s
 
     # ---- phases -----------------------------------------------------------------------------------------
@@ -331,11 +342,12 @@ class ScalarPlan:
                 out.append(steady(v0, count * steps))
         return out
 
-    def _general_steady(self, p: _OpPlan, collective_chunk: bool) -> Any:
-        """_steady of one op as a function (values of one run, runs) -> totals."""
-        return lambda v, runs: self._steady(p, v, runs, collective_chunk)
+    def _general_steady(self, p: _OpPlan, phase: ScalarPhase) -> Any:
+        """_steady of one op of `phase` as a function (values of one run, runs) -> totals."""
+        return lambda v, runs: self._steady(p, v, runs, phase.any_collective, phase)
 
-    def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: float, collective_chunk: bool) -> tuple[float, ...]:
+    def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: float, collective_chunk: bool,
+                phase: ScalarPhase | None = None) -> tuple[float, ...]:
         """op_totals.steady_totals of one op: `runs` (count x steps) x one run (_plain_steady: the common case
         of a GPU engine, written out)."""
         mf, vf, by = float(v[0]), float(v[1]), float(v[2] + v[3])
@@ -345,7 +357,7 @@ class ScalarPlan:
         compute_s = mf / p.matmul_peak + vf / p.vector_peak
         memory_s = by / p.bandwidth
         scale, memory_scale = self._scales(p, mf, vf, by, v[6], v[7], v[8], v[9], by / max(p.launches, 1.0))
-        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s, p.host_s)
+        t = self._time(compute_s * scale, memory_s * memory_scale, p.launches, comm_s, p.host_s, phase)
         comm_total = runs * comm_s if collective_chunk else 0.0
         return (runs * t[0], runs * t[1], runs * t[2], runs * t[3], comm_total, runs * mf, runs * vf, runs * by)
 

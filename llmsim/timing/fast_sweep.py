@@ -51,7 +51,7 @@ class VectorPhases:
         values = phase.run(B, P, 0)
         sums = _Sums()
         for p, v in zip(phase.ops, values):
-            sums.add(self._steady(p, v, p.count * 1, phase.any_collective))
+            sums.add(self._steady(p, v, p.count * 1, phase.any_collective, phase))
         return BlockTotals(sums.totals), values
 
     def decode(self, B: np.ndarray, P: np.ndarray, G: np.ndarray) -> BlockTotals:
@@ -102,10 +102,13 @@ class VectorPhases:
             found = self._floats_of[id(x)] = (x, np.asarray(x, dtype=float))
         return found[1]
 
-    def _time(self, compute_s: Any, memory_s: Any, launches: float, comm_s: Any, host_s: float = 0.0
-              ) -> tuple[Any, ...]:
-        """Roofline.time of arrays: (time, compute part, memory part, overhead part)."""
+    def _time(self, compute_s: Any, memory_s: Any, launches: float, comm_s: Any, host_s: float = 0.0,
+              phase: ScalarPhase | None = None) -> tuple[Any, ...]:
+        """Roofline.time of arrays: (time, compute part, memory part, overhead part); phase: whose launch and
+        dispatch apply (ScalarPhase.launch_s, dispatch_s), the decode's by default."""
         plan = self.plan
+        launch_each, dispatch_each = (plan.launch_s, plan.dispatch_s) if phase is None else (
+            phase.launch_s, phase.dispatch_s)
         if self.overlap_max:
             kernel_s = np.maximum(compute_s, memory_s)
             compute_part = np.where(compute_s >= memory_s, kernel_s, 0.0)
@@ -114,16 +117,17 @@ class VectorPhases:
             kernel_s = compute_s + memory_s
             compute_part, memory_part = compute_s, memory_s
         busy_s = kernel_s if type(comm_s) is float and comm_s == 0 else kernel_s + comm_s
-        launch_s = launches * plan.launch_s + host_s if host_s else launches * plan.launch_s
-        if plan.dispatch_s == 0:
+        launch_s = launches * launch_each + host_s if host_s else launches * launch_each
+        if dispatch_each == 0:
             time_s = busy_s + launch_s
         elif plan.async_host:
-            time_s = np.maximum(busy_s + launch_s, launches * plan.dispatch_s)
+            time_s = np.maximum(busy_s + launch_s, launches * dispatch_each)
         else:
-            time_s = busy_s + launch_s + launches * plan.dispatch_s
+            time_s = busy_s + launch_s + launches * dispatch_each
         return time_s, compute_part, memory_part, time_s - busy_s
 
-    def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: Any, collective_chunk: bool) -> tuple[Any, ...]:
+    def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: Any, collective_chunk: bool,
+                phase: ScalarPhase | None = None) -> tuple[Any, ...]:
         mf, vf = np.asarray(v[0], dtype=float), np.asarray(v[1], dtype=float)
         by = np.asarray(v[2] + v[3], dtype=float)
         comm_s: Any = 0.0
@@ -134,7 +138,8 @@ class VectorPhases:
         scale, memory_scale = self._scales(p, mf, vf, by, v[6], v[7], v[8], v[9], None, compute_s, memory_s)
         # x * 1.0 and 1 * x are x itself: those products skipped
         t = self._time(compute_s if _one(scale) else compute_s * scale,
-                       memory_s if _one(memory_scale) else memory_s * memory_scale, p.launches, comm_s, p.host_s)
+                       memory_s if _one(memory_scale) else memory_s * memory_scale, p.launches, comm_s, p.host_s,
+                       phase)
         comm_total = runs * comm_s if collective_chunk else 0.0
         if _one(runs):
             return (*t, comm_total)

@@ -69,9 +69,10 @@ class PhaseTotals:
 
 def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
                    seq_len: Any) -> PhaseTotals:
-    """Totals of one forward pass over `seq_len` tokens of each of `batch_size` sequences."""
+    """Totals of one forward pass over `seq_len` tokens of each of `batch_size` sequences (under the
+    roofline's prefill options: Roofline.for_prefill)."""
     graph = PhaseGraph(model, "prefill", batch_size, seq_len, 0, options)
-    return _one_pass(roofline, graph, _shape_of(batch_size, seq_len))
+    return _one_pass(roofline.for_prefill(), graph, _shape_of(batch_size, seq_len))
 
 
 def _one_pass(roofline: Roofline, graph: PhaseGraph, shape: tuple[int, ...]) -> PhaseTotals:

@@ -15,6 +15,8 @@ Per run of an op:
               | max(kernel_s + launches * launch, launches * dispatch)
                                                             (overhead="eager" on a GPU)
               | kernel_s                                   (overhead="none")
+A prefill pass that the engine runs without a CUDA graph (ExecutionOptions.prefill_dispatch_s > 0, with
+overhead="graph") is timed as eager on a GPU with that dispatch per kernel (Roofline.for_prefill).
 approximation: on a GPU in eager mode the host queues kernels ahead; the GPU idles only when an op's
 host dispatch outlasts its kernel, so per op the longer of the two counts.
 The op's bound is the largest of its compute, memory and overhead terms.
@@ -22,6 +24,7 @@ The op's bound is the largest of its compute, memory and overhead terms.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -126,8 +129,27 @@ class Roofline:
         self.launch_s = 0.0 if mode == "none" else hardware.overhead_s(launch_key)
         self.dispatch_s = hardware.overhead_s("eager_dispatch_s") if mode == "eager" else 0.0
         self.step_host_s = 0.0 if mode == "none" else execution.step_host_s  # per "engine.step" op run
+        # a prefill pass run without a CUDA graph (ExecutionOptions.prefill_dispatch_s): eager launches and
+        # host dispatch per kernel; only where the rest replays graphs
+        self.prefill_dispatch_s = execution.prefill_dispatch_s if mode == "graph" else 0.0
+        self._prefill: Roofline | None = None
         self.async_host = hardware.device_type == "gpu"
         self.measured, self.tables_note = _measured_timing(hardware, execution)
+
+    def for_prefill(self) -> Roofline:
+        """The roofline a prefill pass runs under: this one, or, where the engine runs its prefill without a
+        CUDA graph (prefill_dispatch_s > 0), a copy whose ops pay the eager launch (overhead.kernel_launch_s)
+        and prefill_dispatch_s of host time per kernel, timed as eager ops on a GPU (the module docstring)."""
+        if self.prefill_dispatch_s == 0:
+            return self
+        if self._prefill is None:
+            prefill = copy.copy(self)
+            prefill.launch_s = self.hardware.overhead_s("kernel_launch_s")
+            prefill.dispatch_s = self.prefill_dispatch_s
+            prefill.prefill_dispatch_s = 0.0  # already the prefill's: for_prefill() of it is itself
+            prefill._prefill = None
+            self._prefill = prefill
+        return self._prefill
 
     def matmul_flops_per_s(self, precision: str) -> float:
         fraction = 1.0 if self.execution.efficiency == "peak" else self.hardware.matmul_efficiency(precision)

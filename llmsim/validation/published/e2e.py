@@ -11,7 +11,16 @@ from typing import Any
 
 from ...analysis.simulate import SimulationResult, simulate
 from ...errors import LlmsimError
-from .mapping import E2E_DTYPES, MODELS, TORCHAO_GEN_LEN, TORCHAO_PROMPT_LEN, engine_of, gpu_choice, overhead_of
+from .mapping import (
+    E2E_DTYPES,
+    MODELS,
+    TORCHAO_GEN_LEN,
+    TORCHAO_PROMPT_LEN,
+    engine_of,
+    gpu_choice,
+    host_options_of,
+    overhead_of,
+)
 from .options import PredictOptions
 from .results import Comparison, SkipError
 from .rows import PublishedRow, as_int
@@ -74,7 +83,7 @@ def e2e_bound_note(row: PublishedRow, options: PredictOptions) -> str:
         if gen is None or row.metric != "median latency per generated token" or row.value is None:
             return ""
         result = simulate(model, options.hardware(hw), batch_size=1, prompt_len=1, gen_len=gen,
-                          **options.simulate_options(tensor_parallel=tp, overhead=overhead_of(row), engine=engine,
+                          **options.simulate_options(tensor_parallel=tp, engine=engine, **host_options_of(row),
                                                      **dtypes))
     except (KeyError, SkipError, LlmsimError):
         return ""
@@ -117,7 +126,7 @@ def predict_e2e(row: PublishedRow, options: PredictOptions) -> list[Comparison]:
     if choice.proxy:
         flags.add("P")
     overhead = overhead_of(row)
-    kwargs = options.simulate_options(tensor_parallel=tp, overhead=overhead, engine=choice.engine, **dtypes)
+    kwargs = options.simulate_options(tensor_parallel=tp, engine=choice.engine, **host_options_of(row), **dtypes)
     # llmsim before measured tables: the roofline at the hardware file's achievable fractions
     roofline_kwargs = {**kwargs, "engine": "roofline", "efficiency": "achievable"}
 

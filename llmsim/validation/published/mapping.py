@@ -5,6 +5,7 @@ measured tables time the row); the rows that are in-sample."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ...engines.catalog import default_engine_name
 from .options import PredictOptions
@@ -174,6 +175,21 @@ def gpu_choice(row: PublishedRow) -> GpuChoice:
 def overhead_of(row: PublishedRow) -> str:
     """llmsim's overhead option for the engine the row's source ran."""
     return OVERHEAD.get(row.source_group, DEFAULT_OVERHEAD)
+
+
+# Sources whose engine launches its prefill kernels without Python between them, whatever proxy engine times
+# them: TurboMind is C++ (no per-op Python), so its prefill pays launches only, not the proxy vLLM's host
+# dispatch per kernel of an uncaptured Python pass (ExecutionOptions.prefill_dispatch_s).
+PREFILL_DISPATCH_S: dict[str, float] = {"lmdeploy": 0.0}
+
+
+def host_options_of(row: PublishedRow) -> dict[str, Any]:
+    """The overhead options of the engine the row's source ran: overhead, and prefill_dispatch_s where the
+    source's engine differs from the proxy's."""
+    options: dict[str, Any] = {"overhead": overhead_of(row)}
+    if row.source_group in PREFILL_DISPATCH_S:
+        options["prefill_dispatch_s"] = PREFILL_DISPATCH_S[row.source_group]
+    return options
 
 
 def short_source(source: str) -> str:

@@ -1,0 +1,86 @@
+"""Prefill passes the serving engines run without a CUDA graph: host dispatch per kernel
+(ExecutionOptions.prefill_dispatch_s), each engine's figure from its source, decode untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+import llmsim
+from llmsim.analysis.evaluation import resolve
+from llmsim.cli import main
+from llmsim.engines.catalog import ENGINES
+from llmsim.errors import OptionError
+from llmsim.timing.phases import decode_step_totals, prefill_totals
+from llmsim.timing.roofline import Roofline
+
+
+def _kernels(totals: object) -> int:
+    return int(sum(op.launches * op.count for op in totals.ops))
+
+
+def test_each_engine_figure_is_its_source_pass_over_the_kernels_llmsim_counts() -> None:
+    """The catalog's figures, re-derived: a public time of one uncaptured pass / the kernels llmsim counts in it."""
+    # SGLang PR #12160: DeepSeek-V3, 1 new token, eager prefill 'forward cost' 82.6 ms (TP8 assumed)
+    spec, hw, cost, ex = resolve("deepseek-v3", "h200", engine="sglang", tensor_parallel=8)
+    kernels = _kernels(prefill_totals(spec, Roofline(hw, ex), cost, 1, 1))
+    assert kernels == 1390  # 61 layers of MLA and MoE (3 of them dense), the embedding, norm and LM head
+    assert ENGINES["sglang"].execution["prefill_dispatch_s"] == pytest.approx(82.6e-3 / kernels, rel=1e-3)
+    # vLLM issue #45709: Qwen3-30B-A3B TP4, compiled with cudagraph_mode=NONE, a decode step of 8 requests 34.4 ms
+    spec, hw, cost, ex = resolve("qwen3-30b-a3b", "l40s", engine="vllm", tensor_parallel=4)
+    kernels = _kernels(decode_step_totals(spec, Roofline(hw, ex), cost, 8, 3500))
+    assert kernels == 773
+    assert ENGINES["vllm"].execution["prefill_dispatch_s"] == pytest.approx(34.4e-3 / kernels, rel=1e-3)
+    # TensorRT-LLM PR #12653 states its CPU dispatch interval per kernel: about 35 us
+    assert ENGINES["trtllm"].execution["prefill_dispatch_s"] == 35e-6
+
+
+def test_a_one_token_prefill_is_host_bound_at_its_source_time() -> None:
+    # DeepSeek-V3 on 8 H200s under SGLang, one token: every kernel is shorter than its 59.4 us of host dispatch,
+    # so the pass takes 1,390 kernels x 59.4 us = 82.6 ms, the figure the per-kernel time was taken from
+    r = llmsim.simulate("deepseek-v3", "h200", engine="sglang", tensor_parallel=8, batch_size=1, prompt_len=1,
+                        gen_len=2)
+    assert r.ttft_s == pytest.approx(1390 * 59.4e-6, rel=0.01)
+    assert r.prefill.bound == "overhead"
+    # replaying a graph instead, the same pass is the GPU's time alone: several times shorter
+    graphed = llmsim.simulate("deepseek-v3", "h200", engine="sglang", tensor_parallel=8, batch_size=1,
+                              prompt_len=1, gen_len=2, prefill_dispatch_s=0)
+    assert graphed.ttft_s < r.ttft_s / 3
+
+
+def test_decode_keeps_its_graphs_and_a_long_prefill_its_kernels() -> None:
+    kw = dict(engine="vllm", tensor_parallel=8, batch_size=4, gen_len=64, weight_dtype="fp8", activation_dtype="fp8")
+    for prompt_len in (256, 8192):
+        uncaptured = llmsim.simulate("llama-3.1-70b", "b200", prompt_len=prompt_len, **kw)
+        graphed = llmsim.simulate("llama-3.1-70b", "b200", prompt_len=prompt_len, prefill_dispatch_s=0, **kw)
+        assert uncaptured.decode.time_s == graphed.decode.time_s  # decode batches replay CUDA graphs
+        # each prefill op: max(kernel + 2.7 us eager launch, kernels x 44.5 us) against kernel + 0.9 us replay
+        assert uncaptured.ttft_s > graphed.ttft_s
+    # 8192 tokens: the GEMMs outlast their dispatch, so the pass is longer by a small share only; at 256 tokens
+    # host dispatch is most of it
+    assert uncaptured.ttft_s < 1.25 * graphed.ttft_s
+
+
+def test_serve_at_a_low_rate_prefills_as_simulate_does() -> None:
+    kw = dict(engine="sglang", tensor_parallel=2)
+    r = llmsim.serve("llama-3.1-8b", "h100-sxm", request_rate=0.01, arrival="constant", prompt_len=1024, gen_len=2,
+                     num_requests=3, async_scheduling=False, **kw)
+    s = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=1024, gen_len=2, **kw)
+    assert r.ttft_s.p50 == pytest.approx(s.ttft_s, rel=1e-6)
+
+
+def test_bad_values_name_the_field() -> None:
+    for bad in (-1e-6, "fast", float("nan"), True):
+        with pytest.raises(OptionError, match="prefill_dispatch_s"):
+            llmsim.simulate("llama-3.1-8b", "h100-sxm", prefill_dispatch_s=bad)
+
+
+def test_cli_flag_and_engines_listing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--prompt-len", "64", "--gen-len", "2",
+                 "--prefill-dispatch-s", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "prefill without a CUDA graph" not in out
+    assert main(["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--prompt-len", "64", "--gen-len", "2"]) == 0
+    assert "prefill without a CUDA graph: launch 2.7 us, dispatch 44.5 us per kernel" in capsys.readouterr().out
+    assert main(["engines"]) == 0
+    listing = capsys.readouterr().out  # each engine's figure with its source
+    assert "sgl-project/sglang PR #12160" in listing and "vllm-project/vllm issue #45709" in listing
