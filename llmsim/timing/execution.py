@@ -68,18 +68,12 @@ class ExecutionOptions(BaseModel):
         check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
         check_choice("pipeline_decode", values.get("pipeline_decode", "steady"), ("steady", "lockstep"))
         check_choice("fp8_scales", values.get("fp8_scales", "static"), ("static", "dynamic"))
-        if "step_host_s" in values:
-            from ..errors import check_positive
+        for key, unit in (("step_host_s", "seconds (or 0)"), ("prefill_dispatch_s", "seconds per kernel (or 0)")):
+            if key in values:  # host times: 0 switches them off, else a positive number
+                from ..errors import check_positive
 
-            step = values["step_host_s"]
-            values["step_host_s"] = 0.0 if (type(step) in (int, float) and step == 0) else check_positive(
-                "step_host_s", step, "seconds (or 0)")
-        if "prefill_dispatch_s" in values:
-            from ..errors import check_positive
-
-            per_kernel = values["prefill_dispatch_s"]
-            values["prefill_dispatch_s"] = 0.0 if (type(per_kernel) in (int, float) and per_kernel == 0) else \
-                check_positive("prefill_dispatch_s", per_kernel, "seconds per kernel (or 0)")
+                given = values[key]
+                values[key] = 0.0 if (type(given) in (int, float) and given == 0) else check_positive(key, given, unit)
         tables = values.get("tables")
         if tables is not None and (not isinstance(tables, str) or not tables or (
                 tables not in _table_set_names() and not Path(tables).is_dir())):
