@@ -125,12 +125,15 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--prefill-dispatch-s", dest="prefill_dispatch_s", type=float,
                        help="host time per kernel of a prefill pass the engine runs without a CUDA graph, in s "
                        "(default: the engine's; 0: prefill replays graphs as decode does)")
+    group.add_argument("--prefill-graph-tokens", dest="prefill_graph_tokens", type=int,
+                       help="prefill passes of at most this many tokens replay CUDA graphs all the same (default: "
+                       "the engine's: vLLM 512, its largest captured size; 0: none)")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
             "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "prefill_dispatch_s",
-            "pipeline_decode", "fp8_scales"]
+            "prefill_graph_tokens", "pipeline_decode", "fp8_scales"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 

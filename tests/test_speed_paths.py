@@ -152,7 +152,9 @@ def test_serving_one_step_reads_equal_the_step_cost_parts() -> None:
             assert step.decode_attention(batch, length) == expected
     for decode_sum, n_decode, chunks, n_emit in ((0.0, 0, [(512, 0)], 1), (12345.0, 30, [], 30),
                                                  (999.0, 3, [(100, 40), (7, 0)], 4), (5.0, 1, [(0, 12)], 1)):
-        mixed = sum(q for q, _ in chunks) > 0  # a pass with prefill tokens: run without a CUDA graph
+        # a pass with prefill tokens beyond vLLM's captured sizes (512 tokens): run without a CUDA graph
+        prefill = sum(q for q, _ in chunks)
+        mixed = prefill > 0 and prefill + n_decode > step.prefill_graph_tokens
         parts = step.tokens(sum(q for q, _ in chunks), n_decode) + step.lm_head(n_emit, n_decode, mixed)
         if n_decode:
             parts += float(step.decode_attention(n_decode, decode_sum / n_decode, mixed))

@@ -80,7 +80,35 @@ def test_cli_flag_and_engines_listing(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert "prefill without a CUDA graph" not in out
     assert main(["simulate", "llama-3.1-8b", "--hardware", "h100-sxm", "--prompt-len", "64", "--gen-len", "2"]) == 0
-    assert "prefill without a CUDA graph: launch 2.7 us, dispatch 44.5 us per kernel" in capsys.readouterr().out
+    assert "prefill without a CUDA graph above 512 tokens: launch 2.7 us, dispatch 44.5 us per kernel" in \
+        capsys.readouterr().out
     assert main(["engines"]) == 0
     listing = capsys.readouterr().out  # each engine's figure with its source
     assert "sgl-project/sglang PR #12160" in listing and "vllm-project/vllm issue #45709" in listing
+
+
+def test_vllm_replays_its_piecewise_graphs_up_to_512_tokens() -> None:
+    # vLLM captures passes of up to min(2 x max_num_seqs, 512) = 512 tokens (vllm-project/vllm PR #20628)
+    kw = dict(gen_len=2)
+    for batch, prompt in ((1, 512), (2, 256)):  # 512 tokens: replayed, as with no uncaptured prefill at all
+        r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=batch, prompt_len=prompt, **kw)
+        graphed = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=batch, prompt_len=prompt,
+                                  prefill_dispatch_s=0, **kw)
+        assert r.ttft_s == graphed.ttft_s
+        none = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=batch, prompt_len=prompt,
+                               prefill_graph_tokens=0, **kw)
+        assert none.ttft_s > r.ttft_s  # with no captured sizes the same pass pays host dispatch
+    over = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=513, **kw)
+    graphed = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=513, prefill_dispatch_s=0, **kw)
+    assert over.ttft_s > graphed.ttft_s
+    # serve() prices its steps by the same rule: one 300-token request alone takes simulate()'s prefill
+    s = llmsim.serve("llama-3.1-8b", "h100-sxm", request_rate=0.01, arrival="constant", prompt_len=300, gen_len=2,
+                     num_requests=2, async_scheduling=False)
+    one = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=300, gen_len=2)
+    assert s.ttft_s.p50 == pytest.approx(one.ttft_s, rel=1e-6)
+
+
+def test_bad_graph_token_counts_name_the_field() -> None:
+    for bad in (-1, 1.5, True, "512"):
+        with pytest.raises(OptionError, match="prefill_graph_tokens"):
+            llmsim.simulate("llama-3.1-8b", "h100-sxm", prefill_graph_tokens=bad)

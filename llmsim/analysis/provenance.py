@@ -59,7 +59,9 @@ def assumptions_of(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execut
         f"{roofline.dispatch_s * 1e6:.1f} us per kernel" + (
             f", engine host {roofline.step_host_s * 1e3:.2f} ms per step" if cost.engine_step and roofline.step_host_s
             else "") + (
-            f"; prefill without a CUDA graph: launch {roofline.for_prefill().launch_s * 1e6:.1f} us, dispatch "
+            "; prefill without a CUDA graph"
+            + (f" above {roofline.prefill_graph_tokens} tokens" if roofline.prefill_graph_tokens else "")
+            + f": launch {roofline.for_prefill().launch_s * 1e6:.1f} us, dispatch "
             f"{roofline.prefill_dispatch_s * 1e6:.1f} us per kernel" if roofline.prefill_dispatch_s else ""),
         "overlap": execution.overlap,
     }

@@ -64,9 +64,10 @@ _SGLANG_STEP_NOTE = ("none: SGLang's overlap scheduler leaves no GPU idle betwee
 # default, "only handle context-only and mixed context+generation iterations"). Each figure is one public
 # measurement divided by the kernels llmsim counts for that pass; none is fitted to a validation set.
 # approximation: a fixed host time per kernel llmsim counts (an engine launching more, smaller kernels than llmsim's
-# fused count spends its host time over those); vLLM's piecewise graphs for mixed steps up to its capture size are
-# not modelled (such steps are priced uncaptured too).
+# fused count spends its host time over those). vLLM replays its piecewise graphs for passes of up to 512 tokens
+# (prefill_graph_tokens; approximation: its attention, run between the pieces, is priced as replayed too).
 _VLLM_PREFILL_DISPATCH_S = 44.5e-6
+_VLLM_GRAPH_TOKENS = 512  # min(2 x max_num_seqs, 512) at its default max_num_seqs (256 or 1024): PR #20628
 _VLLM_PREFILL_NOTE = ("vllm-project/vllm issue #45709 (2026-08): Qwen3-30B-A3B bf16, TP4 on 4x L20, vLLM 0.28.1rc1, "
                       "torch.compile with cudagraph_mode=NONE: TPOT 34.4 ms at 8 clients (11.8 ms with PIECEWISE "
                       "graphs); 34.4 ms / the 773 kernels llmsim counts for that decode step = 44.5 us per kernel")
@@ -91,7 +92,8 @@ ENGINES: dict[str, Engine] = {
         name="vllm", description=_SERVING_NOTE.format(name="vLLM"), tables="vllm",
         table_note="aiconfigurator-core's vLLM tables (GEMM, attention, fused MoE, custom all-reduce)",
         cost={**_SERVING_COST, **_VLLM_STEP}, execution={"overhead": "graph", "step_host_s": _VLLM_STEP_S,
-                                                         "prefill_dispatch_s": _VLLM_PREFILL_DISPATCH_S},
+                                                         "prefill_dispatch_s": _VLLM_PREFILL_DISPATCH_S,
+                                                         "prefill_graph_tokens": _VLLM_GRAPH_TOKENS},
         serves_float32_as="bfloat16", step_host_note=_VLLM_STEP_NOTE, prefill_dispatch_note=_VLLM_PREFILL_NOTE,
         **_CUDA_OR_ROCM),
     "sglang": Engine(

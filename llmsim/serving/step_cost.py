@@ -16,7 +16,9 @@ composed from per-op totals evaluated once, on grids, by the same cost model `si
   prefill graph at T tokens (the two agree for every model but MLA, whose decode runs weight-absorbed).
   A step with prefill tokens is one pass that the serving engines run without a CUDA graph: all its parts,
   the LM head and the decode requests' attention too, are priced under Roofline.for_prefill (host dispatch
-  per kernel, ExecutionOptions.prefill_dispatch_s); a decode-only step replays graphs.
+  per kernel, ExecutionOptions.prefill_dispatch_s), unless its tokens are within the engine's captured sizes
+  (ExecutionOptions.prefill_graph_tokens: vLLM's piecewise graphs); a decode-only step replays graphs.
+  approximation: the prefill attention core is priced by its own chunks' tokens against that limit.
 - lm_head_s(n): the LM head (and its gather) over the n requests that emit a token this step.
 - decode_attention_s(n, L): the attention core of n decode requests at L cached tokens each.
   approximation: requests at different lengths are priced at their mean length (exact for the roofline,
@@ -180,6 +182,7 @@ class StepCost:
         # its LM head and its decode requests' attention then pay that pass's launches and host dispatch too
         self.mixed_lm_head_s, self.mixed_decode_attention_s = self.lm_head_s, self.decode_attention_s
         uncaptured = roofline.for_prefill()
+        self.prefill_graph_tokens = roofline.prefill_graph_tokens  # steps up to this many tokens replay graphs
         if uncaptured is not roofline:
             _, head, _ = _split(decode_totals(model, uncaptured, options, batch, 1, 1))
             self.mixed_lm_head_s = np.concatenate([[0.0], np.broadcast_to(head, batch.shape)])
@@ -248,7 +251,7 @@ class StepCost:
 
     def decode_attention(self, n: int, mean_len: Any, mixed: bool = False) -> Any:
         """Attention core of n decode requests at mean_len cached tokens each (arrays of lengths allowed);
-        mixed: in a step with prefill tokens (priced under Roofline.for_prefill)."""
+        mixed: in a step with prefill tokens run uncaptured (priced under Roofline.for_prefill)."""
         if n == 0:
             return np.zeros(np.shape(mean_len)) if np.ndim(mean_len) else 0.0
         return self._on_grid(self.mixed_decode_attention_s if mixed else self.decode_attention_s, n, mean_len)
@@ -261,7 +264,7 @@ class StepCost:
 
     def lm_head(self, n_emit: int, n_decode: int, mixed: bool = False) -> float:
         """LM head over the sampled positions: one per emitting request, query per decode request; mixed: in a
-        step with prefill tokens."""
+        step with prefill tokens run uncaptured."""
         return float((self.mixed_lm_head_s if mixed else self.lm_head_s)[n_emit + n_decode * (self.query - 1)])
 
     def proposals(self, n_decode: int, mean_len: Any, prefill_tokens: int = 0, pairs: float = 0.0,
@@ -358,8 +361,12 @@ class StepCost:
             table = self.decode_attention_s  # decode_attention(n_decode, mean_len) of a scalar length
         else:  # one pass with prefill tokens (uncaptured where the engine runs prefill so)
             time_s = self._prefill_tokens_list[prefill_tokens + n_decode * query]
-            time_s += self._mixed_lm_head_list[n_emit + n_decode * (query - 1)]
-            table = self.mixed_decode_attention_s
+            if prefill_tokens + n_decode * query > self.prefill_graph_tokens:
+                time_s += self._mixed_lm_head_list[n_emit + n_decode * (query - 1)]
+                table = self.mixed_decode_attention_s
+            else:  # within the engine's captured sizes: replayed, as a decode step is
+                time_s += self._lm_head_list[n_emit + n_decode * (query - 1)]
+                table = self.decode_attention_s
         mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
         if n_decode:
             # approximation: with speculation the query tokens of a request read its KV cache once, as one

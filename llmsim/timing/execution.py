@@ -40,6 +40,8 @@ class ExecutionOptions(BaseModel):
       prefill and mixed steps (serving engines replay graphs for decode batches only; llmsim.engines sets it,
       with its source). With overhead="graph", every prefill op is then timed as an eager op on a GPU:
       max(kernel + launches x launch, launches x prefill_dispatch_s); 0 (default): prefill replays graphs too.
+      prefill_graph_tokens: a prefill pass of at most this many tokens (all its sequences together) replays
+      graphs all the same (vLLM's piecewise CUDA graphs up to its largest captured size); 0: none does.
     - fp8_scales="static" (default): per-tensor fp8 GEMMs read with static activation scales, as the fp8
       checkpoints serving engines load carry them; "dynamic": scales computed from each call's activations
       (torchao's float8, an fp8 run of a 16-bit checkpoint), the measured tables' fp8_dynamic lane.
@@ -57,6 +59,7 @@ class ExecutionOptions(BaseModel):
     table_families: tuple[str, ...] | None = None
     step_host_s: float = 0.0  # seconds of host work per engine step the GPU waits for ("engine.step" ops)
     prefill_dispatch_s: float = 0.0  # host seconds per kernel of an uncaptured (no CUDA graph) prefill pass
+    prefill_graph_tokens: int = 0  # prefill passes of at most this many tokens replay CUDA graphs all the same
     pipeline_decode: str = "steady"  # decode under pipeline parallelism: micro-batches kept in flight, or "lockstep"
     fp8_scales: str = "static"  # per-tensor fp8 GEMMs' activation scales: "static" or "dynamic"
 
@@ -74,6 +77,9 @@ class ExecutionOptions(BaseModel):
 
                 given = values[key]
                 values[key] = 0.0 if (type(given) in (int, float) and given == 0) else check_positive(key, given, unit)
+        graph_tokens = values.get("prefill_graph_tokens", 0)
+        if isinstance(graph_tokens, bool) or not isinstance(graph_tokens, int) or graph_tokens < 0:
+            raise OptionError(f"prefill_graph_tokens={graph_tokens!r} must be a whole number of tokens >= 0")
         tables = values.get("tables")
         if tables is not None and (not isinstance(tables, str) or not tables or (
                 tables not in _table_set_names() and not Path(tables).is_dir())):

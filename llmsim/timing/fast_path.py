@@ -205,6 +205,7 @@ class ScalarPhase:
         self.any_collective = any(fixed.collectives)
         # the phase's per-kernel launch and host dispatch (Roofline.for_prefill: a prefill run without a graph)
         self.launch_s, self.dispatch_s = 0.0, 0.0
+        self.steady_captured: list[tuple[Any, float]] = []  # prefill: steady as a replayed graph runs it
         self.steady: list[tuple[Any, float]] = []  # per op (its steady function, its count): ScalarPlan
 
 
@@ -217,6 +218,14 @@ class ScalarPlan:
         self.launch_s, self.dispatch_s, self.async_host = roofline.launch_s, roofline.dispatch_s, roofline.async_host
         # Roofline.time is max(compute, memory) + launches x launch_s: _steady's written-out case
         self.plain_time = self.overlap_max and self.dispatch_s == 0
+        self.prefill_graph_tokens = roofline.prefill_graph_tokens
+        self.prefill_uncaptured = roofline.for_prefill() is not roofline
+        if self.prefill_uncaptured:  # a prefill within prefill_graph_tokens: timed as decode's replayed graph
+            prefill.launch_s, prefill.dispatch_s = self.launch_s, self.dispatch_s
+            for p in prefill.ops:
+                p.launch_s = p.launches * self.launch_s + p.host_s if p.host_s else p.launches * self.launch_s
+            prefill.steady_captured = [(_plain_steady(p) if p.plain and self.plain_time else
+                                        self._general_steady(p, None), p.count) for p in prefill.ops]
         for phase, phase_roofline in ((prefill, roofline.for_prefill()), (decode, roofline)):
             phase.launch_s, phase.dispatch_s = phase_roofline.launch_s, phase_roofline.dispatch_s
             # written out where Roofline.time is max(compute, memory) + launches (and, on a GPU, its max with the
@@ -325,7 +334,7 @@ class ScalarPlan:
         prefill, and the per-run values (for the footprint)."""
         values = self.prefill.run(B, P, 0)
         # runs = count x 1 step = count
-        return [steady(v, count) for (steady, count), v in zip(self.prefill.steady, values)], values
+        return [steady(v, count) for (steady, count), v in zip(self.prefill_steady(B, P), values)], values
 
     def decode_totals(self, B: int, P: int, G: int) -> list[tuple[float, ...]]:
         """The same over the G - 1 decode steps (decode_totals' exact sums)."""
@@ -342,9 +351,20 @@ class ScalarPlan:
                 out.append(steady(v0, count * steps))
         return out
 
-    def _general_steady(self, p: _OpPlan, phase: ScalarPhase) -> Any:
-        """_steady of one op of `phase` as a function (values of one run, runs) -> totals."""
+    def _general_steady(self, p: _OpPlan, phase: ScalarPhase | None) -> Any:
+        """_steady of one op of `phase` as a function (values of one run, runs) -> totals (None: of a prefill
+        replaying graphs, as decode's launches time it)."""
+        if phase is None:
+            collective = self.prefill.any_collective
+            return lambda v, runs: self._steady(p, v, runs, collective, None)
         return lambda v, runs: self._steady(p, v, runs, phase.any_collective, phase)
+
+    def prefill_steady(self, B: Any, P: Any) -> list[tuple[Any, float]]:
+        """The prefill's per-op steady functions for a pass of B x P tokens: replayed or uncaptured."""
+        prefill = self.prefill
+        if self.prefill_uncaptured and self.prefill_graph_tokens >= B * P:
+            return prefill.steady_captured
+        return prefill.steady
 
     def _steady(self, p: _OpPlan, v: tuple[Any, ...], runs: float, collective_chunk: bool,
                 phase: ScalarPhase | None = None) -> tuple[float, ...]:

@@ -47,12 +47,25 @@ class VectorPhases:
 
     def prefill(self, B: np.ndarray, P: np.ndarray) -> tuple[BlockTotals, tuple[tuple[Any, ...], ...]]:
         """The prefill's totals, and the per-run values (for the footprint)."""
-        phase = self.plan.prefill
+        plan = self.plan
+        phase = plan.prefill
         values = phase.run(B, P, 0)
-        sums = _Sums()
-        for p, v in zip(phase.ops, values):
-            sums.add(self._steady(p, v, p.count * 1, phase.any_collective, phase))
-        return BlockTotals(sums.totals), values
+        captured = plan.roofline.prefill_captured(np.asarray(B) * np.asarray(P)) if plan.prefill_uncaptured \
+            else False
+
+        def totals(timed_as: ScalarPhase | None) -> dict[str, Any]:  # None: a replayed graph (decode's launches)
+            sums = _Sums()
+            for p, v in zip(phase.ops, values):
+                sums.add(self._steady(p, v, p.count * 1, phase.any_collective, timed_as))
+            return sums.totals
+
+        if np.all(captured):
+            return BlockTotals(totals(None)), values
+        uncaptured = totals(phase)
+        if np.any(captured):  # some points within prefill_graph_tokens: their parts as a replayed graph's
+            replayed = totals(None)
+            uncaptured = {key: np.where(captured, replayed[key], value) for key, value in uncaptured.items()}
+        return BlockTotals(uncaptured), values
 
     def decode(self, B: np.ndarray, P: np.ndarray, G: np.ndarray) -> BlockTotals:
         phase: ScalarPhase = self.plan.decode

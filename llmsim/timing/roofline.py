@@ -132,6 +132,7 @@ class Roofline:
         # a prefill pass run without a CUDA graph (ExecutionOptions.prefill_dispatch_s): eager launches and
         # host dispatch per kernel; only where the rest replays graphs
         self.prefill_dispatch_s = execution.prefill_dispatch_s if mode == "graph" else 0.0
+        self.prefill_graph_tokens = execution.prefill_graph_tokens  # passes up to this many tokens replay graphs
         self._prefill: Roofline | None = None
         self.async_host = hardware.device_type == "gpu"
         self.measured, self.tables_note = _measured_timing(hardware, execution)
@@ -150,6 +151,14 @@ class Roofline:
             prefill._prefill = None
             self._prefill = prefill
         return self._prefill
+
+    def prefill_captured(self, tokens: Any) -> Any:
+        """Whether a prefill pass of `tokens` tokens (all its sequences; arrays allowed) replays CUDA graphs:
+        where the engine runs none uncaptured, or the pass is within prefill_graph_tokens."""
+        if self.for_prefill() is self:
+            return np.ones(np.shape(tokens), dtype=bool) if np.ndim(tokens) else True
+        return np.asarray(tokens) <= self.prefill_graph_tokens if np.ndim(tokens) else \
+            tokens <= self.prefill_graph_tokens
 
     def matmul_flops_per_s(self, precision: str) -> float:
         fraction = 1.0 if self.execution.efficiency == "peak" else self.hardware.matmul_efficiency(precision)
