@@ -183,6 +183,7 @@ class StepCost:
         self.mixed_lm_head_s, self.mixed_decode_attention_s = self.lm_head_s, self.decode_attention_s
         uncaptured = roofline.for_prefill()
         self.prefill_graph_tokens = roofline.prefill_graph_tokens  # steps up to this many tokens replay graphs
+        self._captured = roofline.prefill_captured  # whether a step of T tokens replays graphs
         if uncaptured is not roofline:
             _, head, _ = _split(decode_totals(model, uncaptured, options, batch, 1, 1))
             self.mixed_lm_head_s = np.concatenate([[0.0], np.broadcast_to(head, batch.shape)])
@@ -361,12 +362,12 @@ class StepCost:
             table = self.decode_attention_s  # decode_attention(n_decode, mean_len) of a scalar length
         else:  # one pass with prefill tokens (uncaptured where the engine runs prefill so)
             time_s = self._prefill_tokens_list[prefill_tokens + n_decode * query]
-            if prefill_tokens + n_decode * query > self.prefill_graph_tokens:
-                time_s += self._mixed_lm_head_list[n_emit + n_decode * (query - 1)]
-                table = self.mixed_decode_attention_s
-            else:  # within the engine's captured sizes: replayed, as a decode step is
+            if self._captured(prefill_tokens + n_decode * query):  # replayed, as a decode step is
                 time_s += self._lm_head_list[n_emit + n_decode * (query - 1)]
                 table = self.decode_attention_s
+            else:
+                time_s += self._mixed_lm_head_list[n_emit + n_decode * (query - 1)]
+                table = self.mixed_decode_attention_s
         mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
         if n_decode:
             # approximation: with speculation the query tokens of a request read its KV cache once, as one

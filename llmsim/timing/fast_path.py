@@ -218,10 +218,8 @@ class ScalarPlan:
         self.launch_s, self.dispatch_s, self.async_host = roofline.launch_s, roofline.dispatch_s, roofline.async_host
         # Roofline.time is max(compute, memory) + launches x launch_s: _steady's written-out case
         self.plain_time = self.overlap_max and self.dispatch_s == 0
-        self.prefill_graph_tokens = roofline.prefill_graph_tokens
         self.prefill_uncaptured = roofline.for_prefill() is not roofline
         if self.prefill_uncaptured:  # a prefill within prefill_graph_tokens: timed as decode's replayed graph
-            prefill.launch_s, prefill.dispatch_s = self.launch_s, self.dispatch_s
             for p in prefill.ops:
                 p.launch_s = p.launches * self.launch_s + p.host_s if p.host_s else p.launches * self.launch_s
             prefill.steady_captured = [(_plain_steady(p) if p.plain and self.plain_time else
@@ -362,7 +360,7 @@ class ScalarPlan:
     def prefill_steady(self, B: Any, P: Any) -> list[tuple[Any, float]]:
         """The prefill's per-op steady functions for a pass of B x P tokens: replayed or uncaptured."""
         prefill = self.prefill
-        if self.prefill_uncaptured and self.prefill_graph_tokens >= B * P:
+        if self.prefill_uncaptured and self.roofline.prefill_captured(B * P):
             return prefill.steady_captured
         return prefill.steady
 

@@ -50,8 +50,7 @@ class VectorPhases:
         plan = self.plan
         phase = plan.prefill
         values = phase.run(B, P, 0)
-        captured = plan.roofline.prefill_captured(np.asarray(B) * np.asarray(P)) if plan.prefill_uncaptured \
-            else False
+        captured = plan.roofline.prefill_captured(np.multiply(B, P))
 
         def totals(timed_as: ScalarPhase | None) -> dict[str, Any]:  # None: a replayed graph (decode's launches)
             sums = _Sums()

@@ -72,14 +72,12 @@ def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, b
     """Totals of one forward pass over `seq_len` tokens of each of `batch_size` sequences: replaying CUDA
     graphs where Roofline.prefill_captured says so, else under Roofline.for_prefill (arrays: per point)."""
     shape = _shape_of(batch_size, seq_len)
-    captured = roofline.prefill_captured(np.asarray(batch_size) * np.asarray(seq_len) if shape else
-                                         batch_size * seq_len)
+    captured = roofline.prefill_captured(np.multiply(batch_size, seq_len))
+    graph = PhaseGraph(model, "prefill", batch_size, seq_len, 0, options)
     if np.all(captured) or not np.any(captured):
-        graph = PhaseGraph(model, "prefill", batch_size, seq_len, 0, options)
         return _one_pass(roofline if np.all(captured) else roofline.for_prefill(), graph, shape)
     # some points each way: both, each point's parts taken from its own (FLOPs and bytes are the same)
-    replayed = _one_pass(roofline, PhaseGraph(model, "prefill", batch_size, seq_len, 0, options), shape)
-    graph = PhaseGraph(model, "prefill", batch_size, seq_len, 0, options)
+    replayed = _one_pass(roofline, graph, shape)
     uncaptured = _one_pass(roofline.for_prefill(), graph, shape)
     for key in PARTS:
         uncaptured.per_op[key] = [np.where(captured, a, b) for a, b in zip(replayed.per_op[key],
