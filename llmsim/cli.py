@@ -270,6 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler-recv-interval", type=_positive_int, default=None,
                    help="SGLang's --scheduler-recv-interval N: while requests run, new ones are taken in only after "
                    "every N decode steps or a step that prefilled (default 1: before every step)")
+    p.add_argument("--batch-wait-timeout-iters", type=_non_negative_int, default=0,
+                   help="TensorRT-LLM's batch waiting: while requests decode, new prompts wait up to N steps ... "
+                   "(default 0: off)")
+    p.add_argument("--batch-wait-max-tokens-ratio", type=float, default=0.0,
+                   help="... or until they and the decodes reach this share of --max-num-batched-tokens "
+                   "(TensorRT-LLM's batch_wait_max_tokens_ratio; default 0: off)")
     p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
                    "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
@@ -570,6 +576,9 @@ def _run(args: argparse.Namespace) -> int:
             raise LlmsimError("disaggregated serving takes both --prefill-pool and --decode-pool (REPLICASxTP) and "
                               "no --tensor-parallel / --expert-parallel / --pipeline-parallel / "
                               "--attention-data-parallel (per pool: the Python API's pool dicts)")
+        if args.batch_wait_timeout_iters or args.batch_wait_max_tokens_ratio:
+            raise LlmsimError("--batch-wait-timeout-iters / --batch-wait-max-tokens-ratio apply to aggregated serving "
+                              "only (no --prefill-pool / --decode-pool)")
         options = {k: v for k, v in options.items() if k not in ("tensor_parallel", "expert_parallel")}
         result = serve_disaggregated(
             args.model, args.hardware, prefill=args.prefill_pool, decode=args.decode_pool,
@@ -594,6 +603,8 @@ def _run(args: argparse.Namespace) -> int:
                        prefix_caching=args.prefix_caching, speculative=args.speculative,
                        mixed_batches=args.mixed_batches, reserve_output=args.reserve_output,
                        async_scheduling=args.async_scheduling, scheduler_recv_interval=args.scheduler_recv_interval,
+                       batch_wait_timeout_iters=args.batch_wait_timeout_iters,
+                       batch_wait_max_tokens_ratio=args.batch_wait_max_tokens_ratio,
                        pipeline_parallel=args.pipeline_parallel,
                        attention_data_parallel=args.attention_data_parallel, **options)
         print(result.model_dump_json(indent=2) if args.json else result)

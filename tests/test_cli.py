@@ -347,3 +347,20 @@ def test_models_lists_without_warnings(capsys: pytest.CaptureFixture[str]) -> No
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}
     assert "bfloat16 (assumed)" in rows["gpt2"] and "(assumed)" not in rows["llama-3.1-8b"]
     assert " float32 " in rows["gemma-2-9b"]  # stated float32 in its config: shown as stated
+
+
+def test_serve_on_the_cli_takes_trtllm_batch_waiting(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--batch-wait-timeout-iters` / `--batch-wait-max-tokens-ratio` reach serve() (the API's numbers, JSON), and
+    the disaggregated form refuses them in one line."""
+    load = ["--engine", "trtllm", "--request-rate", "2", "--arrival", "constant", "--prompt-len", "512",
+            "--gen-len", "200", "--num-requests", "2", "--json"]
+    code, out, err = run(capsys, "serve", "llama-3.1-8b", "--hardware", "h100-sxm", *load,
+                         "--batch-wait-timeout-iters", "5", "--batch-wait-max-tokens-ratio", "0.9")
+    assert code == 0, err
+    expected = llmsim.serve("llama-3.1-8b", "h100-sxm", engine="trtllm", request_rate=2.0, arrival="constant",
+                            prompt_len=512, gen_len=200, num_requests=2, batch_wait_timeout_iters=5,
+                            batch_wait_max_tokens_ratio=0.9)
+    assert json.loads(out)["ttft_s"]["mean"] == pytest.approx(expected.ttft_s.mean, rel=1e-12)
+    code, out, err = run(capsys, "serve", "llama-3.1-8b", "--hardware", "h100-sxm", *load, "--prefill-pool", "1x1",
+                         "--decode-pool", "1x1", "--batch-wait-timeout-iters", "5")
+    assert code != 0 and "aggregated serving only" in err and "Traceback" not in err

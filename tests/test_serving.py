@@ -681,3 +681,60 @@ def test_a_token_budget_below_max_num_seqs_follows_vllms_rule(capsys: pytest.Cap
     assert main(cli) == 0
     out = capsys.readouterr().out
     assert "max_num_seqs 10, max_num_batched_tokens 10" in out and "vllm's default 1024 lowered to 10" in out
+
+
+def test_trtllm_batch_waiting_holds_new_prompts_while_requests_decode() -> None:
+    """TensorRT-LLM's batch waiting (PyExecutor._waiting_requests): while requests decode, new prompts are held
+    until they and the decodes reach batch_wait_max_tokens_ratio x max_num_tokens, or for batch_wait_timeout_iters
+    steps; with no request decoding they go in at once ("to avoid dead waiting")."""
+    kwargs = dict(engine="trtllm", request_rate=2.0, arrival="constant", prompt_len=512, gen_len=200, num_requests=2,
+                  async_scheduling=False)
+    plain = llmsim.serve(MODEL, GPU, **kwargs)
+    r = llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, batch_wait_max_tokens_ratio=0.9, **kwargs)
+    assert "reach 7372.8 tokens or for 5 steps" in r.assumptions["scheduler"]  # 0.9 x TensorRT-LLM's 8192
+    # the first request finds an idle engine: no wait
+    assert r.requests["first_token_s"][0] == plain.requests["first_token_s"][0]
+    start, prefill = r.step_log["start_s"], r.step_log["prefill_tokens"]
+    j = int(np.flatnonzero(start > 0.5)[0])  # the first step decided after the second request arrived at 0.5 s
+    p = int(np.flatnonzero(prefill[1:])[0]) + 1  # the step that prefills it
+    # 1 decode + 512 prompt tokens < 7372.8: held for steps j..j+4 (the count reaching 5), admitted at step j + 5
+    assert p == j + 5 and plain.step_log["prefill_tokens"][j] == 512
+    assert r.requests["first_token_s"][1] > plain.requests["first_token_s"][1]
+    # the token threshold reached (0.01 x 8192 = 81.92 <= 1 + 512): no step held, the same run as without waiting
+    met = llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, batch_wait_max_tokens_ratio=0.01, **kwargs)
+    assert np.array_equal(met.requests["first_token_s"], plain.requests["first_token_s"])
+    # either knob 0: off, as PyExecutor stops waiting at once
+    off = llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, **kwargs)
+    assert np.array_equal(off.requests["first_token_s"], plain.requests["first_token_s"])
+    with pytest.raises(OptionError, match=r"batch_wait_max_tokens_ratio=1.5 must be a number in \[0, 1\]"):
+        llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, batch_wait_max_tokens_ratio=1.5, **kwargs)
+    with pytest.raises(OptionError, match="batch_wait_timeout_iters=-1"):
+        llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=-1, batch_wait_max_tokens_ratio=0.5, **kwargs)
+    with pytest.raises(OptionError, match="engine 'vllm' has no batch waiting"):
+        llmsim.serve(MODEL, GPU, **{**kwargs, "engine": "vllm"}, batch_wait_timeout_iters=5,
+                     batch_wait_max_tokens_ratio=0.5)
+    with pytest.raises(OptionError, match="only without attention data parallelism"):
+        llmsim.serve("qwen3-30b-a3b", GPU, engine="trtllm", tensor_parallel=2, attention_data_parallel=2,
+                     concurrency=2, num_requests=4, batch_wait_timeout_iters=5, batch_wait_max_tokens_ratio=0.5)
+
+
+def test_inferencex_trtllm_llama_recipe_sets_its_token_budget_and_batch_waiting() -> None:
+    """InferenceX's Llama-70B TensorRT-LLM recipes (2025-09-18 .. 2025-10-29): --max_num_tokens 16384, and batch
+    waiting (20 steps, 0.9) at 1k/1k below TP 8; other rows keep the engine's defaults."""
+    from llmsim.validation.serving import inferencex_trtllm_options
+
+    def row(**fields: str) -> dict[str, str]:
+        base = {"backend": "trtllm", "mode": "agg", "system": "b200_sxm", "model_path": "meta-llama/Llama-3.1-70B",
+                "isl": "1024", "osl": "1024", "tp_size": "4",
+                "silicon_data_source": "source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=4; "
+                                       "measured=2025-10-29T00:00:00.000Z; wip=False"}
+        return {**base, **fields}
+
+    waiting = {"max_num_batched_tokens": 16384, "batch_wait_timeout_iters": 20, "batch_wait_max_tokens_ratio": 0.9}
+    assert inferencex_trtllm_options(row()) == waiting
+    assert inferencex_trtllm_options(row(tp_size="8")) == {"max_num_batched_tokens": 16384}
+    assert inferencex_trtllm_options(row(osl="8192")) == {"max_num_batched_tokens": 16384}
+    assert inferencex_trtllm_options(row(backend="vllm")) == {}
+    assert inferencex_trtllm_options(row(mode="disagg")) == {}
+    assert inferencex_trtllm_options(row(model_path="openai/gpt-oss-120b")) == {}
+    assert inferencex_trtllm_options(row(silicon_data_source="source_file=/x/gap-analysis.csv")) == {}

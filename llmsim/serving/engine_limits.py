@@ -23,6 +23,7 @@ that arrives while a step runs is then scheduled into the step after the next on
 in before every step by default (`--scheduler-recv-interval 1`); scheduler_recv_interval=N makes it do so only
 after every N decode steps and after any step that prefilled, as its SchedulerRecvSkipper counts
 (sglang/srt/managers/scheduler_recv_skipper.py: decode weight 1, any other forward mode 1000).
+TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) is off by default, as there.
 Explicit arguments win over these.
 """
 
@@ -32,7 +33,7 @@ from typing import Any
 
 from ..analysis.memory import peak_activation_bytes, weights_bytes, workspace_bytes
 from ..analysis.text import device_word
-from ..cost.workload import CostOptions, check_count
+from ..cost.workload import CostOptions, check_count, check_one
 from ..errors import OptionError
 from ..hardware.spec import HardwareSpec
 from ..models.spec import ModelSpec
@@ -85,7 +86,8 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                      gpu_memory_utilization: Any = None, block_size: Any = None,
                      mixed_batches: Any = None, pipeline_parallel: int = 1,
                      data_parallel: Any = None, reserve_output: Any = None,
-                     async_scheduling: Any = None, recv_interval: Any = None) -> SchedulerLimits:
+                     async_scheduling: Any = None, recv_interval: Any = None,
+                     batch_wait_timeout_iters: Any = 0, batch_wait_max_tokens_ratio: Any = 0.0) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace, as each engine sizes its pool:
 
@@ -120,6 +122,8 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         raise OptionError(f"async_scheduling={async_scheduling!r} must be True (a step is decided while the one before "
                           f"it runs: vLLM's async scheduling, SGLang's and TensorRT-LLM's overlap schedulers) or False")
     recv = 1 if recv_interval is None else check_count("scheduler_recv_interval", recv_interval, 1)
+    wait_iters, wait_tokens = _batch_wait(engine, batch_wait_timeout_iters, batch_wait_max_tokens_ratio, tokens,
+                                          data_parallel is not None)
     if reserve_output is not None and not isinstance(reserve_output, bool):
         raise OptionError(f"reserve_output={reserve_output!r} must be True (a request starts when its whole prompt "
                           f"and output fit, TensorRT-LLM's GUARANTEED_NO_EVICT) or False (when its prompt fits)")
@@ -163,7 +167,28 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches,
                            reserve_output=defaults["reserve_output"] if reserve_output is None else reserve_output,
                            async_scheduling=defaults["async_scheduling"] if async_scheduling is None
-                           else async_scheduling, recv_interval=recv)
+                           else async_scheduling, recv_interval=recv, batch_wait_iters=wait_iters,
+                           batch_wait_tokens=wait_tokens)
+
+
+def _batch_wait(engine: str, iters: Any, ratio: Any, tokens: int, data_parallel: bool) -> tuple[int, float]:
+    """TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio; both 0 by default) as
+    (steps, tokens): on when both are positive, as PyExecutor._waiting_requests stops waiting at once when either
+    is 0; refused for another engine and under attention data parallelism (PyExecutor._schedule applies it only
+    without)."""
+    iters = check_one("batch_wait_timeout_iters", iters, 0)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+        raise OptionError(f"batch_wait_max_tokens_ratio={ratio!r} must be a number in [0, 1] (a share of "
+                          "max_num_batched_tokens)")
+    if not (iters and ratio):
+        return 0, 0.0
+    if engine != "trtllm":
+        raise OptionError(f"batch_wait_timeout_iters and batch_wait_max_tokens_ratio are TensorRT-LLM's; engine "
+                          f"{engine!r} has no batch waiting (use engine='trtllm' or leave them 0)")
+    if data_parallel:
+        raise OptionError("batch_wait_timeout_iters with attention_data_parallel > 1: TensorRT-LLM applies batch "
+                          "waiting only without attention data parallelism; leave it 0")
+    return iters, float(ratio) * tokens
 
 
 def _seqs_within_token_budget(engine: str, seqs: int, tokens: int, seqs_given: bool) -> tuple[int, str]:

@@ -15,9 +15,13 @@ default) a step prefills only while prompts can start, and decodes otherwise. Wi
 async scheduling, SGLang's and TensorRT-LLM's overlap schedulers) a step is decided while the one before it runs:
 while requests run, the step starting at t sees the arrivals up to the start of the step before it. With
 recv_interval N (SGLang's --scheduler-recv-interval) arrivals are taken in only after every N decode steps or a
-step that prefilled. Prefix caching, prefilled arrivals (a disaggregated decode instance) and speculative
-decoding (tokens_per_step per decode step) are options of simulate_engine; coupled_engine runs the same loop as
-one of several engines that feed each other (serving.disaggregated).
+step that prefilled. With batch_wait_iters (TensorRT-LLM's batch_wait_timeout_iters and batch_wait_max_tokens_ratio,
+tensorrt_llm/_torch/pyexecutor/py_executor.py, PyExecutor._waiting_requests) a step that decodes admits no new
+prompt until the prompts it would admit plus its decodes reach batch_wait_tokens or batch_wait_iters steps have held
+them back (the count kept across steps, reset when they go in). Prefix caching, prefilled arrivals (a
+disaggregated decode instance) and speculative decoding (tokens_per_step per decode step) are options of
+simulate_engine; coupled_engine runs the same loop as one of several engines that feed each other
+(serving.disaggregated).
 
 The scheduler hands each step to StepCost for its time; the clock advances by it. Runs of steps in which
 nothing but decoding happens (no admission possible, no arrival, no finish, no block shortage) are
@@ -61,6 +65,11 @@ class SchedulerLimits:
     # SGLang's --scheduler-recv-interval: while requests run, the scheduler takes new requests in only after every
     # recv_interval decode steps, and after any step that prefilled (1: before every step)
     recv_interval: int = 1
+    # TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio x max_num_tokens): while
+    # requests decode, waiting prompts are held back until their tokens and the decodes reach batch_wait_tokens or
+    # batch_wait_iters steps have held them (0: off)
+    batch_wait_iters: int = 0
+    batch_wait_tokens: float = 0.0
     note: str = ""  # a default changed to fit the caller's settings, and why (empty: none)
 
 
@@ -278,6 +287,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     sent: deque[int] = deque()  # closed loop: requests sent (at their arrival_s) not yet seen by the scheduler
     recv_every = limits.recv_interval
     recv_count = recv_every  # SGLang's SchedulerRecvSkipper counter: decode steps since it last took requests in
+    wait_iters, wait_tokens = limits.batch_wait_iters, limits.batch_wait_tokens
+    wait_count = 0  # TensorRT-LLM's batch_wait_iters_count: steps that held the waiting prompts back
 
     while finished < n or inbox is not None:
         if inbox is not None:  # coupled: wait for the other engines to reach this clock, then take what came
@@ -375,7 +386,17 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             m = run.m
             outstanding = int(np.add.reduce(-(-(run.prompt[:m] + run.gen[:m]) // bs))) - int(
                 np.add.reduce(run.blocks[:m]))
-        while waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted:
+        held = False  # batch waiting holds the waiting prompts back this step
+        if wait_iters and waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted:
+            decoding = run.m - run.prefilling
+            if decoding:  # TensorRT-LLM waits only while requests decode ("to avoid dead waiting")
+                if wait_count >= wait_iters or decoding + _admissible_tokens(
+                        waiting, prompt_of, budget, limits.max_num_seqs - run.m) >= wait_tokens:
+                    wait_count = 0
+                else:
+                    wait_count += 1
+                    held = True
+        while waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted and not held:
             r = waiting[0]
             done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
             shared = hit_blocks if groups is not None and done_tokens == 0 and groups[r] in cached else 0
@@ -444,6 +465,19 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
                                          on_finish)
             free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
+
+
+def _admissible_tokens(waiting: deque[int], prompt_of: list[int], budget: int, slots: int) -> int:
+    """The prompt tokens of the waiting requests a step would admit, first come first served, whole prompts
+    within the token budget and the free slots (at least the first), as TensorRT-LLM counts a scheduled context
+    request's tokens for batch waiting (all of its prompt).
+    approximation: KV blocks are not checked here (the admission loop checks them)."""
+    total = 0
+    for count, r in enumerate(waiting):
+        if count >= slots or (count and total + prompt_of[r] > budget):
+            break
+        total += prompt_of[r]
+    return total
 
 
 def _leading_tokens(run: _Running, lead: int) -> int:

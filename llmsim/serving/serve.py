@@ -46,6 +46,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           speculative: dict[str, Any] | None = None, mixed_batches: bool | None = None,
           reserve_output: bool | None = None, pipeline_parallel: int = 1, attention_data_parallel: int = 1,
           async_scheduling: bool | None = None, scheduler_recv_interval: int | None = None,
+          batch_wait_timeout_iters: int = 0, batch_wait_max_tokens_ratio: float = 0.0,
           **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
@@ -73,7 +74,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     three engines' default: a step is decided while the one before it runs, so a request arriving mid-step joins
     the step after the next; False: the next step), scheduler_recv_interval (SGLang's --scheduler-recv-interval
     N: while requests run, new ones are taken in only after every N decode steps or a step that prefilled;
-    default 1).
+    default 1), batch_wait_timeout_iters and batch_wait_max_tokens_ratio (TensorRT-LLM's batch waiting, both 0 by
+    default: while requests decode, new prompts wait until they and the decodes reach that share of
+    max_num_batched_tokens, or for that many steps).
     pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in
     flight across steps as vLLM runs them (StepCost.step_s); each GPU holds 1/p of the weights and KV cache.
     attention_data_parallel=d (MoE models; SGLang --enable-dp-attention with --dp d, TensorRT-LLM
@@ -104,7 +107,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     limits = scheduler_limits(spec, hw, cost, engine_name, longest, max_num_seqs, max_num_batched_tokens,
                               gpu_memory_utilization, block_size, mixed_batches, stages, dp,
                               reserve_output=reserve_output, async_scheduling=async_scheduling,
-                              recv_interval=scheduler_recv_interval)
+                              recv_interval=scheduler_recv_interval, batch_wait_timeout_iters=batch_wait_timeout_iters,
+                              batch_wait_max_tokens_ratio=batch_wait_max_tokens_ratio)
     if speculative is not None and stages > 1:
         raise OptionError("speculative decoding with pipeline_parallel > 1 is not modelled; use one of the two")
     speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
@@ -287,7 +291,10 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
                          + ("; each step decided while the one before it runs (async scheduling): a request arriving "
                             "mid-step joins the step after the next" if limits.async_scheduling else "")
                          + (f"; new requests taken in after every {limits.recv_interval} decode steps "
-                            "(scheduler_recv_interval) or a step that prefilled" if limits.recv_interval > 1 else ""),
+                            "(scheduler_recv_interval) or a step that prefilled" if limits.recv_interval > 1 else "")
+                         + (f"; while requests decode, new prompts wait until they and the decodes reach "
+                            f"{limits.batch_wait_tokens:g} tokens or for {limits.batch_wait_iters} steps "
+                            "(TensorRT-LLM's batch waiting)" if limits.batch_wait_iters else ""),
             "step time": "one forward pass of the mixed batch from the per-op cost model, with the engine's "
                          "host time per step (engine.step) where it has one; decode attention at the batch's "
                          "mean cached length",

@@ -324,6 +324,26 @@ def inferencex_kv_dtype(row: dict[str, str]) -> str | None:
     return None
 
 
+def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
+    """serve() knobs from the InferenceX recipe that launched an aggregated TensorRT-LLM row's server, where it set
+    more than the engine's defaults, as the recipe stood when the row was measured (SemiAnalysisAI/InferenceX, git
+    history); {} for every other row.
+    - Llama-3.3-70B (benchmarks/70b_{fp8,fp4}_b200_trt_{slurm,docker}.sh, 70b_fp8_h200_trt_slurm.sh, from a267b4bd5
+      and 73ef92251, 2025-09-18, until the recipes were removed in b89047d5f, 2025-10-29): `trtllm-serve
+      --max_num_tokens 16384`, and at 1k/1k with TP < 8 `batch_wait_max_tokens_ratio: 0.9`,
+      `batch_wait_timeout_iters: 20` in its extra LLM API options (max_num_batched_tokens, batch_wait_*).
+    approximation: as inferencex_recv_interval, the recipe of the row's model and system is taken to be the one
+    that ran it, on the row's date."""
+    if row["backend"] != "trtllm" or row["mode"] != "agg" or not _from_inferencex(row):
+        return {}
+    if row["model_path"] != "meta-llama/Llama-3.1-70B" or not "2025-09-18" <= _measured_on(row) <= "2025-10-31":
+        return {}
+    options: dict[str, Any] = {"max_num_batched_tokens": 16384}
+    if (int(row["isl"]), int(row["osl"])) == (1024, 1024) and _count(row["tp_size"]) < 8:
+        options.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
+    return options
+
+
 def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     """The prediction for one measured row (mean TTFT and TPOT in ms)."""
     from ..serving.serve import serve
@@ -369,6 +389,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             options["attention_data_parallel"] = dp
         if recv_interval > 1:
             options["scheduler_recv_interval"] = recv_interval
+        options.update(inferencex_trtllm_options(row))
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
@@ -376,6 +397,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             "precision": "config" if forced == CONFIG else "fp8_block" if block_fp8 else dtype or "bf16", "tp": tp,
             "attention_dp": dp, "concurrency": concurrency, "protocol": client["protocol"],
             "recv_interval": recv_interval, "kv_dtype": options.get("kv_dtype"),
+            "batch_wait_iters": options.get("batch_wait_timeout_iters", 0),
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
             "measured_tpot_ms": measured_tpot,
