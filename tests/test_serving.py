@@ -736,5 +736,72 @@ def test_inferencex_trtllm_llama_recipe_sets_its_token_budget_and_batch_waiting(
     assert inferencex_trtllm_options(row(osl="8192")) == {"max_num_batched_tokens": 16384}
     assert inferencex_trtllm_options(row(backend="vllm")) == {}
     assert inferencex_trtllm_options(row(mode="disagg")) == {}
-    assert inferencex_trtllm_options(row(model_path="openai/gpt-oss-120b")) == {}
+    assert inferencex_trtllm_options(row(model_path="Qwen/Qwen3-32B")) == {}
     assert inferencex_trtllm_options(row(silicon_data_source="source_file=/x/gap-analysis.csv")) == {}
+
+
+def test_inferencex_trtllm_deepseek_recipes_set_token_budget_and_parallel_split() -> None:
+    """InferenceX's DeepSeek-R1 TensorRT-LLM recipes: --max_num_tokens (CONC + ISL + 64 + 63) // 64 * 64, at least
+    8192 from 2026-01-21; the 2025-11-02 recipes chose EP and attention DP themselves; the fp8 B200 recipe's
+    DELAY_BATCHING from 2026-01-29; MTP days keep the defaults."""
+    from llmsim.validation.serving import inferencex_trtllm_options
+
+    def row(day: str, clients: int, **fields: str) -> dict[str, str]:
+        base = {"backend": "trtllm", "mode": "agg", "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
+                "precision": "fp8", "isl": "1024", "osl": "1024", "tp_size": "8", "attention_dp_size": "1",
+                "batch_size": str(clients),
+                "silicon_data_source": f"db-dump/x; config_id=1; silicon_concurrency={clients}; "
+                                       f"measured={day}T00:00:00.000Z"}
+        return {**base, **fields}
+
+    # (64 + 1024 + 127) // 64 * 64 = 1152; fp8: EP = TP, attention DP above 32 clients at 1k/1k on B200
+    assert inferencex_trtllm_options(row("2025-11-02", 64)) == {
+        "max_num_batched_tokens": 1152, "expert_parallel": 8, "attention_data_parallel": 8}
+    # fp4 TP 8 at 1k/1k: EP above 8 clients, attention DP from 256; (16 + 1024 + 127) // 64 * 64 = 1152
+    assert inferencex_trtllm_options(row("2025-11-02", 16, precision="fp4")) == {
+        "max_num_batched_tokens": 1152, "expert_parallel": 8}
+    assert inferencex_trtllm_options(row("2025-11-02", 8, precision="fp4")) == {"max_num_batched_tokens": 1152}
+    # H200 8k/1k: attention DP above 32 clients; (64 + 8192 + 127) // 64 * 64 = 8320
+    assert inferencex_trtllm_options(row("2025-11-02", 64, system="h200_sxm", isl="8192")) == {
+        "max_num_batched_tokens": 8320, "expert_parallel": 8, "attention_data_parallel": 8}
+    assert inferencex_trtllm_options(row("2025-12-15", 64)) == {"max_num_batched_tokens": 1152}  # no split then
+    # from 2026-01-21 at least 8192; the fp8 B200 recipe's DELAY_BATCHING at 1k/1k from 64 clients
+    assert inferencex_trtllm_options(row("2026-01-29", 64)) == {
+        "max_num_batched_tokens": 8192, "batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8}
+    assert inferencex_trtllm_options(row("2026-01-29", 32)) == {"max_num_batched_tokens": 8192}
+    assert inferencex_trtllm_options(row("2026-02-05", 64)) == {}  # an MTP day
+    assert inferencex_trtllm_options(row("2025-11-02", 64, system="gb200")) == {}
+
+
+def test_inferencex_recipes_set_vllm_budgets_graphs_and_expert_parallelism() -> None:
+    """vLLM recipe facts the file's columns miss: --max-num-batched-tokens 2 x ISL (MiniMax, Kimi on Blackwell from
+    April 2026), FULL_DECODE_ONLY graphs (Llama-70B B200), MiniMax fp8's always-on --enable-expert-parallel and
+    Kimi fp4's absent one; TensorRT-LLM gpt-oss's --max_num_tokens 20000 (and --ep_size=$TP on H200, 2025-11-02)."""
+    from llmsim.validation.serving import _why_not, inferencex_trtllm_options, inferencex_vllm_options
+
+    def row(model: str, system: str, precision: str, day: str, **fields: str) -> dict[str, str]:
+        base = {"backend": "vllm", "mode": "agg", "system": system, "model_path": model, "precision": precision,
+                "isl": "1024", "osl": "1024", "tp_size": "4", "attention_dp_size": "1", "batch_size": "8",
+                "silicon_data_source": f"db-dump/x; config_id=1; silicon_concurrency=8; measured={day}T00:00:00Z"}
+        return {**base, **fields}
+
+    minimax = "MiniMaxAI/MiniMax-M2.5"
+    assert inferencex_vllm_options(row(minimax, "b200_sxm", "fp8", "2026-04-03")) == {"max_num_batched_tokens": 2048}
+    assert inferencex_vllm_options(row(minimax, "b300_sxm", "fp4", "2026-04-21", isl="8192")) == {
+        "max_num_batched_tokens": 16384}
+    assert inferencex_vllm_options(row(minimax, "b200_sxm", "fp4", "2026-04-03")) == {}  # from 04-08 only
+    assert inferencex_vllm_options(row(minimax, "h200_sxm", "fp8", "2026-03-27", tp_size="8")) == {
+        "expert_parallel": 8}
+    assert inferencex_vllm_options(row(minimax, "h200_sxm", "fp8", "2026-03-01")) == {}
+    assert inferencex_vllm_options(row("moonshotai/Kimi-K2.5", "b200_sxm", "fp4", "2026-03-11")) == {
+        "expert_parallel": 1}
+    assert inferencex_vllm_options(row("meta-llama/Llama-3.1-70B", "b200_sxm", "fp8", "2025-10-29")) == {
+        "prefill_graph_tokens": 0}
+    assert inferencex_vllm_options(row("meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", "2025-10-29")) == {}
+    assert inferencex_vllm_options(row(minimax, "b200_sxm", "fp8", "2026-04-03", backend="sglang")) == {}
+    gptoss = row("openai/gpt-oss-120b", "h200_sxm", "fp4", "2025-11-02", backend="trtllm")
+    assert inferencex_trtllm_options(gptoss) == {"max_num_batched_tokens": 20000, "expert_parallel": 4}
+    assert inferencex_trtllm_options({**gptoss, "system": "b200_sxm"}) == {"max_num_batched_tokens": 20000}
+    # the H100 runs whose client sent 512 concurrent requests to a server limited to a CONC the row does not hold
+    bug = row("openai/gpt-oss-120b", "h100_sxm", "fp4", "2025-12-05", gemm_quant_mode="nvfp4")
+    assert "--max-concurrency 512" in (_why_not(bug) or "")

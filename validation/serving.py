@@ -97,7 +97,7 @@ def main() -> None:
         with ProcessPoolExecutor(args.jobs) as pool:
             c = compare_serving(args.csv, args.limit, executor=pool)
     fp8_cache = sum(r.get("kv_dtype") == "fp8" for r in c.rows)
-    batch_wait = sum(bool(r.get("batch_wait_iters")) for r in c.rows)
+    recipe_rows = sum(bool(r.get("recipe_options")) for r in c.rows)
     lines = [
         "# serve() against measured serving runs",
         "",
@@ -121,9 +121,10 @@ def main() -> None:
         "InferenceX's SGLang runs on B200 and B300 also take the `--scheduler-recv-interval` their recipe passed "
         "(`scheduler_recv_interval=`, `llmsim.validation.serving.inferencex_recv_interval`: 10, or 30 at 16 clients "
         "and more). "
-        "InferenceX's TensorRT-LLM Llama-70B runs take their recipe's `--max_num_tokens 16384` "
-        "(`max_num_batched_tokens=16384`) and, at 1k/1k below TP 8, its batch waiting (`batch_wait_timeout_iters=20, "
-        f"batch_wait_max_tokens_ratio=0.9`, `llmsim.validation.serving.inferencex_trtllm_options`: {batch_wait} rows). "
+        "InferenceX's TensorRT-LLM and vLLM runs take the other knobs their recipe set that the file's columns do not "
+        "record (`llmsim.validation.serving.inferencex_trtllm_options` and `inferencex_vllm_options`, each with its "
+        "commits: token budgets, TensorRT-LLM's batch waiting, vLLM's FULL_DECODE_ONLY graphs, expert and attention "
+        f"data parallelism the recipe chose itself; {recipe_rows} rows). "
         "Each disaggregated row that states its worker counts is simulated with `llmsim.serve_disaggregated(model, "
         "device, prefill={replicas, tensor_parallel, expert_parallel}, decode={...}, ...)` from the row's "
         "prefill_/decode_ num_workers, tp_size and moe_ep_size, the clients from `silicon_concurrency=` in "

@@ -164,6 +164,11 @@ def _why_not(row: dict[str, str]) -> str | None:
         return f"mode {row['mode']} is not simulated"
     if _concurrency(row) is None:
         return "concurrency not stated"
+    if (row["backend"], row["model_path"], row["system"]) == ("vllm", "openai/gpt-oss-120b", "h100_sxm") and \
+            _from_inferencex(row) and _measured_on(row) in ("2025-12-05", "2025-12-08"):
+        return ("InferenceX's gpt-oss H100 recipe then sent --max-concurrency 512 to a server launched with "
+                "--max-num-seqs $CONC (d22bf9ca9, fixed by 4e135fd3f on 2025-12-08): the server's limit, which decided "
+                "the run, is not in the row")
     if row["mode"] == "disagg" and not (row["prefill_num_workers"] and row["decode_num_workers"]):
         return "disaggregated run without its prefill and decode worker counts"
     if row["model_path"] not in MODELS:
@@ -324,6 +329,48 @@ def inferencex_kv_dtype(row: dict[str, str]) -> str | None:
     return None
 
 
+def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
+    """serve() knobs from the InferenceX recipe that launched an aggregated vLLM row's server, where it set more than
+    the engine's defaults that llmsim models, as the recipe stood when the row was measured (SemiAnalysisAI/
+    InferenceX benchmarks/[single_node/]*.sh, git history); {} for every other row.
+    - `--max-num-batched-tokens $((ISL * 2))` (2048 at 1k prompts, 16384 at 8k): MiniMax-M2.5 fp8 on B200 from
+      2026-04-03 (bddbf4031), fp4 on B200 from 2026-04-08 (79bd988e9), fp8 and fp4 on B300 from 2026-04-17
+      (340d7854c, 22d0f12f7); Kimi-K2.5 fp4 on B200 from 2026-04-20 (6c3acebfa).
+    - Llama-3.3-70B on B200 (benchmarks/70b_{fp8,fp4}_b200_docker.sh, from 27f29acbe, 2025-09-21): `"cudagraph_mode":
+      "FULL_DECODE_ONLY"`: prefill and mixed passes run without CUDA graphs (prefill_graph_tokens=0).
+    - MiniMax-M2.5 fp8 on B200 (f342df18e, 2026-03-11; 0f78cf4eb, 2026-03-28) and H200 (1d5cae141, 2026-03-27;
+      2026-03-28): `if [ "$EP_SIZE" -ge 1 ]; then EP=" --enable-expert-parallel"`, always true, so experts ran
+      expert-parallel over the TP GPUs where the file's columns say EP 1; Kimi-K2.5 fp4 on B200 on 2026-03-11
+      (a58dedd5a): its recipe passed no expert-parallel flag where the file says EP 4 (its config's EP was
+      corrected in 2cbaec340, 2026-04-14).
+    approximation: as inferencex_recv_interval, the recipe of the row's model, system and precision is taken to
+    be the one that ran it, on the row's date."""
+    if row["backend"] != "vllm" or row["mode"] != "agg" or not _from_inferencex(row):
+        return {}
+    day, system, precision, model = _measured_on(row), row["system"], row["precision"], row["model_path"]
+    options: dict[str, Any] = {}
+    budget_from = {("MiniMaxAI/MiniMax-M2.5", "b200_sxm", "fp8"): "2026-04-03",
+                   ("MiniMaxAI/MiniMax-M2.5", "b200_sxm", "fp4"): "2026-04-08",
+                   ("MiniMaxAI/MiniMax-M2.5", "b300_sxm", "fp8"): "2026-04-17",
+                   ("MiniMaxAI/MiniMax-M2.5", "b300_sxm", "fp4"): "2026-04-17",
+                   ("moonshotai/Kimi-K2.5", "b200_sxm", "fp4"): "2026-04-20"}.get((model, system, precision))
+    if budget_from is not None and day >= budget_from:
+        options["max_num_batched_tokens"] = 2 * int(row["isl"])
+    if model == "meta-llama/Llama-3.1-70B" and system == "b200_sxm" and "2025-09-21" <= day <= "2025-10-31":
+        options["prefill_graph_tokens"] = 0
+    if model == "MiniMaxAI/MiniMax-M2.5" and precision == "fp8" and _ranks(row, "") == 1 and (
+            (system == "b200_sxm" and day in ("2026-03-11", "2026-03-28"))
+            or (system == "h200_sxm" and day in ("2026-03-27", "2026-03-28"))):
+        options["expert_parallel"] = _count(row["tp_size"])
+    if model == "moonshotai/Kimi-K2.5" and system == "b200_sxm" and precision == "fp4" and day == "2026-03-11":
+        options["expert_parallel"] = 1
+    return options
+
+
+# the days InferenceX ran its TensorRT-LLM DeepSeek-R1 MTP recipes (inferencex_trtllm_options)
+_TRTLLM_DEEPSEEK_MTP_DAYS = ("2026-01-14", "2026-01-28", "2026-02-05", "2026-02-06")
+
+
 def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
     """serve() knobs from the InferenceX recipe that launched an aggregated TensorRT-LLM row's server, where it set
     more than the engine's defaults, as the recipe stood when the row was measured (SemiAnalysisAI/InferenceX, git
@@ -332,16 +379,72 @@ def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
       and 73ef92251, 2025-09-18, until the recipes were removed in b89047d5f, 2025-10-29): `trtllm-serve
       --max_num_tokens 16384`, and at 1k/1k with TP < 8 `batch_wait_max_tokens_ratio: 0.9`,
       `batch_wait_timeout_iters: 20` in its extra LLM API options (max_num_batched_tokens, batch_wait_*).
+    - DeepSeek-R1 on B200 and H200 (benchmarks/[single_node/]dsr1_{fp8,fp4}_{b200,h200}_trt[_slurm].sh, e.g.
+      e06929c70 for the 2025-11-02 runs): `--max_num_tokens $(( (CONC + ISL + 64 + 63) / 64 * 64 ))`, room for one
+      prompt beside the decodes, at least 8192 from 2026-01-21 (64af5a771; ec7bafaae, 6eecc0e66); the fp8 B200
+      recipe from ec7bafaae (2026-01-29) adds batch waiting (40 iterations, 0.8) at 1k/1k from 64 clients
+      (`DELAY_BATCHING`), without attention data parallelism. The days its MTP recipes ran (2026-01-14 bf3456727,
+      2026-02-05 5d517074c, 2026-02-06 0aae52d4c; validation/README.md) and the 2026-01-28 evaluation run, which
+      mixed MTP and plain points, keep the defaults: their budget counts the MTP draft tokens llmsim does not run.
+    - DeepSeek-R1, the 2025-11-02 runs: the recipes of that day (e06929c70) chose expert parallelism and attention
+      data parallelism themselves from ISL, OSL, CONC and TP (`EP_SIZE`, `DP_ATTENTION`), which the file's
+      columns do not record (they read EP 1, no attention DP): _dsr1_trt_split.
+    - gpt-oss-120b on B200 and H200 (benchmarks/gptoss_fp4_{b200,h200}_trt_slurm.sh, every version in the rows'
+      span): `--max_num_tokens 20000`; on 2025-11-02 the H200 recipe (e06929c70) launched `--ep_size=$TP`, which the
+      file's columns do not record (EP 1).
     approximation: as inferencex_recv_interval, the recipe of the row's model and system is taken to be the one
     that ran it, on the row's date."""
     if row["backend"] != "trtllm" or row["mode"] != "agg" or not _from_inferencex(row):
         return {}
-    if row["model_path"] != "meta-llama/Llama-3.1-70B" or not "2025-09-18" <= _measured_on(row) <= "2025-10-31":
+    day, isl, osl = _measured_on(row), int(row["isl"]), int(row["osl"])
+    options: dict[str, Any]
+    if row["model_path"] == "meta-llama/Llama-3.1-70B" and "2025-09-18" <= day <= "2025-10-31":
+        options = {"max_num_batched_tokens": 16384}
+        if (isl, osl) == (1024, 1024) and _count(row["tp_size"]) < 8:
+            options.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
+        return options
+    if row["system"] not in ("b200_sxm", "h200_sxm"):
         return {}
-    options: dict[str, Any] = {"max_num_batched_tokens": 16384}
-    if (int(row["isl"]), int(row["osl"])) == (1024, 1024) and _count(row["tp_size"]) < 8:
-        options.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
+    if row["model_path"] == "openai/gpt-oss-120b":
+        options = {"max_num_batched_tokens": 20000}
+        if row["system"] == "h200_sxm" and day == "2025-11-02":
+            options["expert_parallel"] = _count(row["tp_size"])
+        return options
+    if row["model_path"] not in _DEEPSEEK:
+        return {}
+    if not "2025-11-02" <= day <= "2026-02-06" or day in _TRTLLM_DEEPSEEK_MTP_DAYS:
+        return {}
+    clients = _concurrency(row) or 1
+    tokens = (clients + isl + 64 + 63) // 64 * 64
+    options = {"max_num_batched_tokens": max(tokens, 8192) if day >= "2026-01-21" else tokens}
+    fp8_b200 = row["system"] == "b200_sxm" and row["precision"] == "fp8"
+    if fp8_b200 and day >= "2026-01-29" and (isl, osl) == (1024, 1024) and clients >= 64 and _ranks(row, "") == 1:
+        options.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
+    if day == "2025-11-02":
+        options.update(_dsr1_trt_split(row["system"], row["precision"], _count(row["tp_size"]), isl, osl, clients))
     return options
+
+
+def _dsr1_trt_split(system: str, precision: str, tp: int, isl: int, osl: int, clients: int) -> dict[str, int]:
+    """expert_parallel and attention_data_parallel (TP ranks of one GPU) as InferenceX's DeepSeek-R1 TensorRT-LLM
+    recipes chose them on 2025-11-02 (benchmarks/dsr1_{fp8,fp4}_b200_trt_slurm.sh, dsr1_fp8_h200_trt_slurm.sh at
+    e06929c70): fp8 (B200, H200) EP = TP, attention DP above 32 clients at 1k/1k on B200 (64 on H200), above 64 at
+    1k/8k, above 64 at 8k/1k on B200 (32 on H200); fp4 B200: EP = TP above 32 clients (TP 4) or 8 / 16 / 32 clients
+    at 1k/1k / 1k/8k / 8k/1k (TP 8), attention DP from 256 clients, and at 8k/1k above 32 clients (with EP)."""
+    if precision == "fp8":
+        above = {(1024, 1024): 32 if system == "b200_sxm" else 64, (1024, 8192): 64,
+                 (8192, 1024): 64 if system == "b200_sxm" else 32}.get((isl, osl))
+        dp = above is not None and clients > above
+        return {"expert_parallel": tp, **({"attention_data_parallel": tp} if dp else {})}
+    if precision != "fp4" or system != "b200_sxm" or tp not in (4, 8):
+        return {}
+    ep_above = {(1024, 1024): 8, (1024, 8192): 16, (8192, 1024): 32}.get((isl, osl)) if tp == 8 else 32
+    if ep_above is None:
+        return {}
+    split = {"expert_parallel": tp} if clients > ep_above else {}
+    if clients >= 256 or ((isl, osl) == (8192, 1024) and clients > 32):
+        split["attention_data_parallel"] = tp
+    return split
 
 
 def simulate_row(row: dict[str, str]) -> dict[str, Any]:
@@ -368,6 +471,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     load = dict(engine=row["backend"], concurrency=concurrency, prompt_len=client["prompt_len"],
                 gen_len=client["gen_len"], num_requests=client["num_requests"])
     recv_interval = inferencex_recv_interval(row)
+    recipe: dict[str, Any] = {}  # knobs an aggregated row's InferenceX recipe set beyond the engine's defaults
     if row["mode"] == "disagg":
         from ..serving.disaggregated import serve_disaggregated
 
@@ -389,7 +493,9 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             options["attention_data_parallel"] = dp
         if recv_interval > 1:
             options["scheduler_recv_interval"] = recv_interval
-        options.update(inferencex_trtllm_options(row))
+        recipe = {**inferencex_trtllm_options(row), **inferencex_vllm_options(row)}
+        options.update(recipe)
+        dp = options.get("attention_data_parallel", dp)
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
@@ -398,6 +504,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             "attention_dp": dp, "concurrency": concurrency, "protocol": client["protocol"],
             "recv_interval": recv_interval, "kv_dtype": options.get("kv_dtype"),
             "batch_wait_iters": options.get("batch_wait_timeout_iters", 0),
+            "recipe_options": sorted(recipe),
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
             "measured_tpot_ms": measured_tpot,
