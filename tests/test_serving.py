@@ -805,3 +805,32 @@ def test_inferencex_recipes_set_vllm_budgets_graphs_and_expert_parallelism() -> 
     # the H100 runs whose client sent 512 concurrent requests to a server limited to a CONC the row does not hold
     bug = row("openai/gpt-oss-120b", "h100_sxm", "fp4", "2025-12-05", gemm_quant_mode="nvfp4")
     assert "--max-concurrency 512" in (_why_not(bug) or "")
+
+
+def test_inferencex_sglang_recipes_set_chunk_size_and_running_requests() -> None:
+    """SGLang recipe facts: --chunked-prefill-size (max_num_batched_tokens) and a numeric --max-running-requests
+    (max_num_seqs); attention-DP rows and other engines keep the defaults."""
+    from llmsim.validation.serving import inferencex_sglang_options
+
+    def row(model: str, system: str, precision: str, day: str, **fields: str) -> dict[str, str]:
+        base = {"backend": "sglang", "mode": "agg", "system": system, "model_path": model, "precision": precision,
+                "isl": "1024", "osl": "1024", "tp_size": "8", "attention_dp_size": "1", "batch_size": "8",
+                "silicon_data_source": f"db-dump/x; config_id=1; silicon_concurrency=8; measured={day}T00:00:00Z"}
+        return {**base, **fields}
+
+    qwen, dsr1 = "Qwen/Qwen3.5-397B-A17B", "deepseek-ai/DeepSeek-R1"
+    assert inferencex_sglang_options(row(qwen, "b200_sxm", "bf16", "2026-02-20")) == {
+        "max_num_batched_tokens": 32768, "max_num_seqs": 128}
+    assert inferencex_sglang_options(row(qwen, "b200_sxm", "fp8", "2026-03-20")) == {"max_num_batched_tokens": 32768}
+    assert inferencex_sglang_options(row(qwen, "b300_sxm", "fp8", "2026-04-17")) == {"max_num_batched_tokens": 16384}
+    assert inferencex_sglang_options(row(qwen, "b300_sxm", "fp8", "2026-04-03")) == {}
+    assert inferencex_sglang_options(row(qwen, "h200_sxm", "fp8", "2026-03-04")) == {
+        "max_num_batched_tokens": 16384, "max_num_seqs": 128}
+    assert inferencex_sglang_options(row(dsr1, "b200_sxm", "fp4", "2026-03-25")) == {
+        "max_num_batched_tokens": 16384, "max_num_seqs": 256}
+    assert inferencex_sglang_options(row(dsr1, "b200_sxm", "fp8", "2026-03-25", tp_size="4", isl="8192")) == {
+        "max_num_batched_tokens": 8192, "max_num_seqs": 32}
+    assert inferencex_sglang_options(row(dsr1, "h200_sxm", "fp8", "2026-03-25", osl="8192")) == {
+        "max_num_batched_tokens": 32768, "max_num_seqs": 256}
+    assert inferencex_sglang_options(row(dsr1, "b200_sxm", "fp8", "2026-03-25", attention_dp_size="8")) == {}
+    assert inferencex_sglang_options(row(dsr1, "b200_sxm", "fp8", "2026-03-25", backend="vllm")) == {}

@@ -367,6 +367,43 @@ def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
     return options
 
 
+def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
+    """SGLang's `--chunked-prefill-size` (max_num_batched_tokens) and `--max-running-requests` (max_num_seqs, where
+    it is a number rather than the run's CONC) in the InferenceX recipe that launched an aggregated SGLang row without
+    attention data parallelism, as the recipe stood when the row was measured (SemiAnalysisAI/InferenceX
+    benchmarks/[single_node/]*.sh); {} for every other row:
+    - Qwen3.5-397B-A17B on B200 (bf16 9dc87a68c, fp8 efd49e50b / 6a5dad463, fp4 48d35c480) and B300 bf16 / fp4
+      (32274d6c1, 8acbd08b7): 32768 and 128; B300 fp8 (c0f62a2ef, 2026-04-17): 16384; H200 fp8 (f65d6b4b1): 16384
+      and 128.
+    - DeepSeek-R1 fp4 on B200 and B300: 16384 and 256; fp8 on B200 and B300 at TP 8: 32768 and 128, at TP 4: 8192
+      and 32 (12ba0ae07, 5b302f147; the nightly 2025 versions alike); fp8 on H200 (2026-03-25): 32768 and 512 at
+      1k/1k, else 256.
+    approximation: as inferencex_recv_interval; the B300 Qwen3.5 fp8 runs of 2026-04-03 (a script not in the
+    repository) keep the defaults, and the DeepSeek-R1 fp8 B200 runs of 2026-03-25, which mixed plain and MTP
+    points, take the plain recipe's."""
+    if row["backend"] != "sglang" or row["mode"] != "agg" or not _from_inferencex(row) or _ranks(row, "") > 1:
+        return {}
+    day, system, precision = _measured_on(row), row["system"], row["precision"]
+    if row["model_path"] == "Qwen/Qwen3.5-397B-A17B":
+        if system == "b300_sxm" and precision == "fp8":
+            return {"max_num_batched_tokens": 16384} if day >= "2026-04-17" else {}
+        if system == "h200_sxm":
+            return {"max_num_batched_tokens": 16384, "max_num_seqs": 128}
+        if day == "2026-03-20":  # the MTP recipe (35d4bb367): --max-running-requests $CONC
+            return {"max_num_batched_tokens": 32768}
+        return {"max_num_batched_tokens": 32768, "max_num_seqs": 128}
+    if row["model_path"] not in _DEEPSEEK:
+        return {}
+    if precision == "fp4":
+        return {"max_num_batched_tokens": 16384, "max_num_seqs": 256}
+    if system == "h200_sxm":
+        return {"max_num_batched_tokens": 32768,
+                "max_num_seqs": 512 if (int(row["isl"]), int(row["osl"])) == (1024, 1024) else 256}
+    if _count(row["tp_size"]) == 4:
+        return {"max_num_batched_tokens": 8192, "max_num_seqs": 32}
+    return {"max_num_batched_tokens": 32768, "max_num_seqs": 128}
+
+
 # the days InferenceX ran its TensorRT-LLM DeepSeek-R1 MTP recipes (inferencex_trtllm_options)
 _TRTLLM_DEEPSEEK_MTP_DAYS = ("2026-01-14", "2026-01-28", "2026-02-05", "2026-02-06")
 
@@ -493,7 +530,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             options["attention_data_parallel"] = dp
         if recv_interval > 1:
             options["scheduler_recv_interval"] = recv_interval
-        recipe = {**inferencex_trtllm_options(row), **inferencex_vllm_options(row)}
+        recipe = {**inferencex_trtllm_options(row), **inferencex_vllm_options(row), **inferencex_sglang_options(row)}
         options.update(recipe)
         dp = options.get("attention_data_parallel", dp)
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
