@@ -1,0 +1,248 @@
+"""What InferenceX's recipes launched each engine with, where the silicon file's columns do not say: read per
+row from the recipe scripts' git history (SemiAnalysisAI/InferenceX), each rule with its commits. The knobs feed
+llmsim.validation.serving.simulate_row; none is fitted to the rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .silicon_rows import _concurrency, _count, _from_inferencex, _measured_on, _ranks
+
+
+def inferencex_recv_interval(row: dict[str, str]) -> int:
+    """SGLang's --scheduler-recv-interval in the InferenceX recipe that ran an aggregated SGLang row on B200 or B300,
+    as the recipe stood when the row was measured (SemiAnalysisAI/InferenceX, benchmarks/single_node/[fixed_seq_len/]
+    *.sh; git history): the scheduler takes new requests in after every N decode steps (serve's
+    scheduler_recv_interval). 1 (SGLang's default) for every other row.
+    - dsr1_fp8_b200 / dsr1_fp4_b200 (since 6be2c6997, 2025-09-23), dsr1_{fp8,fp4}_b300 (since 435ba1219, 2026-02-25):
+      30 at CONC >= 16, else 10; dsr1_fp8 at TP 4: 10.
+    - qwen3.5_bf16_b200 (20edd7f34, 2026-02-18), qwen3.5_bf16_b300 (32274d6c1, 2026-04-17), qwen3.5_fp4_b200
+      (e1e8cb214, 2026-03-29, until 9189c1884 on 2026-05-01), qwen3.5_fp4_b300 (01f98ead1, 2026-04-17): the same
+      30 at CONC >= 16, else 10.
+    - qwen3.5_fp8_b200: 30 at CONC >= 16, else 10 (87b5ee212, 2026-02-25); 10 from 92985b879 (2026-04-13); 30 at
+      CONC > 16 from 646261434 (2026-04-27); 30 at CONC > 4 from 8beecaf04 (2026-04-28). qwen3.5_fp8_b300: 10
+      (c0f62a2ef, 2026-04-17).
+    approximation: the file names the model, system and precision, not the recipe; the recipe of that model,
+    system and precision is taken to be the one that ran it, and a row's date (its `measured=` or its CSV's) to
+    be when."""
+    if row["backend"] != "sglang" or row["mode"] != "agg" or row["system"] not in ("b200_sxm", "b300_sxm"):
+        return 1
+    if not _from_inferencex(row):
+        return 1
+    clients = _concurrency(row) or 1
+    usual = 30 if clients >= 16 else 10
+    name, precision = row["model_path"], row["gemm_quant_mode"] or "bfloat16"
+    if name in ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"):
+        return 10 if precision == "fp8" and _count(row["tp_size"]) == 4 else usual
+    if name != "Qwen/Qwen3.5-397B-A17B":
+        return 1
+    if precision != "fp8":
+        return usual
+    if row["system"] == "b300_sxm":
+        return 10
+    day = _measured_on(row)
+    if day >= "2026-04-28":
+        return 30 if clients > 4 else 10
+    if day >= "2026-04-27":
+        return 30 if clients > 16 else 10
+    return 10 if day >= "2026-04-13" else usual
+
+
+_DEEPSEEK = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
+_MINIMAX = ("MiniMaxAI/MiniMax-M2.5",)
+# (engine, models, systems, row precisions, first day): InferenceX single-node recipes that launch the engine with an
+# fp8 KV cache (SGLang --kv-cache-dtype fp8_e4m3, vLLM --kv-cache-dtype fp8, TensorRT-LLM kv_cache_config: dtype:
+# fp8), with the commit that added it where the rows span it (inferencex_kv_dtype)
+_FP8_KV_RECIPES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...], str], ...] = (
+    ("sglang", _DEEPSEEK, ("b200_sxm", "b300_sxm"), ("fp8", "fp4"), ""),  # dsr1_{fp8,fp4}_{b200,b300}
+    ("sglang", ("Qwen/Qwen3.5-397B-A17B",), ("b200_sxm", "b300_sxm", "h200_sxm"), ("fp8", "fp4"), ""),
+    ("trtllm", _DEEPSEEK, ("b200_sxm", "h200_sxm"), ("fp8", "fp4"), ""),  # dsr1_*_trt
+    ("trtllm", ("meta-llama/Llama-3.1-70B",), ("b200_sxm", "h200_sxm"), ("fp8", "fp4"), ""),  # 70b_*_trt
+    ("trtllm", ("openai/gpt-oss-120b",), ("b200_sxm",), ("fp4",), "2025-10-20"),  # ac1998a50
+    ("vllm", ("meta-llama/Llama-3.1-70B",), ("b200_sxm", "h200_sxm", "h100_sxm"), ("fp8", "fp4"), "2025-09-23"),
+    ("vllm", ("openai/gpt-oss-120b",), ("b200_sxm",), ("fp4",), "2025-12-05"),  # 25506e87c (v0.11.2)
+    ("vllm", _MINIMAX, ("b200_sxm",), ("fp8",), "2026-04-03"),  # bddbf4031 (v0.19.0)
+    ("vllm", _MINIMAX, ("b200_sxm",), ("fp4",), ""),  # minimaxm2.5_fp4_b200 (79bd988e9) from its first version
+    ("vllm", _MINIMAX, ("b300_sxm",), ("fp8", "fp4"), ""),  # minimaxm2.5_{fp8,fp4}_b300
+    ("vllm", ("moonshotai/Kimi-K2.5",), ("b200_sxm",), ("fp4",), "2026-04-20"),  # 6c3acebfa
+)
+
+
+def inferencex_kv_dtype(row: dict[str, str]) -> str | None:
+    """The KV-cache dtype InferenceX's recipe launched an aggregated row's engine with, as the recipe stood when the
+    row was measured: "fp8", or None where the recipe left it to the engine (the checkpoint's 16-bit dtype)
+    (SemiAnalysisAI/InferenceX benchmarks/[single_node/[fixed_seq_len/]]*.sh and their git history).
+    - fp8 throughout the rows' dates: SGLang DeepSeek-R1 fp8/fp4 on B200 and B300, Qwen3.5-397B fp8/fp4 on B200, B300
+      and H200; TensorRT-LLM DeepSeek-R1 on B200 and H200, Llama-3.3-70B on B200 and H200; vLLM MiniMax-M2.5 fp4 on
+      B200, fp8/fp4 on B300.
+    - from a commit: TensorRT-LLM gpt-oss-120b B200 (ac1998a50, 2025-10-20); vLLM Llama-3.3-70B on B200, H200 and
+      H100 (by 2025-09-23), gpt-oss-120b B200 (25506e87c, 2025-12-05), MiniMax-M2.5 fp8 B200 (bddbf4031,
+      2026-04-03, with the v0.19.0 image its rows of that day name), Kimi-K2.5 fp4 B200 (6c3acebfa, 2026-04-20).
+    - never in the rows' span: SGLang DeepSeek-R1 H200, Qwen3.5 bf16; vLLM gpt-oss-120b H100/H200, MiniMax-M2.5
+      H100/H200 (fp8 from 8014ee637, 2026-05-26), Kimi-K2.5 int4 and fp4 B300; TensorRT-LLM gpt-oss-120b H200.
+    Disaggregated rows (NVIDIA/srt-slurm recipes) and the GB200 aggregated ones keep None.
+    approximation: as inferencex_recv_interval, the recipe of the row's model, system and precision is taken to
+    be the one that ran it, on the row's date (a run on the day a change landed is taken to have it)."""
+    if row["mode"] != "agg" or not _from_inferencex(row):
+        return None
+    day = _measured_on(row)
+    for engine, models, systems, precisions, since in _FP8_KV_RECIPES:
+        if (row["backend"] == engine and row["model_path"] in models and row["system"] in systems
+                and row["precision"] in precisions and day >= since):
+            return "fp8"
+    return None
+
+
+def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
+    """serve() knobs from the InferenceX recipe that launched an aggregated vLLM row's server, where it set more than
+    the engine's defaults that llmsim models, as the recipe stood when the row was measured (SemiAnalysisAI/
+    InferenceX benchmarks/[single_node/]*.sh, git history); {} for every other row.
+    - `--max-num-batched-tokens $((ISL * 2))` (2048 at 1k prompts, 16384 at 8k): MiniMax-M2.5 fp8 on B200 from
+      2026-04-03 (bddbf4031), fp4 on B200 from 2026-04-08 (79bd988e9), fp8 and fp4 on B300 from 2026-04-17
+      (340d7854c, 22d0f12f7); Kimi-K2.5 fp4 on B200 from 2026-04-20 (6c3acebfa).
+    - Llama-3.3-70B on B200 (benchmarks/70b_{fp8,fp4}_b200_docker.sh, from 27f29acbe, 2025-09-21): `"cudagraph_mode":
+      "FULL_DECODE_ONLY"`: prefill and mixed passes run without CUDA graphs (prefill_graph_tokens=0).
+    - MiniMax-M2.5 fp8 on B200 (f342df18e, 2026-03-11; 0f78cf4eb, 2026-03-28) and H200 (1d5cae141, 2026-03-27;
+      2026-03-28): `if [ "$EP_SIZE" -ge 1 ]; then EP=" --enable-expert-parallel"`, always true, so experts ran
+      expert-parallel over the TP GPUs where the file's columns say EP 1; Kimi-K2.5 fp4 on B200 on 2026-03-11
+      (a58dedd5a): its recipe passed no expert-parallel flag where the file says EP 4 (its config's EP was
+      corrected in 2cbaec340, 2026-04-14).
+    approximation: as inferencex_recv_interval, the recipe of the row's model, system and precision is taken to
+    be the one that ran it, on the row's date."""
+    if row["backend"] != "vllm" or row["mode"] != "agg" or not _from_inferencex(row):
+        return {}
+    day, system, precision, model = _measured_on(row), row["system"], row["precision"], row["model_path"]
+    options: dict[str, Any] = {}
+    budget_from = {("MiniMaxAI/MiniMax-M2.5", "b200_sxm", "fp8"): "2026-04-03",
+                   ("MiniMaxAI/MiniMax-M2.5", "b200_sxm", "fp4"): "2026-04-08",
+                   ("MiniMaxAI/MiniMax-M2.5", "b300_sxm", "fp8"): "2026-04-17",
+                   ("MiniMaxAI/MiniMax-M2.5", "b300_sxm", "fp4"): "2026-04-17",
+                   ("moonshotai/Kimi-K2.5", "b200_sxm", "fp4"): "2026-04-20"}.get((model, system, precision))
+    if budget_from is not None and day >= budget_from:
+        options["max_num_batched_tokens"] = 2 * int(row["isl"])
+    if model == "meta-llama/Llama-3.1-70B" and system == "b200_sxm" and "2025-09-21" <= day <= "2025-10-31":
+        options["prefill_graph_tokens"] = 0
+    if model == "MiniMaxAI/MiniMax-M2.5" and precision == "fp8" and _ranks(row, "") == 1 and (
+            (system == "b200_sxm" and day in ("2026-03-11", "2026-03-28"))
+            or (system == "h200_sxm" and day in ("2026-03-27", "2026-03-28"))):
+        options["expert_parallel"] = _count(row["tp_size"])
+    if model == "moonshotai/Kimi-K2.5" and system == "b200_sxm" and precision == "fp4" and day == "2026-03-11":
+        options["expert_parallel"] = 1
+    return options
+
+
+def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
+    """SGLang's `--chunked-prefill-size` (max_num_batched_tokens) and `--max-running-requests` (max_num_seqs, where
+    it is a number rather than the run's CONC) in the InferenceX recipe that launched an aggregated SGLang row without
+    attention data parallelism, as the recipe stood when the row was measured (SemiAnalysisAI/InferenceX
+    benchmarks/[single_node/]*.sh); {} for every other row:
+    - Qwen3.5-397B-A17B on B200 (bf16 9dc87a68c, fp8 efd49e50b / 6a5dad463, fp4 48d35c480) and B300 bf16 / fp4
+      (32274d6c1, 8acbd08b7): 32768 and 128; B300 fp8 (c0f62a2ef, 2026-04-17): 16384; H200 fp8 (f65d6b4b1): 16384
+      and 128.
+    - DeepSeek-R1 fp4 on B200 and B300: 16384 and 256; fp8 on B200 and B300 at TP 8: 32768 and 128, at TP 4: 8192
+      and 32 (12ba0ae07, 5b302f147; the nightly 2025 versions alike); fp8 on H200 (2026-03-25): 32768 and 512 at
+      1k/1k, else 256.
+    approximation: as inferencex_recv_interval; the B300 Qwen3.5 fp8 runs of 2026-04-03 (a script not in the
+    repository) keep the defaults, and the DeepSeek-R1 fp8 B200 runs of 2026-03-25, which mixed plain and MTP
+    points, take the plain recipe's."""
+    if row["backend"] != "sglang" or row["mode"] != "agg" or not _from_inferencex(row) or _ranks(row, "") > 1:
+        return {}
+    day, system, precision = _measured_on(row), row["system"], row["precision"]
+    if row["model_path"] == "Qwen/Qwen3.5-397B-A17B":
+        if system == "b300_sxm" and precision == "fp8":
+            return {"max_num_batched_tokens": 16384} if day >= "2026-04-17" else {}
+        if system == "h200_sxm":
+            return {"max_num_batched_tokens": 16384, "max_num_seqs": 128}
+        if day == "2026-03-20":  # the MTP recipe (35d4bb367): --max-running-requests $CONC
+            return {"max_num_batched_tokens": 32768}
+        return {"max_num_batched_tokens": 32768, "max_num_seqs": 128}
+    if row["model_path"] not in _DEEPSEEK:
+        return {}
+    if precision == "fp4":
+        return {"max_num_batched_tokens": 16384, "max_num_seqs": 256}
+    if system == "h200_sxm":
+        return {"max_num_batched_tokens": 32768,
+                "max_num_seqs": 512 if (int(row["isl"]), int(row["osl"])) == (1024, 1024) else 256}
+    if _count(row["tp_size"]) == 4:
+        return {"max_num_batched_tokens": 8192, "max_num_seqs": 32}
+    return {"max_num_batched_tokens": 32768, "max_num_seqs": 128}
+
+
+# the days InferenceX ran its TensorRT-LLM DeepSeek-R1 MTP recipes (inferencex_trtllm_options)
+_TRTLLM_DEEPSEEK_MTP_DAYS = ("2026-01-14", "2026-01-28", "2026-02-05", "2026-02-06")
+
+
+def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
+    """serve() knobs from the InferenceX recipe that launched an aggregated TensorRT-LLM row's server, where it set
+    more than the engine's defaults, as the recipe stood when the row was measured (SemiAnalysisAI/InferenceX, git
+    history); {} for every other row.
+    - Llama-3.3-70B (benchmarks/70b_{fp8,fp4}_b200_trt_{slurm,docker}.sh, 70b_fp8_h200_trt_slurm.sh, from a267b4bd5
+      and 73ef92251, 2025-09-18, until the recipes were removed in b89047d5f, 2025-10-29): `trtllm-serve
+      --max_num_tokens 16384`, and at 1k/1k with TP < 8 `batch_wait_max_tokens_ratio: 0.9`,
+      `batch_wait_timeout_iters: 20` in its extra LLM API options (max_num_batched_tokens, batch_wait_*).
+    - DeepSeek-R1 on B200 and H200 (benchmarks/[single_node/]dsr1_{fp8,fp4}_{b200,h200}_trt[_slurm].sh, e.g.
+      e06929c70 for the 2025-11-02 runs): `--max_num_tokens $(( (CONC + ISL + 64 + 63) / 64 * 64 ))`, room for one
+      prompt beside the decodes, at least 8192 from 2026-01-21 (64af5a771; ec7bafaae, 6eecc0e66); the fp8 B200
+      recipe from ec7bafaae (2026-01-29) adds batch waiting (40 iterations, 0.8) at 1k/1k from 64 clients
+      (`DELAY_BATCHING`), without attention data parallelism. The days its MTP recipes ran (2026-01-14 bf3456727,
+      2026-02-05 5d517074c, 2026-02-06 0aae52d4c; validation/README.md) and the 2026-01-28 evaluation run, which
+      mixed MTP and plain points, keep the defaults: their budget counts the MTP draft tokens llmsim does not run.
+    - DeepSeek-R1, the 2025-11-02 runs: the recipes of that day (e06929c70) chose expert parallelism and attention
+      data parallelism themselves from ISL, OSL, CONC and TP (`EP_SIZE`, `DP_ATTENTION`), which the file's
+      columns do not record (they read EP 1, no attention DP): _dsr1_trt_split.
+    - gpt-oss-120b on B200 and H200 (benchmarks/gptoss_fp4_{b200,h200}_trt_slurm.sh, every version in the rows'
+      span): `--max_num_tokens 20000`; on 2025-11-02 the H200 recipe (e06929c70) launched `--ep_size=$TP`, which the
+      file's columns do not record (EP 1).
+    approximation: as inferencex_recv_interval, the recipe of the row's model and system is taken to be the one
+    that ran it, on the row's date."""
+    if row["backend"] != "trtllm" or row["mode"] != "agg" or not _from_inferencex(row):
+        return {}
+    day, isl, osl = _measured_on(row), int(row["isl"]), int(row["osl"])
+    options: dict[str, Any]
+    if row["model_path"] == "meta-llama/Llama-3.1-70B" and "2025-09-18" <= day <= "2025-10-31":
+        options = {"max_num_batched_tokens": 16384}
+        if (isl, osl) == (1024, 1024) and _count(row["tp_size"]) < 8:
+            options.update(batch_wait_timeout_iters=20, batch_wait_max_tokens_ratio=0.9)
+        return options
+    if row["system"] not in ("b200_sxm", "h200_sxm"):
+        return {}
+    if row["model_path"] == "openai/gpt-oss-120b":
+        options = {"max_num_batched_tokens": 20000}
+        if row["system"] == "h200_sxm" and day == "2025-11-02":
+            options["expert_parallel"] = _count(row["tp_size"])
+        return options
+    if row["model_path"] not in _DEEPSEEK:
+        return {}
+    if not "2025-11-02" <= day <= "2026-02-06" or day in _TRTLLM_DEEPSEEK_MTP_DAYS:
+        return {}
+    clients = _concurrency(row) or 1
+    tokens = (clients + isl + 64 + 63) // 64 * 64
+    options = {"max_num_batched_tokens": max(tokens, 8192) if day >= "2026-01-21" else tokens}
+    fp8_b200 = row["system"] == "b200_sxm" and row["precision"] == "fp8"
+    if fp8_b200 and day >= "2026-01-29" and (isl, osl) == (1024, 1024) and clients >= 64 and _ranks(row, "") == 1:
+        options.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
+    if day == "2025-11-02":
+        options.update(_dsr1_trt_split(row["system"], row["precision"], _count(row["tp_size"]), isl, osl, clients))
+    return options
+
+
+def _dsr1_trt_split(system: str, precision: str, tp: int, isl: int, osl: int, clients: int) -> dict[str, int]:
+    """expert_parallel and attention_data_parallel (TP ranks of one GPU) as InferenceX's DeepSeek-R1 TensorRT-LLM
+    recipes chose them on 2025-11-02 (benchmarks/dsr1_{fp8,fp4}_b200_trt_slurm.sh, dsr1_fp8_h200_trt_slurm.sh at
+    e06929c70): fp8 (B200, H200) EP = TP, attention DP above 32 clients at 1k/1k on B200 (64 on H200), above 64 at
+    1k/8k, above 64 at 8k/1k on B200 (32 on H200); fp4 B200: EP = TP above 32 clients (TP 4) or 8 / 16 / 32 clients
+    at 1k/1k / 1k/8k / 8k/1k (TP 8), attention DP from 256 clients, and at 8k/1k above 32 clients (with EP)."""
+    if precision == "fp8":
+        above = {(1024, 1024): 32 if system == "b200_sxm" else 64, (1024, 8192): 64,
+                 (8192, 1024): 64 if system == "b200_sxm" else 32}.get((isl, osl))
+        dp = above is not None and clients > above
+        return {"expert_parallel": tp, **({"attention_data_parallel": tp} if dp else {})}
+    if precision != "fp4" or system != "b200_sxm" or tp not in (4, 8):
+        return {}
+    ep_above = {(1024, 1024): 8, (1024, 8192): 16, (8192, 1024): 32}.get((isl, osl)) if tp == 8 else 32
+    if ep_above is None:
+        return {}
+    split = {"expert_parallel": tp} if clients > ep_above else {}
+    if clients >= 256 or ((isl, osl) == (8192, 1024) and clients > 32):
+        split["attention_data_parallel"] = tp
+    return split
