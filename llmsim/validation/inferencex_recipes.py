@@ -8,6 +8,15 @@ from typing import Any
 
 from .silicon_rows import _concurrency, _count, _from_inferencex, _measured_on, _ranks
 
+_DEEPSEEK = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
+_MINIMAX = ("MiniMaxAI/MiniMax-M2.5",)
+
+
+def _aggregated_run(row: dict[str, str], engine: str | None = None) -> bool:
+    """Whether a row is an aggregated InferenceX run (of `engine`, where one is named): the rows its single-node
+    recipes launched."""
+    return row["mode"] == "agg" and _from_inferencex(row) and engine in (None, row["backend"])
+
 
 def inferencex_recv_interval(row: dict[str, str]) -> int:
     """SGLang's --scheduler-recv-interval in the InferenceX recipe that ran an aggregated SGLang row on B200 or B300,
@@ -25,14 +34,12 @@ def inferencex_recv_interval(row: dict[str, str]) -> int:
     approximation: the file names the model, system and precision, not the recipe; the recipe of that model,
     system and precision is taken to be the one that ran it, and a row's date (its `measured=` or its CSV's) to
     be when."""
-    if row["backend"] != "sglang" or row["mode"] != "agg" or row["system"] not in ("b200_sxm", "b300_sxm"):
-        return 1
-    if not _from_inferencex(row):
+    if not _aggregated_run(row, "sglang") or row["system"] not in ("b200_sxm", "b300_sxm"):
         return 1
     clients = _concurrency(row) or 1
     usual = 30 if clients >= 16 else 10
     name, precision = row["model_path"], row["gemm_quant_mode"] or "bfloat16"
-    if name in ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"):
+    if name in _DEEPSEEK:
         return 10 if precision == "fp8" and _count(row["tp_size"]) == 4 else usual
     if name != "Qwen/Qwen3.5-397B-A17B":
         return 1
@@ -48,8 +55,6 @@ def inferencex_recv_interval(row: dict[str, str]) -> int:
     return 10 if day >= "2026-04-13" else usual
 
 
-_DEEPSEEK = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
-_MINIMAX = ("MiniMaxAI/MiniMax-M2.5",)
 # (engine, models, systems, row precisions, first day): InferenceX single-node recipes that launch the engine with an
 # fp8 KV cache (SGLang --kv-cache-dtype fp8_e4m3, vLLM --kv-cache-dtype fp8, TensorRT-LLM kv_cache_config: dtype:
 # fp8), with the commit that added it where the rows span it (inferencex_kv_dtype)
@@ -83,7 +88,7 @@ def inferencex_kv_dtype(row: dict[str, str]) -> str | None:
     Disaggregated rows (NVIDIA/srt-slurm recipes) and the GB200 aggregated ones keep None.
     approximation: as inferencex_recv_interval, the recipe of the row's model, system and precision is taken to
     be the one that ran it, on the row's date (a run on the day a change landed is taken to have it)."""
-    if row["mode"] != "agg" or not _from_inferencex(row):
+    if not _aggregated_run(row):
         return None
     day = _measured_on(row)
     for engine, models, systems, precisions, since in _FP8_KV_RECIPES:
@@ -109,7 +114,7 @@ def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
       corrected in 2cbaec340, 2026-04-14).
     approximation: as inferencex_recv_interval, the recipe of the row's model, system and precision is taken to
     be the one that ran it, on the row's date."""
-    if row["backend"] != "vllm" or row["mode"] != "agg" or not _from_inferencex(row):
+    if not _aggregated_run(row, "vllm"):
         return {}
     day, system, precision, model = _measured_on(row), row["system"], row["precision"], row["model_path"]
     options: dict[str, Any] = {}
@@ -145,7 +150,7 @@ def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
     approximation: as inferencex_recv_interval; the B300 Qwen3.5 fp8 runs of 2026-04-03 (a script not in the
     repository) keep the defaults, and the DeepSeek-R1 fp8 B200 runs of 2026-03-25, which mixed plain and MTP
     points, take the plain recipe's."""
-    if row["backend"] != "sglang" or row["mode"] != "agg" or not _from_inferencex(row) or _ranks(row, "") > 1:
+    if not _aggregated_run(row, "sglang") or _ranks(row, "") > 1:
         return {}
     day, system, precision = _measured_on(row), row["system"], row["precision"]
     if row["model_path"] == "Qwen/Qwen3.5-397B-A17B":
@@ -168,7 +173,8 @@ def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
     return {"max_num_batched_tokens": 32768, "max_num_seqs": 128}
 
 
-# the days InferenceX ran its TensorRT-LLM DeepSeek-R1 MTP recipes (inferencex_trtllm_options)
+# the days InferenceX ran its TensorRT-LLM DeepSeek-R1 MTP recipes, and its 2026-01-28 evaluation run, which mixed
+# MTP and plain points (inferencex_trtllm_options)
 _TRTLLM_DEEPSEEK_MTP_DAYS = ("2026-01-14", "2026-01-28", "2026-02-05", "2026-02-06")
 
 
@@ -195,7 +201,7 @@ def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
       file's columns do not record (EP 1).
     approximation: as inferencex_recv_interval, the recipe of the row's model and system is taken to be the one
     that ran it, on the row's date."""
-    if row["backend"] != "trtllm" or row["mode"] != "agg" or not _from_inferencex(row):
+    if not _aggregated_run(row, "trtllm"):
         return {}
     day, isl, osl = _measured_on(row), int(row["isl"]), int(row["osl"])
     options: dict[str, Any]

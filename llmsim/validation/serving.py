@@ -269,7 +269,6 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             "precision": "config" if forced == CONFIG else "fp8_block" if block_fp8 else dtype or "bf16", "tp": tp,
             "attention_dp": dp, "concurrency": concurrency, "protocol": client["protocol"],
             "recv_interval": recv_interval, "kv_dtype": options.get("kv_dtype"),
-            "batch_wait_iters": options.get("batch_wait_timeout_iters", 0),
             "recipe_options": sorted(recipe),
             "isl": int(row["isl"]),
             "osl": int(row["osl"]), "ttft_ms": ttft, "tpot_ms": tpot, "measured_ttft_ms": measured_ttft,
