@@ -119,6 +119,10 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--fp8-scales", dest="fp8_scales", choices=("static", "dynamic"),
                        help="per-tensor fp8 GEMMs: static activation scales (fp8 checkpoints; default but for "
                        "torch-compile) or computed per call (torchao float8, fp8 runs of 16-bit checkpoints)")
+    group.add_argument("--mxfp4-moe-kernel", dest="mxfp4_moe_kernel", choices=("default", "marlin", "mxfp8"),
+                       help="MXFP4 experts (gpt-oss): the engine's default fused-MoE kernel, vLLM's Marlin kernel "
+                       "(VLLM_MXFP4_USE_MARLIN=1) or MXFP8 activations on FlashInfer's TRTLLM-gen kernel "
+                       "(VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), from the measured tables")
     group.add_argument("--step-host-s", dest="step_host_s", type=float,
                        help="the engine's host work per step that the GPU waits for, in s (default: the engine's; "
                        "0 switches it off; `llmsim engines` gives each engine's figure and source)")
@@ -133,7 +137,7 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
             "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "prefill_dispatch_s",
-            "prefill_graph_tokens", "pipeline_decode", "fp8_scales"]
+            "prefill_graph_tokens", "pipeline_decode", "fp8_scales", "mxfp4_moe_kernel"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 

@@ -557,3 +557,81 @@ def test_block_fp8_gemms_read_the_fp8_block_lane_where_an_engine_has_one() -> No
     assert measured_for("h100-sxm", "vllm").gemm_table_named("fp8_block") is None
     r = llmsim.simulate("deepseek-v3", "h100-sxm", engine="vllm", **kw)
     assert "fp8 per-tensor rows (no fp8_block rows for this engine and device)" in str(r)
+
+
+def test_importer_keeps_vllms_marlin_mxfp4_moe_kernel_as_a_lane_of_its_own(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    moe = [{"framework": "VLLM", "version": "1.0", "device": "Test GPU", "op_name": "moe", "kernel_source": source,
+            "moe_dtype": "w4a16_mxfp4", "num_tokens": tokens, "hidden_size": hidden, "inter_size": 512, "topk": 2,
+            "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": 1, "distribution": "balanced", "latency": ms * tokens}
+           for source, hidden, ms in (("vllm_gptossmxfp4moe_triton", 1024, 0.010),
+                                      ("vllm_w4a4mxfp4moe_marlin_marlinexperts", 2048, 0.004))
+           for tokens in (1, 16, 256)]
+    _write_parquet(data / "test_gpu" / "moe" / "vllm" / "1.0" / "moe_perf.parquet", moe)
+    import_tables("test_gpu", "vllm", tmp_path / "k", data_root=data, full=True, families=["moe"])
+    mk = load_measured(str(tmp_path / "k"))
+    assert mk.moe_table("mxfp4_wo", 2, 8, 1024, 512, 1, 1).time_s(16) == pytest.approx(0.160e-3)  # 0.010 ms x 16
+    assert mk.moe_table("mxfp4_wo", 2, 8, 2048, 512, 1, 1) is None  # the Marlin rows are not the default kernel's
+    assert mk.moe_table("mxfp4_wo_marlin", 2, 8, 2048, 512, 1, 1).time_s(16) == pytest.approx(0.064e-3)  # 0.004 x 16
+
+
+def test_marlin_mxfp4_moe_is_carried_to_gpt_oss_at_the_same_tokens_per_expert() -> None:
+    from llmsim.timing.measured import MeasuredTiming, marlin_moe_grid, routing_factor
+
+    kernels = measured_for("h200", "vllm")
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0, balanced, w4a16_mxfp4, Marlin kernel, top-16 of 896
+    # experts, hidden 3584, intermediate 3072, tp 1, ep 1: 0.163035 ms at 1 token, 28.540133 ms at 4096 tokens
+    exact, how = marlin_moe_grid(kernels, 16, 896, 3584, 3072, 1, 1)
+    assert how == "" and exact.time_s(4096) == pytest.approx(28.54e-3, rel=1e-3)
+    # gpt-oss-120b (top-4 of 128, 2880 x 2880): T_s = T (4/128) / (16/896) = 1.75 T; x 128*2880*2880 /
+    # (896*3584*3072) = 1,061,683,200 / 9,865,003,008 = 0.107621; T = 4096 / 1.75 = 2340.57 reads T_s = 4096:
+    # 28.54 ms x 0.107621 = 3.0715 ms
+    carried, how = marlin_moe_grid(kernels, 4, 128, 2880, 2880, 1, 1)
+    assert "top-16 of 896" in how and "0.108" in how
+    assert carried.time_s(4096 / 1.75) == pytest.approx(28.54e-3 * 0.107621, rel=1e-3)
+    timing = MeasuredTiming(kernels, None, mxfp4_moe_kernel="marlin")
+    read, note, _ = timing.lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0))
+    assert "Marlin" in note
+    t = 4096 / 1.75
+    assert read(t, 1.0, 1.0) == pytest.approx(28.54e-3 * 0.107621 * routing_factor(t, 4, 128), rel=1e-3)
+    # the default kernel (OpenAI's Triton MoE) keeps its own rows: 2.905195 ms at 8192 tokens
+    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0))
+    assert "Marlin" not in note and read(8192, 1.0, 1.0) == pytest.approx(2.905e-3, rel=1e-3)
+    # end to end: an 8k prompt of gpt-oss-120b on one H200 under vLLM is slower on Marlin (its grouped GEMMs reach
+    # about 200 TFLOP/s at prefill sizes against the Triton kernel's 560)
+    kwargs = {"engine": "vllm", "batch_size": 1, "prompt_len": 8192, "gen_len": 2}
+    default = llmsim.simulate("gpt-oss-120b", "h200", **kwargs)
+    marlin = llmsim.simulate("gpt-oss-120b", "h200", mxfp4_moe_kernel="marlin", **kwargs)
+    assert marlin.ttft_s > 1.5 * default.ttft_s
+    assert any("Marlin MXFP4 MoE kernel" in line for line in str(marlin).splitlines())
+
+
+def test_marlin_asked_for_where_no_marlin_rows_exist_reads_the_default_kernel_and_says_so(tmp_path: Path) -> None:
+    from llmsim.timing.measured import MeasuredTiming
+
+    (tmp_path / "moe.csv").write_text("# source: written by this test\n"
+                                      "dtype,topk,num_experts,hidden,inter,tp,ep,tokens,latency_us\n"
+                                      "mxfp4_wo,2,8,1024,512,1,1,1,10\nmxfp4_wo,2,8,1024,512,1,1,256,100\n")
+    read, note, _ = MeasuredTiming(load_measured(str(tmp_path)), None, mxfp4_moe_kernel="marlin").lookup(
+        ("moe", "mxfp4_wo", 2, 8, 1024, 512, 1, 1, 1.0))
+    assert "no Marlin MoE rows" in note and read(256, 1.0, 1.0) == pytest.approx(100e-6)
+
+
+def test_an_unknown_mxfp4_moe_kernel_is_refused_in_one_line() -> None:
+    with pytest.raises(OptionError, match="mxfp4_moe_kernel") as info:
+        llmsim.simulate("gpt-oss-120b", "h200", engine="vllm", mxfp4_moe_kernel="cutlass")
+    assert "\n" not in str(info.value) and "marlin" in str(info.value) and "mxfp8" in str(info.value)
+
+
+def test_mxfp8_activations_on_vllm_read_the_devices_trtllm_gen_moe_rows_and_say_so() -> None:
+    from llmsim.timing.measured import MeasuredTiming, routing_factor
+
+    # vLLM's B200 tables time gpt-oss's experts with 16-bit activations only; VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1
+    # runs the TRTLLM-gen MXFP4 x MXFP8 kernel that TensorRT-LLM's table measures: aiconfigurator-core 0.12.0,
+    # b200_sxm/moe/trtllm, w4a8_mxfp4_mxfp8, top-4 of 128, 2880 x 2880, tp 1, ep 1: 0.8843 ms at 8192 tokens
+    # (vLLM's own w4a16 row: 3.017 ms)
+    kernels = measured_for("b200", "vllm")
+    read, note, source = MeasuredTiming(kernels, None, mxfp4_moe_kernel="mxfp8").lookup(
+        ("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0))
+    assert "proxy" in note and "MXFP8 activations" in note and source == "trtllm moe (proxy)"
+    assert read(8192, 1.0, 1.0) == pytest.approx(0.8843e-3 * routing_factor(8192, 4, 128), rel=1e-3)

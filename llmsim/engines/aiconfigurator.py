@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LlmsimError, OptionError, check_choice
-from ..hardware.measured import FAMILIES, MIN_LATENCY_LANE
+from ..hardware.measured import FAMILIES, MARLIN_MXFP4_LANE, MIN_LATENCY_LANE
 
 # aiconfigurator system name -> llmsim hardware file name
 SYSTEMS = {
@@ -48,6 +48,9 @@ MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4
 # to the fused all-reduce), measured by aiconfigurator's collector (collector/trtllm/collect_moe.py, "min-latency
 # mode") on SM100 next to the default CUTLASS kernel of the same shapes; written as a lane of its own
 MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
+# vLLM's Marlin MoE kernel for MXFP4 experts (kernel sources naming "marlin" among the w4a16_mxfp4 rows; the
+# package measures it on Hopper and Blackwell at another model's shape than gpt-oss's default-kernel rows), also
+# a lane of its own: a rival kernel the engine picks by an option, not the engine's default for that dtype
 # GEMM lanes left out: aiconfigurator's vLLM GEMM collector (ai-dynamo/aiconfigurator collector/vllm, gemm)
 # replays bf16 and fp8 under a CUDA graph but times fp8_block without one, so those rows hold the host launch
 # path: a flat 59-95 us (H100) to 155-190 us (B200) from m = 1 to 1024 at n = k = 4096, where its graph-timed
@@ -320,10 +323,15 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
     rows, path = found
     rows = [r for r in rows if r["distribution"] == "balanced" and r["moe_dtype"] in MOE_DTYPES]
     # TensorRT-LLM's min-latency NVFP4 kernel is a lane of its own (dtype nvfp4_min_latency), not a rival of the
-    # default kernel for the same key: the engine runs it at few tokens only (llmsim.timing.measured)
-    lanes = [[r for r in rows if r.get("kernel_source") != MIN_LATENCY_SOURCE],
+    # default kernel for the same key: the engine runs it at few tokens only (llmsim.timing.measured); vLLM's
+    # Marlin MXFP4 kernel likewise (dtype mxfp4_wo_marlin), run by an option
+    def marlin(r: dict[str, Any]) -> bool:
+        return r["moe_dtype"] == "w4a16_mxfp4" and "marlin" in str(r.get("kernel_source", "")).lower()
+
+    lanes = [[r for r in rows if r.get("kernel_source") != MIN_LATENCY_SOURCE and not marlin(r)],
              [{**r, "moe_dtype": MIN_LATENCY_LANE} for r in rows
-              if r.get("kernel_source") == MIN_LATENCY_SOURCE and r["moe_dtype"] == "nvfp4"]]
+              if r.get("kernel_source") == MIN_LATENCY_SOURCE and r["moe_dtype"] == "nvfp4"],
+             [{**r, "moe_dtype": MARLIN_MXFP4_LANE} for r in rows if marlin(r)]]
     picked = [row for lane in lanes for row in _preferred_kernel(
         lane, lambda r: (r["moe_dtype"], r["topk"], r["num_experts"], r["hidden_size"], r["inter_size"],
                          r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]))]

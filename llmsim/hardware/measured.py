@@ -40,6 +40,10 @@ GDN_KEYS = ("kernel", "head_k_dim", "head_v_dim", "conv", "num_k_heads", "num_v_
 # the MoE lane of TensorRT-LLM's min-latency NVFP4 kernel: written by the importer (engines.aiconfigurator),
 # read at few tokens per call (timing.measured)
 MIN_LATENCY_LANE = "nvfp4_min_latency"
+# the MoE lane of vLLM's Marlin kernel for MXFP4 experts with 16-bit activations (fused_marlin_moe: what vLLM runs
+# for them with VLLM_MXFP4_USE_MARLIN=1, and for compressed-tensors MXFP4 experts on Hopper): written by the
+# importer apart from the engine's default MXFP4 kernel, read with ExecutionOptions.mxfp4_moe_kernel="marlin"
+MARLIN_MXFP4_LANE = "mxfp4_wo_marlin"
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "gemm": (("dtype",), ("m", "n", "k"), False),
     "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl"), True),

@@ -14,6 +14,7 @@ from ..hardware.measured import FAMILIES, shipped_kernel_sets
 EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")
 OVERLAP_POLICIES = ("max", "sum")
+MXFP4_MOE_KERNELS = ("default", "marlin", "mxfp8")
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +46,13 @@ class ExecutionOptions(BaseModel):
     - fp8_scales="static" (default): per-tensor fp8 GEMMs read with static activation scales, as the fp8
       checkpoints serving engines load carry them; "dynamic": scales computed from each call's activations
       (torchao's float8, an fp8 run of a 16-bit checkpoint), the measured tables' fp8_dynamic lane.
+    - mxfp4_moe_kernel="default": MXFP4 experts with 16-bit activations (gpt-oss) on the engine's default fused-MoE
+      kernel, as its measured tables time it (vLLM: OpenAI's Triton kernel on Hopper, FlashInfer's on Blackwell);
+      "marlin": vLLM's and SGLang's Marlin MoE kernel (vLLM's VLLM_MXFP4_USE_MARLIN=1), the tables' Marlin lane,
+      carried to the model's expert shape where it was measured at another (timing.measured.marlin_moe_grid);
+      "mxfp8": MXFP8 activations on FlashInfer's TRTLLM-gen MXFP4 MoE kernel (vLLM's
+      VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, Blackwell), the engine's mxfp4_mxfp8 rows, else TensorRT-LLM's of the
+      device (its TRTLLM MoE backend runs that kernel family).
     - pipeline_decode="steady" (default): under pipeline parallelism the decode micro-batches stay in flight
       across steps, as serving engines run them (no bubble per token once micro-batches >= stages);
       "lockstep": one static batch whose every step fills and drains the pipeline (timing.phases.pipelined).
@@ -62,6 +70,7 @@ class ExecutionOptions(BaseModel):
     prefill_graph_tokens: int = 0  # prefill passes of at most this many tokens replay CUDA graphs all the same
     pipeline_decode: str = "steady"  # decode under pipeline parallelism: micro-batches kept in flight, or "lockstep"
     fp8_scales: str = "static"  # per-tensor fp8 GEMMs' activation scales: "static" or "dynamic"
+    mxfp4_moe_kernel: str = "default"  # MXFP4 experts: the engine's default kernel, "marlin" or "mxfp8"
 
     @classmethod
     def make(cls, **values: Any) -> ExecutionOptions:
@@ -71,6 +80,7 @@ class ExecutionOptions(BaseModel):
         check_choice("overlap", values.get("overlap", "max"), OVERLAP_POLICIES)
         check_choice("pipeline_decode", values.get("pipeline_decode", "steady"), ("steady", "lockstep"))
         check_choice("fp8_scales", values.get("fp8_scales", "static"), ("static", "dynamic"))
+        check_choice("mxfp4_moe_kernel", values.get("mxfp4_moe_kernel", "default"), MXFP4_MOE_KERNELS)
         for key, unit in (("step_host_s", "seconds (or 0)"), ("prefill_dispatch_s", "seconds per kernel (or 0)")):
             if key in values:  # host times: 0 switches them off, else a positive number
                 from ..errors import check_positive

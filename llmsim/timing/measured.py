@@ -22,7 +22,9 @@ from typing import Any
 import numpy as np
 
 from ..cost.formulas.matmul import experts_read_fraction
+from ..hardware.kernel_table import GridTable
 from ..hardware.measured import (
+    MARLIN_MXFP4_LANE,
     MIN_LATENCY_LANE,
     MeasuredKernels,
     measured_for,
@@ -46,6 +48,9 @@ MIN_LATENCY_MAX_TOKENS = 128
 MIN_LATENCY_NOTE = "TensorRT-LLM's min-latency NVFP4 MoE kernel at <= 128 tokens per call (its default kernel above)"
 ROUTING_NOTE = ("balanced rows read with independent routing: x the experts T tokens read on average over those "
                 "the rows spread them on, (1 - (1 - k/E)^T) / min(1, T k / E)")
+MXFP8_KERNEL_NOTE = ("MXFP8 activations x MXFP4 experts on FlashInfer's TRTLLM-gen MoE kernel (vLLM's "
+                     "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1)")
+MARLIN_NOTE = "Marlin MXFP4 MoE kernel (vLLM's VLLM_MXFP4_USE_MARLIN=1)"
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
              "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla",
              "prefill_gdn": "prefill_gdn", "decode_gdn": "decode_gdn"}
@@ -66,10 +71,11 @@ _WEIGHT_ONLY_STAND_IN = {"fp8_wo": "int8_wo"}
 class MeasuredTiming:
     """The measured tables an engine's ops are timed from on one device (a subset of families, or all)."""
 
-    def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None, fp8_scales: str = "static"
-                 ) -> None:
+    def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None, fp8_scales: str = "static",
+                 mxfp4_moe_kernel: str = "default") -> None:
         self.kernels = kernels
         self.fp8_scales = fp8_scales  # per-tensor fp8 GEMMs: the static lane, or fp8_dynamic
+        self.mxfp4_moe_kernel = mxfp4_moe_kernel  # MXFP4 experts: the engine's default kernel, or "marlin"
         self.families = tuple(f for f in kernels.families if families is None or f in families)
         self.all_families = families is None  # may another engine's table of the device stand in (MLA)
         self._lookups: dict[tuple, Any] = {}
@@ -154,11 +160,40 @@ class MeasuredTiming:
             def read(grid: Any) -> TableRead:
                 return TableRead(grid, 1, share=share, routing=(topk, experts))
 
+            if dtype == "mxfp4_wo" and self.mxfp4_moe_kernel == "mxfp8" and k.engine not in MXFP8_ACTIVATION_ENGINES:
+                grid = k.moe_table("mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
+                if grid is not None:
+                    return read(grid), f"{label}; {MXFP8_KERNEL_NOTE}; {ROUTING_NOTE}", None
+                other = _other_engine_grid(k.device, k.engine, lambda kernels: kernels.moe_table(
+                    "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep), first="trtllm")
+                if other is not None:
+                    return read(other[1]), (f"{other[0]} moe table (mxfp4_mxfp8), a proxy: {MXFP8_KERNEL_NOTE}, "
+                                            f"measured under {other[0]} (no {k.engine} rows at this shape); "
+                                            f"{ROUTING_NOTE}"), f"{other[0]} moe (proxy)"
+                default = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
+                if default is not None:  # said, never silent
+                    return read(default), (f"{label}; mxfp4_moe_kernel='mxfp8' but no mxfp4_mxfp8 MoE rows for this "
+                                            f"shape on {k.device}: the default kernel's rows; {ROUTING_NOTE}"), None
             if dtype == "mxfp4_wo" and k.engine in MXFP8_ACTIVATION_ENGINES:
                 grid = k.moe_table("mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:  # measured on this device: its Blackwell lane
                     return read(grid), f"{label}; {MXFP8_ACTIVATION_ENGINES[k.engine]}; {ROUTING_NOTE}", None
+            if dtype == "mxfp4_wo" and self.mxfp4_moe_kernel == "marlin":
+                found = marlin_moe_grid(k, topk, experts, hidden, inter, tp, ep)
+                if found is not None:
+                    grid, how = found
+                    return read(grid), f"{label}; {MARLIN_NOTE}{how}; {ROUTING_NOTE}", None
+                default = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
+                if default is not None:  # said, never silent: the default kernel's rows
+                    return read(default), (f"{label}; mxfp4_moe_kernel='marlin' but no Marlin MoE rows at tp {tp}, "
+                                            f"ep {ep} (engine {k.engine} on {k.device}): the default kernel's rows; "
+                                            f"{ROUTING_NOTE}"), None
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
+            if grid is None and dtype == "mxfp4_wo":  # the shape measured on the Marlin kernel only
+                grid = k.moe_table(MARLIN_MXFP4_LANE, topk, experts, hidden, inter, tp, ep)
+                if grid is not None:
+                    return read(grid), f"{label}; {MARLIN_NOTE} (the kernel this shape was measured on); " \
+                        f"{ROUTING_NOTE}", None
             if grid is None and dtype == "fp8_block":  # the per-tensor fp8 kernel's rows stand in
                 grid = k.moe_table("fp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:
@@ -206,6 +241,44 @@ class MeasuredTiming:
             if grid is not None:
                 return grid.time_s, "nccl"
         return None, ""
+
+
+def marlin_moe_grid(kernels: MeasuredKernels, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int
+                    ) -> tuple[GridTable, str] | None:
+    """The Marlin MXFP4 MoE kernel's time by tokens for this expert shape, and how it was read ("" when measured
+    at this shape), or None where the tables hold no Marlin rows at this tp and ep.
+
+    The package measures the Marlin lane at one model's shape (E_s experts, top-k_s, hidden h_s, intermediate i_s;
+    H100 and H200: 896 experts, top-16, 3584 x 3072), not at gpt-oss's. A shape it lacks reads the measured one at
+    the same fraction of experts each token reaches and the same tp and ep, in proportion to the expert weights a
+    call touches. The balanced rows spread T k assignments over min(E, T k) experts, T k / E per expert, so at
+    equal T k / E both calls touch the same fraction of their experts with the same tokens each. Shape: scalar.
+
+        T_s = T (k / E) / (k_s / E_s)                  the source tokens at the same assignments per expert
+        time(T) = time_s(T_s) x (E h i) / (E_s h_s i_s)   the experts' weights (and FLOPs) the call touches
+
+    approximation: a grouped GEMM's time in proportion to its experts' total size at equal tokens per expert, on
+    the same kernel (its tiles and fixed costs follow the per-expert M, not h and i). Checked against the package's
+    default (Triton) kernel at gpt-oss's own shape on the H200 at 4-256 tokens, where both kernels read the weights
+    at about the HBM bandwidth: the carried Marlin times are within 6 % of the Triton rows."""
+    table = kernels.tables.get("moe")
+    if table is None:
+        return None
+    exact = kernels.moe_table(MARLIN_MXFP4_LANE, topk, experts, hidden, inter, tp, ep)
+    if exact is not None:
+        return exact, ""
+    measured = [key for key in table.grids if key[0] == MARLIN_MXFP4_LANE and key[5:] == (tp, ep)]
+    if not measured:
+        return None
+    size = np.log(hidden * inter)  # the measured shape nearest in expert size (the package ships one)
+    key = min(measured, key=lambda key: (abs(np.log(key[3] * key[4]) - size), key))
+    _, k_s, e_s, h_s, i_s, _, _ = key
+    source = table.grids[key]
+    tokens_per_source = (topk / experts) / (k_s / e_s)  # T_s / T
+    scale = (experts * hidden * inter) / (e_s * h_s * i_s)
+    grid = GridTable(source.axes, (source.points[0] / tokens_per_source,), source.times_s * scale, source.smooth)
+    return grid, (f", measured at top-{k_s} of {e_s} experts, hidden {h_s}, intermediate {i_s}: read at the same "
+                  f"tokens per expert, x the experts' size ratio {scale:.3g} (approximation)")
 
 
 def routing_factor(tokens: Any, topk: int, experts: int) -> Any:

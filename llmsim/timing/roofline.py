@@ -414,15 +414,16 @@ def _measured_timing(hardware: HardwareSpec, execution: ExecutionOptions) -> tup
     """The measured tables of the execution options for this device, and a note when none apply."""
     if not execution.tables or execution.efficiency == "peak":
         return None, ""
-    return _timing_of(hardware.name, execution.tables, execution.table_families, execution.fp8_scales)
+    return _timing_of(hardware.name, execution.tables, execution.table_families, execution.fp8_scales,
+                      execution.mxfp4_moe_kernel)
 
 
 STAND_IN_SETS = ("sglang", "trtllm")  # engine table sets that fall back to the device's vLLM set
 
 
 @lru_cache(maxsize=64)
-def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_scales: str = "static"
-               ) -> tuple[MeasuredTiming | None, str]:
+def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_scales: str = "static",
+               mxfp4_moe_kernel: str = "default") -> tuple[MeasuredTiming | None, str]:
     """One MeasuredTiming per device, table set (or folder) and families, kept with its lookups."""
     kernels = measured_for(device, tables)
     if kernels is None and Path(tables).is_dir():
@@ -430,10 +431,10 @@ def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_s
     if kernels is None and tables in STAND_IN_SETS:
         stand_in = measured_for(device, "vllm")
         if stand_in is not None:  # the same GPU's measured kernels, from another engine, beat peak x fraction
-            return MeasuredTiming(stand_in, families, fp8_scales), (
+            return MeasuredTiming(stand_in, families, fp8_scales, mxfp4_moe_kernel), (
                 f"no {tables} kernel tables ship for {device}: vLLM's measured tables of this device stand in "
                 f"(approximation: same GPU, the engines' kernels differ)")
     if kernels is None:
         return None, (f"no measured {tables} kernel tables for {device}: every op on the roofline with the hardware "
                       f"file's achievable fractions")
-    return MeasuredTiming(kernels, families, fp8_scales), ""
+    return MeasuredTiming(kernels, families, fp8_scales, mxfp4_moe_kernel), ""

@@ -112,6 +112,13 @@ def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
       expert-parallel over the TP GPUs where the file's columns say EP 1; Kimi-K2.5 fp4 on B200 on 2026-03-11
       (a58dedd5a): its recipe passed no expert-parallel flag where the file says EP 4 (its config's EP was
       corrected in 2cbaec340, 2026-04-14).
+    - gpt-oss-120b (benchmarks/[single_node/]gptoss_fp4_{h100,h200,b200}*.sh): `max-cudagraph-capture-size: 2048`
+      from 2025-12-05 (25506e87c, the vLLM 0.11.2 upgrade; `cuda-graph-sizes` before it): vLLM's piecewise CUDA
+      graphs cover passes of up to 2048 tokens (prefill_graph_tokens=2048); on H100 and H200 `export
+      VLLM_MXFP4_USE_MARLIN=1` from 2025-12-10 (8796275ce, "Fix H100/H200 perf regression"; the H100 Slurm
+      script from 2025-12-16, 9951db676): the experts run vLLM's Marlin MXFP4 MoE kernel
+      (mxfp4_moe_kernel="marlin"); on B200 `export VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1` from 2025-09-24
+      (c677a52f3): MXFP8 activations on FlashInfer's TRTLLM-gen MXFP4 MoE kernel (mxfp4_moe_kernel="mxfp8").
     approximation: as inferencex_recv_interval, the recipe of the row's model, system and precision is taken to
     be the one that ran it, on the row's date."""
     if not _aggregated_run(row, "vllm"):
@@ -133,6 +140,13 @@ def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
         options["expert_parallel"] = _count(row["tp_size"])
     if model == "moonshotai/Kimi-K2.5" and system == "b200_sxm" and precision == "fp4" and day == "2026-03-11":
         options["expert_parallel"] = 1
+    if model == "openai/gpt-oss-120b":
+        if day >= "2025-12-05":
+            options["prefill_graph_tokens"] = 2048
+        if system in ("h100_sxm", "h200_sxm") and day >= ("2025-12-16" if system == "h100_sxm" else "2025-12-10"):
+            options["mxfp4_moe_kernel"] = "marlin"
+        if system == "b200_sxm" and day >= "2025-09-24":
+            options["mxfp4_moe_kernel"] = "mxfp8"
     return options
 
 
