@@ -635,3 +635,31 @@ def test_mxfp8_activations_on_vllm_read_the_devices_trtllm_gen_moe_rows_and_say_
         ("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0))
     assert "proxy" in note and "MXFP8 activations" in note and source == "trtllm moe (proxy)"
     assert read(8192, 1.0, 1.0) == pytest.approx(0.8843e-3 * routing_factor(8192, 4, 128), rel=1e-3)
+
+
+def test_a_moe_split_the_tables_lack_reads_the_same_gpus_other_split_and_says_so() -> None:
+    from llmsim.timing.measured import MeasuredTiming, routing_factor
+
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/trtllm/1.3.0rc20: gpt-oss-120b's experts (w4a16_mxfp4, top-4 of
+    # 128, 2880 x 2880) are measured at moe tp 1 with ep 1, 2, 4, 8 only; tp 1 x ep 4 takes 0.09053 ms at 4 tokens.
+    # moe tp 2 x ep 2 and tp 4 x ep 1 hold the same expert weights per GPU (a quarter), so they read that row
+    kernels = measured_for("h200", "trtllm")
+    assert kernels.moe_table("mxfp4_wo", 4, 128, 2880, 2880, 2, 2) is None
+    for tp, ep in ((2, 2), (4, 1)):
+        read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, tp, ep, 1.0))
+        assert f"moe tp {tp} x ep {ep} read from the measured tp 1 x ep 4 rows" in note
+        assert read(4, 1.0, 1.0) == pytest.approx(90.53e-6 * routing_factor(4, 4, 128), rel=1e-3)
+    # a split no table has on any GPU count stays refused with its reason
+    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 16, 2, 1.0))
+    assert read is None and "no mxfp4_wo MoE table row" in note
+
+
+def test_tensorrt_llms_blackwell_mxfp8_lane_takes_the_other_split_too() -> None:
+    from llmsim.timing.measured import MeasuredTiming, routing_factor
+
+    # b200_sxm/moe/trtllm/1.3.0rc20, w4a8_mxfp4_mxfp8, gpt-oss-120b's experts: measured at moe tp 1 only; tp 1 x ep 2
+    # takes 0.03559 ms at 4 tokens (its 16-bit-activation lane 0.1177 ms): TP 2 reads the MXFP8 row
+    read, note, _ = MeasuredTiming(measured_for("b200", "trtllm"), None).lookup(
+        ("moe", "mxfp4_wo", 4, 128, 2880, 2880, 2, 1, 1.0))
+    assert "MXFP8 activations" in note and "read from the measured tp 1 x ep 2 rows" in note
+    assert read(4, 1.0, 1.0) == pytest.approx(35.59e-6 * routing_factor(4, 4, 128), rel=1e-3)

@@ -48,6 +48,10 @@ MIN_LATENCY_MAX_TOKENS = 128
 MIN_LATENCY_NOTE = "TensorRT-LLM's min-latency NVFP4 MoE kernel at <= 128 tokens per call (its default kernel above)"
 ROUTING_NOTE = ("balanced rows read with independent routing: x the experts T tokens read on average over those "
                 "the rows spread them on, (1 - (1 - k/E)^T) / min(1, T k / E)")
+# approximation: a fused MoE split over tp x ep GPUs reads, per GPU, E/ep experts of inter/tp width; split instead as
+# tp' x ep' with tp' ep' = tp ep it reads E/ep' experts of inter/tp' width: the same weights and FLOPs per GPU at
+# balanced routing, in other GEMM shapes (narrower N, or fewer and wider experts)
+SPLIT_NOTE = "the same expert weights and FLOPs per GPU, another split of them; approximation"
 MXFP8_KERNEL_NOTE = ("MXFP8 activations x MXFP4 experts on FlashInfer's TRTLLM-gen MoE kernel (vLLM's "
                      "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1)")
 MARLIN_NOTE = "Marlin MXFP4 MoE kernel (vLLM's VLLM_MXFP4_USE_MARLIN=1)"
@@ -161,9 +165,9 @@ class MeasuredTiming:
                 return TableRead(grid, 1, share=share, routing=(topk, experts))
 
             if dtype == "mxfp4_wo" and self.mxfp4_moe_kernel == "mxfp8" and k.engine not in MXFP8_ACTIVATION_ENGINES:
-                grid = k.moe_table("mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
+                grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:
-                    return read(grid), f"{label}; {MXFP8_KERNEL_NOTE}; {ROUTING_NOTE}", None
+                    return read(grid), f"{label}; {MXFP8_KERNEL_NOTE}{split}; {ROUTING_NOTE}", None
                 other = _other_engine_grid(k.device, k.engine, lambda kernels: kernels.moe_table(
                     "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep), first="trtllm")
                 if other is not None:
@@ -175,9 +179,9 @@ class MeasuredTiming:
                     return read(default), (f"{label}; mxfp4_moe_kernel='mxfp8' but no mxfp4_mxfp8 MoE rows for this "
                                             f"shape on {k.device}: the default kernel's rows; {ROUTING_NOTE}"), None
             if dtype == "mxfp4_wo" and k.engine in MXFP8_ACTIVATION_ENGINES:
-                grid = k.moe_table("mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
+                grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:  # measured on this device: its Blackwell lane
-                    return read(grid), f"{label}; {MXFP8_ACTIVATION_ENGINES[k.engine]}; {ROUTING_NOTE}", None
+                    return read(grid), f"{label}; {MXFP8_ACTIVATION_ENGINES[k.engine]}{split}; {ROUTING_NOTE}", None
             if dtype == "mxfp4_wo" and self.mxfp4_moe_kernel == "marlin":
                 found = marlin_moe_grid(k, topk, experts, hidden, inter, tp, ep)
                 if found is not None:
@@ -199,6 +203,10 @@ class MeasuredTiming:
                 if grid is not None:
                     return read(grid), (f"{label}; fp8 per-tensor rows (no fp8_block rows for this shape); "
                                         f"{ROUTING_NOTE}"), None
+            if grid is None:  # the same GPUs split the experts the other way
+                grid, split = moe_split_table(k, dtype, topk, experts, hidden, inter, tp, ep)
+                if grid is not None:
+                    return read(grid), f"{label}{split}; {ROUTING_NOTE}", None
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
@@ -241,6 +249,20 @@ class MeasuredTiming:
             if grid is not None:
                 return grid.time_s, "nccl"
         return None, ""
+
+
+def moe_split_table(kernels: MeasuredKernels, lane: str, topk: int, experts: int, hidden: int, inter: int, tp: int,
+                    ep: int) -> tuple[GridTable | None, str]:
+    """A MoE lane's grid at tp x ep, else at the same GPUs' other split (tp 1 x ep tp*ep, then tp*ep x ep 1), with a
+    note saying so ("" when exact); (None, "") where neither is measured. approximation: SPLIT_NOTE."""
+    grid = kernels.moe_table(lane, topk, experts, hidden, inter, tp, ep)
+    if grid is not None or tp * ep == 1:
+        return grid, ""
+    for tp_s, ep_s in ((1, tp * ep), (tp * ep, 1)):
+        grid = kernels.moe_table(lane, topk, experts, hidden, inter, tp_s, ep_s)
+        if grid is not None:
+            return grid, f"; moe tp {tp} x ep {ep} read from the measured tp {tp_s} x ep {ep_s} rows ({SPLIT_NOTE})"
+    return None, ""
 
 
 def marlin_moe_grid(kernels: MeasuredKernels, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int
