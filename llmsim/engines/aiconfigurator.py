@@ -48,9 +48,6 @@ MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4
 # to the fused all-reduce), measured by aiconfigurator's collector (collector/trtllm/collect_moe.py, "min-latency
 # mode") on SM100 next to the default CUTLASS kernel of the same shapes; written as a lane of its own
 MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
-# vLLM's Marlin MoE kernel for MXFP4 experts (kernel sources naming "marlin" among the w4a16_mxfp4 rows; the
-# package measures it on Hopper and Blackwell at another model's shape than gpt-oss's default-kernel rows), also
-# a lane of its own: a rival kernel the engine picks by an option, not the engine's default for that dtype
 # GEMM lanes left out: aiconfigurator's vLLM GEMM collector (ai-dynamo/aiconfigurator collector/vllm, gemm)
 # replays bf16 and fp8 under a CUDA graph but times fp8_block without one, so those rows hold the host launch
 # path: a flat 59-95 us (H100) to 155-190 us (B200) from m = 1 to 1024 at n = k = 4096, where its graph-timed
@@ -324,7 +321,8 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
     rows = [r for r in rows if r["distribution"] == "balanced" and r["moe_dtype"] in MOE_DTYPES]
     # TensorRT-LLM's min-latency NVFP4 kernel is a lane of its own (dtype nvfp4_min_latency), not a rival of the
     # default kernel for the same key: the engine runs it at few tokens only (llmsim.timing.measured); vLLM's
-    # Marlin MXFP4 kernel likewise (dtype mxfp4_wo_marlin), run by an option
+    # Marlin MXFP4 kernel likewise (dtype mxfp4_wo_marlin; kernel sources naming "marlin" among the w4a16_mxfp4
+    # rows, measured at another model's shape than gpt-oss's default-kernel rows), a rival run by an option
     def marlin(r: dict[str, Any]) -> bool:
         return r["moe_dtype"] == "w4a16_mxfp4" and "marlin" in str(r.get("kernel_source", "")).lower()
 

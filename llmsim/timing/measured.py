@@ -164,6 +164,7 @@ class MeasuredTiming:
             def read(grid: Any) -> TableRead:
                 return TableRead(grid, 1, share=share, routing=(topk, experts))
 
+            missed = ""  # the kernel mxfp4_moe_kernel asked for, where no rows time it
             if dtype == "mxfp4_wo" and self.mxfp4_moe_kernel == "mxfp8" and k.engine not in MXFP8_ACTIVATION_ENGINES:
                 grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:
@@ -174,10 +175,7 @@ class MeasuredTiming:
                     return read(other[1]), (f"{other[0]} moe table (mxfp4_mxfp8), a proxy: {MXFP8_KERNEL_NOTE}, "
                                             f"measured under {other[0]} (no {k.engine} rows at this shape); "
                                             f"{ROUTING_NOTE}"), f"{other[0]} moe (proxy)"
-                default = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
-                if default is not None:  # said, never silent
-                    return read(default), (f"{label}; mxfp4_moe_kernel='mxfp8' but no mxfp4_mxfp8 MoE rows for this "
-                                            f"shape on {k.device}: the default kernel's rows; {ROUTING_NOTE}"), None
+                missed = f"mxfp4_moe_kernel='mxfp8' but no mxfp4_mxfp8 MoE rows for this shape on {k.device}"
             if dtype == "mxfp4_wo" and k.engine in MXFP8_ACTIVATION_ENGINES:
                 grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:  # measured on this device: its Blackwell lane
@@ -187,11 +185,10 @@ class MeasuredTiming:
                 if found is not None:
                     grid, how = found
                     return read(grid), f"{label}; {MARLIN_NOTE}{how}; {ROUTING_NOTE}", None
-                default = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
-                if default is not None:  # said, never silent: the default kernel's rows
-                    return read(default), (f"{label}; mxfp4_moe_kernel='marlin' but no Marlin MoE rows at tp {tp}, "
-                                            f"ep {ep} (engine {k.engine} on {k.device}): the default kernel's rows; "
-                                            f"{ROUTING_NOTE}"), None
+                missed = (f"mxfp4_moe_kernel='marlin' but no Marlin MoE rows at tp {tp}, ep {ep} (engine {k.engine} "
+                          f"on {k.device})")
+            if missed:  # said, never silent: the default kernel's rows, read as below
+                label = f"{label}; {missed}: the default kernel's rows"
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
             if grid is None and dtype == "mxfp4_wo":  # the shape measured on the Marlin kernel only
                 grid = k.moe_table(MARLIN_MXFP4_LANE, topk, experts, hidden, inter, tp, ep)
