@@ -169,6 +169,23 @@ def test_shipped_h100_tables_return_measured_points() -> None:
     assert measured_for("cpu-generic", "vllm") is None
 
 
+def test_wide_gemms_read_the_measured_51200_line_not_a_proportional_guess() -> None:
+    # aiconfigurator-core 0.12.0, b200_sxm/gemm/trtllm/1.3.0rc20/gemm_perf.parquet, nvfp4 at m = 4, k = 8192:
+    # n = 16384 0.026 ms, n = 51200 0.059056 ms (a fused gate/up of a 70B model at TP 1 is n = 57344). Before the
+    # compact grid kept 51200 the table stopped at 16384 and past it read time in proportion to n:
+    # 26.0 us x 51200 / 16384 = 81 us, 37 % above the measurement.
+    mk = measured_for("b200", "trtllm")
+    assert mk is not None
+    grid = mk.gemm_table_named("nvfp4")
+    assert grid is not None
+    assert grid.time_s(4, 51200, 8192) == pytest.approx(59.06e-6, rel=1e-9)  # the measured point (4 digits kept)
+    # between 16384 and 51200: a straight line in log(time) against log(n), the GEMM rule
+    t16, t51 = grid.time_s(4, 16384, 8192), grid.time_s(4, 51200, 8192)
+    assert t16 < grid.time_s(4, 28672, 8192) < t51
+    assert grid.time_s(4, 28672, 8192) == pytest.approx(
+        t16 * (t51 / t16) ** (math.log(28672 / 16384) / math.log(51200 / 16384)), rel=1e-9)
+
+
 def test_shipped_gb300_tables_return_measured_points() -> None:
     # aiconfigurator-core 0.12.0, systems/data/gb300/gemm/<engine>/<version>/gemm_perf.parquet, device 'NVIDIA GB300',
     # m = n = k = 4096: bfloat16 0.074913 ms (vLLM 0.24.0), 0.075147 (SGLang 0.5.14), 0.073424 (TensorRT-LLM

@@ -56,7 +56,10 @@ MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
 UNGRAPHED_GEMM_LANES = {("fp8_block", "vllm")}
 # compact grids: the measured points kept (a full grid over them; points missing from a table are dropped)
 COMPACT_M = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
-COMPACT_NK = (32, 64, 128, 256, 512, 1024, 2048, 4096, 6144, 8192, 12288, 16384, 65536)
+# 51200: the package's line past 16384 that every table measures at every m (65536 stops at m = 16384 where n = k =
+# 65536, so the full-grid rule drops it); without it wider GEMMs (a 70B model's gate/up at TP 1-2) read 16384 in
+# proportion, 14.6 % median / 74.8 % p90 off at the measured points (validation/kernel_tables.md)
+COMPACT_NK = (32, 64, 128, 256, 512, 1024, 2048, 4096, 6144, 8192, 12288, 16384, 51200, 65536)
 COMPACT_GEMM_DTYPES = ("bf16", "fp8", "fp8_dynamic", "fp8_block", "nvfp4", "int8_wo", "int4_wo")
 COMPACT_ISL = (1, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 COMPACT_KEYS = (2, 8, 32, 128, 512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
