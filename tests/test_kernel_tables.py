@@ -176,7 +176,7 @@ def test_wide_gemms_read_the_measured_51200_line_not_a_proportional_guess() -> N
     # 26.0 us x 51200 / 16384 = 81 us, 37 % above the measurement.
     mk = measured_for("b200", "trtllm")
     assert mk is not None
-    grid = mk.gemm_table_named("nvfp4")
+    grid = mk.gemm_table_named("nvfp4_fallback")  # TensorRT-LLM's rows as measured (see UNTUNED_GEMM_LANES)
     assert grid is not None
     assert grid.time_s(4, 51200, 8192) == pytest.approx(59.06e-6, rel=1e-9)  # the measured point (4 digits kept)
     # between 16384 and 51200: a straight line in log(time) against log(n), the GEMM rule
@@ -189,8 +189,9 @@ def test_wide_gemms_read_the_measured_51200_line_not_a_proportional_guess() -> N
 def test_shipped_gb300_tables_return_measured_points() -> None:
     # aiconfigurator-core 0.12.0, systems/data/gb300/gemm/<engine>/<version>/gemm_perf.parquet, device 'NVIDIA GB300',
     # m = n = k = 4096: bfloat16 0.074913 ms (vLLM 0.24.0), 0.075147 (SGLang 0.5.14), 0.073424 (TensorRT-LLM
-    # 1.3.0rc20); nvfp4 0.039840, 0.042320, 0.051074 ms; the shipped rows keep 4 significant digits
-    expected_us = {"vllm": (74.91, 39.84), "sglang": (75.15, 42.32), "trtllm": (73.42, 51.07)}
+    # 1.3.0rc20); nvfp4 0.039840, 0.042320, 0.051074 ms; the shipped rows keep 4 significant digits. TensorRT-LLM's
+    # nvfp4 lane is the fastest of the three (its own row times its AutoTuner's fallback tactic): 39.84 us
+    expected_us = {"vllm": (74.91, 39.84), "sglang": (75.15, 42.32), "trtllm": (73.42, 39.84)}
     for engine, (bf16_us, nvfp4_us) in expected_us.items():
         mk = measured_for("gb300", engine)
         assert mk is not None
@@ -354,6 +355,35 @@ def test_importer_writes_static_fp8_gemms(tmp_path: Path) -> None:
     assert mk.gemm_s("fp8", 1, 4096, 4096) == pytest.approx((0.050 - 0.001) * 1e-3)  # 50 us - 1 us = 49 us
     assert mk.gemm_s("bf16", 64, 4096, 1024) == pytest.approx(0.050e-3)  # other dtypes as measured
     assert mk.gemm_table_named("fp8_dynamic").time_s(64, 4096, 1024) == pytest.approx(0.050e-3)  # the row as is
+
+
+def test_tensorrt_llms_untuned_nvfp4_gemm_rows_give_way_to_the_fastest_measured_kernel(tmp_path: Path) -> None:
+    # aiconfigurator times TensorRT-LLM's NVFP4 GEMM outside its AutoTuner (the fallback tactic); the imported
+    # lane is the fastest nvfp4 row of the device over the engines, the measured one kept as nvfp4_fallback
+    data = tmp_path / "data"
+    trt = [{"framework": "TRTLLM", "version": "1.0", "device": "Test GPU", "op_name": "gemm",
+            "kernel_source": "torch_flow", "gemm_dtype": dtype, "m": m, "n": 4096, "k": 4096, "latency": 0.040}
+           for dtype in ("bfloat16", "nvfp4") for m in (1, 64)]
+    _write_parquet(data / "test_gpu" / "gemm" / "trtllm" / "1.0" / "gemm_perf.parquet", trt)
+    fast = {1: 0.020, 64: 0.050}  # vLLM's FlashInfer kernel: faster at m = 1, slower at m = 64
+    vllm = [{"framework": "VLLM", "version": "2.0", "device": "Test GPU", "op_name": "gemm",
+             "kernel_source": "FlashInferCuteDslNvFp4LinearKernel", "gemm_dtype": "nvfp4", "m": m, "n": 4096, "k": 4096,
+             "latency": fast[m]} for m in (1, 64)]
+    _write_parquet(data / "test_gpu" / "gemm" / "vllm" / "2.0" / "gemm_perf.parquet", vllm)
+    written = import_tables("test_gpu", "trtllm", tmp_path / "k", data_root=data, full=True, families=["gemm"])
+    text = written[0].read_text()
+    assert "# nvfp4: the fastest measured nvfp4 kernel of the device" in text and "vllm 2.0" in text
+    mk = load_measured(str(tmp_path / "k"))
+    assert mk.gemm_s("fp4", 1, 4096, 4096) == pytest.approx(20e-6)  # min(40 us, vLLM's 20 us)
+    assert mk.gemm_s("fp4", 64, 4096, 4096) == pytest.approx(40e-6)  # min(40 us, vLLM's 50 us): its own row
+    assert mk.gemm_table_named("nvfp4_fallback").time_s(1, 4096, 4096) == pytest.approx(40e-6)  # as measured
+    assert mk.gemm_s("bf16", 1, 4096, 4096) == pytest.approx(40e-6)  # other dtypes untouched
+    # the shipped B200 table (aiconfigurator-core 0.12.0) at m = 4, n = k = 8192: TensorRT-LLM 1.3.0rc20's row
+    # 22.45 us, vLLM 0.24.0's 12.79 us, SGLang 0.5.14's 13.51 us -> 12.79 us
+    shipped = measured_for("b200", "trtllm")
+    assert shipped is not None
+    assert shipped.gemm_s("fp4", 4, 8192, 8192) == pytest.approx(12.79e-6, rel=1e-9)
+    assert shipped.gemm_table_named("nvfp4_fallback").time_s(4, 8192, 8192) == pytest.approx(22.45e-6, rel=1e-9)
 
 
 def test_fp8_activation_scales_pick_the_lane() -> None:

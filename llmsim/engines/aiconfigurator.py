@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -54,13 +55,28 @@ MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
 # fp8 rows take 12-39 us. vLLM serves with CUDA graphs, which hide that host time; its block-scaled fp8 GEMMs
 # read the per-tensor fp8 rows instead (and say so).
 UNGRAPHED_GEMM_LANES = {("fp8_block", "vllm")}
+# GEMM lanes timed with the engine's untuned fallback kernel: TensorRT-LLM picks its NVFP4 GEMM's runner and
+# tactic with its AutoTuner (tensorrt_llm/_torch/custom_ops: nvfp4_gemm -> AutoTuner.choose_one), which profiles
+# the candidates during the engine's warm-up (TorchLlmArgs.enable_autotuner, on by default) and, outside a tuning
+# pass, answers a shape it has not tuned with its fallback tactic ("Using the fallback tactic, due to cache miss",
+# tensorrt_llm/_torch/autotuner.py). aiconfigurator's TensorRT-LLM GEMM collector (collector/trtllm/
+# collect_gemm.py) times Linear.forward outside any autotune() pass, so its nvfp4 rows time that fallback: on
+# the B200, GB200, GB300 and B300 they take a median 1.6-1.9x the time of the same device's vLLM and SGLang nvfp4
+# rows (FlashInfer's CUTLASS and CuTe DSL FP4 GEMMs) at m <= 256 and 1.0-1.2x from m = 1024, where the three
+# engines' bf16 rows (cuBLAS in all three) agree within 3 %. The imported nvfp4 lane is the fastest of the
+# device's measured nvfp4 kernels at each (m, n, k); "nvfp4_fallback" keeps TensorRT-LLM's rows as measured.
+# approximation: the tuner's pick taken as the fastest kernel measured on the device (its candidates include
+# CUTLASS and CuTe DSL NVFP4 GEMMs, the kernels FlashInfer ships; a candidate none of the three tables times is
+# not seen, and the minimum of separate measurements leans a little fast: about 2-3 % on bf16, where the kernels
+# are the same).
+UNTUNED_GEMM_LANES = {"trtllm": "nvfp4"}
 # compact grids: the measured points kept (a full grid over them; points missing from a table are dropped)
 COMPACT_M = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 # 51200: the package's line past 16384 that every table measures at every m (65536 stops at m = 16384 where n = k =
 # 65536, so the full-grid rule drops it); without it wider GEMMs (a 70B model's gate/up at TP 1-2) read 16384 in
 # proportion, 14.6 % median / 74.8 % p90 off at the measured points (validation/kernel_tables.md)
 COMPACT_NK = (32, 64, 128, 256, 512, 1024, 2048, 4096, 6144, 8192, 12288, 16384, 51200, 65536)
-COMPACT_GEMM_DTYPES = ("bf16", "fp8", "fp8_dynamic", "fp8_block", "nvfp4", "int8_wo", "int4_wo")
+COMPACT_GEMM_DTYPES = ("bf16", "fp8", "fp8_dynamic", "fp8_block", "nvfp4", "nvfp4_fallback", "int8_wo", "int4_wo")
 COMPACT_ISL = (1, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 COMPACT_KEYS = (2, 8, 32, 128, 512, 1024, 2048, 4096, 8192, 16384, 32768, 131072)
 COMPACT_BATCH = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -239,6 +255,10 @@ def _gemm(system_dir: Path, engine: str, full: bool) -> tuple[list[dict[str, Any
         extra["fp8"] = ("static activation scales: the package's fp8 row (dynamic per-token quantisation) minus its "
                         f"compute_scale row at (m, k) ({overhead.source}), as aiconfigurator derives fp8_static; "
                         "fp8_dynamic: the package's fp8 row as measured (activation scales computed per call)")
+    if engine in UNTUNED_GEMM_LANES:
+        out, note = _autotuned_stand_in(system_dir, engine, out)
+        if note:
+            extra[UNTUNED_GEMM_LANES[engine]] = note
     if not full:
         out = [r for r in out if r["m"] in COMPACT_M and r["n"] in COMPACT_NK and r["k"] in COMPACT_NK
                and r["dtype"] in COMPACT_GEMM_DTYPES]
@@ -441,6 +461,40 @@ def _gdn(system_dir: Path, engine: str, full: bool, phase: str) -> Any:
              "shape": "per-GPU heads; q, k, v packed in one convolution of 2 x num_k_heads x head_k_dim + "
                       "num_v_heads x head_v_dim channels; float32 recurrent state; the fastest repeat of a shape "
                       "measured under several model names (d_model)"})
+
+
+def _autotuned_stand_in(system_dir: Path, engine: str, out: list[dict[str, Any]]
+                        ) -> tuple[list[dict[str, Any]], str]:
+    """(rows, note): the engine's untuned lane (UNTUNED_GEMM_LANES) replaced by the fastest measured kernel of
+    that dtype on the device at each (m, n, k), its own rows kept as "<dtype>_fallback"."""
+    dtype = UNTUNED_GEMM_LANES[engine]
+    package_dtype = next(k for k, v in GEMM_DTYPES.items() if v == dtype)
+    own = [r for r in out if r["dtype"] == dtype]
+    if not own:
+        return out, ""
+    fastest: dict[tuple, float] = {}
+    used = []
+    for other in sorted(ENGINES):
+        if other == engine:
+            continue
+        found = _table(system_dir, "gemm", other, "gemm_perf")
+        rows = [r for r in found[0] if r["gemm_dtype"] == package_dtype] if found is not None else []
+        if not rows:
+            continue
+        used.append(f"{other} {found[1].parent.name} ({_sources(rows)})")
+        for r in rows:
+            key = (r["m"], r["n"], r["k"])
+            fastest[key] = min(fastest.get(key, math.inf), r["latency"])
+    if not used:
+        return out, ""
+    fallback = [{**r, "dtype": f"{dtype}_fallback"} for r in own]
+    for r in own:
+        r["latency_ms"] = min(r["latency_ms"], fastest.get((r["m"], r["n"], r["k"]), math.inf))
+    note = (f"the fastest measured {dtype} kernel of the device at each (m, n, k): this engine's row (its "
+            f"AutoTuner's untuned fallback tactic, as the package's collector times it) and {', '.join(used)}, "
+            f"standing in for the tactic the engine's AutoTuner picks at warm-up; {dtype}_fallback: this engine's "
+            "rows as measured (llmsim.engines.aiconfigurator.UNTUNED_GEMM_LANES)")
+    return out + fallback, note
 
 
 def _sources(rows: list[dict[str, Any]]) -> str:
