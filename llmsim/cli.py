@@ -123,6 +123,10 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
                        help="MXFP4 experts (gpt-oss): the engine's default fused-MoE kernel, vLLM's Marlin kernel "
                        "(VLLM_MXFP4_USE_MARLIN=1) or MXFP8 activations on FlashInfer's TRTLLM-gen kernel "
                        "(VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), from the measured tables")
+    group.add_argument("--fp8-block-moe-kernel", dest="fp8_block_moe_kernel", choices=("default", "trtllm-gen"),
+                       help="block-scaled fp8 experts (DeepSeek): the engine's default fused-MoE kernel or "
+                       "FlashInfer's TRTLLM-gen kernel (TensorRT-LLM's moe_config backend TRTLLM; Blackwell), from "
+                       "the measured tables")
     group.add_argument("--step-host-s", dest="step_host_s", type=float,
                        help="the engine's host work per step that the GPU waits for, in s (default: the engine's; "
                        "0 switches it off; `llmsim engines` gives each engine's figure and source)")
@@ -137,7 +141,7 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
             "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "prefill_dispatch_s",
-            "prefill_graph_tokens", "pipeline_decode", "fp8_scales", "mxfp4_moe_kernel"]
+            "prefill_graph_tokens", "pipeline_decode", "fp8_scales", "mxfp4_moe_kernel", "fp8_block_moe_kernel"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 

@@ -670,6 +670,33 @@ def test_an_unknown_mxfp4_moe_kernel_is_refused_in_one_line() -> None:
     assert "\n" not in str(info.value) and "marlin" in str(info.value) and "mxfp8" in str(info.value)
 
 
+def test_trtllm_gen_block_fp8_experts_read_the_devices_vllm_rows_at_expert_tensor_parallelism() -> None:
+    from llmsim.timing.measured import MeasuredTiming, routing_factor
+
+    # aiconfigurator-core 0.12.0, b200_sxm/moe: DeepSeek's block-fp8 experts (top-8 of 256, 7168 x 2048) at moe tp 8
+    # x ep 1 and 64 tokens: TensorRT-LLM 1.3.0rc20's rows time DeepGEMM, 0.4245 ms; vLLM 0.24.0's time FlashInfer's
+    # TRTLLM-gen kernel (TensorRT-LLM's moe_config backend TRTLLM), 0.1607 ms
+    key = ("moe", "fp8_block", 8, 256, 7168, 2048, 8, 1, 1.0)
+    trt = measured_for("b200", "trtllm")
+    read, note, source = MeasuredTiming(trt, None).lookup(key)
+    assert read(64, 1.0, 1.0) == pytest.approx(424.5e-6 * routing_factor(64, 8, 256), rel=1e-3)
+    read, note, source = MeasuredTiming(trt, None, fp8_block_moe_kernel="trtllm-gen").lookup(key)
+    assert source == "vllm moe (proxy)" and "TRTLLM-gen" in note
+    assert read(64, 1.0, 1.0) == pytest.approx(160.7e-6 * routing_factor(64, 8, 256), rel=1e-3)
+    # expert parallel (tp 1 x ep 8): the engines' collectors count tokens differently there, so the default
+    # kernel's rows, and the note says why
+    read, note, _ = MeasuredTiming(trt, None, fp8_block_moe_kernel="trtllm-gen").lookup(
+        ("moe", "fp8_block", 8, 256, 7168, 2048, 1, 8, 1.0))
+    assert "no TRTLLM-gen fp8_block MoE rows at tp 1, ep 8" in note and "the default kernel's rows" in note
+    # Hopper: vLLM's block-fp8 MoE rows there time other kernels (CUTLASS, Triton), so none stands in
+    read, note, _ = MeasuredTiming(measured_for("h200", "trtllm"), None, fp8_block_moe_kernel="trtllm-gen").lookup(
+        key)
+    assert "no TRTLLM-gen fp8_block MoE rows" in note
+    with pytest.raises(OptionError, match="fp8_block_moe_kernel") as info:
+        llmsim.simulate("deepseek-v3", "b200", engine="trtllm", tensor_parallel=8, fp8_block_moe_kernel="deepgemm")
+    assert "\n" not in str(info.value) and "trtllm-gen" in str(info.value)
+
+
 def test_mxfp8_activations_on_vllm_read_the_devices_trtllm_gen_moe_rows_and_say_so() -> None:
     from llmsim.timing.measured import MeasuredTiming, routing_factor
 

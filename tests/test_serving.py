@@ -740,19 +740,38 @@ def test_inferencex_trtllm_llama_recipe_sets_its_token_budget_and_batch_waiting(
     assert inferencex_trtllm_options(row(silicon_data_source="source_file=/x/gap-analysis.csv")) == {}
 
 
+def _dsr1_trt_row(day: str, clients: int, **fields: str) -> dict[str, str]:
+    """A DeepSeek-R1 TensorRT-LLM aggregated row of the silicon file (InferenceX's db-dump), measured on `day`."""
+    base = {"backend": "trtllm", "mode": "agg", "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
+            "precision": "fp8", "isl": "1024", "osl": "1024", "tp_size": "8", "attention_dp_size": "1",
+            "batch_size": str(clients),
+            "silicon_data_source": f"db-dump/x; config_id=1; silicon_concurrency={clients}; "
+                                   f"measured={day}T00:00:00.000Z"}
+    return {**base, **fields}
+
+
+def test_inferencex_deepseek_fp8_b200_trtllm_recipe_runs_the_trtllm_moe_backend() -> None:
+    """dsr1_fp8_b200_trt.sh from 0a919c5f8 (2026-01-27): moe_config backend TRTLLM, DEEPGEMM at 1k/8k from 256
+    clients; earlier recipes and other GPUs keep the engine's default MoE kernel."""
+    from llmsim.validation.serving import inferencex_trtllm_options
+
+    row = _dsr1_trt_row
+
+    assert inferencex_trtllm_options(row("2026-02-05", 4)) == {"fp8_block_moe_kernel": "trtllm-gen"}  # an MTP day
+    assert inferencex_trtllm_options(row("2026-01-29", 4))["fp8_block_moe_kernel"] == "trtllm-gen"
+    assert "fp8_block_moe_kernel" not in inferencex_trtllm_options(row("2026-01-29", 256, osl="8192"))
+    assert "fp8_block_moe_kernel" not in inferencex_trtllm_options(row("2026-01-14", 4))
+    assert "fp8_block_moe_kernel" not in inferencex_trtllm_options(row("2026-02-05", 4, system="h200_sxm"))
+    assert "fp8_block_moe_kernel" not in inferencex_trtllm_options(row("2026-02-05", 4, precision="fp4"))
+
+
 def test_inferencex_trtllm_deepseek_recipes_set_token_budget_and_parallel_split() -> None:
     """InferenceX's DeepSeek-R1 TensorRT-LLM recipes: --max_num_tokens (CONC + ISL + 64 + 63) // 64 * 64, at least
     8192 from 2026-01-21; the 2025-11-02 recipes chose EP and attention DP themselves; the fp8 B200 recipe's
     DELAY_BATCHING from 2026-01-29; MTP days keep the defaults."""
     from llmsim.validation.serving import inferencex_trtllm_options
 
-    def row(day: str, clients: int, **fields: str) -> dict[str, str]:
-        base = {"backend": "trtllm", "mode": "agg", "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
-                "precision": "fp8", "isl": "1024", "osl": "1024", "tp_size": "8", "attention_dp_size": "1",
-                "batch_size": str(clients),
-                "silicon_data_source": f"db-dump/x; config_id=1; silicon_concurrency={clients}; "
-                                       f"measured={day}T00:00:00.000Z"}
-        return {**base, **fields}
+    row = _dsr1_trt_row
 
     # (64 + 1024 + 127) // 64 * 64 = 1152; fp8: EP = TP, attention DP above 32 clients at 1k/1k on B200
     assert inferencex_trtllm_options(row("2025-11-02", 64)) == {
@@ -766,10 +785,13 @@ def test_inferencex_trtllm_deepseek_recipes_set_token_budget_and_parallel_split(
         "max_num_batched_tokens": 8320, "expert_parallel": 8, "attention_data_parallel": 8}
     assert inferencex_trtllm_options(row("2025-12-15", 64)) == {"max_num_batched_tokens": 1152}  # no split then
     # from 2026-01-21 at least 8192; the fp8 B200 recipe's DELAY_BATCHING at 1k/1k from 64 clients
+    # (and the TRTLLM MoE backend from 2026-01-27: the test above)
+    trtllm_moe = {"fp8_block_moe_kernel": "trtllm-gen"}
     assert inferencex_trtllm_options(row("2026-01-29", 64)) == {
-        "max_num_batched_tokens": 8192, "batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8}
-    assert inferencex_trtllm_options(row("2026-01-29", 32)) == {"max_num_batched_tokens": 8192}
-    assert inferencex_trtllm_options(row("2026-02-05", 64)) == {}  # an MTP day
+        "max_num_batched_tokens": 8192, "batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8,
+        **trtllm_moe}
+    assert inferencex_trtllm_options(row("2026-01-29", 32)) == {"max_num_batched_tokens": 8192, **trtllm_moe}
+    assert inferencex_trtllm_options(row("2026-02-05", 64)) == trtllm_moe  # an MTP day: no token budget
     assert inferencex_trtllm_options(row("2025-11-02", 64, system="gb200")) == {}
 
 

@@ -15,6 +15,7 @@ EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")
 OVERLAP_POLICIES = ("max", "sum")
 MXFP4_MOE_KERNELS = ("default", "marlin", "mxfp8")
+FP8_BLOCK_MOE_KERNELS = ("default", "trtllm-gen")
 
 
 @lru_cache(maxsize=1)
@@ -53,6 +54,10 @@ class ExecutionOptions(BaseModel):
       "mxfp8": MXFP8 activations on FlashInfer's TRTLLM-gen MXFP4 MoE kernel (vLLM's
       VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, Blackwell), the engine's mxfp4_mxfp8 rows, else TensorRT-LLM's of the
       device (its TRTLLM MoE backend runs that kernel family).
+    - fp8_block_moe_kernel="default": block-scaled fp8 experts (DeepSeek-V3/R1) on the engine's default fused-MoE
+      kernel, as its measured tables time it (TensorRT-LLM on Blackwell: DeepGEMM); "trtllm-gen": FlashInfer's
+      TRTLLM-gen FP8 block-scale MoE kernel (TensorRT-LLM's `moe_config: backend: TRTLLM`), the rows vLLM's
+      tables of the device time it with (Blackwell), at expert tensor parallelism only (timing.measured).
     - pipeline_decode="steady" (default): under pipeline parallelism the decode micro-batches stay in flight
       across steps, as serving engines run them (no bubble per token once micro-batches >= stages);
       "lockstep": one static batch whose every step fills and drains the pipeline (timing.phases.pipelined).
@@ -71,6 +76,7 @@ class ExecutionOptions(BaseModel):
     pipeline_decode: str = "steady"  # decode under pipeline parallelism: micro-batches kept in flight, or "lockstep"
     fp8_scales: str = "static"  # per-tensor fp8 GEMMs' activation scales: "static" or "dynamic"
     mxfp4_moe_kernel: str = "default"  # MXFP4 experts: the engine's default kernel, "marlin" or "mxfp8"
+    fp8_block_moe_kernel: str = "default"  # block-scaled fp8 experts: the engine's default kernel or "trtllm-gen"
 
     @classmethod
     def make(cls, **values: Any) -> ExecutionOptions:
@@ -81,6 +87,7 @@ class ExecutionOptions(BaseModel):
         check_choice("pipeline_decode", values.get("pipeline_decode", "steady"), ("steady", "lockstep"))
         check_choice("fp8_scales", values.get("fp8_scales", "static"), ("static", "dynamic"))
         check_choice("mxfp4_moe_kernel", values.get("mxfp4_moe_kernel", "default"), MXFP4_MOE_KERNELS)
+        check_choice("fp8_block_moe_kernel", values.get("fp8_block_moe_kernel", "default"), FP8_BLOCK_MOE_KERNELS)
         for key, unit in (("step_host_s", "seconds (or 0)"), ("prefill_dispatch_s", "seconds per kernel (or 0)")):
             if key in values:  # host times: 0 switches them off, else a positive number
                 from ..errors import check_positive

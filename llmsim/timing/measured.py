@@ -55,6 +55,14 @@ SPLIT_NOTE = "the same expert weights and FLOPs per GPU, another split of them; 
 MXFP8_KERNEL_NOTE = ("MXFP8 activations x MXFP4 experts on FlashInfer's TRTLLM-gen MoE kernel (vLLM's "
                      "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1)")
 MARLIN_NOTE = "Marlin MXFP4 MoE kernel (vLLM's VLLM_MXFP4_USE_MARLIN=1)"
+# TensorRT-LLM's `moe_config: backend: TRTLLM` runs block-scaled fp8 experts on the TRTLLM-gen fused-MoE kernels
+# (torch.ops.trtllm.fp8_block_scale_moe_runner), which FlashInfer ships and vLLM 0.24.0 runs on Blackwell
+# (aiconfigurator's vLLM B200/B300/GB200/GB300 rows: kernel sources vllm_fp8moe_flashinfer_trtllm_*); the package
+# times TensorRT-LLM's own block-fp8 MoE on DeepGEMM only. approximation: the same kernel family measured under
+# another engine; read at expert tensor parallelism only (ep 1), where every engine's rows count the same tokens
+# (at ep > 1 the engines' collectors disagree: TRTLLM-gen 5.7x DeepGEMM at 4096 tokens, tp 1 x ep 8, on the B200)
+TRTLLM_GEN_FP8_BLOCK_NOTE = ("FlashInfer's TRTLLM-gen FP8 block-scale MoE kernel (TensorRT-LLM's moe_config backend "
+                             "TRTLLM), as vLLM's rows of this device time it")
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
              "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla",
              "prefill_gdn": "prefill_gdn", "decode_gdn": "decode_gdn"}
@@ -76,10 +84,11 @@ class MeasuredTiming:
     """The measured tables an engine's ops are timed from on one device (a subset of families, or all)."""
 
     def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None, fp8_scales: str = "static",
-                 mxfp4_moe_kernel: str = "default") -> None:
+                 mxfp4_moe_kernel: str = "default", fp8_block_moe_kernel: str = "default") -> None:
         self.kernels = kernels
         self.fp8_scales = fp8_scales  # per-tensor fp8 GEMMs: the static lane, or fp8_dynamic
         self.mxfp4_moe_kernel = mxfp4_moe_kernel  # MXFP4 experts: the engine's default kernel, or "marlin"
+        self.fp8_block_moe_kernel = fp8_block_moe_kernel  # block fp8 experts: the default kernel, or "trtllm-gen"
         self.families = tuple(f for f in kernels.families if families is None or f in families)
         self.all_families = families is None  # may another engine's table of the device stand in (MLA)
         self._lookups: dict[tuple, Any] = {}
@@ -187,6 +196,16 @@ class MeasuredTiming:
                     return read(grid), f"{label}; {MARLIN_NOTE}{how}; {ROUTING_NOTE}", None
                 missed = (f"mxfp4_moe_kernel='marlin' but no Marlin MoE rows at tp {tp}, ep {ep} (engine {k.engine} "
                           f"on {k.device})")
+            if dtype == "fp8_block" and self.fp8_block_moe_kernel == "trtllm-gen":
+                found = trtllm_gen_fp8_block_moe(k.device, topk, experts, hidden, inter, tp, ep)
+                if found is not None:
+                    own = k.engine == "vllm"
+                    return read(found), (f"{'' if own else 'vllm moe table (fp8_block), a proxy: '}"
+                                         f"{TRTLLM_GEN_FP8_BLOCK_NOTE}; {ROUTING_NOTE}"), (
+                        None if own else "vllm moe (proxy)")
+                missed = (f"fp8_block_moe_kernel='trtllm-gen' but no TRTLLM-gen fp8_block MoE rows at tp {tp}, "
+                          f"ep {ep} on {k.device}" + (" (read at expert tensor parallelism only, ep 1)" if ep > 1
+                                                      else ""))
             if missed:  # said, never silent: the default kernel's rows, read as below
                 label = f"{label}; {missed}: the default kernel's rows"
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
@@ -260,6 +279,23 @@ def moe_split_table(kernels: MeasuredKernels, lane: str, topk: int, experts: int
         if grid is not None:
             return grid, f"; moe tp {tp} x ep {ep} read from the measured tp {tp_s} x ep {ep_s} rows ({SPLIT_NOTE})"
     return None, ""
+
+
+def trtllm_gen_fp8_block_moe(device: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int
+                             ) -> GridTable | None:
+    """FlashInfer's TRTLLM-gen FP8 block-scale MoE kernel at this expert shape and tp (ep 1), from the device's
+    vLLM table where its block-fp8 MoE rows time that kernel (Blackwell, vLLM 0.24.0: FP8MoE's flashinfer_trtllm
+    experts only), else None. approximation: TRTLLM_GEN_FP8_BLOCK_NOTE."""
+    if ep != 1:
+        return None
+    kernels = measured_for(device, "vllm")
+    if kernels is None or "moe" not in kernels.tables:
+        return None
+    sources = str(kernels.tables["moe"].provenance.get("kernel_sources", "")).split()
+    block_fp8 = [s for s in sources if s.startswith("vllm_fp8moe_")]
+    if not block_fp8 or not all("flashinfer_trtllm" in s for s in block_fp8):
+        return None
+    return kernels.moe_table("fp8_block", topk, experts, hidden, inter, tp, 1)
 
 
 def marlin_moe_grid(kernels: MeasuredKernels, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int

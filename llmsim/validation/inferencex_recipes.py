@@ -210,6 +210,8 @@ def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
     - DeepSeek-R1, the 2025-11-02 runs: the recipes of that day (e06929c70) chose expert parallelism and attention
       data parallelism themselves from ISL, OSL, CONC and TP (`EP_SIZE`, `DP_ATTENTION`), which the file's
       columns do not record (they read EP 1, no attention DP): _dsr1_trt_split.
+    - DeepSeek-R1 fp8 on B200 from 2026-01-27: `moe_config: backend: TRTLLM` (fp8_block_moe_kernel="trtllm-gen",
+      _dsr1_trt_moe_kernel), on the MTP days too.
     - gpt-oss-120b on B200 and H200 (benchmarks/gptoss_fp4_{b200,h200}_trt_slurm.sh, every version in the rows'
       span): `--max_num_tokens 20000`; on 2025-11-02 the H200 recipe (e06929c70) launched `--ep_size=$TP`, which the
       file's columns do not record (EP 1).
@@ -233,9 +235,10 @@ def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
         return options
     if row["model_path"] not in _DEEPSEEK:
         return {}
-    if not "2025-11-02" <= day <= "2026-02-06" or day in _TRTLLM_DEEPSEEK_MTP_DAYS:
-        return {}
     clients = _concurrency(row) or 1
+    moe = _dsr1_trt_moe_kernel(row["system"], row["precision"], day, isl, osl, clients)
+    if not "2025-11-02" <= day <= "2026-02-06" or day in _TRTLLM_DEEPSEEK_MTP_DAYS:
+        return moe
     tokens = (clients + isl + 64 + 63) // 64 * 64
     options = {"max_num_batched_tokens": max(tokens, 8192) if day >= "2026-01-21" else tokens}
     fp8_b200 = row["system"] == "b200_sxm" and row["precision"] == "fp8"
@@ -243,7 +246,21 @@ def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
         options.update(batch_wait_timeout_iters=40, batch_wait_max_tokens_ratio=0.8)
     if day == "2025-11-02":
         options.update(_dsr1_trt_split(row["system"], row["precision"], _count(row["tp_size"]), isl, osl, clients))
-    return options
+    return {**options, **moe}
+
+
+def _dsr1_trt_moe_kernel(system: str, precision: str, day: str, isl: int, osl: int, clients: int) -> dict[str, str]:
+    """`moe_config: backend: TRTLLM` in InferenceX's DeepSeek-R1 fp8 B200 TensorRT-LLM recipes from 0a919c5f8
+    (2026-01-27, benchmarks/dsr1_fp8_b200_trt.sh; ec7bafaae, single_node/ from 6a2e4f5f0, the MTP recipe
+    dsr1_fp8_b200_trt_mtp.sh from 5d517074c): the TRTLLM-gen fused MoE (fp8_block_moe_kernel="trtllm-gen"), but
+    DEEPGEMM at 1k/8k from 256 clients and, in the MTP recipe, with attention data parallelism (expert parallel:
+    read on the default kernel's rows anyway, timing.measured.trtllm_gen_fp8_block_moe); before 0a919c5f8 every
+    run was DEEPGEMM (the package's own TensorRT-LLM rows)."""
+    if system != "b200_sxm" or precision != "fp8" or day < "2026-01-27":
+        return {}
+    if (isl, osl) == (1024, 8192) and clients >= 256:
+        return {}
+    return {"fp8_block_moe_kernel": "trtllm-gen"}
 
 
 def _dsr1_trt_split(system: str, precision: str, tp: int, isl: int, osl: int, clients: int) -> dict[str, int]:
