@@ -384,6 +384,10 @@ def test_tensorrt_llms_untuned_nvfp4_gemm_rows_give_way_to_the_fastest_measured_
     assert shipped is not None
     assert shipped.gemm_s("fp4", 4, 8192, 8192) == pytest.approx(12.79e-6, rel=1e-9)
     assert shipped.gemm_table_named("nvfp4_fallback").time_s(4, 8192, 8192) == pytest.approx(22.45e-6, rel=1e-9)
+    # and the result says where an nvfp4 GEMM's time came from
+    r = llmsim.simulate("llama-3.1-70b", "b200", engine="trtllm", batch_size=4, prompt_len=128, gen_len=2,
+                        weight_dtype="nvfp4", activation_dtype="nvfp4")
+    assert "the fastest nvfp4 kernel measured on b200" in str(r) and "untuned fallback" in str(r)
 
 
 def test_fp8_activation_scales_pick_the_lane() -> None:

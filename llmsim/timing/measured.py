@@ -140,6 +140,10 @@ class MeasuredTiming:
             grid = k.gemm_table_named(lane)
             if grid is not None:
                 note = "; fp8_dynamic rows (scales per call)" if lane == "fp8_dynamic" else ""
+                if lane == "nvfp4" and "nvfp4" in k.tables["gemm"].provenance:  # the importer's tuned stand-in
+                    note = (f"; nvfp4 rows: the fastest nvfp4 kernel measured on {k.device}, standing in for the "
+                            f"tactic {k.engine}'s AutoTuner picks (its own rows, nvfp4_fallback, time the untuned "
+                            "fallback)")
                 return TableRead(grid, 3), self.label("gemm") + note, None
             stand_in = _FP8_STAND_IN.get(lane)
             if stand_in is not None and k.gemm_table_named("fp8") is not None:  # the static per-tensor kernel
