@@ -177,7 +177,7 @@ class MeasuredTiming:
             def read(grid: Any) -> TableRead:
                 return TableRead(grid, 1, share=share, routing=(topk, experts))
 
-            missed = ""  # the kernel mxfp4_moe_kernel asked for, where no rows time it
+            missed = ""  # the kernel mxfp4_moe_kernel or fp8_block_moe_kernel asked for, where no rows time it
             if dtype == "mxfp4_wo" and self.mxfp4_moe_kernel == "mxfp8" and k.engine not in MXFP8_ACTIVATION_ENGINES:
                 grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
                 if grid is not None:
@@ -203,10 +203,10 @@ class MeasuredTiming:
             if dtype == "fp8_block" and self.fp8_block_moe_kernel == "trtllm-gen":
                 found = trtllm_gen_fp8_block_moe(k.device, topk, experts, hidden, inter, tp, ep)
                 if found is not None:
-                    own = k.engine == "vllm"
-                    return read(found), (f"{'' if own else 'vllm moe table (fp8_block), a proxy: '}"
-                                         f"{TRTLLM_GEN_FP8_BLOCK_NOTE}; {ROUTING_NOTE}"), (
-                        None if own else "vllm moe (proxy)")
+                    if k.engine == "vllm":  # its own rows time that kernel
+                        return read(found), f"{label}; {TRTLLM_GEN_FP8_BLOCK_NOTE}; {ROUTING_NOTE}", None
+                    return read(found), (f"vllm moe table (fp8_block), a proxy: {TRTLLM_GEN_FP8_BLOCK_NOTE}; "
+                                         f"{ROUTING_NOTE}"), "vllm moe (proxy)"
                 missed = (f"fp8_block_moe_kernel='trtllm-gen' but no TRTLLM-gen fp8_block MoE rows at tp {tp}, "
                           f"ep {ep} on {k.device}" + (" (read at expert tensor parallelism only, ep 1)" if ep > 1
                                                       else ""))
