@@ -127,6 +127,10 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
                        help="block-scaled fp8 experts (DeepSeek): the engine's default fused-MoE kernel or "
                        "FlashInfer's TRTLLM-gen kernel (TensorRT-LLM's moe_config backend TRTLLM; Blackwell), from "
                        "the measured tables")
+    group.add_argument("--clock", choices=("sustained", "boost"),
+                       help="a long prefill pass's compute-bound work at the device's sustained, power-limited clock "
+                       "past the onset (sustained, default; the hardware file's [sustained] figures) or every kernel "
+                       "at the boost clock short benchmarks time it at")
     group.add_argument("--step-host-s", dest="step_host_s", type=float,
                        help="the engine's host work per step that the GPU waits for, in s (default: the engine's; "
                        "0 switches it off; `llmsim engines` gives each engine's figure and source)")
@@ -141,7 +145,8 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
             "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "prefill_dispatch_s",
-            "prefill_graph_tokens", "pipeline_decode", "fp8_scales", "mxfp4_moe_kernel", "fp8_block_moe_kernel"]
+            "prefill_graph_tokens", "pipeline_decode", "fp8_scales", "mxfp4_moe_kernel", "fp8_block_moe_kernel",
+            "clock"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 

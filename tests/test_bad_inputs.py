@@ -383,6 +383,17 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("hardware-unknown-vendor", lambda: llmsim.load_hardware(
         dict(llmsim.load_hardware(GPU).model_dump(exclude={"path"}), vendor="nvida")), HardwareError,
      "vendor='nvida'; allowed: nvidia, amd, intel, unknown$"),
+    ("hardware-sustained-without-onset", lambda: llmsim.load_hardware(dict(
+        llmsim.load_hardware(GPU).model_dump(exclude={"path"}),
+        sustained={"matmul_fraction": {"value": 0.8, "unit": "fraction", "source": "test"}})), HardwareError,
+     "missing field sustained.onset_s$"),
+    ("hardware-sustained-fraction-above-one", lambda: llmsim.load_hardware(dict(
+        llmsim.load_hardware(GPU).model_dump(exclude={"path"}),
+        sustained={"matmul_fraction": {"value": 80, "unit": "fraction", "source": "test"},
+                   "onset_s": {"value": 5e-3, "unit": "s", "source": "test"}})), HardwareError,
+     "sustained.matmul_fraction"),
+    ("simulate-unknown-clock", _simulate(clock="turbo"), OptionError,
+     "clock='turbo' is not allowed; choose one of boost, sustained$"),
     ("serve-token-budget-below-max-num-seqs", _serve(concurrency=1, max_num_seqs=64, max_num_batched_tokens=10),
      OptionError, "max_num_batched_tokens=10 is below max_num_seqs=64"),  # was: max_num_seqs lowered to 10, unsaid
     ("simulate-tables-at-peak", _simulate(engine="roofline", tables="sglang"), OptionError,

@@ -23,7 +23,9 @@ def _op(result: llmsim.SimulationResult, phase: str, name: str) -> object:
 
 
 def test_a_gemm_takes_the_measured_time() -> None:
-    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=4096, gen_len=1, engine="vllm")
+    # at the boost clock the tables were measured at (a long pass at the sustained clock: the next test)
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=4096, gen_len=1, engine="vllm",
+                        clock="boost")
     down = _op(r, "prefill", "layers.mlp.down_proj")  # x[4096, 14336] @ W[14336, 4096]
     assert down.source == "vllm gemm"
     # kernels/h100-sxm/vllm/gemm.csv: bf16,4096,4096,12288,489.2 and bf16,4096,4096,16384,603.8 (us);
@@ -34,6 +36,32 @@ def test_a_gemm_takes_the_measured_time() -> None:
     # dispatch per kernel, engines.catalog), and the kernel is the longer
     assert down.time_s / down.count == pytest.approx(table_s + EAGER_LAUNCH_S, rel=1e-9)
     assert down.bound == "compute"  # the larger roofline term stays the bound
+
+
+def test_a_long_prefill_runs_its_compute_bound_work_at_the_sustained_clock() -> None:
+    kw = dict(batch_size=1, prompt_len=4096, gen_len=4, engine="vllm")
+    boost = llmsim.simulate("llama-3.1-8b", "h100-sxm", clock="boost", **kw)
+    hot = llmsim.simulate("llama-3.1-8b", "h100-sxm", **kw)  # clock="sustained", the default
+    c = boost.prefill.compute_s  # the pass's compute-bound seconds at the boost clock (about 80 ms here)
+    # hardware/h100-sxm.toml [sustained]: fraction 0.795 (1575 / 1980 MHz), onset 5 ms: the pass takes
+    # (C - 0.005) * (1 / 0.795 - 1) more, each compute-bound op its share C_op / C of it
+    extra = (c - 0.005) * (1 / 0.795 - 1)
+    assert c > 0.05 and hot.ttft_s == pytest.approx(boost.ttft_s + extra, rel=1e-9)
+    assert hot.prefill.compute_s == pytest.approx(c + extra, rel=1e-9)
+    down, hot_down = _op(boost, "prefill", "layers.mlp.down_proj"), _op(hot, "prefill", "layers.mlp.down_proj")
+    assert hot_down.time_s == pytest.approx(down.time_s + down.compute_s * extra / c, rel=1e-9)
+    assert hot.tpot_s == boost.tpot_s  # decode steps are memory-bound, below the power limit: not throttled
+    assert hot.assumptions["clock"].startswith("sustained: a prefill pass's compute-bound work past 5 ms at 0.795")
+    assert "DeepGEMM issue #120" in hot.assumptions["clock"]
+    # a pass shorter than the onset, and a device without a [sustained] figure, are as short benchmarks time them
+    short = dict(kw, prompt_len=16)
+    assert llmsim.simulate("llama-3.1-8b", "h100-sxm", **short).ttft_s == llmsim.simulate(
+        "llama-3.1-8b", "h100-sxm", clock="boost", **short).ttft_s
+    a100 = llmsim.simulate("llama-3.1-8b", "a100-80gb-sxm", **kw)
+    assert a100.ttft_s == llmsim.simulate("llama-3.1-8b", "a100-80gb-sxm", clock="boost", **kw).ttft_s
+    assert a100.assumptions["clock"].endswith("(no [sustained] figure for this device)")
+    with pytest.raises(llmsim.LlmsimError, match=r"clock='turbo' is not allowed; choose one of boost, sustained"):
+        llmsim.simulate("llama-3.1-8b", "h100-sxm", clock="turbo", **kw)
 
 
 def test_moe_experts_share_the_fused_kernel_time() -> None:

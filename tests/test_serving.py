@@ -56,6 +56,23 @@ def test_fixed_concurrency_steady_state_is_a_static_batch() -> None:
     assert r.tpot_s.mean == pytest.approx(s.tpot_s, rel=1e-3)
 
 
+def test_a_prefill_step_runs_at_the_sustained_clock_past_the_onset() -> None:
+    # one request of 4096 tokens: its prefill step is one pass whose compute-bound seconds C (about 80 ms at the
+    # boost clock, simulate()'s prefill compute part) run past the onset at the sustained clock
+    # (hardware/h100-sxm.toml [sustained]: fraction 0.795, onset 5 ms): (C - 0.005) * (1 / 0.795 - 1) more
+    kw = dict(concurrency=1, prompt_len=4096, gen_len=16, num_requests=1)
+    hot, boost = llmsim.serve(MODEL, GPU, **kw), llmsim.serve(MODEL, GPU, clock="boost", **kw)
+    c = llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=4096, gen_len=2, clock="boost").prefill.compute_s
+    assert c > 0.05
+    first_hot, first_boost = hot.step_log["time_s"][0], boost.step_log["time_s"][0]
+    # (the step's C leaves out its LM head, a fraction of a microsecond here: rel 1e-4)
+    assert first_hot - first_boost == pytest.approx((c - 0.005) * (1 / 0.795 - 1), rel=1e-4)
+    # decode-only steps are not throttled; the same prefill in simulate() is stretched alike
+    np.testing.assert_array_equal(hot.step_log["time_s"][1:], boost.step_log["time_s"][1:])
+    assert hot.ttft_s.mean == pytest.approx(llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=4096,
+                                                            gen_len=16).ttft_s, rel=1e-3)
+
+
 def test_kv_in_use_never_exceeds_capacity_and_preemption_recomputes() -> None:
     # a small utilisation leaves little KV: requests are preempted, recomputed, and all still finish
     r = llmsim.serve(MODEL, GPU, concurrency=64, prompt_len=1024, gen_len=512, num_requests=128,

@@ -159,7 +159,9 @@ def test_serving_one_step_reads_equal_the_step_cost_parts() -> None:
         if n_decode:
             parts += float(step.decode_attention(n_decode, decode_sum / n_decode, mixed))
         if chunks:
-            parts += step.prefill_attention(len(chunks), sum(q * c + q * q / 2 for q, c in chunks))
+            pairs = sum(q * c + q * q / 2 for q, c in chunks)
+            parts += step.prefill_attention(len(chunks), pairs)
+            parts += step.sustained_s(prefill + n_decode, len(chunks), pairs)  # the sustained clock past its onset
         assert step.step_s(decode_sum, n_decode, chunks, n_emit) == parts
 
 
@@ -291,6 +293,8 @@ def test_serving_prices_linear_attention_scans_by_their_new_tokens() -> None:
     step = StepCost(spec, roofline, cost, 8192, 16, 40_000)
     q, c = 1024, 16384
     fresh, after = step.step_s(0.0, 0, [(q, 0)], 1), step.step_s(0.0, 0, [(q, c)], 1)
-    # pairs q*c + q*q/2 as one fresh prefill of sqrt(2 * pairs) tokens: only the attention core moves
+    # pairs q*c + q*q/2 as one fresh prefill of sqrt(2 * pairs) tokens: only the attention core moves (and with it
+    # the step's compute-bound seconds past the onset of the sustained clock, timing.sustained)
     core = step.prefill_attention(1, q * c + q * q / 2) - step.prefill_attention(1, q * q / 2)
+    core += step.sustained_s(q, 1, q * c + q * q / 2) - step.sustained_s(q, 1, q * q / 2)
     assert after - fresh == pytest.approx(core, rel=1e-12)

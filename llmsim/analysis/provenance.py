@@ -64,7 +64,19 @@ def assumptions_of(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execut
             + f": launch {roofline.for_prefill().launch_s * 1e6:.1f} us, dispatch "
             f"{roofline.prefill_dispatch_s * 1e6:.1f} us per kernel" if roofline.prefill_dispatch_s else ""),
         "overlap": execution.overlap,
+        "clock": clock_line(hw, roofline),
     }
+
+
+def clock_line(hw: HardwareSpec, roofline: Roofline) -> str:
+    """The clock long prefill passes run at (timing.sustained), with the figures' sources."""
+    if roofline.sustained is None:
+        why = ("clock='boost'" if roofline.execution.clock == "boost" else "efficiency='peak'"
+               if roofline.execution.efficiency == "peak" else "no [sustained] figure for this device")
+        return f"boost: every kernel at the clock short benchmarks time it at ({why})"
+    fraction, onset_s = roofline.sustained
+    return (f"sustained: a prefill pass's compute-bound work past {onset_s * 1e3:g} ms at {fraction:.3f} of the "
+            f"boost rate ({hw.sustained['matmul_fraction'].source})")
 
 
 def weights_line(model: ModelSpec, cost: CostOptions) -> str:

@@ -90,6 +90,11 @@ _FIELDS: dict[str, dict[str, tuple[str, float, float]]] = {
         "vector": ("fraction", 0.01, 1.0),
     },
     "price": {"usd_per_hour": ("usd/hour", 0.0, 1e4)},
+    # optional: compute-bound work of a long pass at the power-limited clock (timing.sustained)
+    "sustained": {
+        "matmul_fraction": ("fraction", 0.3, 1.0),  # sustained over boost throughput of compute-bound kernels
+        "onset_s": ("s", 0.0, 10.0),  # seconds of compute-bound work before the clock drops
+    },
 }
 
 
@@ -105,8 +110,9 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "memory": ("bandwidth_bytes_per_s", "capacity_bytes"),
     "overhead": ("kernel_launch_s", "eager_dispatch_s"),
     "efficiency": ("matmul", "memory"),
+    "sustained": ("matmul_fraction", "onset_s"),
 }
-_OPTIONAL_SECTIONS = ("interconnect", "price")
+_OPTIONAL_SECTIONS = ("interconnect", "price", "sustained")
 
 
 class HardwareSpec(BaseModel):
@@ -125,6 +131,7 @@ class HardwareSpec(BaseModel):
     overhead: dict[str, Quantity]
     efficiency: dict[str, Quantity]
     price: dict[str, Quantity] = Field(default_factory=dict)
+    sustained: dict[str, Quantity] = Field(default_factory=dict)
     matmul_rows: dict[str, RowCurve] = Field(default_factory=dict)
     matmul_rows_in_out: dict[str, RowCurve] = Field(default_factory=dict)
     matmul_depth: dict[str, DepthCurve] = Field(default_factory=dict)
@@ -160,6 +167,13 @@ class HardwareSpec(BaseModel):
         """Achievable fraction of the matrix peak at `precision` (falls back to the general one)."""
         item = self.efficiency.get(f"matmul_{precision}") or self.efficiency["matmul"]
         return item.value
+
+    def sustained_clock(self) -> tuple[float, float] | None:
+        """(sustained fraction, onset seconds) of compute-bound work in a long pass ([sustained]); None: not
+        throttled (no figure for the device)."""
+        if not self.sustained:
+            return None
+        return self.sustained["matmul_fraction"].value, self.sustained["onset_s"].value
 
     def matmul_row_fraction(self, precision: str, rows: Any, cols: Any = None, layout: str = "out_in",
                             depth: Any = None) -> Any | None:
@@ -287,7 +301,7 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
     sections: dict[str, dict[str, Quantity]] = {}
     for section, fields in _FIELDS.items():
         raw = data.get(section)
-        if raw is None:
+        if raw is None or (raw == {} and section in _OPTIONAL_SECTIONS):  # an empty optional one: as absent
             if section in _OPTIONAL_SECTIONS:
                 continue
             raise HardwareError(f"{origin}: missing section [{section}]")

@@ -29,6 +29,12 @@ composed from per-op totals evaluated once, on grids, by the same cost model `si
   S = sqrt(2 * pairs / k). Exact for equal fresh prompts (a static batch).
   approximation: unequal chunks and chunks after a cached prefix are priced at that pair-equivalent length.
 
+A step with prefill tokens is one pass whose compute-bound work past the device's onset runs at its sustained,
+power-limited clock (timing.sustained): the grids are priced at the boost clock and each such step adds
+(C - onset_s) * (1 / fraction - 1), C the compute-bound seconds of its tokens_s and prefill attention parts.
+approximation: the decode requests' attention and the LM head of the step are left out of C; decode-only
+steps are not stretched (as simulate() leaves decode at the boost clock).
+
 Grids: tokens_s and lm_head_s at every integer up to the step's token budget and batch limit (exact);
 lengths on a geometric grid (ratio about 1.03) and attention batches 1..16 then geometric (ratio about 1.1),
 linearly interpolated (approximation: well under 0.1 % along lengths; along batches exact for the roofline,
@@ -99,10 +105,10 @@ def is_lm_head(name: str) -> bool:
     return name == "lm_head" or name.startswith("lm_head.")
 
 
-def _split(totals: PhaseTotals) -> tuple[Any, Any, Any]:
-    """(attention core, LM head, everything else) time of a phase's ops, summed over ops."""
+def _split(totals: PhaseTotals, part: str = "time_s") -> tuple[Any, Any, Any]:
+    """(attention core, LM head, everything else) time (or another of PARTS) of a phase's ops, summed over ops."""
     attention, head, rest = 0.0, 0.0, 0.0
-    for name, kind, time_s in zip(totals.names, totals.kinds, totals.per_op["time_s"]):
+    for name, kind, time_s in zip(totals.names, totals.kinds, totals.per_op[part]):
         if is_attention_core(name, kind):
             attention = attention + time_s
         elif is_lm_head(name):
@@ -146,6 +152,10 @@ class StepCost:
                  max_seqs: int, max_len: int, speculation: Speculation | None = None, stages: int = 1,
                  data_parallel: Any = None) -> None:
         self.max_tokens, self.max_seqs, self.max_len = max_tokens, max_seqs, max_len
+        # a step with prefill tokens is one pass: its compute-bound work past the onset at the sustained clock,
+        # stretched here per step (timing.sustained) on tables priced at the boost clock
+        self.sustained = roofline.sustained
+        roofline = roofline.at_boost()
         self.speculation = speculation
         self.stages = stages  # pipeline stages (see step_s)
         if stages > 1:  # the hidden state handed from stage to stage, per token: one p2p transfer
@@ -166,6 +176,11 @@ class StepCost:
         if data_parallel is not None:  # attention data parallelism: experts over every rank's tokens
             rest = data_parallel.tokens_s(model, roofline, totals, "prefill", tokens)
         self.prefill_tokens_s = np.concatenate([[0.0], np.broadcast_to(rest, tokens.shape)])  # [T + 1]
+        if self.sustained is not None:  # the compute-bound seconds of the same (approximation: with attention
+            # data parallelism, those of the whole step's tokens on one rank's share of the GPUs)
+            _, _, rest_compute = _split(totals, "compute_s")
+            self._prefill_tokens_compute = np.concatenate([[0.0], np.broadcast_to(rest_compute, tokens.shape)]
+                                                          ).tolist()
         # decode graph at batch n, one step: its steady ops do not depend on the cached length
         step = decode_totals(model, roofline, options, batch, 1, 1)
         _, head, rest = _split(step)
@@ -192,9 +207,13 @@ class StepCost:
             self.mixed_decode_attention_s = np.broadcast_to(attention, (len(self.batches), len(self.lengths))).copy()
         # the attention core of k prefills of S tokens from nothing, k on the batch grid, S on the length grid
         self.prefill_batches = self.batches
-        attention, _, _ = _split(prefill_totals(model, roofline, options, self.prefill_batches[:, None],
-                                                self.lengths[None, :]))
+        prefills = prefill_totals(model, roofline, options, self.prefill_batches[:, None], self.lengths[None, :])
+        attention, _, _ = _split(prefills)
         self.prefill_attention_s = np.broadcast_to(attention, (len(self.prefill_batches), len(self.lengths))).copy()
+        if self.sustained is not None:
+            attention, _, _ = _split(prefills, "compute_s")
+            self.prefill_attention_compute_s = np.broadcast_to(
+                attention, (len(self.prefill_batches), len(self.lengths))).copy()
         self._lengths_list, self._batches_list = self.lengths.tolist(), self.batches.tolist()
         self._rows: dict[int, list[list[float]]] = {}  # a table's rows as lists, for one-step reads
         # the same values as Python floats, for one step's reads (_one_pass)
@@ -376,4 +395,18 @@ class StepCost:
             time_s += float(self.proposals(n_decode, mean_len, prefill_tokens, pairs, len(chunks)))
         if chunks:
             time_s += self.prefill_attention(len(chunks), pairs)
+            if self.sustained is not None:
+                time_s += self.sustained_s(prefill_tokens + n_decode * query, len(chunks), pairs)
         return time_s
+
+    def sustained_s(self, tokens: int, chunks: int, pairs: float) -> float:
+        """The extra seconds of a step with prefill chunks (`tokens` in all, the chunks with `pairs` causal
+        query-key pairs) at the sustained clock (timing.sustained): (C - onset_s) * (1 / fraction - 1), C its
+        tokens_s and prefill attention compute-bound seconds; 0 where C <= onset_s or the device has no figure."""
+        if self.sustained is None or chunks == 0:
+            return 0.0
+        fraction, onset_s = self.sustained
+        table = self.prefill_attention_compute_s
+        compute_s = self._prefill_tokens_compute[tokens] + float(
+            self._on_grid_scalar(id(table), table, chunks, math.sqrt(2.0 * pairs / chunks)))
+        return (compute_s - onset_s) * (1.0 / fraction - 1.0) if compute_s > onset_s else 0.0

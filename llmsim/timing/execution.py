@@ -16,6 +16,7 @@ OVERHEAD_MODES = ("graph", "eager", "none")
 OVERLAP_POLICIES = ("max", "sum")
 MXFP4_MOE_KERNELS = ("default", "marlin", "mxfp8")
 FP8_BLOCK_MOE_KERNELS = ("default", "trtllm-gen")
+CLOCKS = ("sustained", "boost")
 
 
 @lru_cache(maxsize=1)
@@ -58,6 +59,9 @@ class ExecutionOptions(BaseModel):
       kernel, as its measured tables time it (TensorRT-LLM on Blackwell: DeepGEMM); "trtllm-gen": FlashInfer's
       TRTLLM-gen FP8 block-scale MoE kernel (TensorRT-LLM's `moe_config: backend: TRTLLM`), the rows vLLM's
       tables of the device time it with (Blackwell), at expert tensor parallelism only (timing.measured).
+    - clock="sustained" (default): a long prefill pass's compute-bound work runs at the device's sustained,
+      power-limited clock once past the onset, from the hardware file's [sustained] section (timing.sustained;
+      a device without one is not throttled); "boost": every kernel at the clock short benchmarks time it at.
     - pipeline_decode="steady" (default): under pipeline parallelism the decode micro-batches stay in flight
       across steps, as serving engines run them (no bubble per token once micro-batches >= stages);
       "lockstep": one static batch whose every step fills and drains the pipeline (timing.phases.pipelined).
@@ -77,6 +81,7 @@ class ExecutionOptions(BaseModel):
     fp8_scales: str = "static"  # per-tensor fp8 GEMMs' activation scales: "static" or "dynamic"
     mxfp4_moe_kernel: str = "default"  # MXFP4 experts: the engine's default kernel, "marlin" or "mxfp8"
     fp8_block_moe_kernel: str = "default"  # block-scaled fp8 experts: the engine's default kernel or "trtllm-gen"
+    clock: str = "sustained"  # long prefill passes at the sustained (power-limited) clock, or "boost"
 
     @classmethod
     def make(cls, **values: Any) -> ExecutionOptions:
@@ -88,6 +93,7 @@ class ExecutionOptions(BaseModel):
         check_choice("fp8_scales", values.get("fp8_scales", "static"), ("static", "dynamic"))
         check_choice("mxfp4_moe_kernel", values.get("mxfp4_moe_kernel", "default"), MXFP4_MOE_KERNELS)
         check_choice("fp8_block_moe_kernel", values.get("fp8_block_moe_kernel", "default"), FP8_BLOCK_MOE_KERNELS)
+        check_choice("clock", values.get("clock", "sustained"), CLOCKS)
         for key, unit in (("step_host_s", "seconds (or 0)"), ("prefill_dispatch_s", "seconds per kernel (or 0)")):
             if key in values:  # host times: 0 switches them off, else a positive number
                 from ..errors import check_positive

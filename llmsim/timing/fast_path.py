@@ -28,6 +28,7 @@ from .measured import TableRead
 from .op_columns import ELEMENTWISE_KINDS, group_key
 from .op_fields import _template_fields
 from .roofline import ExecutionOptions, Roofline, crossing_pairs
+from .sustained import sustained_scale, throttled_parts
 
 _SYMBOLS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 # per run, each op's: matmul_flops, vector_flops, bytes_read, bytes_written, weight_bytes, comm_bytes,
@@ -332,7 +333,15 @@ class ScalarPlan:
         prefill, and the per-run values (for the footprint)."""
         values = self.prefill.run(B, P, 0)
         # runs = count x 1 step = count
-        return [steady(v, count) for (steady, count), v in zip(self.prefill_steady(B, P), values)], values
+        totals = [steady(v, count) for (steady, count), v in zip(self.prefill_steady(B, P), values)]
+        sustained = self.roofline.sustained
+        if sustained is None or not totals:
+            return totals, values
+        # phases._sustained: each op's compute part stretched by the pass's sustained_scale
+        scale = sustained_scale(sum(t[1] for t in totals), *sustained)
+        if scale == 1.0:
+            return totals, values
+        return [(*throttled_parts(t[0], t[1], scale), *t[2:]) for t in totals], values
 
     def decode_totals(self, B: int, P: int, G: int) -> list[tuple[float, ...]]:
         """The same over the G - 1 decode steps (decode_totals' exact sums)."""

@@ -19,6 +19,7 @@ from .decode_sum import segments
 from .fast_path import ScalarPhase, ScalarPlan, _OpPlan
 from .op_totals import PARTS
 from .roofline import crossing_offsets, crossing_pairs
+from .sustained import sustained_scale, throttled_parts
 
 
 class BlockTotals:
@@ -59,12 +60,21 @@ class VectorPhases:
             return sums.totals
 
         if np.all(captured):
-            return BlockTotals(totals(None)), values
+            return BlockTotals(self._sustained(totals(None))), values
         uncaptured = totals(phase)
         if np.any(captured):  # some points within prefill_graph_tokens: their parts as a replayed graph's
             replayed = totals(None)
             uncaptured = {key: np.where(captured, replayed[key], value) for key, value in uncaptured.items()}
-        return BlockTotals(uncaptured), values
+        return BlockTotals(self._sustained(uncaptured)), values
+
+    def _sustained(self, totals: dict[str, Any]) -> dict[str, Any]:
+        """phases._sustained on the pass's sums (the same stretch of the sum of the ops' compute parts)."""
+        sustained = self.plan.roofline.sustained
+        if sustained is None:
+            return totals
+        scale = sustained_scale(totals["compute_s"], *sustained)
+        time_s, compute_s = throttled_parts(totals["time_s"], totals["compute_s"], scale)
+        return {**totals, "time_s": time_s, "compute_s": compute_s}
 
     def decode(self, B: np.ndarray, P: np.ndarray, G: np.ndarray) -> BlockTotals:
         phase: ScalarPhase = self.plan.decode

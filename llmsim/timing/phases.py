@@ -33,6 +33,7 @@ from .op_fields import OpFields, PhaseGraph, values_of
 from .op_totals import PARTS, SUMS, collective_time_s, parts_of, steady_totals
 from .roofline import Roofline
 from .stacking import op_chunks
+from .sustained import sustained_scale, throttled_parts
 
 __all__ = ["PARTS", "SUMS", "PhaseTotals", "decode_totals", "pipelined", "prefill_totals"]
 
@@ -70,19 +71,35 @@ class PhaseTotals:
 def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
                    seq_len: Any) -> PhaseTotals:
     """Totals of one forward pass over `seq_len` tokens of each of `batch_size` sequences: replaying CUDA
-    graphs where Roofline.prefill_captured says so, else under Roofline.for_prefill (arrays: per point)."""
+    graphs where Roofline.prefill_captured says so, else under Roofline.for_prefill (arrays: per point);
+    its compute-bound work past the onset at the device's sustained clock (timing.sustained)."""
     shape = _shape_of(batch_size, seq_len)
     captured = roofline.prefill_captured(np.multiply(batch_size, seq_len))
     graph = PhaseGraph(model, "prefill", batch_size, seq_len, 0, options)
     if np.all(captured) or not np.any(captured):
-        return _one_pass(roofline if np.all(captured) else roofline.for_prefill(), graph, shape)
+        return _sustained(_one_pass(roofline if np.all(captured) else roofline.for_prefill(), graph, shape),
+                          roofline)
     # some points each way: both, each point's parts taken from its own (FLOPs and bytes are the same)
     replayed = _one_pass(roofline, graph, shape)
     uncaptured = _one_pass(roofline.for_prefill(), graph, shape)
     for key in PARTS:
         uncaptured.per_op[key] = [np.where(captured, a, b) for a, b in zip(replayed.per_op[key],
                                                                             uncaptured.per_op[key])]
-    return uncaptured
+    return _sustained(uncaptured, roofline)
+
+
+def _sustained(totals: PhaseTotals, roofline: Roofline) -> PhaseTotals:
+    """A prefill pass's totals with each op's compute part stretched by the pass's sustained_scale (as given
+    on a device without a sustained clock)."""
+    if roofline.sustained is None or not totals.names:
+        return totals
+    scale = sustained_scale(totals.total("compute_s"), *roofline.sustained)
+    if type(scale) is float and scale == 1.0:
+        return totals
+    per_op = totals.per_op
+    parts = [throttled_parts(t, c, scale) for t, c in zip(per_op["time_s"], per_op["compute_s"])]
+    per_op["time_s"], per_op["compute_s"] = [t for t, _ in parts], [c for _, c in parts]
+    return totals
 
 
 def _one_pass(roofline: Roofline, graph: PhaseGraph, shape: tuple[int, ...]) -> PhaseTotals:

@@ -136,6 +136,8 @@ class Roofline:
         self._prefill: Roofline | None = None
         self.async_host = hardware.device_type == "gpu"
         self.measured, self.tables_note = _measured_timing(hardware, execution)
+        # a long prefill pass's compute-bound work at the sustained clock (timing.sustained): (fraction, onset_s)
+        self.sustained = None if peak or execution.clock == "boost" else hardware.sustained_clock()
 
     def for_prefill(self) -> Roofline:
         """The roofline a prefill pass runs under: this one, or, where the engine runs its prefill without a
@@ -151,6 +153,15 @@ class Roofline:
             prefill._prefill = None
             self._prefill = prefill
         return self._prefill
+
+    def at_boost(self) -> Roofline:
+        """This roofline with every pass at the boost clock (no sustained-clock stretch; timing.sustained): the
+        serving step cost applies the stretch per step itself."""
+        if self.sustained is None:
+            return self
+        boost = copy.copy(self)
+        boost.sustained, boost._prefill = None, None
+        return boost
 
     def prefill_captured(self, tokens: Any) -> Any:
         """Whether a prefill pass of `tokens` tokens (all its sequences; arrays allowed) replays CUDA graphs:

@@ -687,7 +687,7 @@ def hardware_toml(data: dict[str, Any]) -> str:
         if key in data:
             lines.append(f"{key} = {_toml_string(str(data[key]))}")
     for section in ("matrix_flops_per_s", "vector_flops_per_s", "memory", "interconnect", "overhead",
-                    "efficiency", "price"):
+                    "efficiency", "sustained", "price"):
         table = data.get(section)
         if not table:
             continue
