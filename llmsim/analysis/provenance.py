@@ -75,8 +75,9 @@ def clock_line(hw: HardwareSpec, roofline: Roofline) -> str:
                if roofline.execution.efficiency == "peak" else "no [sustained] figure for this device")
         return f"boost: every kernel at the clock short benchmarks time it at ({why})"
     fraction, onset_s = roofline.sustained
+    source = hw.sustained["matmul_fraction"].source.split(": ")[0]  # who measured it; the file has the rest
     return (f"sustained: a prefill pass's compute-bound work past {onset_s * 1e3:g} ms at {fraction:.3f} of the "
-            f"boost rate ({hw.sustained['matmul_fraction'].source})")
+            f"boost rate (hardware [sustained]: {source})")
 
 
 def weights_line(model: ModelSpec, cost: CostOptions) -> str:
