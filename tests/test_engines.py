@@ -60,6 +60,9 @@ def test_a_long_prefill_runs_its_compute_bound_work_at_the_sustained_clock() -> 
     a100 = llmsim.simulate("llama-3.1-8b", "a100-80gb-sxm", **kw)
     assert a100.ttft_s == llmsim.simulate("llama-3.1-8b", "a100-80gb-sxm", clock="boost", **kw).ttft_s
     assert a100.assumptions["clock"].endswith("(no [sustained] figure for this device)")
+    # `llmsim hardware` lists it: H100 SXM 0.795, none for the A100
+    assert llmsim.load_hardware("h100-sxm").summary_row()["sustained_fraction"] == 0.795
+    assert llmsim.load_hardware("a100-80gb-sxm").summary_row()["sustained_fraction"] is None
     with pytest.raises(llmsim.LlmsimError, match=r"clock='turbo' is not allowed; choose one of boost, sustained"):
         llmsim.simulate("llama-3.1-8b", "h100-sxm", clock="turbo", **kw)
 

@@ -231,6 +231,8 @@ class HardwareSpec(BaseModel):
             "ridge_flops_per_byte": round(self.ridge_point_flops_per_byte("bf16"), 1)
             if "bf16" in self.matrix_flops_per_s
             else None,
+            # sustained over boost rate of a long pass's compute-bound work ([sustained]; None: not throttled)
+            "sustained_fraction": self.sustained["matmul_fraction"].value if self.sustained else None,
         }
 
     def with_overrides(self, **section_values: dict[str, float]) -> HardwareSpec:
