@@ -232,7 +232,7 @@ class HardwareSpec(BaseModel):
             if "bf16" in self.matrix_flops_per_s
             else None,
             # sustained over boost rate of a long pass's compute-bound work ([sustained]; None: not throttled)
-            "sustained_fraction": self.sustained["matmul_fraction"].value if self.sustained else None,
+            "sustained_fraction": (self.sustained_clock() or (None,))[0],
         }
 
     def with_overrides(self, **section_values: dict[str, float]) -> HardwareSpec:

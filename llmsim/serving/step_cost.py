@@ -54,6 +54,7 @@ from ..cost.workload import CostOptions
 from ..models.spec import ModelSpec
 from ..timing.phases import PhaseTotals, decode_totals, prefill_totals
 from ..timing.roofline import Roofline
+from ..timing.sustained import sustained_extra_s
 
 _LENGTH_POINTS_PER_DOUBLING = 24  # geometric grid of lengths: 2 ** (1/24) = 1.029 between points
 
@@ -405,8 +406,7 @@ class StepCost:
         tokens_s and prefill attention compute-bound seconds; 0 where C <= onset_s or the device has no figure."""
         if self.sustained is None or chunks == 0:
             return 0.0
-        fraction, onset_s = self.sustained
         table = self.prefill_attention_compute_s
         compute_s = self._prefill_tokens_compute[tokens] + float(
             self._on_grid_scalar(id(table), table, chunks, math.sqrt(2.0 * pairs / chunks)))
-        return (compute_s - onset_s) * (1.0 / fraction - 1.0) if compute_s > onset_s else 0.0
+        return float(sustained_extra_s(compute_s, *self.sustained))

@@ -30,18 +30,24 @@ from typing import Any
 import numpy as np
 
 
+def sustained_extra_s(compute_bound_s: Any, fraction: float, onset_s: float) -> Any:
+    """extra_s of a pass with compute_bound_s (C) seconds of compute-bound work: max(0, C - onset_s) *
+    (1 / fraction - 1) (arrays: per point)."""
+    # shape: C [*points] -> extra_s [*points]
+    if np.ndim(compute_bound_s):
+        return np.maximum(np.asarray(compute_bound_s, dtype=float) - onset_s, 0.0) * (1.0 / fraction - 1.0)
+    c = float(compute_bound_s)
+    return (c - onset_s) * (1.0 / fraction - 1.0) if c > onset_s else 0.0
+
+
 def sustained_scale(compute_bound_s: Any, fraction: float, onset_s: float) -> Any:
     """The factor each compute-bound op's compute part of a pass takes: 1 + extra_s / C, where C is the
     pass's compute-bound seconds (arrays: per point; 1.0 where C <= onset_s)."""
     # shape: C [*points] -> scale [*points]
+    extra = sustained_extra_s(compute_bound_s, fraction, onset_s)
     if np.ndim(compute_bound_s):
-        c = np.asarray(compute_bound_s, dtype=float)
-        extra = np.maximum(c - onset_s, 0.0) * (1.0 / fraction - 1.0)
-        return 1.0 + extra / np.maximum(c, 1e-300)
-    c = float(compute_bound_s)
-    if c <= onset_s:
-        return 1.0
-    return 1.0 + (c - onset_s) * (1.0 / fraction - 1.0) / c
+        return 1.0 + extra / np.maximum(np.asarray(compute_bound_s, dtype=float), 1e-300)
+    return 1.0 + extra / float(compute_bound_s) if extra else 1.0
 
 
 def throttled_parts(time_s: Any, compute_s: Any, scale: Any) -> tuple[Any, Any]:
