@@ -16,6 +16,8 @@ from .rows import PublishedRow
 MODELS: dict[str, tuple[str, str | None]] = {
     "Llama-2-7B": ("llama-2-7b", None),
     "llama2-7b": ("llama-2-7b", None),
+    "Llama-2-13B": ("llama-2-13b", None),
+    "llama2-13b": ("llama-2-13b", None),
     "Llama-2-70B": ("llama-2-70b", None),
     "llama2-70b": ("llama-2-70b", None),
     "Llama-3.1-8B": ("llama-3.1-8b", None),
