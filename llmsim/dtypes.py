@@ -78,6 +78,14 @@ def dtype_bytes(name: str) -> float:
     return DTYPE_BYTES[name]
 
 
+def residual_stream_bytes(activation_dtype: str) -> float:
+    """Bytes per element of the hidden state between layers (what tensor-parallel all-reduces sum and pipeline
+    stages hand over): the activation dtype's, or 2 where activations are quantized (fp8, nvfp4, int8 are the
+    GEMMs' quantized inputs; the GEMMs write 16-bit outputs, and vLLM, SGLang and TensorRT-LLM all-reduce those
+    before the next norm quantizes again)."""
+    return max(DTYPE_BYTES[activation_dtype], 2)
+
+
 def weight_bytes_per_param(name: str) -> float:
     """Bytes per weight element including group scales for int8/int4 weights and the block scales of
     mxfp4/nvfp4 (approximation: nvfp4's 4-byte per-tensor scale is left out of this per-element rate)."""

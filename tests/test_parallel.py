@@ -48,6 +48,24 @@ def test_tp2_halves_sharded_weights_exactly() -> None:
     assert spec.kv_cache_bytes(4, 1000, tensor_parallel=16) * 8 == spec.kv_cache_bytes(4, 1000)
 
 
+def test_quantized_activations_all_reduce_the_16_bit_residual_stream() -> None:
+    """fp8 (or nvfp4) activations are the GEMMs' quantized inputs; the GEMMs write bf16, and the engines all-reduce
+    that bf16 output before the next norm quantizes it again: the message is the 16-bit hidden state."""
+    kw = {"batch_size": 1, "seq_len": 1024, "tensor_parallel": 8}
+    fp8 = {op.name: op for op in llmsim.build_ops("llama-3.1-70b", "prefill", weight_dtype="fp8",
+                                                 activation_dtype="fp8", **kw)}
+    bf16 = {op.name: op for op in llmsim.build_ops("llama-3.1-70b", "prefill", **kw)}
+    # 1024 tokens x hidden 8192 x 2 bytes = 16777216 bytes, in both (not 1024 x 8192 x 1 = 8388608 at fp8)
+    for name in ("layers.attn.all_reduce", "layers.mlp.all_reduce", "embed_tokens.all_reduce"):
+        assert fp8[name].comm_bytes == bf16[name].comm_bytes == 1024 * 8192 * 2
+    # the GEMMs' inputs stay fp8: o_proj reads [1024, 8192/8] activations at 1 byte, half the bf16 run's
+    assert fp8["layers.attn.o_proj"].bytes_read < bf16["layers.attn.o_proj"].bytes_read
+    # float32 activations keep their 4 bytes: 1024 x 8192 x 4
+    fp32 = {op.name: op for op in llmsim.build_ops("llama-3.1-70b", "prefill", activation_dtype="float32",
+                                                  weight_dtype="float32", **kw)}
+    assert fp32["layers.mlp.all_reduce"].comm_bytes == 1024 * 8192 * 4
+
+
 def test_tp_pads_the_vocabulary_like_vllm() -> None:
     # gpt2's vocab 50257 is odd: vLLM pads it to a multiple of 64 (DEFAULT_VOCAB_PADDING_SIZE) and splits it:
     # ceil(50257/64)*64 = 786*64 = 50304 rows; /2 = 25152 = ceil(50257/128)*64 = 393*64 per GPU at tp=2

@@ -834,8 +834,10 @@ def test_inferencex_recipes_set_vllm_budgets_graphs_and_expert_parallelism() -> 
     assert inferencex_vllm_options(row(minimax, "h200_sxm", "fp8", "2026-03-01")) == {}
     assert inferencex_vllm_options(row("moonshotai/Kimi-K2.5", "b200_sxm", "fp4", "2026-03-11")) == {
         "expert_parallel": 1}
+    # FULL_DECODE_ONLY with "splitting_ops": []: uncaptured prefills run the flattened graph, 2 x vLLM's host time per
+    # kernel (PR #20050): 2 x 44.5 us = 89 us
     assert inferencex_vllm_options(row("meta-llama/Llama-3.1-70B", "b200_sxm", "fp8", "2025-10-29")) == {
-        "prefill_graph_tokens": 0}
+        "prefill_graph_tokens": 0, "prefill_dispatch_s": pytest.approx(89e-6)}
     assert inferencex_vllm_options(row("meta-llama/Llama-3.1-70B", "h200_sxm", "fp8", "2025-10-29")) == {}
     assert inferencex_vllm_options(row(minimax, "b200_sxm", "fp8", "2026-04-03", backend="sglang")) == {}
     gptoss = row("openai/gpt-oss-120b", "h200_sxm", "fp4", "2025-11-02", backend="trtllm")

@@ -123,12 +123,12 @@ def pipeline_of(totals: PhaseTotals, model: ModelSpec, roofline: Roofline, cost:
     if p == 1 and m == 1:
         return totals
     _, act_dtype, _ = cost.resolved_dtypes(model.dtype)
-    from ..dtypes import dtype_bytes
+    from ..dtypes import residual_stream_bytes
 
-    ab = Expr.sym("ab", dtype_bytes(act_dtype))
+    rb = Expr.sym("rb", residual_stream_bytes(act_dtype))  # the hidden state handed over
     h, b = Expr.sym("h", model.hidden_size), Expr.sym("b", micro)
     S = Expr.sym("S", tokens) if not (isinstance(tokens, int) and tokens == 1) else Expr.const(1)
-    p2p = formula("collective")("pipeline.p2p", p - 1, kind="p2p", message_bytes=b * S * h * ab, group=2)
+    p2p = formula("collective")("pipeline.p2p", p - 1, kind="p2p", message_bytes=b * S * h * rb, group=2)
     return pipelined(totals, roofline, p, m, p2p, steps=steps, steady=steady)
 
 

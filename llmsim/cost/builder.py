@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import canonical_dtype, dtype_bytes, matmul_precision, weight_bytes_per_param
+from ..dtypes import canonical_dtype, dtype_bytes, matmul_precision, residual_stream_bytes, weight_bytes_per_param
 from ..models.quantization import WeightFormat, compute_precision
 from ..models.spec import LayerGroup, LayerSpec, ModelSpec, MoESpec
 from .blocks.attention import AttentionBlocks
@@ -62,6 +62,9 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks
         self.h = Expr.sym("h", model.hidden_size)
         self.wb = Expr.sym("wb", weight_bytes_per_param(weight_dtype))
         self.ab = Expr.sym("ab", dtype_bytes(act_dtype))
+        # the residual stream between layers, which tensor-parallel all-reduces sum (dtypes.residual_stream_bytes)
+        rb = residual_stream_bytes(act_dtype)
+        self.rb = self.ab if rb == dtype_bytes(act_dtype) else Expr.sym("rb", rb)
         self.kvb = Expr.sym("kvb", dtype_bytes(kv_dtype))
         self.eb = Expr.sym("eb", dtype_bytes(canonical_dtype(model.dtype)))  # embedding/norm storage
         # a quantized checkpoint's formats per module role, unless weight_dtype overrides them all

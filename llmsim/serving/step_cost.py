@@ -161,9 +161,9 @@ class StepCost:
         self.stages = stages  # pipeline stages (see step_s)
         if stages > 1:  # the hidden state handed from stage to stage, per token: one p2p transfer
             _, act_dtype, _ = options.resolved_dtypes(model.dtype)
-            from ..dtypes import dtype_bytes
+            from ..dtypes import residual_stream_bytes
 
-            per_token = model.hidden_size * dtype_bytes(act_dtype)
+            per_token = model.hidden_size * residual_stream_bytes(act_dtype)
             self._p2p = lambda tokens: float(roofline.collective_s("p2p", tokens * per_token, 2)) if tokens else 0.0
         self.query = speculation.num_tokens + 1 if speculation else 1  # target tokens per decode request
         rows = max_seqs * self.query

@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..engines.catalog import ENGINES
 from .silicon_rows import _concurrency, _count, _from_inferencex, _measured_on, _ranks
 
 _DEEPSEEK = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
 _MINIMAX = ("MiniMaxAI/MiniMax-M2.5",)
+# vLLM's compiled graph with `"splitting_ops": []` is one flattened FX graph; run without a CUDA graph (prefill and
+# mixed passes under FULL_DECODE_ONLY) it "is about 2x slower on the cpu side than the compiled piecewise fx graph"
+# (vllm-project/vllm PR #20050, 2025-06-25, the author's profiles), the graph the engine's prefill_dispatch_s was
+# measured on (cudagraph_mode=NONE, default splitting). approximation: 2 x that host time per kernel.
+_FLATTENED_GRAPH_HOST_FACTOR = 2.0
 
 
 def _aggregated_run(row: dict[str, str], engine: str | None = None) -> bool:
@@ -106,7 +112,9 @@ def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
       2026-04-03 (bddbf4031), fp4 on B200 from 2026-04-08 (79bd988e9), fp8 and fp4 on B300 from 2026-04-17
       (340d7854c, 22d0f12f7); Kimi-K2.5 fp4 on B200 from 2026-04-20 (6c3acebfa).
     - Llama-3.3-70B on B200 (benchmarks/70b_{fp8,fp4}_b200_docker.sh, from 27f29acbe, 2025-09-21): `"cudagraph_mode":
-      "FULL_DECODE_ONLY"`: prefill and mixed passes run without CUDA graphs (prefill_graph_tokens=0).
+      "FULL_DECODE_ONLY"`: prefill and mixed passes run without CUDA graphs (prefill_graph_tokens=0), and with
+      `"splitting_ops": []` they run vLLM's flattened compiled graph, at twice the host time per kernel of the
+      piecewise one (prefill_dispatch_s, _FLATTENED_GRAPH_HOST_FACTOR).
     - MiniMax-M2.5 fp8 on B200 (f342df18e, 2026-03-11; 0f78cf4eb, 2026-03-28) and H200 (1d5cae141, 2026-03-27;
       2026-03-28): `if [ "$EP_SIZE" -ge 1 ]; then EP=" --enable-expert-parallel"`, always true, so experts ran
       expert-parallel over the TP GPUs where the file's columns say EP 1; Kimi-K2.5 fp4 on B200 on 2026-03-11
@@ -134,6 +142,7 @@ def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
         options["max_num_batched_tokens"] = 2 * int(row["isl"])
     if model == "meta-llama/Llama-3.1-70B" and system == "b200_sxm" and "2025-09-21" <= day <= "2025-10-31":
         options["prefill_graph_tokens"] = 0
+        options["prefill_dispatch_s"] = _FLATTENED_GRAPH_HOST_FACTOR * ENGINES["vllm"].execution["prefill_dispatch_s"]
     if model == "MiniMaxAI/MiniMax-M2.5" and precision == "fp8" and _ranks(row, "") == 1 and (
             (system == "b200_sxm" and day in ("2026-03-11", "2026-03-28"))
             or (system == "h200_sxm" and day in ("2026-03-27", "2026-03-28"))):

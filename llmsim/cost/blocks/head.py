@@ -42,6 +42,6 @@ class HeadBlocks:
             self.elementwise("logit_softcap", 1, tokens * V_local, 3, 3, 10, launches=3)
         if self.tp_degree > 1:  # gather the vocabulary slices of the logits
             self.add(formula("collective")("lm_head.all_gather", 1, kind="all_gather",
-                                           message_bytes=tokens * V_local * self.tp * self.ab, group=self.tp_degree))
+                                           message_bytes=tokens * V_local * self.tp * self.rb, group=self.tp_degree))
         if self.options.engine_step:  # the engine's host work per forward pass (ExecutionOptions.step_host_s)
             self.add(formula("engine_step")("engine.step", 1))

@@ -95,9 +95,9 @@ class ParallelBlocks:
         return H / self.tp, local_kv
 
     def all_reduce(self, name: str, count: int) -> None:
-        """Sum the [T, h] partial outputs of the tensor-parallel GPUs."""
+        """Sum the [T, h] partial outputs of the tensor-parallel GPUs, in the residual stream's dtype (self.rb)."""
         if self.tp_degree > 1:
-            self.add(formula("collective")(name, count, kind="all_reduce", message_bytes=self.T * self.h * self.ab,
+            self.add(formula("collective")(name, count, kind="all_reduce", message_bytes=self.T * self.h * self.rb,
                                            group=self.tp_degree))
 
     def _split(self, size: Expr) -> Expr:
