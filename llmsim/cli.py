@@ -17,6 +17,7 @@ _COST_OPTIONS = {
     "mla": ("expand", "absorb"),
     "fusion": ("none", "elementwise", "full", "eager"),
     "kv_cache": ("paged", "concat"),
+    "linear_attention_kernel": ("fused", "fla"),
 }
 _EXEC_OPTIONS = {
     "efficiency": ("achievable", "peak"),

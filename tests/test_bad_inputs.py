@@ -175,6 +175,8 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("simulate-past-context", _simulate(prompt_len=131072, gen_len=2), OptionError, "max_position_embeddings"),
     ("unknown-engine", _simulate(engine="tgi"), OptionError, r"engine.*tgi.*vllm"),
     ("bad-fused-projections", _simulate(fused_projections="yes"), OptionError, "fused_projections"),
+    ("bad-linear-attention-kernel", _simulate(linear_attention_kernel="triton"), OptionError,
+     "linear_attention_kernel='triton' is not allowed; choose one of fla, fused"),
     ("tensor-parallel-not-dividing", _simulate(tensor_parallel=3), OptionError, "tensor_parallel=3"),
     ("pipeline-past-layers", _simulate(pipeline_parallel=200), OptionError, "exceeds the model's 16 layers"),
     # ---- sweep ------------------------------------------------------------------------------------------

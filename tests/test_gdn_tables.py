@@ -75,6 +75,28 @@ def test_simulate_times_gdn_ops_from_the_tables_with_per_gpu_heads() -> None:
     assert "prefill_gdn" in str(r) and not any("gdn" in why for why in r.roofline_reasons)
 
 
+def test_an_fla_scan_launches_eight_kernels_and_an_uncaptured_prefill_pays_the_host_for_each() -> None:
+    # SGLang and TensorRT-LLM run FLA's chunked scan: l2norm of q and of k, chunk_local_cumsum, chunk_scaled_dot_kkt,
+    # solve_tril, recompute_w_u, chunk_gated_delta_rule_fwd_h, chunk_fwd_o = 8 launches (FLA_SCAN_LAUNCHES)
+    kw = {"batch_size": 2, "seq_len": 4096, "tensor_parallel": 4}
+    fla = {op.name: op for op in llmsim.build_ops("qwen3-next-80b-a3b", "prefill", linear_attention_kernel="fla", **kw)}
+    fused = {op.name: op for op in llmsim.build_ops("qwen3-next-80b-a3b", "prefill", **kw)}
+    eager = {op.name: op for op in llmsim.build_ops("qwen3-next-80b-a3b", "prefill", linear_attention_kernel="fla",
+                                                   fusion="eager", **kw)}
+    assert (fla["layers.linear.attn.scan"].launches, fused["layers.linear.attn.scan"].launches,
+            eager["layers.linear.attn.scan"].launches) == (8, 1, 1)
+    assert fla["layers.linear.attn.scan"].matmul_flops == fused["layers.linear.attn.scan"].matmul_flops
+    # the engine picks it: SGLang's prefill runs uncaptured (59.4 us of host per kernel), so one scan takes
+    # max(table 0.226 ms + 8 x 2.7 us launch, 8 x 59.4 us dispatch) = 8 x 59.4 us = 475.2 us
+    r = llmsim.simulate("qwen3-next-80b-a3b", "h100-sxm", batch_size=2, prompt_len=4096, gen_len=8,
+                        engine="sglang", tensor_parallel=4, clock="boost")
+    scan = next(op for op in r.prefill.ops if op.name == "layers.linear.attn.scan")
+    table_s = measured_for("h100-sxm", "sglang").gdn_table("prefill", "delta_rule", 128, 128, 4, 4, 8).time_s(2.0,
+                                                                                                             4096.0)
+    assert table_s == pytest.approx(0.226e-3, rel=1e-6)
+    assert scan.source == "sglang prefill_gdn" and scan.time_s / scan.count == pytest.approx(8 * 59.4e-6, rel=1e-9)
+
+
 def test_no_table_falls_back_to_the_roofline_and_says_why() -> None:
     # TensorRT-LLM's package tables hold only the TP1 shapes (16 key heads): 2 / 8 per GPU at TP8 has none
     r = llmsim.simulate("qwen3.5-397b-a17b", "h200", batch_size=1, prompt_len=512, gen_len=2, engine="trtllm",

@@ -812,6 +812,32 @@ def test_inferencex_trtllm_deepseek_recipes_set_token_budget_and_parallel_split(
     assert inferencex_trtllm_options(row("2025-11-02", 64, system="gb200")) == {}
 
 
+def test_rows_whose_gpu_count_contradicts_their_launch_are_skipped() -> None:
+    """InferenceX's aggregated runs are single-node recipes named ..._tp{T}_ep{E}_{n} (T GPUs: TensorRT-LLM's --tp_size
+    T --ep_size E); some rows write moe_tp_size x moe_ep_size as tp_size (tp_size 64 for a TP8 x EP8 run on one
+    8-GPU H200 node). Such a row contradicts its own name, or the node, and is skipped, not simulated on 64 GPUs."""
+    from llmsim.validation.serving import _why_not
+
+    base = {"backend": "trtllm", "mode": "agg", "system": "h200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
+            "precision": "fp8", "gemm_quant_mode": "fp8", "moe_quant_mode": "fp8", "isl": "1024", "osl": "1024",
+            "batch_size": "4", "pp_size": "1", "attention_dp_size": "1", "prefill_num_workers": "",
+            "decode_num_workers": "", "silicon_data_source": "source_file=2026-04-06.csv; model=DeepSeek-R1; "
+            "silicon_concurrency=4; measured=2026-01-14T00:00:00.000Z; wip=False"}
+    named = {**base, "id": "2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c4_tp8_ep8_954",
+             "tp_size": "64", "moe_tp_size": "8", "moe_ep_size": "8"}
+    assert "the run's name tp8" in (_why_not(named) or "")  # 64 GPUs in the fields, 8 in the name
+    # the same measurement written consistently (the 2026-03-25 file): TP8 x EP8 on 8 GPUs, simulated
+    assert _why_not({**named, "id": "2026_03_25_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c4_tp8_0_ep8_0_1252",
+                     "tp_size": "8", "moe_tp_size": "1"}) is None
+    # no name to check against: 64 GPUs cannot be one of InferenceX's single-node runs on an 8-GPU H200 node
+    unnamed = {**named, "id": "dsr1_h200_trtllm_fp8_agg_1024x1024_c4_cfg181",
+               "silicon_data_source": "db-dump/2026-04-27; config_id=181; silicon_concurrency=4; "
+               "measured=2025-12-15T00:00:00.000Z; workflow_run_id=223"}
+    assert "one 8-GPU node of h200_sxm" in (_why_not(unnamed) or "")
+    # a GB200 NVL72 "node" is its 72-GPU NVLink domain: 64 GPUs fit
+    assert "node" not in (_why_not({**unnamed, "system": "gb200"}) or "")
+
+
 def test_inferencex_recipes_set_vllm_budgets_graphs_and_expert_parallelism() -> None:
     """vLLM recipe facts the file's columns miss: --max-num-batched-tokens 2 x ISL (MiniMax, Kimi on Blackwell from
     April 2026), FULL_DECODE_ONLY graphs (Llama-70B B200), MiniMax fp8's always-on --enable-expert-parallel and

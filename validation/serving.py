@@ -109,8 +109,11 @@ def main() -> None:
         "",
         "Rows with attention data parallelism (attention_dp_size d > 1) run `tensor_parallel=tp_size*d, "
         "attention_data_parallel=d, expert_parallel=moe_ep_size` (aggregated) or the same per pool, with the run's "
-        "client count (`silicon_concurrency=`); a row whose fields contradict its own name (`..._tp{T}_ep{E}_{n}`: T "
-        "GPUs) is skipped (llmsim.validation.serving).",
+        "client count (`silicon_concurrency=`). A row whose fields contradict its own name (`..._tp{T}_ep{E}_{n}`: T "
+        "GPUs), or an aggregated InferenceX row whose fields give more GPUs than one node of its system (its "
+        "aggregated recipes are single-node; such rows write moe_tp_size x moe_ep_size as tp_size: 64 for TP8 x EP8), "
+        "is skipped (llmsim.validation.serving; before session 23 only rows with attention data parallelism were "
+        "checked, and 217 such rows ran on 16 or 64 GPUs).",
         "",
         "Each runnable aggregated row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
         "prompt_len=..., gen_len=..., num_requests=..., tensor_parallel=tp)` with the shipped "

@@ -15,6 +15,7 @@ LOGITS_MODES = ("all", "last")
 MLA_MODES = ("expand", "absorb")
 FUSION_POLICIES = ("none", "elementwise", "full", "eager")
 KV_CACHE_MODES = ("paged", "concat")
+LINEAR_ATTENTION_KERNELS = ("fused", "fla")
 PHASES = ("prefill", "decode")
 
 
@@ -57,6 +58,10 @@ class CostOptions(BaseModel):
       the checkpoint stores (serving engines fuse them at load); False: as the config has them.
     - engine_step=True: one "engine.step" op per forward pass, the engine's host work the GPU waits for
       (scheduling, input preparation, sampling), timed as ExecutionOptions.step_host_s per step.
+    - linear_attention_kernel="fused": a gated DeltaNet prefill scan is one kernel launch (FlashInfer's fused
+      kernel, which vLLM's tables time). "fla": FLA's Triton chunked kernels, which SGLang and TensorRT-LLM run
+      (cost.formulas.linear_attention.FLA_SCAN_LAUNCHES launches per scan; the host pays each one in a prefill run
+      without a CUDA graph). fusion="eager" keeps one launch (transformers' torch path is priced as before).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -73,6 +78,7 @@ class CostOptions(BaseModel):
     expert_parallel: int = 1
     fused_projections: bool = False
     engine_step: bool = False
+    linear_attention_kernel: str = "fused"
 
     @classmethod
     def make(cls, **options: Any) -> CostOptions:
@@ -89,6 +95,8 @@ class CostOptions(BaseModel):
         check_choice("mla", values.get("mla", "absorb"), MLA_MODES)
         check_choice("fusion", values.get("fusion", "elementwise"), FUSION_POLICIES)
         check_choice("kv_cache", values.get("kv_cache", "paged"), KV_CACHE_MODES)
+        check_choice("linear_attention_kernel", values.get("linear_attention_kernel", "fused"),
+                     LINEAR_ATTENTION_KERNELS)
         for key in ("weight_dtype", "activation_dtype", "kv_dtype"):
             if key in values:
                 values[key] = canonical_dtype(values[key], key)

@@ -36,6 +36,10 @@ class Engine(BaseModel):
 
 _SERVING_COST = {"attention": "flash", "fusion": "elementwise", "mla": "absorb", "kv_cache": "paged",
                  "logits": "last", "fused_projections": True}
+# gated DeltaNet prefill: SGLang and TensorRT-LLM run FLA's Triton chunked kernels (their measured prefill_gdn rows:
+# kernel source chunk_gated_delta_rule); vLLM runs FlashInfer's fused kernel on the GPUs its tables cover (kernel
+# source chunk_gated_delta_rule_flashinfer; approximation: its Triton fallback on L40S and RTX PRO is FLA's too)
+_FLA = {"linear_attention_kernel": "fla"}
 _SERVING_NOTE = ("{name} fuses the QKV and gate/up projections into one GEMM each (fused_projections), runs fused "
                  "add+RMSNorm and activation kernels, paged flash attention and CUDA graphs")
 
@@ -98,13 +102,13 @@ ENGINES: dict[str, Engine] = {
         **_CUDA_OR_ROCM),
     "sglang": Engine(
         name="sglang", description=_SERVING_NOTE.format(name="SGLang"), tables="sglang",
-        table_note="aiconfigurator-core's SGLang tables", cost=_SERVING_COST,
+        table_note="aiconfigurator-core's SGLang tables", cost={**_SERVING_COST, **_FLA},
         execution={"overhead": "graph", "prefill_dispatch_s": _SGLANG_PREFILL_DISPATCH_S},
         serves_float32_as="bfloat16", step_host_note=_SGLANG_STEP_NOTE, prefill_dispatch_note=_SGLANG_PREFILL_NOTE,
         **_CUDA_OR_ROCM),
     "trtllm": Engine(
         name="trtllm", description=_SERVING_NOTE.format(name="TensorRT-LLM"), tables="trtllm",
-        table_note="aiconfigurator-core's TensorRT-LLM tables", cost={**_SERVING_COST, **_VLLM_STEP},
+        table_note="aiconfigurator-core's TensorRT-LLM tables", cost={**_SERVING_COST, **_VLLM_STEP, **_FLA},
         execution={"overhead": "graph", "step_host_s": _TRTLLM_STEP_S,
                    "prefill_dispatch_s": _TRTLLM_PREFILL_DISPATCH_S},
         serves_float32_as="bfloat16", step_host_note=_TRTLLM_STEP_NOTE, prefill_dispatch_note=_TRTLLM_PREFILL_NOTE,

@@ -13,7 +13,9 @@ GPUs each, batch_size clients per rank; simulated as serve(tensor_parallel=tp_si
 attention_data_parallel=d, expert_parallel=moe_ep_size) with the run's client count (silicon_concurrency=).
 A row whose name states its launch (`..._tp{T}_ep{E}_{n}`, the replica's T GPUs) but whose fields give
 another GPU count is skipped as contradicting itself (the file holds the same measurement under both
-encodings; which one is right is not stated, so neither is guessed).
+encodings; which one is right is not stated, so neither is guessed), with or without attention data
+parallelism; so is an aggregated InferenceX row whose fields give more GPUs than one node of its system holds
+(InferenceX's aggregated runs are its single-node recipes; such rows write moe_tp_size x moe_ep_size as tp_size).
 
 The client's protocol, where the source of a row states it. Rows from InferenceX (SemiAnalysis's
 InferenceMAX serving sweeps: the file's `db-dump/...; workflow_run_id=...` and `source_file=<date>.csv; model=...`
@@ -134,9 +136,18 @@ def _gpus_why_not(row: dict[str, str], prefix: str) -> str | None:
         return (f"{prefix}tp_size x attention_dp_size = {tp * dp} GPUs but moe_tp_size x moe_ep_size = "
                 f"{_count(moe[0]) * _count(moe[1])}")
     named = re.search(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_\d+$", row["id"])
-    if dp > 1 and named and row["mode"] == "agg" and int(named.group(1)) != tp * dp:
+    if named and row["mode"] == "agg" and int(named.group(1)) != tp * dp:
         return (f"fields give tp_size x attention_dp_size = {tp * dp} GPUs, the run's name tp{named.group(1)}: "
                 "the row contradicts itself")
+    if row["mode"] == "agg" and _from_inferencex(row) and row["system"] in SYSTEMS:
+        from ..hardware.spec import load_hardware
+
+        hw = load_hardware(SYSTEMS[row["system"]])
+        node = int(hw.interconnect_value("gpus_per_node")) if "gpus_per_node" in hw.interconnect else 0
+        if node and tp * dp > node:
+            return (f"fields give tp_size x attention_dp_size = {tp * dp} GPUs, but InferenceX's aggregated runs are "
+                    f"its single-node recipes, on one {node}-GPU node of {row['system']} (moe_tp_size x "
+                    "moe_ep_size written as tp_size): the row contradicts itself")
     return None
 
 
@@ -172,7 +183,7 @@ def _why_not(row: dict[str, str]) -> str | None:
     elif row["moe_quant_mode"] not in PRECISIONS:
         return f"moe_quant_mode {row['moe_quant_mode']} is not priced yet"
     for prefix in ("", "prefill_", "decode_") if row["mode"] == "disagg" else ("",):
-        if not _is_one(row.get(f"{prefix}attention_dp_size", "")):
+        if row.get(f"{prefix}tp_size"):
             reason = _gpus_why_not(row, prefix)
             if reason is not None:
                 return reason

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...models.spec import AttentionSpec
+from ..formulas.linear_attention import FLA_SCAN_LAUNCHES
 from ..op import formula
 from ..symbolic import Expr
 
@@ -27,8 +28,10 @@ class LinearAttentionBlocks:
         # beta = sigmoid(b); g = -exp(A_log) * softplus(a + dt_bias): [T, Hv], parameters A_log, dt_bias [Hv]
         self.elementwise(f"{prefix}.gates", n, T * Hv, 2, 2, 8, params=2 * attn.num_heads // self.tp_degree)
         common = dict(B=B, Hv=Hv, dk=dk, dv=dv, Hk=Hk, ab=self.ab)
-        if self.phase == "prefill":
+        if self.phase == "prefill":  # FLA's chunked scan launches several kernels (CostOptions.linear_attention_kernel)
+            fla = self.options.linear_attention_kernel == "fla" and self.fusion != "eager"
             self.add(formula("gated_delta_scan")(f"{prefix}.scan", n, S=S, **common,
+                                                 launches=FLA_SCAN_LAUNCHES if fla else 1,
                                                  **self._gdn_kernel("delta_rule", attn, Hk, Hv)))
         else:
             self.add(formula("gated_delta_update")(f"{prefix}.update", n, **common,

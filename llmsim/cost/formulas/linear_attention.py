@@ -13,6 +13,11 @@ from ..symbolic import Expr, sfloordiv
 # chunk_gated_delta_rule both use 64)
 SCAN_CHUNK = 64
 STATE_BYTES = 4.0  # the recurrent state is kept in float32
+# the kernels FLA's chunked scan launches (fla-org/flash-linear-attention fla/ops/gated_delta_rule/chunk.py, which
+# SGLang and TensorRT-LLM run): l2norm_fwd of q and of k (use_qk_l2norm_in_kernel, as Qwen3-Next and Qwen3.5 call it),
+# then chunk_local_cumsum, chunk_scaled_dot_kkt_fwd, solve_tril, recompute_w_u_fwd, chunk_gated_delta_rule_fwd_h
+# and chunk_fwd_o. approximation: one Triton launch each (solve_tril launches two at chunk 64 in some versions).
+FLA_SCAN_LAUNCHES = 8
 
 
 @register("causal_conv1d")
@@ -38,7 +43,7 @@ def causal_conv1d(name: str, count: int, *, B: Expr, S: Expr, C: Expr, K: int, a
 
 @register("gated_delta_scan")
 def gated_delta_scan(name: str, count: int, *, B: Expr, S: Expr, Hv: Expr, dk: Expr, dv: Expr, Hk: Expr,
-                     ab: Expr, **kernel: Any) -> Op:
+                     ab: Expr, launches: int = 1, **kernel: Any) -> Op:
     """out[B, S, Hv, dv] = the gated delta rule over S tokens in n = ceil(S / c) chunks of c = 64 (prefill),
     the matmuls of the chunked algorithm per chunk and value head:
         k_beta @ k^T and q @ k^T          [c, dk] @ [dk, c]       2 x 2 c^2 dk
@@ -48,7 +53,8 @@ def gated_delta_scan(name: str, count: int, *, B: Expr, S: Expr, Hv: Expr, dk: E
     Reads q, k [B, S, Hk, dk], v [B, S, Hv, dv] and the gates; writes out and the float32 state [B, Hv, dk, dv].
 
     approximation: the two triangular solves (c^2 (dk + dv) per chunk), decays and masks are vector FLOPs,
-    nominally 2 c^2 (dk + dv) + 8 c^2 per chunk and head. `kernel`: the measured kernel it is (as causal_conv1d).
+    nominally 2 c^2 (dk + dv) + 8 c^2 per chunk and head. `kernel`: the measured kernel it is (as causal_conv1d);
+    `launches`: the kernels one call launches (1, or FLA_SCAN_LAUNCHES for FLA's).
     """
     c = Expr.sym("c", SCAN_CHUNK)
     n = sfloordiv(S + (SCAN_CHUNK - 1), c)  # chunks, the last one padded
@@ -58,7 +64,7 @@ def gated_delta_scan(name: str, count: int, *, B: Expr, S: Expr, Hv: Expr, dk: E
         matmul_flops=B * Hv * n * per_chunk,
         vector_flops=B * Hv * n * (2 * c * c * (dk + dv) + 8 * c * c),
         bytes_read=B * S * (2 * Hk * dk + Hv * dv + 2 * Hv) * ab,
-        bytes_written=B * S * Hv * dv * ab + B * Hv * dk * dv * STATE_BYTES, **kernel,
+        bytes_written=B * S * Hv * dv * ab + B * Hv * dk * dv * STATE_BYTES, launches=launches, **kernel,
     )
 
 
