@@ -147,6 +147,28 @@ def test_fp8_scaled_mm_reads_the_cublaslt_rows() -> None:
     assert gemm.predicted == pytest.approx(1418.72, abs=0.01)
 
 
+def test_deepgemm_rows_take_sglangs_activation_quantisation_off_its_table() -> None:
+    # aiconfigurator's SGLang fp8_block rows time sglang_per_token_group_quant_fp8 and then DeepGEMM; DeepGEMM's
+    # README times the GEMM alone, so the prediction is the table's time less that quantisation kernel
+    from llmsim.hardware.measured import measured_for
+    from llmsim.validation.published.kernels import group_quant_s
+
+    M, N, K = 64, 2112, 7168
+    row = make_row(id="T0006", source_group="DeepGEMM", category="microbench_gemm", gpu="H800 SXM5",
+                   weight_dtype="FP8 e4m3 (fine-grained 128-block scaling)", framework="DeepGEMM (JIT CUDA)",
+                   metric="achieved TFLOPS", value="206", unit="TFLOPS", gemm_M=str(M), gemm_N=str(N), gemm_K=str(K))
+    gemm, = predict_row(row)
+    table_s = measured_for("h100-sxm", "sglang").gemm_table_named("fp8_block").time_s(M, N, K)
+    quant_s = group_quant_s("h100-sxm", PredictOptions(), M, K)
+    assert gemm.timing == "sglang gemm table (fp8_block, less its activation quantisation)"
+    assert gemm.predicted == pytest.approx(2 * M * N * K / (table_s - quant_s) / 1e12, rel=1e-9)
+    # the kernel reads 64 x 7168 bf16 and writes 64 x 7168 fp8 plus 64 x 56 fp32 scales: 1,390,592 bytes, at
+    # least 0.415 us at the H100's 3.35 TB/s; one launch from a graph on top, well under the table's 12.3 us
+    moved = M * K * 3 + M * K // 128 * 4
+    assert moved == 1_390_592
+    assert moved / 3.35e12 < quant_s < moved / 3.35e12 + 5e-6 and quant_s < table_s / 4
+
+
 def test_in_sample_only_on_the_roofline(test_gpu_dict: dict[str, Any]) -> None:
     # M0313 set h100-sxm's matmul fraction: from the vLLM table it is out of sample, on the roofline in sample
     row = make_row(id="M0313", source_group="ml-engineering MAMF", category="microbench_gemm",

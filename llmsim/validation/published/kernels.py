@@ -28,6 +28,17 @@ def kernel_time_s(roofline: Roofline, matmul_flops: float, vector_flops: float, 
     return float(roofline.time(cost).time_s)
 
 
+def group_quant_s(hardware: str, options: PredictOptions, M: int, K: int) -> float:
+    """Seconds of SGLang's per-token-group fp8 quantisation of a GEMM's [M, K] bf16 activations
+    (sglang_per_token_group_quant_fp8, group 128), which aiconfigurator's SGLang fp8_block GEMM rows time together
+    with DeepGEMM (collector/sglang/collect_gemm.py: quantise, then gemm_nt_f8f8bf16, in one CUDA graph): one
+    memory-bound kernel on the roofline, reading M*K bf16 and writing M*K fp8 and an fp32 scale per 128 values,
+    plus one kernel launch from a graph (approximation: a few vector FLOPs per value, its time the bytes')."""
+    roofline = Roofline(options.hardware(hardware), ExecutionOptions.make(overhead="graph"))
+    moved = M * K * (2.0 + 1.0) + M * K / 128 * 4.0
+    return kernel_time_s(roofline, 0.0, 4.0 * M * K, moved, "bf16")
+
+
 def kernel_roofline(hardware: str, options: PredictOptions) -> Roofline:
     """The device's achievable ceilings for one kernel: no launch or dispatch cost."""
     return Roofline(options.hardware(hardware), ExecutionOptions.make(overhead="none"))
@@ -99,8 +110,11 @@ def predict_gemm(row: PublishedRow, options: PredictOptions) -> list[Comparison]
             kernels.gemm_s(precision, M, N, K) if kernels is not None else None)
         if kernels is not None and table_s is None:
             why = f"no {lane} GEMM table for {choice.engine} on {kernels.device}"
+        quant = block_scales and table_s is not None and choice.engine == "sglang"
+        if quant:  # the row times DeepGEMM alone; SGLang's rows time its activation quantisation too
+            table_s -= group_quant_s(hardware, options, M, K)
         return timed(table_s, why, roofline_s(hardware), f"{choice.engine} gemm table" + (
-            " (fp8_block)" if block_scales else ""))
+            " (fp8_block, less its activation quantisation)" if quant else " (fp8_block)" if block_scales else ""))
 
     seconds, timing = time_s(gpu.hardware)
     if row.id in IN_SAMPLE and timing.startswith("roofline"):

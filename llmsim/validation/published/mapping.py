@@ -106,7 +106,8 @@ ENGINES: dict[str, EngineChoice] = {
         "SCALED_MM_ENGINE)"),
     "DeepGEMM (JIT CUDA)": EngineChoice(
         "sglang", "SGLang's fp8_block GEMM rows time DeepGEMM itself (aiconfigurator kernel source "
-        "'sglang_deepgemm_gemm_nt_f8f8bf16'), with SGLang's per-token-group activation quantisation included"),
+        "'sglang_deepgemm_gemm_nt_f8f8bf16'), with SGLang's per-token-group activation quantisation, which the "
+        "rows leave out: its kernel is taken off on the roofline (kernels.group_quant_s)"),
     "tritonbench run_benchmark.py triton --op flash_attention --metrics tflops --d-head 128": EngineChoice(
         "vllm", "vLLM's prefill attention table times FlashAttention-3 (vllm_flash_attn_fa3), the flash_v3 "
         "kernel of these rows; the Triton tutorial kernel's rows read it as a kernel proxy (flag P)"),

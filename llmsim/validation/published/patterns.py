@@ -145,10 +145,11 @@ def patterns(done: list[Comparison], skipped: list[Skipped]) -> list[str]:
         f"interpolate. fp8 torch._scaled_mm (cuBLASLt) from TensorRT-LLM's fp8 rows (its FP8 linear calls "
         f"cuBLASLt's scaled matmul too; chosen after vLLM's CUTLASS fp8 rows read these rows -13/-20/-60 %): "
         f"{error_range(mamf, lambda c: c.settings.startswith('fp8'))}; {_fp8_b200_note()}. DeepGEMM FP8 on H800 "
-        f"(SGLang's fp8_block lane on h100-sxm, which times DeepGEMM with SGLang's activation quantisation): "
-        f"M=64 {m['dg_m64']:+.0f}%, M=128 {m['dg_m128']:+.0f}%, M=4096 {m['dg_m4096']:+.0f}%; the table's "
-        f"time includes the per-token-group quantisation kernel that DeepGEMM's own benchmark leaves out, which "
-        f"weighs most at small M.",
+        f"(SGLang's fp8_block lane on h100-sxm, which times DeepGEMM after SGLang's per-token-group activation "
+        f"quantisation; that kernel, which DeepGEMM's own benchmark leaves out, is taken off on the roofline): "
+        f"M=64 {m['dg_m64']:+.0f}%, M=128 {m['dg_m128']:+.0f}%, M=4096 {m['dg_m4096']:+.0f}%: slow at small M, "
+        f"fast at large M. The rows are DeepGEMM's README of 2025-03-25; the table times the DeepGEMM that SGLang "
+        f"0.5.14 pins, later kernels.",
         f"- **Attention.** From vLLM's causal FlashAttention-3 prefill table doubled for non-causal rows: FA3 "
         f"{m['fa3']:+.0f}% on average ({fa3_span}); the Triton tutorial kernel (proxy) {m['fa2']:+.0f}%. The "
         f"error shrinks as S grows; the likely reason: at short S a causal kernel spends a larger share of its "
