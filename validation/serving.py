@@ -113,7 +113,7 @@ def main() -> None:
         "GPUs), or an aggregated InferenceX row whose fields give more GPUs than one node of its system (its "
         "aggregated recipes are single-node; such rows write moe_tp_size x moe_ep_size as tp_size: 64 for TP8 x EP8), "
         "is skipped (llmsim.validation.serving; before session 23 only rows with attention data parallelism were "
-        "checked, and 217 such rows ran on 16 or 64 GPUs).",
+        "checked, and 296 such rows ran on 4 to 64 GPUs).",
         "",
         "Each runnable aggregated row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
         "prompt_len=..., gen_len=..., num_requests=..., tensor_parallel=tp)` with the shipped "
