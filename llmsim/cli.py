@@ -290,6 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-wait-max-tokens-ratio", type=float, default=0.0,
                    help="... or until they and the decodes reach this share of --max-num-batched-tokens "
                    "(TensorRT-LLM's batch_wait_max_tokens_ratio; default 0: off)")
+    p.add_argument("--frontend-s", dest="frontend_s", type=float, default=None,
+                   help="the serving frontend's time per request (HTTP, tokenization, hand-offs, streaming), added to "
+                   "TTFT and end-to-end latency, in s (default: the engine's: vLLM 0.004, SGLang 0.0069, "
+                   "TensorRT-LLM 0; 0 switches it off)")
     p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
                    "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
@@ -601,7 +605,7 @@ def _run(args: argparse.Namespace) -> int:
             arrival=args.arrival, burstiness=args.burstiness, seed=args.seed,
             kv_transfer_bytes_per_s=args.kv_transfer_bytes_per_s, gpu_memory_utilization=args.gpu_memory_utilization,
             block_size=args.block_size, async_scheduling=args.async_scheduling,
-            scheduler_recv_interval=args.scheduler_recv_interval, **options)
+            scheduler_recv_interval=args.scheduler_recv_interval, frontend_s=args.frontend_s, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     if args.command == "serve":
@@ -618,7 +622,7 @@ def _run(args: argparse.Namespace) -> int:
                        mixed_batches=args.mixed_batches, reserve_output=args.reserve_output,
                        async_scheduling=args.async_scheduling, scheduler_recv_interval=args.scheduler_recv_interval,
                        batch_wait_timeout_iters=args.batch_wait_timeout_iters,
-                       batch_wait_max_tokens_ratio=args.batch_wait_max_tokens_ratio,
+                       batch_wait_max_tokens_ratio=args.batch_wait_max_tokens_ratio, frontend_s=args.frontend_s,
                        pipeline_parallel=args.pipeline_parallel,
                        attention_data_parallel=args.attention_data_parallel, **options)
         print(result.model_dump_json(indent=2) if args.json else result)

@@ -343,6 +343,9 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "expert_parallel=2: the model has no experts"),
     ("crossover-expert-parallel-dense", _crossover(tensor_parallel=2, expert_parallel=2), OptionError,
      "expert_parallel=2: the model has no experts"),
+    ("serve-negative-frontend", _serve(concurrency=1, frontend_s=-0.004), OptionError,
+     r"frontend_s=-0.004 must be a positive number of seconds \(or 0\)"),
+    ("serve-nan-frontend", _serve(concurrency=1, frontend_s=float("nan")), OptionError, "frontend_s=nan"),
     ("serve-ramp-open-loop", _serve(request_rate=1, ramp_s=5), OptionError,
      "ramp_s=5 applies to a closed loop"),  # was: ignored
     ("serve-negative-ramp-open-loop", _serve(request_rate=1, ramp_s=-5), OptionError, "ramp_s=-5 applies to a"),

@@ -63,7 +63,7 @@ def test_decode_keeps_its_graphs_and_a_long_prefill_its_kernels() -> None:
 def test_serve_at_a_low_rate_prefills_as_simulate_does() -> None:
     kw = dict(engine="sglang", tensor_parallel=2)
     r = llmsim.serve("llama-3.1-8b", "h100-sxm", request_rate=0.01, arrival="constant", prompt_len=1024, gen_len=2,
-                     num_requests=3, async_scheduling=False, **kw)
+                     num_requests=3, async_scheduling=False, frontend_s=0, **kw)
     s = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=1024, gen_len=2, **kw)
     assert r.ttft_s.p50 == pytest.approx(s.ttft_s, rel=1e-6)
 
@@ -103,7 +103,7 @@ def test_vllm_replays_its_piecewise_graphs_up_to_512_tokens() -> None:
     assert over.ttft_s > graphed.ttft_s
     # serve() prices its steps by the same rule: one 300-token request alone takes simulate()'s prefill
     s = llmsim.serve("llama-3.1-8b", "h100-sxm", request_rate=0.01, arrival="constant", prompt_len=300, gen_len=2,
-                     num_requests=2, async_scheduling=False)
+                     num_requests=2, async_scheduling=False, frontend_s=0)
     one = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=300, gen_len=2)
     assert s.ttft_s.p50 == pytest.approx(one.ttft_s, rel=1e-6)
 

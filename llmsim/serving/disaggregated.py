@@ -31,7 +31,7 @@ from ..analysis.simulate import resolve
 from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError, check_positive
 from .data_parallel import rank_options
-from .engine_limits import scheduler_limits
+from .engine_limits import frontend_seconds, scheduler_limits
 from .results import ServingResult
 from .scheduler import Inbox, RequestLog, StepLog, coupled_engine, engine_lists, simulate_engine
 from .serve import _result, _step_cost, make_workload
@@ -160,15 +160,17 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                         burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
                         kv_transfer_bytes_per_s: float | None = None, gpu_memory_utilization: float | None = None,
                         block_size: int | None = None, async_scheduling: bool | None = None,
-                        scheduler_recv_interval: int | None = None, **options: Any) -> ServingResult:
+                        scheduler_recv_interval: int | None = None, frontend_s: float | None = None,
+                        **options: Any) -> ServingResult:
     """Prefill on the `prefill` pool, decode on the `decode` pool (each a Pool or a dict of its fields).
-    Load, lengths, async_scheduling and scheduler_recv_interval (both pools) as serve(); options as simulate()
-    (dtypes, tables, ...; the pools set the parallelism)."""
+    Load, lengths, async_scheduling, scheduler_recv_interval (both pools) and frontend_s as serve(); options as
+    simulate() (dtypes, tables, ...; the pools set the parallelism)."""
     for key in ("tensor_parallel", "expert_parallel", "attention_data_parallel"):
         if key in options:
             raise OptionError(f"{key}: give it per pool (prefill={{'tensor_parallel': ...}}, decode={{...}})")
     pre, dec = _pool("prefill", prefill), _pool("decode", decode)
     spec, hw, base, execution = resolve(model, hardware, engine, **options)
+    frontend = frontend_seconds(execution.engine or "vllm", frontend_s)
     prompts, gens, arrivals, clients = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
                                                      num_requests, arrival, burstiness, lengths_csv, seed, 0.0)
     engine_name = execution.engine or "vllm"
@@ -246,7 +248,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                   prompts, gens, transfer_s, arrivals, clients)
         request_rate = None
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
-                   mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,
+                   frontend_s=frontend, mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,
                    assumptions={
                        "pools": f"prefill {pre.replicas} x TP{pre.tensor_parallel}{_ranks(pre)}, decode "
                                 f"{dec.replicas} x TP{dec.tensor_parallel}{_ranks(dec)}; requests routed round robin"

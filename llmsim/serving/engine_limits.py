@@ -24,6 +24,15 @@ in before every step by default (`--scheduler-recv-interval 1`); scheduler_recv_
 after every N decode steps and after any step that prefilled, as its SchedulerRecvSkipper counts
 (sglang/srt/managers/scheduler_recv_skipper.py: decode weight 1, any other forward mode 1000).
 TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) is off by default, as there.
+The serving frontend (frontend_s): what a request spends outside the engine's steps before its first token reaches
+the client (HTTP, tokenization, the hand-offs between the API server and the engine, detokenization, streaming),
+added to its TTFT and end-to-end latency. vLLM 4 ms: tenstorrent/tt-inference-server issue #190 (2025-05,
+Llama-3.3-70B, 32 clients of 128-token prompts): vLLM offline -> its OpenAI server, TTFT 231 -> 235 ms, "from HTTP
+server + ZMQ latency". SGLang 6.9 ms: tenstorrent/tt-inference-server issue #3560 (2026-05, SGLang over a CPU mock
+whose forward pass busy-waits 2.632 ms, one client of 128-token prompts through /v1/chat/completions): median TTFT
+9.54 ms, 6.9 ms beyond the one forward pass. TensorRT-LLM: no public figure, 0.
+approximation: a fixed time per request, whatever its prompt's length; the client's next request in a closed loop
+is still sent when the engine finishes the last one.
 Explicit arguments win over these.
 """
 
@@ -40,6 +49,20 @@ from ..models.spec import ModelSpec
 from .scheduler import SchedulerLimits
 
 _GIB = 1024**3
+
+
+FRONTEND_S = {"vllm": 4e-3, "sglang": 6.9e-3}  # seconds per request (module docstring); other engines 0
+
+
+def frontend_seconds(engine: str, frontend_s: float | None) -> float:
+    """The serving frontend's time per request: `frontend_s` as given (checked), else the engine's (FRONTEND_S)."""
+    if frontend_s is None:
+        return FRONTEND_S.get(engine, 0.0)
+    if type(frontend_s) in (int, float) and frontend_s == 0:  # 0 switches it off, else a positive number
+        return 0.0
+    from ..errors import check_positive
+
+    return check_positive("frontend_s", frontend_s, "seconds (or 0)")
 
 
 def engine_defaults(engine: str, hardware: HardwareSpec, tensor_parallel: int = 1,

@@ -14,7 +14,7 @@ from ..models.spec import ModelSpec
 from ..timing.execution import ExecutionOptions
 from ..timing.roofline import Roofline
 from .data_parallel import AttentionDataParallel, rank_options
-from .engine_limits import scheduler_limits
+from .engine_limits import frontend_seconds, scheduler_limits
 from .results import Percentiles, ServingResult
 from .scheduler import percentile_summary, simulate_engine
 from .step_cost import Speculation, StepCost
@@ -47,7 +47,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           reserve_output: bool | None = None, pipeline_parallel: int = 1, attention_data_parallel: int = 1,
           async_scheduling: bool | None = None, scheduler_recv_interval: int | None = None,
           batch_wait_timeout_iters: int = 0, batch_wait_max_tokens_ratio: float = 0.0,
-          **options: Any) -> ServingResult:
+          frontend_s: float | None = None, **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
@@ -76,7 +76,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     N: while requests run, new ones are taken in only after every N decode steps or a step that prefilled;
     default 1), batch_wait_timeout_iters and batch_wait_max_tokens_ratio (TensorRT-LLM's batch waiting, both 0 by
     default: while requests decode, new prompts wait until they and the decodes reach that share of
-    max_num_batched_tokens, or for that many steps).
+    max_num_batched_tokens, or for that many steps). frontend_s: the serving frontend's time per request (HTTP,
+    tokenization, hand-offs, streaming) added to its TTFT and end-to-end latency; default the engine's (vLLM 4 ms,
+    SGLang 6.9 ms, TensorRT-LLM 0: llmsim.serving.engine_limits), 0 switches it off.
     pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in
     flight across steps as vLLM runs them (StepCost.step_s); each GPU holds 1/p of the weights and KV cache.
     attention_data_parallel=d (MoE models; SGLang --enable-dp-attention with --dp d, TensorRT-LLM
@@ -89,6 +91,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
     """
     spec, hw, cost, execution = resolve(model, hardware, engine, **options)
+    frontend = frontend_seconds(execution.engine or "vllm", frontend_s)
     stages = check_one("pipeline_parallel", pipeline_parallel, 1)
     if stages > spec.num_layers:
         raise OptionError(f"pipeline_parallel={stages} exceeds the model's {spec.num_layers} layers")
@@ -135,8 +138,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
                              "across steps; layers, weights and KV cache split evenly over the stages")
     if dp is None:
         return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival, limits, log, steps,
-                       prefix_note=note, extra_assumptions=extra, gpus=cost.tensor_parallel * stages,
-                       pipeline_parallel=stages)
+                       prefix_note=note, extra_assumptions=extra, frontend_s=frontend,
+                       gpus=cost.tensor_parallel * stages, pipeline_parallel=stages)
     extra["attention data parallelism"] = (
         f"{dp.ranks} ranks of tensor_parallel={cost.tensor_parallel}, experts over all {dp.gpus} GPUs "
         f"(expert_parallel={dp.expert_options.expert_parallel}) with an all-gather and a reduce-scatter per MoE "
@@ -145,8 +148,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         + f" (its requests, steps, KV pool of {limits.kv_blocks * limits.block_size:,} tokens and batch shown), "
         f"throughputs x {dp.ranks}")
     rank = _result(spec, hw, cost, engine_name, request_rate, clients, arrival, limits, log, steps,
-                   prefix_note=note, extra_assumptions=extra, gpus=dp.gpus, tensor_parallel=dp.gpus,
-                   attention_data_parallel=dp.ranks)
+                   prefix_note=note, extra_assumptions=extra, frontend_s=frontend, gpus=dp.gpus,
+                   tensor_parallel=dp.gpus, attention_data_parallel=dp.ranks)
     return rank.model_copy(update={"num_requests": total_requests, **{
         k: getattr(rank, k) * dp.ranks for k in ("requests_per_s", "output_tokens_per_s", "input_tokens_per_s")}})
 
@@ -249,11 +252,12 @@ def prefix_groups_of(prompts: np.ndarray, shared_prefix_len: Any, prefix_groups:
 def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, request_rate: float | None,
             concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any,
             prefix_note: str = "off (every prompt computed in full)", extra_assumptions: dict[str, str] | None = None,
-            **overrides: Any) -> ServingResult:
-    """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's)."""
+            frontend_s: float = 0.0, **overrides: Any) -> ServingResult:
+    """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's). frontend_s: the
+    serving frontend's time per request, added to each TTFT and end-to-end latency (engine_limits)."""
     step = steps if isinstance(steps, dict) else steps.arrays()
-    ttft = log.first_token_s - log.arrival_s
-    e2e = log.finish_s - log.arrival_s
+    ttft = log.first_token_s - log.arrival_s + frontend_s
+    e2e = log.finish_s - log.arrival_s + frontend_s
     several = log.gen_len > 1
     tpot = np.full(len(ttft), np.nan)
     tpot[several] = (log.finish_s[several] - log.first_token_s[several]) / (log.gen_len[several] - 1)
@@ -299,6 +303,10 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
                          "host time per step (engine.step) where it has one; decode attention at the batch's "
                          "mean cached length",
             "prefix caching": prefix_note,
+            "frontend": (f"{frontend_s * 1e3:.1f} ms per request (HTTP, tokenization, hand-offs, streaming) added "
+                         "to TTFT and end-to-end latency (frontend_s; llmsim.serving.engine_limits gives each "
+                         "engine's source)" if frontend_s else "none (frontend_s=0, or no public figure for "
+                         "this engine)"),
             **(extra_assumptions or {}),
         },
     )
