@@ -860,6 +860,29 @@ def test_rows_whose_gpu_count_contradicts_their_launch_are_skipped() -> None:
     assert "node" not in (_why_not({**unnamed, "system": "gb200"}) or "")
 
 
+def test_points_only_the_mtp_config_swept_are_skipped() -> None:
+    """2026-03-25: InferenceX's plain SGLang DeepSeek-R1 fp8 B200 config swept TP 8 up to 64 clients (8k/1k: 4), its
+    MTP config up to 512 (nvidia-master.yaml at 12ba0ae07): 256 clients is an MTP point, not simulated."""
+    from llmsim.validation.serving import _why_not
+
+    base = {"backend": "sglang", "mode": "agg", "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
+            "precision": "fp8", "gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_block", "isl": "1024",
+            "osl": "1024", "tp_size": "8", "pp_size": "1", "attention_dp_size": "1", "moe_tp_size": "8",
+            "moe_ep_size": "1", "prefill_num_workers": "", "decode_num_workers": "",
+            "id": "2026_04_06_deepseek_r1_b200_sxm_sglang_fp8_agg_1024x1024_c256_tp8_ep1_1705"}
+
+    def at(clients: int, day: str = "2026-03-25", **fields: str) -> dict[str, str]:
+        source = (f"source_file=2026-04-06.csv; model=DeepSeek-R1; silicon_concurrency={clients}; "
+                  f"measured={day}T00:00:00.000Z; wip=False; image=lmsysorg/sglang:v0.5.9-cu130")
+        return {**base, "batch_size": str(clients), "silicon_data_source": source, **fields}
+
+    assert "MTP config's point" in (_why_not(at(256)) or "")
+    assert "MTP config" not in (_why_not(at(64)) or "")  # both configs swept 64: read as the plain recipe
+    assert "MTP config's point" in (_why_not(at(8, isl="8192")) or "")  # 8k/1k: the plain sweep stopped at 4
+    assert "MTP config" not in (_why_not(at(4, isl="8192")) or "")
+    assert "MTP config" not in (_why_not(at(256, day="2026-02-05")) or "")  # another day's sweep
+
+
 def test_inferencex_recipes_set_vllm_budgets_graphs_and_expert_parallelism() -> None:
     """vLLM recipe facts the file's columns miss: --max-num-batched-tokens 2 x ISL (MiniMax, Kimi on Blackwell from
     April 2026), FULL_DECODE_ONLY graphs (Llama-70B B200), MiniMax fp8's always-on --enable-expert-parallel and

@@ -159,6 +159,27 @@ def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
     return options
 
 
+def inferencex_mtp_only(row: dict[str, str]) -> str | None:
+    """Why an aggregated InferenceX row can only be a speculative-decoding (MTP) point, or None. On 2026-03-25
+    InferenceX ran SGLang DeepSeek-R1 fp8 on the B200 under two configs of one image (lmsysorg/sglang:v0.5.9-cu130;
+    .github/configs/nvidia-master.yaml at 12ba0ae07): `dsr1-fp8-b200-sglang` swept TP 8 over 4-64 clients at 1k/1k
+    and 1k/8k and 4 clients at 8k/1k (TP 4: 4-32), `dsr1-fp8-b200-sglang-mtp` (EAGLE, 2 steps, 3 draft tokens) TP 8
+    over 4-512 clients in all three. A TP 8 point beyond the plain sweep is the MTP config's; its acceptance rate is
+    not stated, so it is not simulated. (The points both swept, four rows each, stay read as the plain recipe:
+    which of them is which is not stated.)"""
+    if not (_aggregated_run(row, "sglang") and row["model_path"] in _DEEPSEEK and row["system"] == "b200_sxm"
+            and row["precision"] == "fp8" and _measured_on(row) == "2026-03-25" and _count(row["tp_size"]) == 8
+            and _ranks(row, "") == 1):
+        return None
+    clients = _concurrency(row) or 0
+    plain_end = 4 if int(row["isl"]) == 8192 else 64
+    if clients <= plain_end:
+        return None
+    return (f"InferenceX's plain SGLang DeepSeek-R1 fp8 B200 config swept TP 8 up to {plain_end} clients on "
+            f"2026-03-25 (nvidia-master.yaml at 12ba0ae07); {clients} clients is its MTP config's point (EAGLE "
+            "speculative decoding, acceptance rate not stated)")
+
+
 def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
     """SGLang's `--chunked-prefill-size` (max_num_batched_tokens) and `--max-running-requests` (max_num_seqs, where
     it is a number rather than the run's CONC) in the InferenceX recipe that launched an aggregated SGLang row without

@@ -54,6 +54,7 @@ import numpy as np
 from ..engines.aiconfigurator import SYSTEMS  # the file's system names -> llmsim hardware files
 from .inferencex_recipes import (
     inferencex_kv_dtype,
+    inferencex_mtp_only,
     inferencex_recv_interval,
     inferencex_sglang_options,
     inferencex_trtllm_options,
@@ -163,6 +164,9 @@ def _why_not(row: dict[str, str]) -> str | None:
                 "the run, is not in the row")
     if row["mode"] == "disagg" and not (row["prefill_num_workers"] and row["decode_num_workers"]):
         return "disaggregated run without its prefill and decode worker counts"
+    mtp = inferencex_mtp_only(row)
+    if mtp is not None:
+        return mtp
     if row["model_path"] not in MODELS:
         return f"model {row['model_path']} is not shipped"
     if row["system"] not in SYSTEMS:
