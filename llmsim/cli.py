@@ -523,12 +523,16 @@ def _run(args: argparse.Namespace) -> int:
             rows.append({"engine": engine.name, "measured tables": f"{engine.tables} ({families})" if engine.tables
                          else "none", "devices with tables": ", ".join(devices) or "-"})
         print(_table(rows))
+        from .serving.engine_limits import FRONTEND_NOTE
+
         for engine in ENGINES.values():
             print(f"\n{engine.name}: {engine.description}." + (f" Tables: {engine.table_note}." if engine.table_note
                                                                   else "") + (
                 f" Host work per step: {engine.step_host_note}." if engine.step_host_note else "") + (
                 f" Prefill without a CUDA graph, host time per kernel: {engine.prefill_dispatch_note}."
-                if engine.prefill_dispatch_note else ""))
+                if engine.prefill_dispatch_note else "") + (
+                f" Serving frontend per request (serve's frontend_s): {FRONTEND_NOTE[engine.name]}."
+                if engine.name in FRONTEND_NOTE else ""))
         return 0
     if args.command == "hardware":
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))

@@ -233,6 +233,9 @@ def test_engines_command_lists_the_engines(capsys: pytest.CaptureFixture[str]) -
     assert main(["engines"]) == 0
     out = capsys.readouterr().out
     assert "torch-compile" in out and "h100-sxm" in out and "roofline" in out
+    # each serving engine's frontend figure and its source (serve's frontend_s default)
+    assert "Serving frontend per request (serve's frontend_s): 4 ms (tenstorrent/tt-inference-server issue #190" in out
+    assert "frontend_s): none (no public figure)" in out
 
 
 def test_simulate_with_an_engine_prints_its_tables(capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,6 +52,12 @@ _GIB = 1024**3
 
 
 FRONTEND_S = {"vllm": 4e-3, "sglang": 6.9e-3}  # seconds per request (module docstring); other engines 0
+FRONTEND_NOTE = {
+    "vllm": "4 ms (tenstorrent/tt-inference-server issue #190: vLLM offline -> its OpenAI server, TTFT +4 ms)",
+    "sglang": "6.9 ms (tenstorrent/tt-inference-server issue #3560: median TTFT 9.54 ms over a 2.632 ms mock "
+              "forward pass)",
+    "trtllm": "none (no public figure)",
+}
 
 
 def frontend_seconds(engine: str, frontend_s: float | None) -> float:
