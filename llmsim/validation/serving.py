@@ -15,7 +15,9 @@ A row whose name states its launch (`..._tp{T}_ep{E}_{n}`, the replica's T GPUs)
 another GPU count is skipped as contradicting itself (the file holds the same measurement under both
 encodings; which one is right is not stated, so neither is guessed), with or without attention data
 parallelism; so is an aggregated InferenceX row whose fields give more GPUs than one node of its system holds
-(InferenceX's aggregated runs are its single-node recipes; such rows write moe_tp_size x moe_ep_size as tp_size).
+(InferenceX's aggregated runs are its single-node recipes; such rows write moe_tp_size x moe_ep_size as tp_size),
+and a point that only a speculative-decoding (MTP) config swept, whose acceptance rate no row states
+(llmsim.validation.inferencex_recipes.inferencex_mtp_only).
 
 The client's protocol, where the source of a row states it. Rows from InferenceX (SemiAnalysis's
 InferenceMAX serving sweeps: the file's `db-dump/...; workflow_run_id=...` and `source_file=<date>.csv; model=...`
