@@ -523,7 +523,7 @@ def _run(args: argparse.Namespace) -> int:
             rows.append({"engine": engine.name, "measured tables": f"{engine.tables} ({families})" if engine.tables
                          else "none", "devices with tables": ", ".join(devices) or "-"})
         print(_table(rows))
-        from .serving.engine_limits import FRONTEND_NOTE
+        from .serving.engine_limits import FRONTEND
 
         for engine in ENGINES.values():
             print(f"\n{engine.name}: {engine.description}." + (f" Tables: {engine.table_note}." if engine.table_note
@@ -531,8 +531,9 @@ def _run(args: argparse.Namespace) -> int:
                 f" Host work per step: {engine.step_host_note}." if engine.step_host_note else "") + (
                 f" Prefill without a CUDA graph, host time per kernel: {engine.prefill_dispatch_note}."
                 if engine.prefill_dispatch_note else "") + (
-                f" Serving frontend per request (serve's frontend_s): {FRONTEND_NOTE[engine.name]}."
-                if engine.name in FRONTEND_NOTE else ""))
+                f" Serving frontend per request (serve's frontend_s): "
+                f"{f'{FRONTEND[engine.name][0] * 1e3:g} ms' if FRONTEND[engine.name][0] else 'none'} "
+                f"({FRONTEND[engine.name][1]})." if engine.name in FRONTEND else ""))
         return 0
     if args.command == "hardware":
         print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))

@@ -55,6 +55,13 @@ def check_positive(field: str, value: object, unit: str) -> float:
     return float(number)
 
 
+def check_off_or_positive(field: str, value: object, unit: str) -> float:
+    """0 (switched off) or a finite number > 0, as a float; an OptionError naming the field otherwise."""
+    if type(value) in (int, float) and value == 0:
+        return 0.0
+    return check_positive(field, value, unit)
+
+
 def check_top(top: object) -> int | None:
     """How many rows of a table to show: None (all) or an integer >= 1; an OptionError naming `top` otherwise."""
     if top is None:

@@ -51,24 +51,22 @@ from .scheduler import SchedulerLimits
 _GIB = 1024**3
 
 
-FRONTEND_S = {"vllm": 4e-3, "sglang": 6.9e-3}  # seconds per request (module docstring); other engines 0
-FRONTEND_NOTE = {
-    "vllm": "4 ms (tenstorrent/tt-inference-server issue #190: vLLM offline -> its OpenAI server, TTFT +4 ms)",
-    "sglang": "6.9 ms (tenstorrent/tt-inference-server issue #3560: median TTFT 9.54 ms over a 2.632 ms mock "
-              "forward pass)",
-    "trtllm": "none (no public figure)",
+# each engine's frontend time per request and where it comes from (module docstring); other engines none
+FRONTEND: dict[str, tuple[float, str]] = {
+    "vllm": (4e-3, "tenstorrent/tt-inference-server issue #190: vLLM offline -> its OpenAI server, TTFT +4 ms"),
+    "sglang": (6.9e-3, "tenstorrent/tt-inference-server issue #3560: median TTFT 9.54 ms over a 2.632 ms mock "
+                       "forward pass"),
+    "trtllm": (0.0, "no public figure"),
 }
 
 
 def frontend_seconds(engine: str, frontend_s: float | None) -> float:
-    """The serving frontend's time per request: `frontend_s` as given (checked), else the engine's (FRONTEND_S)."""
+    """The serving frontend's time per request: `frontend_s` as given (0 or positive), else the engine's."""
     if frontend_s is None:
-        return FRONTEND_S.get(engine, 0.0)
-    if type(frontend_s) in (int, float) and frontend_s == 0:  # 0 switches it off, else a positive number
-        return 0.0
-    from ..errors import check_positive
+        return FRONTEND.get(engine, (0.0, ""))[0]
+    from ..errors import check_off_or_positive
 
-    return check_positive("frontend_s", frontend_s, "seconds (or 0)")
+    return check_off_or_positive("frontend_s", frontend_s, "seconds (or 0)")
 
 
 def engine_defaults(engine: str, hardware: HardwareSpec, tensor_parallel: int = 1,

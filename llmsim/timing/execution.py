@@ -96,10 +96,9 @@ class ExecutionOptions(BaseModel):
         check_choice("clock", values.get("clock", "sustained"), CLOCKS)
         for key, unit in (("step_host_s", "seconds (or 0)"), ("prefill_dispatch_s", "seconds per kernel (or 0)")):
             if key in values:  # host times: 0 switches them off, else a positive number
-                from ..errors import check_positive
+                from ..errors import check_off_or_positive
 
-                given = values[key]
-                values[key] = 0.0 if (type(given) in (int, float) and given == 0) else check_positive(key, given, unit)
+                values[key] = check_off_or_positive(key, values[key], unit)
         graph_tokens = values.get("prefill_graph_tokens", 0)
         if isinstance(graph_tokens, bool) or not isinstance(graph_tokens, int) or graph_tokens < 0:
             raise OptionError(f"prefill_graph_tokens={graph_tokens!r} must be a whole number of tokens >= 0")
