@@ -883,6 +883,30 @@ def test_points_only_the_mtp_config_swept_are_skipped() -> None:
     assert "MTP config" not in (_why_not(at(256, day="2026-02-05")) or "")  # another day's sweep
 
 
+def test_tensorrt_llm_deepseek_rows_of_mtp_only_days_are_skipped() -> None:
+    """InferenceX ran only its TensorRT-LLM DeepSeek-R1 MTP recipes on 2026-01-14 (PR #392, bf3456727), 2026-02-05
+    (5d517074c) and 2026-02-06 (0aae52d4c): such a row is speculative decoding with no stated acceptance rate, not
+    simulated; the mixed 2026-01-28 run and other days stay simulated as plain."""
+    from llmsim.validation.serving import _why_not
+
+    base = {"backend": "trtllm", "mode": "agg", "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
+            "precision": "fp8", "gemm_quant_mode": "fp8", "moe_quant_mode": "fp8", "isl": "1024",
+            "osl": "1024", "tp_size": "8", "pp_size": "1", "attention_dp_size": "1", "moe_tp_size": "8",
+            "moe_ep_size": "1", "prefill_num_workers": "", "decode_num_workers": "", "batch_size": "4",
+            "id": "2026_03_25_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c4_tp8_0_ep1_0_1021"}
+
+    def on(day: str) -> dict[str, str]:
+        source = (f"source_file=2026-03-25.csv; model=DeepSeek-R1; silicon_concurrency=4; measured={day}T19:55:05Z; "
+                  "wip=False; image=nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post3")
+        return {**base, "silicon_data_source": source}
+
+    for day in ("2026-01-14", "2026-02-05", "2026-02-06"):
+        assert "MTP recipes" in (_why_not(on(day)) or ""), day
+    for day in ("2026-01-28", "2026-01-29", "2025-11-02"):
+        assert "MTP" not in (_why_not(on(day)) or ""), day
+    assert "MTP" not in (_why_not({**on("2026-02-05"), "backend": "vllm"}) or "")  # another engine's run
+
+
 def test_inferencex_recipes_set_vllm_budgets_graphs_and_expert_parallelism() -> None:
     """vLLM recipe facts the file's columns miss: --max-num-batched-tokens 2 x ISL (MiniMax, Kimi on Blackwell from
     April 2026), FULL_DECODE_ONLY graphs (Llama-70B B200), MiniMax fp8's always-on --enable-expert-parallel and

@@ -166,7 +166,11 @@ def inferencex_mtp_only(row: dict[str, str]) -> str | None:
     and 1k/8k and 4 clients at 8k/1k (TP 4: 4-32), `dsr1-fp8-b200-sglang-mtp` (EAGLE, 2 steps, 3 draft tokens) TP 8
     over 4-512 clients in all three. A TP 8 point beyond the plain sweep is the MTP config's; its acceptance rate is
     not stated, so it is not simulated. (The points both swept, four rows each, stay read as the plain recipe:
-    which of them is which is not stated.)"""
+    which of them is which is not stated.) TensorRT-LLM's DeepSeek-R1 runs of its MTP recipes are not simulated
+    either (_trtllm_mtp_run)."""
+    trtllm_mtp = _trtllm_mtp_run(row)
+    if trtllm_mtp is not None:
+        return trtllm_mtp
     if not (_aggregated_run(row, "sglang") and row["model_path"] in _DEEPSEEK and row["system"] == "b200_sxm"
             and row["precision"] == "fp8" and _measured_on(row) == "2026-03-25" and _count(row["tp_size"]) == 8
             and _ranks(row, "") == 1):
@@ -220,6 +224,24 @@ def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
 # the days InferenceX ran its TensorRT-LLM DeepSeek-R1 MTP recipes, and its 2026-01-28 evaluation run, which mixed
 # MTP and plain points (inferencex_trtllm_options)
 _TRTLLM_DEEPSEEK_MTP_DAYS = ("2026-01-14", "2026-01-28", "2026-02-05", "2026-02-06")
+# the days only MTP recipes of TensorRT-LLM DeepSeek-R1 ran (_trtllm_mtp_run): PR #392 (bf3456727, merged
+# 2026-01-14 22:26 UTC) added dsr1-{fp4,fp8}-b200-trt-mtp and dsr1-fp8-h200-trt-mtp and changed no plain config;
+# 5d517074c (2026-02-05) and 0aae52d4c (2026-02-06) gave the fp8 and fp4 B200 MTP configs the image
+# release:1.2.0rc6.post3, which the plain dsr1-{fp8,fp4}-b200-trt configs never had (rc6.post2 until 2026-04)
+_TRTLLM_DEEPSEEK_MTP_ONLY_DAYS = ("2026-01-14", "2026-02-05", "2026-02-06")
+
+
+def _trtllm_mtp_run(row: dict[str, str]) -> str | None:
+    """Why an aggregated InferenceX TensorRT-LLM DeepSeek-R1 row is a run of an MTP recipe (speculative decoding:
+    "MTP=3 (or MTP=1 when DP_ATTN=true)", 5d517074c), or None: measured on a day only those recipes ran
+    (_TRTLLM_DEEPSEEK_MTP_ONLY_DAYS). MTP's acceptance rate on InferenceX's random prompts is not stated, so the
+    row is not simulated (serve(speculative=...) would run it given one). The 2026-01-28 evaluation run mixed MTP
+    and plain points without saying which is which: read as plain."""
+    if not (_aggregated_run(row, "trtllm") and row["model_path"] in _DEEPSEEK
+            and _measured_on(row) in _TRTLLM_DEEPSEEK_MTP_ONLY_DAYS):
+        return None
+    return (f"InferenceX ran only its TensorRT-LLM DeepSeek-R1 MTP recipes on {_measured_on(row)} (bf3456727, "
+            "5d517074c, 0aae52d4c): speculative decoding (MTP), acceptance rate not stated")
 
 
 def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
