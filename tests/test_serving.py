@@ -844,7 +844,7 @@ def test_rows_whose_gpu_count_contradicts_their_launch_are_skipped() -> None:
             "precision": "fp8", "gemm_quant_mode": "fp8", "moe_quant_mode": "fp8", "isl": "1024", "osl": "1024",
             "batch_size": "4", "pp_size": "1", "attention_dp_size": "1", "prefill_num_workers": "",
             "decode_num_workers": "", "silicon_data_source": "source_file=2026-04-06.csv; model=DeepSeek-R1; "
-            "silicon_concurrency=4; measured=2026-01-14T00:00:00.000Z; wip=False"}
+            "silicon_concurrency=4; measured=2025-12-15T00:00:00.000Z; wip=False"}  # (the real row: 2026-01-14, MTP)
     named = {**base, "id": "2026_04_06_deepseek_r1_h200_sxm_trtllm_fp8_agg_1024x1024_c4_tp8_ep8_954",
              "tp_size": "64", "moe_tp_size": "8", "moe_ep_size": "8"}
     assert "the run's name tp8" in (_why_not(named) or "")  # 64 GPUs in the fields, 8 in the name
@@ -885,8 +885,9 @@ def test_points_only_the_mtp_config_swept_are_skipped() -> None:
 
 def test_tensorrt_llm_deepseek_rows_of_mtp_only_days_are_skipped() -> None:
     """InferenceX ran only its TensorRT-LLM DeepSeek-R1 MTP recipes on 2026-01-14 (PR #392, bf3456727), 2026-02-05
-    (5d517074c) and 2026-02-06 (0aae52d4c): such a row is speculative decoding with no stated acceptance rate, not
-    simulated; the mixed 2026-01-28 run and other days stay simulated as plain."""
+    (5d517074c) and 2026-02-06 (0aae52d4c), and only its SGLang Qwen3.5 fp8 B200 MTP config on 2026-03-20: such a
+    row is speculative decoding with no stated acceptance rate, not simulated; the mixed 2026-01-28 run and other
+    days stay simulated as plain."""
     from llmsim.validation.serving import _why_not
 
     base = {"backend": "trtllm", "mode": "agg", "system": "b200_sxm", "model_path": "deepseek-ai/DeepSeek-R1",
@@ -905,6 +906,11 @@ def test_tensorrt_llm_deepseek_rows_of_mtp_only_days_are_skipped() -> None:
     for day in ("2026-01-28", "2026-01-29", "2025-11-02"):
         assert "MTP" not in (_why_not(on(day)) or ""), day
     assert "MTP" not in (_why_not({**on("2026-02-05"), "backend": "vllm"}) or "")  # another engine's run
+    # 2026-03-20: the only Qwen3.5 config InferenceX changed was its new SGLang fp8 B200 MTP one (35d4bb367)
+    qwen = {**on("2026-03-20"), "backend": "sglang", "model_path": "Qwen/Qwen3.5-397B-A17B", "tp_size": "4",
+            "moe_tp_size": "4", "gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_block"}
+    assert "MTP config" in (_why_not(qwen) or "")
+    assert "MTP" not in (_why_not({**qwen, "silicon_data_source": on("2026-03-24")["silicon_data_source"]}) or "")
 
 
 def test_inferencex_recipes_set_vllm_budgets_graphs_and_expert_parallelism() -> None:
@@ -957,7 +963,8 @@ def test_inferencex_sglang_recipes_set_chunk_size_and_running_requests() -> None
     qwen, dsr1 = "Qwen/Qwen3.5-397B-A17B", "deepseek-ai/DeepSeek-R1"
     assert inferencex_sglang_options(row(qwen, "b200_sxm", "bf16", "2026-02-20")) == {
         "max_num_batched_tokens": 32768, "max_num_seqs": 128}
-    assert inferencex_sglang_options(row(qwen, "b200_sxm", "fp8", "2026-03-20")) == {"max_num_batched_tokens": 32768}
+    assert inferencex_sglang_options(row(qwen, "b200_sxm", "fp8", "2026-03-19")) == {
+        "max_num_batched_tokens": 32768, "max_num_seqs": 128}
     assert inferencex_sglang_options(row(qwen, "b300_sxm", "fp8", "2026-04-17")) == {"max_num_batched_tokens": 16384}
     assert inferencex_sglang_options(row(qwen, "b300_sxm", "fp8", "2026-04-03")) == {}
     assert inferencex_sglang_options(row(qwen, "h200_sxm", "fp8", "2026-03-04")) == {

@@ -113,8 +113,11 @@ def main() -> None:
         "GPUs), or an aggregated InferenceX row whose fields give more GPUs than one node of its system (its "
         "aggregated recipes are single-node; such rows write moe_tp_size x moe_ep_size as tp_size: 64 for TP8 x EP8), "
         "is skipped (llmsim.validation.serving; before session 23 only rows with attention data parallelism were "
-        "checked, and 296 such rows ran on 4 to 64 GPUs). So is a point only a speculative-decoding (MTP) config swept "
-        "(llmsim.validation.inferencex_recipes.inferencex_mtp_only: 26 SGLang DeepSeek-R1 rows of 2026-03-25).",
+        "checked, and 296 such rows ran on 4 to 64 GPUs). So is a run of a speculative-decoding (MTP) config, whose "
+        "acceptance rate no source states (llmsim.validation.inferencex_recipes.inferencex_mtp_only: SGLang "
+        "DeepSeek-R1 fp8 B200 points of 2026-03-25 beyond the plain sweep, TensorRT-LLM DeepSeek-R1 rows of the "
+        "days only its MTP recipes ran, SGLang Qwen3.5 fp8 B200 rows of 2026-03-20; "
+        f"{sum('MTP' in why for _, why in c.skipped)} rows; before session 24 only the first).",
         "",
         "Each runnable aggregated row is simulated with `llmsim.serve(model, device, engine=backend, concurrency=c, "
         "prompt_len=..., gen_len=..., num_requests=..., tensor_parallel=tp)` with the shipped "

@@ -166,11 +166,12 @@ def inferencex_mtp_only(row: dict[str, str]) -> str | None:
     and 1k/8k and 4 clients at 8k/1k (TP 4: 4-32), `dsr1-fp8-b200-sglang-mtp` (EAGLE, 2 steps, 3 draft tokens) TP 8
     over 4-512 clients in all three. A TP 8 point beyond the plain sweep is the MTP config's; its acceptance rate is
     not stated, so it is not simulated. (The points both swept, four rows each, stay read as the plain recipe:
-    which of them is which is not stated.) TensorRT-LLM's DeepSeek-R1 runs of its MTP recipes are not simulated
-    either (_trtllm_mtp_run)."""
-    trtllm_mtp = _trtllm_mtp_run(row)
-    if trtllm_mtp is not None:
-        return trtllm_mtp
+    which of them is which is not stated.) Nor are TensorRT-LLM's DeepSeek-R1 runs of its MTP recipes
+    (_trtllm_mtp_run) or SGLang's Qwen3.5 fp8 B200 runs of 2026-03-20 (_sglang_qwen35_mtp_run)."""
+    for rule in (_trtllm_mtp_run, _sglang_qwen35_mtp_run):
+        why = rule(row)
+        if why is not None:
+            return why
     if not (_aggregated_run(row, "sglang") and row["model_path"] in _DEEPSEEK and row["system"] == "b200_sxm"
             and row["precision"] == "fp8" and _measured_on(row) == "2026-03-25" and _count(row["tp_size"]) == 8
             and _ranks(row, "") == 1):
@@ -182,6 +183,18 @@ def inferencex_mtp_only(row: dict[str, str]) -> str | None:
     return (f"InferenceX's plain SGLang DeepSeek-R1 fp8 B200 config swept TP 8 up to {plain_end} clients on "
             f"2026-03-25 (nvidia-master.yaml at 12ba0ae07); {clients} clients is its MTP config's point (EAGLE "
             "speculative decoding, acceptance rate not stated)")
+
+
+def _sglang_qwen35_mtp_run(row: dict[str, str]) -> str | None:
+    """Why an aggregated InferenceX SGLang Qwen3.5-397B-A17B fp8 B200 row is a run of the MTP config, or None: on
+    2026-03-20 the only Qwen3.5 config InferenceX changed was the new `qwen3.5-fp8-b200-sglang-mtp` (35d4bb367, PR
+    #898: EAGLE, 3 steps, 4 draft tokens; TP 4 over 4-256 clients in all three scenarios, the sweep the rows of that
+    day hold). Its acceptance rate is not stated, so the row is not simulated."""
+    if not (_aggregated_run(row, "sglang") and row["model_path"] == "Qwen/Qwen3.5-397B-A17B"
+            and row["system"] == "b200_sxm" and row["precision"] == "fp8" and _measured_on(row) == "2026-03-20"):
+        return None
+    return ("InferenceX's Qwen3.5 fp8 B200 SGLang runs of 2026-03-20 are its new MTP config's (35d4bb367, PR #898): "
+            "EAGLE speculative decoding, acceptance rate not stated")
 
 
 def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
@@ -206,8 +219,6 @@ def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
             return {"max_num_batched_tokens": 16384} if day >= "2026-04-17" else {}
         if system == "h200_sxm":
             return {"max_num_batched_tokens": 16384, "max_num_seqs": 128}
-        if day == "2026-03-20":  # the MTP recipe (35d4bb367): --max-running-requests $CONC
-            return {"max_num_batched_tokens": 32768}
         return {"max_num_batched_tokens": 32768, "max_num_seqs": 128}
     if row["model_path"] not in _DEEPSEEK:
         return {}

@@ -16,7 +16,8 @@ another GPU count is skipped as contradicting itself (the file holds the same me
 encodings; which one is right is not stated, so neither is guessed), with or without attention data
 parallelism; so is an aggregated InferenceX row whose fields give more GPUs than one node of its system holds
 (InferenceX's aggregated runs are its single-node recipes; such rows write moe_tp_size x moe_ep_size as tp_size),
-and a point that only a speculative-decoding (MTP) config swept, whose acceptance rate no row states
+and a run of a speculative-decoding (MTP) config, whose acceptance rate no row states: a point that only the
+MTP config swept, or a day only MTP configs of that engine and model ran
 (llmsim.validation.inferencex_recipes.inferencex_mtp_only).
 
 The client's protocol, where the source of a row states it. Rows from InferenceX (SemiAnalysis's
