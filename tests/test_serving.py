@@ -261,6 +261,32 @@ def test_validation_rows_are_simulated_or_skipped_with_a_reason() -> None:
     assert spread.rows == c.rows and spread.skipped == c.skipped
 
 
+def test_a_measurement_the_file_holds_twice_is_counted_once(tmp_path) -> None:
+    """InferenceX's runs reach silicon_sample.csv twice, from its database dump and from its dated CSVs, under other
+    ids and model names (DeepSeek-V3 / DeepSeek-R1) and one float written two ways: the second copy is skipped."""
+    import csv
+    from pathlib import Path
+
+    from llmsim.validation.serving import _why_not, compare_serving
+
+    fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
+    with fixture.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    original = next(r for r in rows if _why_not(r) is None and "measured=" in r["silicon_data_source"])
+    ttft = float(original["silicon_ttft_ms"])
+    copy = {**original, "id": "the_dated_csv_copy", "silicon_ttft_ms": repr(ttft * (1 + 1e-15))}
+    other = {**original, "id": "another_run", "silicon_ttft_ms": repr(ttft * 1.01)}  # a different measurement
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(original))
+        writer.writeheader()
+        writer.writerows([*rows, copy, other])
+    skipped = dict(compare_serving(path, limit=0).skipped)  # limit 0: nothing simulated, every row has a reason
+    assert skipped["the_dated_csv_copy"] == f"the same measurement as row {original['id']}: counted once"
+    assert skipped["another_run"] == "beyond the limit asked for"
+    assert skipped[original["id"]] == "beyond the limit asked for"
+
+
 def test_inferencex_sglang_recipes_set_the_scheduler_recv_interval() -> None:
     """InferenceX's SGLang recipes on B200 and B300 pass --scheduler-recv-interval (30 at CONC >= 16, else 10; the
     Qwen3.5 fp8 B200 rule changed in April 2026), as each stood when the row was measured; others: 1."""

@@ -305,14 +305,29 @@ def _simulated_or_refused(row: dict[str, str]) -> dict[str, Any] | str:
         return f"refused: {exc}"
 
 
+def _measurement(row: dict[str, str]) -> tuple[str | int | None, ...]:
+    """What identifies one measured run: engine, system, mode, lengths, clients, the day it was measured and its
+    measured TTFT and TPOT (to 9 significant digits: the file writes one float two ways, 195.1787801983301 and
+    195.17878019833006)."""
+    return (row["backend"], row["system"], row["mode"], row["isl"], row["osl"], _concurrency(row), _measured_on(row),
+            f"{float(row['silicon_ttft_ms']):.9g}", f"{float(row['silicon_tpot_ms']):.9g}")
+
+
 def compare_serving(csv_path: Path, limit: int | None = None, executor: Any = None) -> ServingComparison:
     """Simulate every row llmsim can run (the first `limit` of them when given); `executor` (any
-    concurrent.futures.Executor) spreads the rows over its workers, in the file's order all the same."""
+    concurrent.futures.Executor) spreads the rows over its workers, in the file's order all the same. A measured
+    run the file holds more than once (InferenceX's runs come both from its database dump and from its dated CSVs,
+    under other ids and model names) is simulated and counted once, under its first row."""
     result = ServingComparison()
     runnable: list[dict[str, str]] = []
+    first_of: dict[tuple[str | int | None, ...], str] = {}
     with Path(csv_path).open(newline="") as f:
         for row in csv.DictReader(f):
             reason = _why_not(row)
+            if reason is None:
+                first = first_of.setdefault(_measurement(row), row["id"])
+                if first != row["id"]:
+                    reason = f"the same measurement as row {first}: counted once"
             if reason is None and limit is not None and len(runnable) >= limit:
                 reason = "beyond the limit asked for"
             if reason is not None:
