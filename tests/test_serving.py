@@ -63,18 +63,42 @@ def test_fixed_concurrency_steady_state_is_a_static_batch() -> None:
 def test_the_serving_frontend_adds_its_time_per_request_to_ttft_and_e2e_only() -> None:
     """A benchmark client's TTFT includes the server's frontend (HTTP, tokenization, hand-offs, streaming): vLLM
     4 ms (tenstorrent/tt-inference-server #190: offline 231 -> online 235 ms), SGLang 6.9 ms (#3560: median TTFT
-    9.54 ms over a 2.632 ms mock forward pass), TensorRT-LLM none; added per request, TPOT untouched."""
-    kw = {"concurrency": 4, "num_requests": 12, "prompt_len": 512, "gen_len": 16}
+    9.54 ms over a 2.632 ms mock forward pass), TensorRT-LLM none. One client at a time (nothing queues at the
+    frontend, the engine idle when each request reaches it): exactly that much more TTFT and e2e, TPOT untouched."""
+    kw = {"concurrency": 1, "num_requests": 4, "prompt_len": 512, "gen_len": 16}
     for engine, frontend in (("vllm", 4e-3), ("sglang", 6.9e-3), ("trtllm", 0.0)):
         default = llmsim.serve("llama-3.1-8b", "h100-sxm", engine=engine, **kw)
         off = llmsim.serve("llama-3.1-8b", "h100-sxm", engine=engine, frontend_s=0, **kw)
         assert default.ttft_s.mean == pytest.approx(off.ttft_s.mean + frontend, abs=1e-12)
         assert default.e2e_s.mean == pytest.approx(off.e2e_s.mean + frontend, abs=1e-12)
-        assert default.tpot_s.mean == off.tpot_s.mean and default.output_tokens_per_s == off.output_tokens_per_s
+        assert default.tpot_s.mean == pytest.approx(off.tpot_s.mean, abs=1e-15)
         assert (f"{frontend * 1e3:.1f} ms per request" in default.assumptions["frontend"]) == (frontend > 0)
     given = llmsim.serve("llama-3.1-8b", "h100-sxm", frontend_s=0.02, **kw)  # vLLM, 20 ms as given
     off = llmsim.serve("llama-3.1-8b", "h100-sxm", frontend_s=0, **kw)
     assert given.ttft_s.p50 == pytest.approx(off.ttft_s.p50 + 0.02, abs=1e-12)
+
+
+def test_the_frontend_takes_one_request_at_a_time() -> None:
+    """serving.frontend: a FIFO server. Four requests sent together with 4 ms each reach the engine at 4, 8, 12 and
+    16 ms; one sent after it is free waits for nothing: ready = max(sent, previous ready) + 4 ms."""
+    from llmsim.serving.frontend import Frontend
+
+    f = Frontend(4e-3)
+    assert f.admit_all(np.zeros(4)) == pytest.approx([4e-3, 8e-3, 12e-3, 16e-3], abs=1e-15)
+    assert f.admit(0.010) == pytest.approx(0.020, abs=1e-15)  # sent at 10 ms, the server busy until 16 ms
+    assert f.admit(1.0) == pytest.approx(1.004, abs=1e-15)
+    # the closed form agrees with admitting one at a time, from a busy server too
+    sent = np.array([0.0, 0.001, 0.001, 0.03, 0.031, 0.5])
+    one, many = Frontend(4e-3), Frontend(4e-3)
+    one.free_s = many.free_s = 0.002
+    assert many.admit_all(sent) == pytest.approx([one.admit(t) for t in sent], abs=1e-15)
+    assert Frontend(0.0).admit_all(sent) == pytest.approx(sent, abs=0)  # off: the engine sees them when sent
+    # four clients at once through a 1 s frontend: the engine sees them a second apart, so the k-th request's
+    # first token comes about k seconds after it was sent (its prefill alone takes milliseconds)
+    r = llmsim.serve("llama-3.1-8b", "h100-sxm", concurrency=4, num_requests=4, prompt_len=512, gen_len=4,
+                     frontend_s=1.0)
+    ttft = np.sort(r.to_pandas()["ttft_s"].to_numpy())
+    assert ttft == pytest.approx([1, 2, 3, 4], abs=0.05)
 
 
 def test_a_prefill_step_runs_at_the_sustained_clock_past_the_onset() -> None:
@@ -499,7 +523,8 @@ def test_disaggregated_coupled_run_is_the_two_pools_run_in_turn_when_nothing_cou
 def test_async_scheduling_admits_a_request_arriving_mid_step_one_step_later() -> None:
     """vLLM's async scheduling (SGLang's and TensorRT-LLM's overlap schedulers) decides step N + 1 while step N
     runs: a request arriving during step N is first scheduled into step N + 2; without it, into step N + 1."""
-    kwargs = dict(request_rate=2.0, arrival="constant", prompt_len=512, gen_len=200, num_requests=2)
+    kwargs = dict(request_rate=2.0, arrival="constant", prompt_len=512, gen_len=200, num_requests=2,
+                  frontend_s=0)  # the engine sees each request when it is sent
     on = llmsim.serve(MODEL, GPU, **kwargs)  # vLLM's default
     off = llmsim.serve(MODEL, GPU, async_scheduling=False, **kwargs)
     assert "async scheduling" in on.assumptions["scheduler"] and "async" not in off.assumptions["scheduler"]
@@ -528,7 +553,7 @@ def test_scheduler_recv_interval_takes_requests_in_every_n_decode_steps() -> Non
     """SGLang's --scheduler-recv-interval N (its SchedulerRecvSkipper: decode steps weigh 1, a step that prefilled
     1000): while requests run, new ones are taken in only after every N decode steps."""
     kwargs = dict(request_rate=2.0, arrival="constant", prompt_len=512, gen_len=200, num_requests=2,
-                  async_scheduling=False)
+                  async_scheduling=False, frontend_s=0)  # the engine sees each request when it is sent
     every = llmsim.serve(MODEL, GPU, **kwargs)
     for n in (10, 30):
         r = llmsim.serve(MODEL, GPU, scheduler_recv_interval=n, **kwargs)
@@ -657,7 +682,8 @@ def test_pipeline_parallel_serving_matches_simulate_at_the_limits() -> None:
     # plus a hand-over, as simulate's steady-state pipelined decode of a batch of 16 in 2 micro-batches
     kw16 = dict(kw, prompt_len=256)  # 16 x 256 = 4096 prompt tokens: one prefill step within the 8192 budget
     s16 = llmsim.simulate("llama-3.1-70b", GPU, batch_size=16, pipeline_parallel=2, num_microbatches=2, **kw16)
-    r16 = llmsim.serve("llama-3.1-70b", GPU, concurrency=16, num_requests=16, pipeline_parallel=2, **kw16)
+    r16 = llmsim.serve("llama-3.1-70b", GPU, concurrency=16, num_requests=16, pipeline_parallel=2, frontend_s=0,
+                       **kw16)  # all 16 in one step: no frontend spreading them
     assert r16.step_log["prefill_tokens"][0] == 16 * 256
     decode_s = r16.step_log["time_s"][1:]
     assert len(decode_s) == 32 and decode_s.sum() == pytest.approx(s16.decode.time_s, rel=1e-3)

@@ -32,6 +32,7 @@ from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError, check_positive
 from .data_parallel import rank_options
 from .engine_limits import frontend_seconds, scheduler_limits
+from .frontend import Frontend
 from .results import ServingResult
 from .scheduler import Inbox, RequestLog, StepLog, coupled_engine, engine_lists, simulate_engine
 from .serve import _result, _step_cost, make_workload
@@ -42,14 +43,16 @@ _OPEN_LOOP_IN_SEQUENCE = True
 
 
 def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: np.ndarray, transfer_s: np.ndarray,
-                 sent_s: np.ndarray, clients: int | None) -> tuple[RequestLog, dict[str, np.ndarray]]:
+                 sent_s: np.ndarray, clients: int | None,
+                 frontend: Frontend | None = None) -> tuple[RequestLog, dict[str, np.ndarray]]:
     """Both pools in one event-driven run: pools = [(step cost, limits, engines)] for prefill then decode.
     Requests are sent at sent_s (open loop: all of them; closed loop: the first `clients`, then the next one the
     moment any request finishes, as benchmark_serving's --max-concurrency semaphore sends them), go round robin
     to a prefill engine, to their first token there, then after transfer_s round robin in order of arrival to a
     decode engine. The engine whose clock is earliest is resumed next, once every request due to it by then has
     been delivered, so each scheduling decision sees every arrival before it (conservative discrete-event
-    simulation: a request only reaches an engine at or after the clock of the engine that sent it)."""
+    simulation: a request only reaches an engine at or after the clock of the engine that sent it). frontend: the
+    serving frontend a request passes between its client and the prefill pool (as simulate_engine's)."""
     n = len(prompts)
     (pre_step, pre_limits, pre_n), (dec_step, dec_limits, dec_n) = pools
     log = RequestLog(prompts, gens, np.full(n, np.inf))
@@ -58,8 +61,10 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
     sends: list[tuple[float, int]] = []  # (time, request): sent by a client, not yet at a prefill engine
     readies: list[tuple[float, int]] = []  # (time, request): KV cache arriving at the decode pool
     released = n if clients is None else min(clients, n)
+    log.arrival_s[:released] = sent_s[:released]
+    first = frontend.admit_all(sent_s[:released]) if frontend is not None else sent_s[:released]
     for i in range(released):
-        heapq.heappush(sends, (float(sent_s[i]), i))
+        heapq.heappush(sends, (float(first[i]), i))
     state = {"released": released, "done": 0}
 
     def finish(ids: list[int], t: float) -> None:
@@ -68,7 +73,8 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
         if clients is not None:
             for _ in ids:
                 if state["released"] < n:
-                    heapq.heappush(sends, (t, state["released"]))
+                    log.arrival_s[state["released"]] = t
+                    heapq.heappush(sends, (t if frontend is None else frontend.admit(t), state["released"]))
                     state["released"] += 1
 
     def prefilled(ids: list[int], t: float) -> None:
@@ -99,8 +105,6 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
         if min(t_send, t_ready) <= due[e]:  # deliver what is due first
             pool = 0 if t_send <= t_ready else 1
             t, i = heapq.heappop(sends if pool == 0 else readies)
-            if pool == 0:
-                log.arrival_s[i] = t
             target = turn[pool] % (pre_n, dec_n)[pool] + (0, pre_n)[pool]
             turn[pool] += 1
             inboxes[target].put(t, i)
@@ -217,11 +221,14 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         log = RequestLog(prompts_n, gens_n, arrival_s.copy())
         step_logs: list[dict[str, np.ndarray]] = []
         by_arrival = np.argsort(arrival_s, kind="stable")
+        at_engine = np.empty(n)  # when each request is through the frontend
+        at_engine[by_arrival] = (Frontend(frontend).admit_all(arrival_s[by_arrival]) if frontend
+                                 else arrival_s[by_arrival])
         for i in range(pre_engines):  # prefill: every request to its first token, round robin in arrival order
             ids = by_arrival[i::pre_engines]
             if len(ids):
                 part, steps = simulate_engine(pre_step, pre_limits, prompts_n[ids], np.ones(len(ids), np.int64),
-                                              arrival_s[ids], None)
+                                              at_engine[ids], None)
                 log.first_token_s[ids] = part.finish_s
                 log.preemptions[ids] += part.preemptions
                 step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), i)))
@@ -245,7 +252,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         log, steps = run(arrivals)
     else:
         log, steps = _coupled_run([(pre_step, pre_limits, pre_engines), (dec_step, dec_limits, dec_engines)],
-                                  prompts, gens, transfer_s, arrivals, clients)
+                                  prompts, gens, transfer_s, arrivals, clients,
+                                  Frontend(frontend) if frontend else None)
         request_rate = None
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
                    frontend_s=frontend, mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from .frontend import Frontend
 from .step_cost import StepCost
 
 
@@ -75,17 +76,22 @@ class SchedulerLimits:
 
 @dataclass
 class RequestLog:
-    """Per request (index = request id): lengths, arrival and the times it saw."""
+    """Per request (index = request id): lengths, arrival (when its client sent it), when the engine first
+    could see it (ready_s: after the serving frontend, serving.frontend; arrival_s where None is given) and the
+    times it saw."""
 
     prompt_len: np.ndarray
     gen_len: np.ndarray
     arrival_s: np.ndarray
+    ready_s: np.ndarray = None  # type: ignore[assignment]  # set in __post_init__ where not given
     first_token_s: np.ndarray = field(init=False)
     finish_s: np.ndarray = field(init=False)
     preemptions: np.ndarray = field(init=False)
 
     def __post_init__(self) -> None:
         n = len(self.prompt_len)
+        if self.ready_s is None:
+            self.ready_s = self.arrival_s.copy()
         self.first_token_s = np.full(n, np.nan)
         self.finish_s = np.full(n, np.nan)
         self.preemptions = np.zeros(n, dtype=np.int64)
@@ -191,7 +197,8 @@ class _Running:
 
 def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndarray, gen_len: np.ndarray,
                     arrival_s: np.ndarray, concurrency: int | None, prefilled: bool = False,
-                    prefix_group: np.ndarray | None = None, prefix_len: int = 0) -> tuple[RequestLog, StepLog]:
+                    prefix_group: np.ndarray | None = None, prefix_len: int = 0,
+                    frontend: Frontend | None = None) -> tuple[RequestLog, StepLog]:
     """Run every request through the engine. Open loop (concurrency None): request i arrives at
     arrival_s[i] (sorted). Closed loop: concurrency clients, client i sending its first request at
     arrival_s[i] and each next one the moment its previous one finishes. prefilled: every request arrives
@@ -200,14 +207,23 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     disaggregated deployment streams the prefill's token to the client.
     Prefix caching: request i's prompt starts with shared prefix prefix_group[i] (-1: none) of prefix_len
     tokens; once one request of a group has computed the prefix, its whole blocks stay cached and later
-    requests of the group start after them (approximation: cached prefixes are never evicted)."""
+    requests of the group start after them (approximation: cached prefixes are never evicted).
+    frontend: the serving frontend every request passes before the engine sees it (none: the engine sees it when
+    it is sent). approximation: a closed loop's first requests go through it before any later one (exact when
+    they are all sent before the first finishes, as without a ramp)."""
     n = len(prompt_len)
     arrivals = np.asarray(arrival_s, dtype=float)
     if concurrency is not None:  # the first requests' times; the others' are known as the run goes
         arrivals = np.concatenate([arrivals[:concurrency], np.full(max(n - concurrency, 0), np.inf)])
-    log = RequestLog(np.asarray(prompt_len, dtype=np.int64), np.asarray(gen_len, dtype=np.int64), arrivals.copy())
+    known = n if concurrency is None else min(concurrency, n)
+    ready = arrivals.copy()
+    if frontend is not None:
+        ready[:known] = frontend.admit_all(arrivals[:known])
+    log = RequestLog(np.asarray(prompt_len, dtype=np.int64), np.asarray(gen_len, dtype=np.int64), arrivals.copy(),
+                     ready)
     steps = StepLog()
-    for _ in _engine(cost, limits, log, steps, concurrency, prefilled, prefix_group, prefix_len, None):
+    for _ in _engine(cost, limits, log, steps, concurrency, prefilled, prefix_group, prefix_len, None,
+                     frontend=frontend):
         raise AssertionError("an engine without an inbox waited for one")  # pragma: no cover
     return log, steps  # on its own the engine never waits for another: it runs to the end at once
 
@@ -237,10 +253,10 @@ class Inbox:
 def engine_lists(log: RequestLog, prefilled: bool) -> tuple[list[Any], ...]:
     """Per request, as Python lists for the per-step work: arrival time, prompt and output lengths, tokens sampled
     and tokens in the KV cache while not running (preempted ones keep their tokens; prefilled ones arrive with
-    their prompt's cache and first token)."""
+    their prompt's cache and first token). The arrival time is when the engine first could see it (ready_s)."""
     prompt_of = log.prompt_len.tolist()
     n = len(prompt_of)
-    return (log.arrival_s.tolist(), prompt_of, log.gen_len.tolist(), [1 if prefilled else 0] * n,
+    return (log.ready_s.tolist(), prompt_of, log.gen_len.tolist(), [1 if prefilled else 0] * n,
             list(prompt_of) if prefilled else [0] * n)
 
 
@@ -257,12 +273,13 @@ def coupled_engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, ste
 
 def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: StepLog, concurrency: int | None,
             prefilled: bool, prefix_group: np.ndarray | None, prefix_len: int,
-            coupled: tuple[Inbox, Any] | None, lists: tuple[list[Any], ...] | None = None) -> Any:
+            coupled: tuple[Inbox, Any] | None, lists: tuple[list[Any], ...] | None = None,
+            frontend: Frontend | None = None) -> Any:
     """simulate_engine's loop, filling `log` and `steps` (a generator: it yields only when coupled, at each
     decision)."""
     n = len(log.prompt_len)
     closed = concurrency is not None
-    arrivals = log.arrival_s
+    arrivals = log.ready_s  # when the engine can see each request
     arrival_of, prompt_of, gen_of, emitted_of, computed_of = lists or engine_lists(log, prefilled)
     bs = limits.block_size
     states = limits.state_blocks  # taken from the pool while a request runs, freed when it leaves
@@ -284,7 +301,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     inbox, on_finish = coupled if coupled else (None, None)
     horizon = math.inf  # coupled: the earliest time a request not yet in the inbox could arrive
     lag = limits.async_scheduling
-    sent: deque[int] = deque()  # closed loop: requests sent (at their arrival_s) not yet seen by the scheduler
+    sent: deque[int] = deque()  # closed loop: requests sent (ready at their ready_s) not yet seen by the scheduler
     recv_every = limits.recv_interval
     recv_count = recv_every  # SGLang's SchedulerRecvSkipper counter: decode steps since it last took requests in
     wait_iters, wait_tokens = limits.batch_wait_iters, limits.batch_wait_tokens
@@ -308,9 +325,12 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 waiting.append(next_arrival)
                 next_arrival += 1
         m = run.m
-        if m == 0 and not waiting:
-            if inbox is None and not sent:
-                clock = max(clock, arrival_of[next_arrival])
+        if m == 0 and not waiting:  # idle: on to the next request the engine will see
+            if inbox is None:
+                upcoming = arrivals[sent[0]] if sent else math.inf  # sent, still in the frontend
+                if next_arrival < known:
+                    upcoming = min(upcoming, arrival_of[next_arrival])
+                clock = max(clock, upcoming)
             continue
 
         # ---- a run of pure decode steps at once --------------------------------------------------------
@@ -333,7 +353,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 run.cached_tokens += k * m
                 run.blocks[:m] = -(-run.computed[:m] // bs)  # (free_blocks: counted again below)
                 finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
-                                             on_finish)
+                                             on_finish, frontend)
                 free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
                 continue
 
@@ -463,7 +483,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 any_done = any_done or run.emitted[i] >= run.gen[i]
         if any_done:
             finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
-                                         on_finish)
+                                         on_finish, frontend)
             free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
 
 
@@ -492,9 +512,10 @@ def _leading_tokens(run: _Running, lead: int) -> int:
 
 
 def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float, n: int, closed: bool,
-            released: int, sent: deque[int], finished: int, on_finish: Any = None) -> tuple[int, int]:
+            released: int, sent: deque[int], finished: int, on_finish: Any = None,
+            frontend: Frontend | None = None) -> tuple[int, int]:
     """Retire the running requests that have all their tokens; a closed loop sends the next ones (to `sent`,
-    at this clock), a coupled engine tells on_finish."""
+    at this clock, ready once the frontend has taken them), a coupled engine tells on_finish."""
     m = run.m
     done = run.over[:m] >= 0  # emitted >= gen
     at = done.nonzero()[0]
@@ -516,6 +537,7 @@ def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float,
         for _ in range(count):
             if released < n:
                 log.arrival_s[released] = clock
+                log.ready_s[released] = clock if frontend is None else frontend.admit(clock)
                 sent.append(released)
                 released += 1
     return finished, released

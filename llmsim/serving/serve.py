@@ -15,6 +15,7 @@ from ..timing.execution import ExecutionOptions
 from ..timing.roofline import Roofline
 from .data_parallel import AttentionDataParallel, rank_options
 from .engine_limits import frontend_seconds, scheduler_limits
+from .frontend import Frontend
 from .results import Percentiles, ServingResult
 from .scheduler import percentile_summary, simulate_engine
 from .step_cost import Speculation, StepCost
@@ -77,8 +78,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     default 1), batch_wait_timeout_iters and batch_wait_max_tokens_ratio (TensorRT-LLM's batch waiting, both 0 by
     default: while requests decode, new prompts wait until they and the decodes reach that share of
     max_num_batched_tokens, or for that many steps). frontend_s: the serving frontend's time per request (HTTP,
-    tokenization, hand-offs, streaming) added to its TTFT and end-to-end latency; default the engine's (vLLM 4 ms,
-    SGLang 6.9 ms, TensorRT-LLM 0: llmsim.serving.engine_limits), 0 switches it off.
+    tokenization, hand-offs, streaming) before the engine sees it, one request at a time (requests sent together
+    queue for it: serving.frontend), so part of each TTFT and end-to-end latency; default the engine's (vLLM
+    4 ms, SGLang 6.9 ms, TensorRT-LLM 0: llmsim.serving.engine_limits), 0 switches it off.
     pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in
     flight across steps as vLLM runs them (StepCost.step_s); each GPU holds 1/p of the weights and KV cache.
     attention_data_parallel=d (MoE models; SGLang --enable-dp-attention with --dp d, TensorRT-LLM
@@ -123,7 +125,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     if not isinstance(prefix_caching, bool):
         raise OptionError(f"prefix_caching={prefix_caching!r} must be True or False")
     log, steps = simulate_engine(step_cost, limits, prompts, run_gens, arrivals, concurrency,
-                                 prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len)
+                                 prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
+                                 frontend=Frontend(frontend) if frontend else None)
     log.gen_len = gens  # the tokens each request produced (with speculation, more than its decode steps)
     note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks never evicted"
             if groups is not None and prefix_caching else "no shared prefixes cached (every prompt computed in full)")
@@ -254,10 +257,11 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
             prefix_note: str = "off (every prompt computed in full)", extra_assumptions: dict[str, str] | None = None,
             frontend_s: float = 0.0, **overrides: Any) -> ServingResult:
     """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's). frontend_s: the
-    serving frontend's time per request, added to each TTFT and end-to-end latency (engine_limits)."""
+    serving frontend's time per request (engine_limits), which the simulation ran as one FIFO server in front of the
+    engine (serving.frontend): each TTFT and end-to-end latency runs from when the client sent the request."""
     step = steps if isinstance(steps, dict) else steps.arrays()
-    ttft = log.first_token_s - log.arrival_s + frontend_s
-    e2e = log.finish_s - log.arrival_s + frontend_s
+    ttft = log.first_token_s - log.arrival_s
+    e2e = log.finish_s - log.arrival_s
     several = log.gen_len > 1
     tpot = np.full(len(ttft), np.nan)
     tpot[several] = (log.finish_s[several] - log.first_token_s[several]) / (log.gen_len[several] - 1)
@@ -303,10 +307,10 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
                          "host time per step (engine.step) where it has one; decode attention at the batch's "
                          "mean cached length",
             "prefix caching": prefix_note,
-            "frontend": (f"{frontend_s * 1e3:.1f} ms per request (HTTP, tokenization, hand-offs, streaming) added "
-                         "to TTFT and end-to-end latency (frontend_s; llmsim.serving.engine_limits gives each "
-                         "engine's source)" if frontend_s else "none (frontend_s=0, or no public figure for "
-                         "this engine)"),
+            "frontend": (f"{frontend_s * 1e3:.1f} ms per request (HTTP, tokenization, hand-offs, streaming) before "
+                         "the engine sees it, one request at a time (a FIFO server: requests sent together queue; "
+                         "frontend_s; llmsim.serving.engine_limits gives each engine's source)" if frontend_s else
+                         "none (frontend_s=0, or no public figure for this engine)"),
             **(extra_assumptions or {}),
         },
     )

@@ -1,0 +1,41 @@
+"""The serving frontend (the OpenAI-compatible API server in front of an engine) as one first-come-first-served
+server: each request takes `service_s` of it (HTTP, tokenization, the hand-off to the engine; the engine's figure
+in engine_limits.FRONTEND) before the engine can see it, and a request sent while an earlier one is being handled
+waits for it. vLLM's API server (one process unless --api-server-count says otherwise), SGLang's TokenizerManager
+and TensorRT-LLM's trtllm-serve each take requests in through one Python event loop.
+
+approximation: the whole per-request figure is taken as the server's busy time; the part of it that overlaps other
+requests (network latency, the engine's own queue) is not told apart, so a burst of N requests reaches the engine
+spread over N x service_s. approximation: with attention data parallelism each simulated rank has its own frontend
+(ranks symmetric)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Frontend:
+    """One FIFO server of `service_s` per request; `free_s` is when it finishes the last request it took."""
+
+    def __init__(self, service_s: float) -> None:
+        self.service_s = service_s
+        self.free_s = -np.inf
+
+    def admit(self, sent_s: float) -> float:
+        """When the engine sees a request sent at sent_s (sent no earlier than the ones before it)."""
+        ready = max(sent_s, self.free_s) + self.service_s
+        self.free_s = ready
+        return ready
+
+    def admit_all(self, sent_s: np.ndarray) -> np.ndarray:
+        """admit() of each of sent_s (sorted), at once: ready_i = max(sent_i, ready_(i-1)) + s, which unrolls to
+        (i + 1) s + max over j <= i of (sent_j - j s)  [requests]."""
+        sent = np.asarray(sent_s, dtype=float)
+        if len(sent) == 0:
+            return sent.copy()
+        s = self.service_s
+        i = np.arange(len(sent))
+        start = np.maximum.accumulate(np.concatenate([[self.free_s], sent - i * s]))[1:]  # [requests]
+        ready = (i + 1) * s + start
+        self.free_s = float(ready[-1])
+        return ready
