@@ -291,9 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="... or until they and the decodes reach this share of --max-num-batched-tokens "
                    "(TensorRT-LLM's batch_wait_max_tokens_ratio; default 0: off)")
     p.add_argument("--frontend-s", dest="frontend_s", type=float, default=None,
-                   help="the serving frontend's time per request (HTTP, tokenization, hand-offs, streaming), added to "
-                   "TTFT and end-to-end latency, in s (default: the engine's: vLLM 0.004, SGLang 0.0069, "
-                   "TensorRT-LLM 0; 0 switches it off)")
+                   help="the serving frontend's time per request (HTTP, tokenization, hand-offs, streaming) before "
+                   "the engine sees it, one request at a time (requests sent together queue), in s (default: the "
+                   "engine's: vLLM 0.004, SGLang 0.0069, TensorRT-LLM 0; 0 switches it off)")
     p.add_argument("--speculative", type=_speculative_arg, help="METHOD:K:ACCEPTANCE[:DRAFT_MODEL], e.g. "
                    "ngram:4:0.7, mtp:1:0.8 or draft:4:0.7:llama-3.2-1b")
     p.add_argument("--prefill-pool", type=_pool_arg, help="disaggregated: REPLICASxTP prefill instances, e.g. 2x4")
