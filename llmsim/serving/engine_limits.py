@@ -26,13 +26,15 @@ after every N decode steps and after any step that prefilled, as its SchedulerRe
 TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) is off by default, as there.
 The serving frontend (frontend_s): what a request spends outside the engine's steps before its first token reaches
 the client (HTTP, tokenization, the hand-offs between the API server and the engine, detokenization, streaming),
-added to its TTFT and end-to-end latency. vLLM 4 ms: tenstorrent/tt-inference-server issue #190 (2025-05,
+spent before the engine sees it in a queue one request at a time (serving.frontend), so part of its TTFT and
+end-to-end latency. vLLM 4 ms: tenstorrent/tt-inference-server issue #190 (2025-05,
 Llama-3.3-70B, 32 clients of 128-token prompts): vLLM offline -> its OpenAI server, TTFT 231 -> 235 ms, "from HTTP
 server + ZMQ latency". SGLang 6.9 ms: tenstorrent/tt-inference-server issue #3560 (2026-05, SGLang over a CPU mock
 whose forward pass busy-waits 2.632 ms, one client of 128-token prompts through /v1/chat/completions): median TTFT
 9.54 ms, 6.9 ms beyond the one forward pass. TensorRT-LLM: no public figure, 0.
-approximation: a fixed time per request, whatever its prompt's length; the client's next request in a closed loop
-is still sent when the engine finishes the last one.
+approximation: a fixed time per request, whatever its prompt's length, all of it before the engine (the streaming
+of the first token back included); the client's next request in a closed loop is sent when the engine finishes
+the last one.
 Explicit arguments win over these.
 """
 
