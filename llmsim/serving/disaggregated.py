@@ -32,7 +32,7 @@ from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError, check_positive
 from .data_parallel import rank_options
 from .engine_limits import frontend_seconds, scheduler_limits
-from .frontend import Frontend
+from .frontend import Frontend, frontend_queue
 from .results import ServingResult
 from .scheduler import Inbox, RequestLog, StepLog, coupled_engine, engine_lists, simulate_engine
 from .serve import _result, _step_cost, make_workload
@@ -221,9 +221,9 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         log = RequestLog(prompts_n, gens_n, arrival_s.copy())
         step_logs: list[dict[str, np.ndarray]] = []
         by_arrival = np.argsort(arrival_s, kind="stable")
+        queue = frontend_queue(frontend)
         at_engine = np.empty(n)  # when each request is through the frontend
-        at_engine[by_arrival] = (Frontend(frontend).admit_all(arrival_s[by_arrival]) if frontend
-                                 else arrival_s[by_arrival])
+        at_engine[by_arrival] = queue.admit_all(arrival_s[by_arrival]) if queue else arrival_s[by_arrival]
         for i in range(pre_engines):  # prefill: every request to its first token, round robin in arrival order
             ids = by_arrival[i::pre_engines]
             if len(ids):
@@ -252,8 +252,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         log, steps = run(arrivals)
     else:
         log, steps = _coupled_run([(pre_step, pre_limits, pre_engines), (dec_step, dec_limits, dec_engines)],
-                                  prompts, gens, transfer_s, arrivals, clients,
-                                  Frontend(frontend) if frontend else None)
+                                  prompts, gens, transfer_s, arrivals, clients, frontend_queue(frontend))
         request_rate = None
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
                    frontend_s=frontend, mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,

@@ -14,6 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 
+def frontend_queue(service_s: float) -> Frontend | None:
+    """A Frontend of service_s per request, or None where it is 0 (the engine sees each request when it is sent)."""
+    return Frontend(service_s) if service_s else None
+
+
 class Frontend:
     """One FIFO server of `service_s` per request; `free_s` is when it finishes the last request it took."""
 

@@ -29,11 +29,10 @@ class Percentiles(BaseModel):
 class ServingResult(BaseModel):
     """One engine replica (a tensor-parallel group) serving a stream of requests.
 
-    ttft_s: arrival to first token, plus the serving frontend's time per request (serve's frontend_s). tpot_s: per
-    request, (finish - first token) / (gen_len - 1), as vLLM's benchmark reports it (requests with one token left
-    out). itl_s: every gap between two tokens of a request. e2e_s: arrival to last token, plus frontend_s.
-    Throughputs over the makespan (first arrival to last finish). The per-request table's first_token_s and
-    finish_s are the engine's times (without frontend_s).
+    ttft_s: arrival (the client sending it) to first token, the serving frontend's queue and time included (serve's
+    frontend_s, serving.frontend). tpot_s: per request, (finish - first token) / (gen_len - 1), as vLLM's benchmark
+    reports it (requests with one token left out). itl_s: every gap between two tokens of a request. e2e_s: arrival
+    to last token. Throughputs over the makespan (first arrival to last finish).
     """
 
     model_config = ConfigDict(frozen=True)

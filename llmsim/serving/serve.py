@@ -15,7 +15,7 @@ from ..timing.execution import ExecutionOptions
 from ..timing.roofline import Roofline
 from .data_parallel import AttentionDataParallel, rank_options
 from .engine_limits import frontend_seconds, scheduler_limits
-from .frontend import Frontend
+from .frontend import frontend_queue
 from .results import Percentiles, ServingResult
 from .scheduler import percentile_summary, simulate_engine
 from .step_cost import Speculation, StepCost
@@ -126,7 +126,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         raise OptionError(f"prefix_caching={prefix_caching!r} must be True or False")
     log, steps = simulate_engine(step_cost, limits, prompts, run_gens, arrivals, concurrency,
                                  prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
-                                 frontend=Frontend(frontend) if frontend else None)
+                                 frontend=frontend_queue(frontend))
     log.gen_len = gens  # the tokens each request produced (with speculation, more than its decode steps)
     note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks never evicted"
             if groups is not None and prefix_caching else "no shared prefixes cached (every prompt computed in full)")

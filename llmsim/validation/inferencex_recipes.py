@@ -168,10 +168,16 @@ def inferencex_mtp_only(row: dict[str, str]) -> str | None:
     not stated, so it is not simulated. (The points both swept, four rows each, stay read as the plain recipe:
     which of them is which is not stated.) Nor are TensorRT-LLM's DeepSeek-R1 runs of its MTP recipes
     (_trtllm_mtp_run) or SGLang's Qwen3.5 fp8 B200 runs of 2026-03-20 (_sglang_qwen35_mtp_run)."""
-    for rule in (_trtllm_mtp_run, _sglang_qwen35_mtp_run):
+    for rule in (_sglang_dsr1_mtp_point, _trtllm_mtp_run, _sglang_qwen35_mtp_run):
         why = rule(row)
         if why is not None:
             return why
+    return None
+
+
+def _sglang_dsr1_mtp_point(row: dict[str, str]) -> str | None:
+    """Why an aggregated InferenceX SGLang DeepSeek-R1 fp8 B200 row of 2026-03-25 is a point only the MTP config
+    swept (inferencex_mtp_only), or None."""
     if not (_aggregated_run(row, "sglang") and row["model_path"] in _DEEPSEEK and row["system"] == "b200_sxm"
             and row["precision"] == "fp8" and _measured_on(row) == "2026-03-25" and _count(row["tp_size"]) == 8
             and _ranks(row, "") == 1):
@@ -232,14 +238,13 @@ def inferencex_sglang_options(row: dict[str, str]) -> dict[str, Any]:
     return {"max_num_batched_tokens": 32768, "max_num_seqs": 128}
 
 
-# the days InferenceX ran its TensorRT-LLM DeepSeek-R1 MTP recipes, and its 2026-01-28 evaluation run, which mixed
-# MTP and plain points (inferencex_trtllm_options)
-_TRTLLM_DEEPSEEK_MTP_DAYS = ("2026-01-14", "2026-01-28", "2026-02-05", "2026-02-06")
 # the days only MTP recipes of TensorRT-LLM DeepSeek-R1 ran (_trtllm_mtp_run): PR #392 (bf3456727, merged
 # 2026-01-14 22:26 UTC) added dsr1-{fp4,fp8}-b200-trt-mtp and dsr1-fp8-h200-trt-mtp and changed no plain config;
 # 5d517074c (2026-02-05) and 0aae52d4c (2026-02-06) gave the fp8 and fp4 B200 MTP configs the image
 # release:1.2.0rc6.post3, which the plain dsr1-{fp8,fp4}-b200-trt configs never had (rc6.post2 until 2026-04)
 _TRTLLM_DEEPSEEK_MTP_ONLY_DAYS = ("2026-01-14", "2026-02-05", "2026-02-06")
+# those days and InferenceX's 2026-01-28 evaluation run, which mixed MTP and plain points (inferencex_trtllm_options)
+_TRTLLM_DEEPSEEK_MTP_DAYS = (*_TRTLLM_DEEPSEEK_MTP_ONLY_DAYS, "2026-01-28")
 
 
 def _trtllm_mtp_run(row: dict[str, str]) -> str | None:
