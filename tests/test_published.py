@@ -180,18 +180,23 @@ def test_in_sample_only_on_the_roofline(test_gpu_dict: dict[str, Any]) -> None:
     assert roofline.timing.startswith("roofline") and "I" in roofline.flags
 
 
-def test_attention_from_the_prefill_table() -> None:
-    # kernels/h100-sxm/vllm/prefill_attention.csv row "bf16,128,0,16,16,1,16384,1816": causal, 1816 us. The row
-    # is non-causal (flag C): x S*S / (S(S+1)/2) = 2*16384/16385 = 1.99988 -> 3.6318 ms; tritonbench's count
-    # 4*1*16*16384^2*128 = 2.1990e12 FLOP -> 605.49 TFLOP/s
-    row = make_row(id="T0010", source_group="tritonbench (pytorch/benchmark)", category="microbench_attention",
+def test_attention_from_the_non_causal_table() -> None:
+    # kernels/h100-sxm/vllm/encoder_attention.csv "64,16,1,16384,2101" (non-causal, head dim 64: 2101 us), carried
+    # to head dim 128 by the causal prefill table's "bf16,128,0,16,16,1,16384,1816" over "bf16,64,0,16,16,1,16384,
+    # 1229": 2101 x 1816 / 1229 = 3104.4 us; tritonbench's count 4*1*16*16384^2*128 = 2.1990e12 FLOP -> 708.34 TFLOP/s
+    columns = dict(id="T0010", source_group="tritonbench (pytorch/benchmark)", category="microbench_attention",
                    model="FlashAttention-3 (flash_v3)", gpu="NVIDIA H100 SXM", weight_dtype="bf16/fp16 (not stated)",
                    framework="tritonbench run_benchmark.py triton --op flash_attention --metrics tflops --d-head 128",
                    value="620.73", attn_shape_B_H_S_D="(1, 16, 16384, 128)")
-    (c,) = predict_row(row)
-    seconds = 1816e-6 * 16384 * 16384 / (16384 * 16385 / 2)
+    (c,) = predict_row(make_row(**columns))
+    seconds = 2101e-6 * 1816 / 1229
     assert c.predicted == pytest.approx(4 * 16 * 16384**2 * 128 / seconds / 1e12, rel=1e-9)
-    assert c.predicted == pytest.approx(605.49, abs=0.01)
+    assert c.predicted == pytest.approx(708.34, abs=0.01)
+    assert c.timing.startswith("vllm encoder_attention table (non-causal); head dim 128 read from the measured 64")
+    # the A100 has no encoder table: the causal prefill table x the non-causal/causal pairs 2*16384/16385, and why
+    (a100,) = predict_row(make_row(**{**columns, "gpu": "NVIDIA A100 SXM"}))
+    assert a100.timing.startswith("vllm prefill_attention table (causal) x 1.9999 non-causal/causal pairs (no vllm "
+                                  "encoder_attention table for a100-80gb-sxm)")
     assert c.engine == "vllm" and c.flags == frozenset({"C"})
     # FlashMLA: no MLA table, skipped with the reason
     mla = predict_row(make_row(id="T0011", category="microbench_attention", gpu="H800 SXM5", framework="FlashMLA",

@@ -12,6 +12,10 @@ Rules where a table holds no exact slice (each an approximation, named where it 
 - A sliding window: decode reads the full-attention table at the keys the window leaves (the graph's key
   count is already min(kv_len + 1, W)); prefill scales the full-attention time at the prompt length by
   the ratio of (query, key) pairs the window (or chunked attention's chunks) keeps to the causal triangle's.
+- Non-causal (encoder) attention: heads off the grid as prefill (batch x heads / heads'); a head dim the table
+  lacks (it holds the ViT dims 64, 72 and 80) reads the nearest measured dim and carries it over with the same
+  engine's causal prefill table: time x causal(D) / causal(D0) at the same batch, isl and heads
+  (ENCODER_HEAD_DIM_NOTE).
 - MoE: the exact model shape (hidden, intermediate, top-k, experts, TP, EP) must be in the table.
 - Gated DeltaNet (prefill_gdn, decode_gdn): the exact per-GPU shape (kernel, head dims, convolution width, key
   and value heads) must be in the table; the package measured every tensor-parallel split of the Qwen3.5
@@ -48,6 +52,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "gemm": (("dtype",), ("m", "n", "k"), False),
     "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl"), True),
     "decode_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "keys"), True),
+    "encoder_attention": (("head_dim", "num_heads"), ("batch", "isl"), True),
     "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",), False),
     "all_reduce": (("num_gpus",), ("message_bytes",), False),
     "nccl": (("collective", "num_gpus"), ("message_bytes",), False),
@@ -130,6 +135,36 @@ class MeasuredKernels:
         note = (f"{heads}/{kv_heads} heads read from the measured {best[3]}/{best[4]} at batch x {factor:.3g} "
                 f"(approximation: the work grows with batch x {'query' if phase == 'prefill' else 'KV'} heads)")
         return candidates[best], factor, "; ".join(n for n in (note, cache_note) if n)
+
+    def encoder_head_dims(self) -> tuple[int, ...]:
+        """The head dims the non-causal (encoder) table measured (none without the table)."""
+        table = self.tables.get("encoder_attention")
+        return () if table is None else tuple(sorted({k[0] for k in table.grids}))
+
+    def encoder_attention_slice(self, head_dim: int, heads: int, among: tuple[int, ...] | None = None
+                                ) -> tuple[GridTable, float, int, str] | None:
+        """(grid over (batch, isl), batch factor, the measured head dim read, note) of the non-causal table for
+        `heads` heads of `head_dim` (the nearest measured dim, of `among` where given), or None: the time is the
+        grid's at (batch x factor, isl), and where the head dim read is not `head_dim` the caller carries it over
+        with the causal table (timing.measured.ENCODER_HEAD_DIM_NOTE)."""
+        key = ("encoder", head_dim, heads, among)
+        if key not in self._slices:
+            self._slices[key] = self._find_encoder_slice(head_dim, heads, among)
+        return self._slices[key]
+
+    def _find_encoder_slice(self, head_dim: int, heads: int, among: tuple[int, ...] | None
+                            ) -> tuple[GridTable, float, int, str] | None:
+        table = self.tables.get("encoder_attention")
+        dims = [d for d in self.encoder_head_dims() if among is None or d in among]
+        if table is None or not dims:
+            return None
+        dim = min(dims, key=lambda d: (abs(math.log(d / head_dim)), d))
+        candidates = {k: g for k, g in table.grids.items() if k[0] == dim}
+        best = min(candidates, key=lambda k: (abs(math.log(k[1] / heads)), k[1]))
+        factor = heads / best[1]
+        note = "" if best[1] == heads else (f"{heads} heads read from the measured {best[1]} at batch x {factor:.3g} "
+                                            "(approximation: the work grows with batch x heads)")
+        return candidates[best], factor, dim, note
 
     # ---- MoE and collectives --------------------------------------------------------------------------
     def moe_table(self, dtype: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int

@@ -7,6 +7,7 @@ An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the
                                                          routing_factor(x, topk, experts)
     ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window, chunked)   x = batch, y = prompt tokens
     ("decode_attention", kv_dtype, head_dim, heads, kv_heads)     x = batch, y = keys attended
+    ("encoder_attention", head_dim, heads)               non-causal, bf16: x = batch, y = tokens per sequence
     ("prefill_mla" | "decode_mla", kv_dtype, heads)      DeepSeek-shaped MLA, as the attention ones
     ("prefill_gdn", kernel, dk, dv, conv, k_heads, v_heads, act_dtype)   x = batch, y = prompt tokens
     ("decode_gdn", kernel, dk, dv, conv, k_heads, v_heads, act_dtype)    x = tokens of the step (one per sequence)
@@ -64,8 +65,19 @@ MARLIN_NOTE = "Marlin MXFP4 MoE kernel (vLLM's VLLM_MXFP4_USE_MARLIN=1)"
 TRTLLM_GEN_FP8_BLOCK_NOTE = ("FlashInfer's TRTLLM-gen FP8 block-scale MoE kernel (TensorRT-LLM's moe_config backend "
                              "TRTLLM), as vLLM's rows of this device time it")
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
-             "decode_attention": "decode_attention", "prefill_mla": "prefill_mla", "decode_mla": "decode_mla",
-             "prefill_gdn": "prefill_gdn", "decode_gdn": "decode_gdn"}
+             "decode_attention": "decode_attention", "encoder_attention": "encoder_attention",
+             "prefill_mla": "prefill_mla", "decode_mla": "decode_mla", "prefill_gdn": "prefill_gdn",
+             "decode_gdn": "decode_gdn"}
+# A head dim the non-causal (encoder) table lacks (aiconfigurator measured the ViT dims 64, 72, 80) is carried over
+# from the nearest measured dim D0 with the same engine's causal prefill table: time x causal(D) / causal(D0) at
+# the same batch, tokens and heads. approximation: the head dim changes a flash kernel's time alike with or without
+# the causal mask (the tile shapes and FLOPs per (query, key) pair it sets are the same). FlashAttention-3's paper
+# (arXiv:2407.08608, H100 SXM5, BF16 forward) measures both rising with the head dim: at 16k tokens 497 -> 648
+# TFLOP/s non-causal from head dim 64 to 128 (1.30x), and this device's causal table 447 -> 605 (1.35x); holding
+# the TFLOP/s of D0 instead would read head dim 128 a quarter slow.
+ENCODER_HEAD_DIM_NOTE = ("head dim {dim} read from the measured {d0} x the causal prefill table's time ratio "
+                         "{dim}/{d0} at the same batch, tokens and heads (approximation: the head dim changes the "
+                         "kernel's time alike with or without the causal mask)")
 # activation dtypes the Gated DeltaNet tables time (their q, k, v are bf16; fp16 runs the same kernels, and fp8
 # checkpoints quantize only the GEMMs around them)
 _GDN_ACTIVATIONS = ("bfloat16", "float16", "fp8")
@@ -243,6 +255,8 @@ class MeasuredTiming:
                 why = f"no {family} table for {key[2]} heads, {key[1]} cache (engine {k.engine} on {k.device})"
                 return None, why, None
             return TableRead(grid, 2), self.label(family), None
+        if family == "encoder_attention":
+            return _encoder_lookup(k, self.label(family), key)
         phase = "prefill" if family == "prefill_attention" else "decode"
         _, kv_dtype, head_dim, heads, kv_heads, *window = key
         found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)
@@ -269,6 +283,35 @@ class MeasuredTiming:
             if grid is not None:
                 return grid.time_s, "nccl"
         return None, ""
+
+
+def _encoder_lookup(k: MeasuredKernels, label: str, key: tuple) -> tuple[Any, str, str | None]:
+    """The non-causal table's time function (batch, tokens) for key ("encoder_attention", head_dim, heads)."""
+    _, head_dim, heads = key
+    dims = k.encoder_head_dims()
+    if not dims:
+        return None, f"no encoder_attention table for engine {k.engine} on {k.device}", None
+    if head_dim in dims:
+        grid, factor, _, note = k.encoder_attention_slice(head_dim, heads)
+        return TableRead(grid, 2, x_factor=factor), "; ".join(n for n in (label, note) if n), None
+    causal_to = k.attention_slice("prefill", "bf16", head_dim, heads, heads)
+    # carried over from a measured dim the causal table also holds (ENCODER_HEAD_DIM_NOTE)
+    carriers = tuple(d for d in dims if k.attention_slice("prefill", "bf16", d, heads, heads) is not None)
+    if causal_to is None or not carriers:
+        return None, (f"no encoder_attention slice for head dim {head_dim} (measured: {list(dims)}), and no causal "
+                      f"prefill slices to carry it over from them (engine {k.engine} on {k.device})"), None
+    grid, factor, dim, note = k.encoder_attention_slice(head_dim, heads, carriers)
+    causal_from = k.attention_slice("prefill", "bf16", dim, heads, heads)
+    read = TableRead(grid, 2, x_factor=factor)
+    to_read = TableRead(causal_to[0], 2, x_factor=causal_to[1])
+    from_read = TableRead(causal_from[0], 2, x_factor=causal_from[1])
+
+    def time_s(x: Any, y: Any, z: Any = None) -> Any:
+        # [batch, tokens]: t_encoder(D0) x t_causal(D) / t_causal(D0)
+        return read(x, y, z) * to_read(x, y, z) / from_read(x, y, z)
+
+    notes = [n for n in (label, note, ENCODER_HEAD_DIM_NOTE.format(dim=head_dim, d0=dim)) if n]
+    return time_s, "; ".join(notes), None
 
 
 def moe_split_table(kernels: MeasuredKernels, lane: str, topk: int, experts: int, hidden: int, inter: int, tp: int,

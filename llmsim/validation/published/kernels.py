@@ -14,6 +14,7 @@ from ...cost.op import formula
 from ...cost.symbolic import Expr
 from ...engines.catalog import get_engine
 from ...hardware.measured import MeasuredKernels, measured_for
+from ...timing.measured import MeasuredTiming
 from ...timing.roofline import ExecutionOptions, Roofline
 from .mapping import IN_SAMPLE, SCALED_MM_ENGINE, engine_of, gpu_choice
 from .options import PredictOptions
@@ -136,9 +137,11 @@ def noncausal_ratio(S: int) -> float:
 
 
 def predict_attention(row: PublishedRow, options: PredictOptions) -> list[Comparison]:
-    """Non-causal (flag C), MHA, bf16. The engine's prefill attention table (causal) at (batch B, isl S) for
-    H heads of dim D, times the non-causal/causal pair ratio; else llmsim's own flash_attention op on the
-    roofline. Predicted TFLOP/s = tritonbench's count 4·B·H·S²·D / predicted time."""
+    """Non-causal (flag C), MHA, bf16. The engine's non-causal (encoder) attention table at (batch B, isl S)
+    for H heads of dim D (timing.measured: a head dim it lacks is carried over with the causal table); where
+    the device has no such table, the causal prefill table times the non-causal/causal pair ratio; else
+    llmsim's own flash_attention op on the roofline. Predicted TFLOP/s = tritonbench's count 4·B·H·S²·D /
+    predicted time."""
     choice = engine_of(row, options)
     shape = re.findall(r"\d+", row.attn_shape)
     if len(shape) != 4:
@@ -163,17 +166,28 @@ def predict_attention(row: PublishedRow, options: PredictOptions) -> list[Compar
         return kernel_time_s(kernel_roofline(hardware, options), float(op.matmul_flops), float(op.vector_flops),
                              float(op.bytes), "bf16")
 
+    def encoder_s(hardware: str) -> tuple[float | None, str]:
+        kernels, why = engine_tables(hardware, choice.engine, "encoder_attention", options)
+        if kernels is None:
+            return None, why
+        read, label, _ = MeasuredTiming(kernels, None).lookup(("encoder_attention", D, H))
+        if read is None:
+            return None, label
+        return float(read(float(B), float(S), None)), label.replace(" table", " table (non-causal)", 1)
+
     def time_s(hardware: str) -> tuple[float, str]:
+        table_s, label = encoder_s(hardware)
+        if table_s is not None:
+            return table_s, label
         kernels, why = engine_tables(hardware, choice.engine, "prefill_attention", options)
         found = kernels.attention_slice("prefill", "bf16", D, H, H) if kernels is not None else None
         if kernels is not None and found is None:
             why = f"no prefill attention table for head dim {D} ({choice.engine} on {kernels.device})"
-        table_s, label = None, ""
         if found is not None:
             grid, factor, note = found
-            table_s = float(grid.time_s(B, S)) * factor * ratio
-            label = (f"{choice.engine} prefill_attention table (causal) x {ratio:.4f} non-causal/causal pairs"
-                     + (f"; {note}" if note else ""))
+            table_s = float(grid.time_s(B * factor, S)) * ratio
+            label = (f"{choice.engine} prefill_attention table (causal) x {ratio:.4f} non-causal/causal pairs "
+                     f"({label})" + (f"; {note}" if note else ""))
         return timed(table_s, why, roofline_s(hardware), label)
 
     def tflops(seconds: float) -> float:

@@ -109,9 +109,10 @@ ENGINES: dict[str, EngineChoice] = {
         "'sglang_deepgemm_gemm_nt_f8f8bf16'), with SGLang's per-token-group activation quantisation, which the "
         "rows leave out: its kernel is taken off on the roofline (kernels.group_quant_s)"),
     "tritonbench run_benchmark.py triton --op flash_attention --metrics tflops --d-head 128": EngineChoice(
-        "vllm", "vLLM's prefill attention table times FlashAttention-3 (vllm_flash_attn_fa3), the flash_v3 "
-        "kernel of these rows; the Triton tutorial kernel's rows read it as a kernel proxy (flag P)"),
-    "FlashAttention-3": EngineChoice("vllm", "vLLM's prefill attention table times FlashAttention-3"),
+        "vllm", "vLLM's non-causal (encoder) attention table times FlashAttention-3 (vllm_vit_flash_attn_fa3, "
+        "dense, no KV cache), the flash_v3 kernel of these rows; the Triton tutorial kernel's rows read it as a "
+        "kernel proxy (flag P)"),
+    "FlashAttention-3": EngineChoice("vllm", "vLLM's non-causal (encoder) attention table times FlashAttention-3"),
 }
 # fp8 torch._scaled_mm (per-tensor scales) calls cuBLASLt; TensorRT-LLM's FP8 linear calls the same library
 # (trtllm::cublas_scaled_mm for m > 8, which TensorRT-LLM's unit test test_fp8_scaled_mm checks against

@@ -62,11 +62,13 @@ _METHODS = [
     "`Roofline(hw, ExecutionOptions.make(overhead=\"none\"))`: time = max(2MNK / (matrix peak x matmul "
     "fraction), bytes / (bandwidth x memory fraction)); bytes = inputs + outputs (+ DeepGEMM's fp32 block "
     "scales).",
-    "- **microbench_attention**: the engine's prefill attention table (causal, bf16) at batch B and isl S for "
-    "H query and KV heads of dim D, times the pair ratio S·S / (S(S+1)/2) because the rows are non-causal "
-    "(flag C; approximation: a kernel's time in proportion to the (query, key) pairs it computes; at short S "
-    "a causal kernel spends relatively more on its diagonal tiles, so the scaled time is an upper bound "
-    "there); predicted TFLOP/s = tritonbench's count 4·B·H·S²·D / time. The roofline column is llmsim's "
+    "- **microbench_attention**: the engine's non-causal attention table (`encoder_attention`: dense "
+    "FlashAttention over B sequences of S tokens, no KV cache, bf16) at batch B and isl S for H heads of dim "
+    "D; it measured head dims 64, 72 and 80, so D = 128 reads D = 64 times the engine's causal prefill table's "
+    "time ratio D/64 at the same B, S and H (approximation: the head dim changes the kernel's time alike with "
+    "or without the causal mask; `llmsim.timing.measured.ENCODER_HEAD_DIM_NOTE` has the sources). A device "
+    "without that table reads the causal prefill table times the pair ratio S·S / (S(S+1)/2) (flag C). "
+    "Predicted TFLOP/s = tritonbench's count 4·B·H·S²·D / time. The roofline column is llmsim's "
     "own `flash_attention` op (matmul FLOPs 2·B·H·S²·2D plus 5 vector FLOPs per score, Q/K/V read once, O "
     "written once).",
     "",
