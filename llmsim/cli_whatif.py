@@ -58,6 +58,8 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("--head-dim", type=positive_int, default=128, help="attention: head size (default 128)")
     p.add_argument("--q-len", type=positive_int, help="attention: new tokens per sequence (1: a decode step)")
     p.add_argument("--kv-len", type=_at_least(0), default=0, help="attention: cached tokens before them")
+    p.add_argument("--non-causal", action="store_true", help="attention: every token sees all --q-len tokens of its "
+                   "sequence (a ViT, DiT or encoder), not only those before it")
     p.add_argument("--out-channels", type=positive_int, help="conv: filters (output channels)")
     p.add_argument("--kernel-size", help="conv: filter size, one (3) or one per spatial axis (3,3)")
     p.add_argument("--stride", type=positive_int, default=1, help="conv: stride (default 1)")
@@ -107,6 +109,8 @@ def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
             raise OptionError(f"--shape is missing: {args.kind} needs the tensor's shape, e.g. --shape 32,2048,4096")
         if args.kind == "conv" and not args.shape:
             raise OptionError("--shape is missing: conv needs its input [N, C_in, *spatial], e.g. --shape 8,64,56,56")
+        if args.kind != "attention" and args.non_causal:
+            raise OptionError(f"--non-causal: only attention takes it, not {args.kind}")
         if args.kind != "conv" and (args.out_channels or args.kernel_size):
             raise OptionError(f"--out-channels/--kernel-size: only conv takes them, not {args.kind}")
         result = op_cost(args.kind, args.hardware, args.dtype, shape=args.shape,
@@ -114,7 +118,7 @@ def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
                          norm=args.norm, m=args.m, n=args.n, k=args.k, batch=args.batch, heads=args.heads,
                          kv_heads=args.kv_heads, head_dim=args.head_dim, q_len=args.q_len, kv_len=args.kv_len,
                          out_channels=args.out_channels, kernel_size=args.kernel_size, stride=args.stride,
-                         padding=args.padding, engine=args.engine,
+                         padding=args.padding, engine=args.engine, causal=not args.non_causal,
                          efficiency=args.efficiency, overhead=args.overhead, overlap=args.overlap)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0

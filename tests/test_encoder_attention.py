@@ -72,3 +72,27 @@ def test_importer_writes_the_encoder_table(tmp_path: Path) -> None:
     assert grid[(64, 16)].time_s(2, 1024) == pytest.approx(2e-6, rel=1e-12)
     # batch 4, isl 1024 is past the token budget: batch 2's time x 4 / 2 = 4 us
     assert grid[(64, 16)].time_s(4, 1024) == pytest.approx(4e-6, rel=1e-12)
+
+
+def test_one_non_causal_attention_op_reads_the_table() -> None:
+    from llmsim.analysis.one_op import op_cost
+
+    r = op_cost("attention", "h100-sxm", batch=32, heads=16, head_dim=128, q_len=512, causal=False)
+    # the kernel: 133.6 x 272 / 225.8 us (test above); FLOPs 4*32*16*512^2*128 = 68.72 G of matmul + 5 per score
+    # 5*32*16*512^2 = 0.67 G -> 69.39 GFLOP, twice the causal op's pairs
+    assert r.compute_s == pytest.approx(133.6e-6 * 272 / 225.8, rel=1e-9)
+    assert r.flops == pytest.approx(4 * 32 * 16 * 512**2 * 128 + 5 * 32 * 16 * 512**2, rel=1e-12)
+    assert r.source == "vllm encoder_attention" and "non-causal" in r.shape
+    # an engine that reads only GEMM tables keeps it on the roofline
+    assert op_cost("attention", "h100-sxm", batch=32, heads=16, head_dim=128, q_len=512, causal=False,
+                   engine="torch-compile").source == "roofline"
+
+
+def test_non_causal_attention_refuses_a_cache_and_a_non_bool() -> None:
+    from llmsim.analysis.one_op import op_cost
+    from llmsim.errors import OptionError
+
+    with pytest.raises(OptionError, match="kv_len=5: non-causal attention"):
+        op_cost("attention", "h100-sxm", heads=16, q_len=512, kv_len=5, causal=False)
+    with pytest.raises(OptionError, match="causal='no': allowed values: True, False"):
+        op_cost("attention", "h100-sxm", heads=16, q_len=512, causal="no")

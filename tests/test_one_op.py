@@ -58,6 +58,11 @@ def test_cli_op(capsys: pytest.CaptureFixture[str]) -> None:
     assert "timed by vllm gemm" in capsys.readouterr().out
     assert main(["op", "matmul", "--m", "8", "--hardware", GPU]) == 2
     assert "n is missing" in capsys.readouterr().err
+    assert main(["op", "attention", "--heads", "16", "--head-dim", "64", "--q-len", "577", "--batch", "8",
+                 "--non-causal", "--hardware", GPU]) == 0
+    assert "577 tokens, non-causal" in (out := capsys.readouterr().out) and "timed by vllm encoder_attention" in out
+    assert main(["op", "matmul", "--m", "8", "--n", "8", "--k", "8", "--non-causal", "--hardware", GPU]) == 2
+    assert "--non-causal: only attention takes it, not matmul" in capsys.readouterr().err
 
 
 def test_attention_by_hand_and_as_in_a_simulation() -> None:

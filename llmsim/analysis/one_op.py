@@ -81,7 +81,7 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
             k: int | None = None, batch: int = 1, heads: int | None = None, kv_heads: int | None = None,
             head_dim: int = 128, q_len: int | None = None, kv_len: int = 0, out_channels: int | None = None,
             kernel_size: Any = None, stride: int = 1, padding: int = 0, engine: str | None = None,
-            **execution: Any) -> OneOpCost:
+            causal: bool = True, **execution: Any) -> OneOpCost:
     """The cost of one op on `hardware`.
 
     kind="elementwise": `inputs` tensors of `shape` in, `outputs` out, flops_per_element vector FLOPs each.
@@ -90,6 +90,9 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
     kind="attention": fused (flash) attention of `batch` sequences, `heads` query heads (kv_heads K/V heads,
     default heads) of head_dim: q_len new tokens each after kv_len cached ones; q_len = 1 is a decode step
     (kv_len + 1 keys), kv_len = 0 a causal prefill (q_len (q_len + 1) / 2 query-key pairs per head).
+    causal=False (kv_len 0): every token of a sequence attends to all q_len of them (q_len^2 pairs per head),
+    as a ViT, DiT or text encoder runs; read from the engine's non-causal (encoder_attention) table where it
+    has one (query heads = KV heads, 16-bit).
     kind="conv": a convolution (groups 1) of the input `shape` [N, C_in, *spatial] by out_channels filters of
     kernel_size (one size, or one per spatial axis) at stride and padding, read as its implicit GEMM (a
     measured GEMM table's shape, as traced convolutions are).
@@ -116,7 +119,7 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
             raise OptionError(f"dtype={dtype!r}: {exc}") from None
     fused_launches = 1
     if kind == "attention":
-        op, words, saved = _attention(dtype, precision, batch, heads, kv_heads, head_dim, q_len, kv_len, ab)
+        op, words, saved = _attention(dtype, precision, batch, heads, kv_heads, head_dim, q_len, kv_len, ab, causal)
         fused_launches = 2
     elif kind == "conv":
         op, words, out_elements = _conv(dtype, precision, shape, out_channels, kernel_size, stride, padding, ab)
@@ -166,7 +169,7 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
 
 
 def _attention(dtype: str, precision: str, batch: Any, heads: Any, kv_heads: Any, head_dim: Any, q_len: Any,
-               kv_len: Any, ab: Any) -> tuple[Any, str, float]:
+               kv_len: Any, ab: Any, causal: bool = True) -> tuple[Any, str, float]:
     """The flash_attention op, its words, and the bytes the unfused math kernels would move more."""
     from ..cost.op import formula
     from ..cost.symbolic import Expr
@@ -177,11 +180,19 @@ def _attention(dtype: str, precision: str, batch: Any, heads: Any, kv_heads: Any
     if H % kvh:
         raise OptionError(f"kv_heads={kvh} must divide heads={H}")
     S, L = _size("q_len", q_len), _size("kv_len", kv_len, 0)
-    keys = L + S  # each query sees the cached keys and the new ones up to itself (causal)
-    pairs = S * L + S * (S + 1) // 2  # per head: all cached keys, the causal triangle of the new ones
+    if not isinstance(causal, bool):
+        raise OptionError(f"causal={causal!r}: allowed values: True, False")
+    if not causal and L:
+        raise OptionError(f"kv_len={L}: non-causal attention (causal=False) has no cached tokens; give kv_len=0")
+    keys = L + S  # each query sees the cached keys and the new ones up to itself (causal), or all S (non-causal)
+    # per head: all cached keys and the causal triangle of the new ones; non-causal: the full S x S
+    pairs = S * L + S * (S + 1) // 2 if causal else S * S
     table = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8"}.get(dtype)  # as the cost builder's KV tables
     kernel: dict[str, Any] = {}
-    if table and S == 1:
+    if not causal:
+        if table == "bf16" and kvh == H:  # the non-causal tables time 16-bit MHA
+            kernel = {"kernel_key": ("encoder_attention", d, H), "kernel_y": Expr.sym("S", S)}
+    elif table and S == 1:
         kernel = {"kernel_key": ("decode_attention", table, d, H, kvh), "kernel_y": Expr.sym("keys", keys)}
     elif table and L == 0:
         kernel = {"kernel_key": ("prefill_attention", table, d, H, kvh, 0, False), "kernel_y": Expr.sym("S", S)}
@@ -190,7 +201,8 @@ def _attention(dtype: str, precision: str, batch: Any, heads: Any, kv_heads: Any
                                     Skv=sym("Skv", keys), pairs=sym("pairs", pairs), d=sym("d", d), dv=sym("d", d),
                                     kvh=sym("kvh", kvh), kv_values=sym("kv_values", 2 * d), ab=ab, kvb=ab,
                                     precision=precision, **kernel)
-    words = f"batch {B}, {H} heads ({kvh} KV) of {d}, {S} new token{'s' if S > 1 else ''} after {L} cached"
+    words = (f"batch {B}, {H} heads ({kvh} KV) of {d}, {S} new token{'s' if S > 1 else ''} after {L} cached"
+             if causal else f"batch {B}, {H} heads ({kvh} KV) of {d}, {S} tokens, non-causal")
     return op, words, 4.0 * B * H * S * keys * dtype_bytes(dtype)
 
 
