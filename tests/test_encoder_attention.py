@@ -96,3 +96,27 @@ def test_non_causal_attention_refuses_a_cache_and_a_non_bool() -> None:
         op_cost("attention", "h100-sxm", heads=16, q_len=512, kv_len=5, causal=False)
     with pytest.raises(OptionError, match="causal='no': allowed values: True, False"):
         op_cost("attention", "h100-sxm", heads=16, q_len=512, causal="no")
+
+
+def test_a_traced_non_causal_sdpa_reads_the_table_where_it_times_flash_attention_2() -> None:
+    torch = pytest.importorskip("torch")
+    import llmsim
+
+    class Attention(torch.nn.Module):
+        def forward(self, q: object, k: object, v: object, causal: bool = False) -> object:
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    x = torch.empty(8, 16, 576, 64)  # [batch, heads, tokens, head dim]: a ViT-L/14 at 336 px (24 x 24 patches)
+    kernel = llmsim.analyze(Attention(), example_inputs=(x, x, x), hardware="l40s", dtype="bfloat16",
+                            engine="torch-compile").kernels[0]
+    # kernels/l40s/vllm/encoder_attention.csv "64,16,8,576,81.41" (kernel source vllm_vit_flash_attn_fa2), plus the
+    # graph launch the roofline adds to every kernel
+    assert kernel.source == "vllm encoder_attention (FlashAttention-2, as PyTorch's SDPA runs it)"
+    assert 81.41e-6 <= kernel.time_s < 81.41e-6 + 5e-6
+    # the H100's table times FlashAttention-3, which PyTorch's SDPA does not run by default: the roofline
+    assert llmsim.analyze(Attention(), example_inputs=(x, x, x), hardware="h100-sxm", dtype="bfloat16",
+                          engine="torch-compile").kernels[0].source == "roofline"
+    # a causal SDPA is not what the non-causal table times
+    causal = llmsim.analyze(Attention(), example_inputs=(x, x, x, True), hardware="l40s", dtype="bfloat16",
+                            engine="torch-compile").kernels[0]
+    assert causal.source == "roofline"

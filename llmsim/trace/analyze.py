@@ -11,8 +11,9 @@ Engines (execution policies):
 - "roofline": the torch-compile kernels at the datasheet peaks, no overhead (the speed of light; as the
   LLM "roofline" engine, whose default fusion is also "elementwise").
 The first two read the measured GEMM tables the LLM engines of the same name read (vLLM's bf16 GEMM rows:
-F.linear / cuBLAS) for 2-D matmuls and implicit-GEMM convolutions where the device has them
-(trace.timing); every other kernel is on the roofline with the hardware file's achievable fractions.
+F.linear / cuBLAS) for 2-D matmuls and implicit-GEMM convolutions where the device has them, and vLLM's
+non-causal attention table for non-causal SDPA where it times FlashAttention-2 (L40S, RTX PRO 6000;
+trace.timing); every other kernel is on the roofline with the hardware file's achievable fractions.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from .timing import kernel_time
 
 # engine -> (fusion, ExecutionOptions values)
 ENGINE_POLICIES: dict[str, tuple[str, dict[str, str]]] = {
-    "transformers": ("eager", {"overhead": "eager", "tables": "vllm", "table_families": ("gemm",)}),
-    "torch-compile": ("elementwise", {"overhead": "graph", "tables": "vllm", "table_families": ("gemm",)}),
+    "transformers": ("eager", {"overhead": "eager", "tables": "vllm", "table_families": ("gemm", "encoder_attention")}),
+    "torch-compile": ("elementwise", {"overhead": "graph", "tables": "vllm",
+                                      "table_families": ("gemm", "encoder_attention")}),
     "roofline": ("elementwise", {"efficiency": "peak", "overhead": "none"}),
 }
 DEVICES = ("meta", "cpu")

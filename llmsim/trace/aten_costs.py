@@ -28,6 +28,8 @@ class AtenCost:
     bytes_written: float
     known: bool = True
     gemm: tuple[int, int, int] | None = None  # (M, N, K) of a plain 2-D matrix product (or implicit-GEMM conv)
+    # fused attention: (batch, query heads, KV heads, query length, key length, head dim, value head dim, causal)
+    attention: tuple[int, int, int, int, int, int, int, bool] | None = None
 
 
 _FORMULAS: dict[str, Callable[[RecordedOp], AtenCost]] = {}
@@ -118,18 +120,20 @@ def _attention(op: RecordedOp) -> AtenCost:
     q, k, v = _tensor_args(op)[:3]
     if op.aten.split(".")[1] in ("_flash_attention_forward", "_efficient_attention_forward"):
         b, l_, h, e = q.shape
-        s, ev = k.shape[1], v.shape[-1]
+        s, ev, hkv = k.shape[1], v.shape[-1], k.shape[2]
     else:
         b, h, l_, e = q.shape[0], prod(q.shape[1:-2]), q.shape[-2], q.shape[-1]
-        s, ev = k.shape[-2], v.shape[-1]
-    if _is_causal(op):
+        s, ev, hkv = k.shape[-2], v.shape[-1], prod(k.shape[1:-2])
+    causal = _is_causal(op)
+    if causal:
         kept = min(l_, s) * (min(l_, s) + 1) // 2 + max(l_ - s, 0) * s  # sum over i < L of min(i + 1, S)
         scores = b * h * kept
     else:
         scores = b * h * l_ * s
     # bytes: q, k, v read and the output written once (the flash kernel keeps scores on chip); the
     # logsumexp and RNG outputs of the training variants are written too
-    return _moves(op, "attention", 2 * scores * e + 2 * scores * ev, 5 * scores)
+    cost = _moves(op, "attention", 2 * scores * e + 2 * scores * ev, 5 * scores)
+    return replace(cost, attention=(b, h, hkv, l_, s, e, ev, causal))
 
 
 def _is_causal(op: RecordedOp) -> bool:

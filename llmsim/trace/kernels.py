@@ -40,6 +40,9 @@ class Kernel:
     dtype: str
     known: bool = True
     gemm: tuple[int, int, int] | None = None  # (M, N, K): where a measured GEMM table may time it
+    # fused attention (batch, heads, KV heads, query length, key length, head dim, value dim, causal): where a
+    # measured attention table may time it
+    attention: tuple[int, int, int, int, int, int, int, bool] | None = None
 
     def to_op(self, precision: str) -> Op:
         """The same kernel as an llmsim Op (count 1, one launch), for the shared timing and plots."""
@@ -61,7 +64,7 @@ def _dtype(op: RecordedOp) -> str:
 def _single(op: RecordedOp, cost: AtenCost) -> Kernel:
     return Kernel(aten=op.aten, module=op.module, shapes=_shapes(op), kind=cost.kind, matmul_flops=cost.matmul_flops,
                   vector_flops=cost.vector_flops, bytes_read=cost.bytes_read, bytes_written=cost.bytes_written,
-                  dtype=_dtype(op), known=cost.known, gemm=cost.gemm)
+                  dtype=_dtype(op), known=cost.known, gemm=cost.gemm, attention=cost.attention)
 
 
 def _common_path(paths: list[str]) -> str:
