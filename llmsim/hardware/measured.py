@@ -141,30 +141,19 @@ class MeasuredKernels:
         table = self.tables.get("encoder_attention")
         return () if table is None else tuple(sorted({k[0] for k in table.grids}))
 
-    def encoder_attention_slice(self, head_dim: int, heads: int, among: tuple[int, ...] | None = None
-                                ) -> tuple[GridTable, float, int, str] | None:
-        """(grid over (batch, isl), batch factor, the measured head dim read, note) of the non-causal table for
-        `heads` heads of `head_dim` (the nearest measured dim, of `among` where given), or None: the time is the
-        grid's at (batch x factor, isl), and where the head dim read is not `head_dim` the caller carries it over
-        with the causal table (timing.measured.ENCODER_HEAD_DIM_NOTE)."""
-        key = ("encoder", head_dim, heads, among)
-        if key not in self._slices:
-            self._slices[key] = self._find_encoder_slice(head_dim, heads, among)
-        return self._slices[key]
-
-    def _find_encoder_slice(self, head_dim: int, heads: int, among: tuple[int, ...] | None
-                            ) -> tuple[GridTable, float, int, str] | None:
+    def encoder_attention_slice(self, head_dim: int, heads: int) -> tuple[GridTable, float, str] | None:
+        """(grid over (batch, isl), batch factor, note) of the non-causal table for `heads` heads of a measured
+        `head_dim`, or None: the time is the grid's at (batch x factor, isl). A head dim the table lacks is the
+        caller's to carry over (timing.measured.ENCODER_HEAD_DIM_NOTE)."""
         table = self.tables.get("encoder_attention")
-        dims = [d for d in self.encoder_head_dims() if among is None or d in among]
-        if table is None or not dims:
+        candidates = {} if table is None else {k: g for k, g in table.grids.items() if k[0] == head_dim}
+        if not candidates:
             return None
-        dim = min(dims, key=lambda d: (abs(math.log(d / head_dim)), d))
-        candidates = {k: g for k, g in table.grids.items() if k[0] == dim}
         best = min(candidates, key=lambda k: (abs(math.log(k[1] / heads)), k[1]))
         factor = heads / best[1]
         note = "" if best[1] == heads else (f"{heads} heads read from the measured {best[1]} at batch x {factor:.3g} "
                                             "(approximation: the work grows with batch x heads)")
-        return candidates[best], factor, dim, note
+        return candidates[best], factor, note
 
     # ---- MoE and collectives --------------------------------------------------------------------------
     def moe_table(self, dtype: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int

@@ -18,6 +18,7 @@ An op no table covers keeps the roofline; `reason` says why, per op.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -292,19 +293,19 @@ def _encoder_lookup(k: MeasuredKernels, label: str, key: tuple) -> tuple[Any, st
     if not dims:
         return None, f"no encoder_attention table for engine {k.engine} on {k.device}", None
     if head_dim in dims:
-        grid, factor, _, note = k.encoder_attention_slice(head_dim, heads)
+        grid, factor, note = k.encoder_attention_slice(head_dim, heads)
         return TableRead(grid, 2, x_factor=factor), "; ".join(n for n in (label, note) if n), None
+    # carried over from the nearest measured dim the causal table also holds (ENCODER_HEAD_DIM_NOTE)
     causal_to = k.attention_slice("prefill", "bf16", head_dim, heads, heads)
-    # carried over from a measured dim the causal table also holds (ENCODER_HEAD_DIM_NOTE)
-    carriers = tuple(d for d in dims if k.attention_slice("prefill", "bf16", d, heads, heads) is not None)
+    carriers = {d: found for d in dims if (found := k.attention_slice("prefill", "bf16", d, heads, heads))}
     if causal_to is None or not carriers:
         return None, (f"no encoder_attention slice for head dim {head_dim} (measured: {list(dims)}), and no causal "
                       f"prefill slices to carry it over from them (engine {k.engine} on {k.device})"), None
-    grid, factor, dim, note = k.encoder_attention_slice(head_dim, heads, carriers)
-    causal_from = k.attention_slice("prefill", "bf16", dim, heads, heads)
+    dim = min(carriers, key=lambda d: (abs(math.log(d / head_dim)), d))
+    grid, factor, note = k.encoder_attention_slice(dim, heads)
     read = TableRead(grid, 2, x_factor=factor)
     to_read = TableRead(causal_to[0], 2, x_factor=causal_to[1])
-    from_read = TableRead(causal_from[0], 2, x_factor=causal_from[1])
+    from_read = TableRead(carriers[dim][0], 2, x_factor=carriers[dim][1])
 
     def time_s(x: Any, y: Any, z: Any = None) -> Any:
         # [batch, tokens]: t_encoder(D0) x t_causal(D) / t_causal(D0)

@@ -12,6 +12,8 @@ approximation: a convolution timed from a GEMM table runs as fast as the GEMM of
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ..timing.roofline import OpCost, Roofline
@@ -55,7 +57,7 @@ def kernel_time(roofline: Roofline, kernel: Kernel, precision: str) -> tuple[flo
 def _measured_attention_s(roofline: Roofline, kernel: Kernel, precision: str) -> float | None:
     """The non-causal attention table's seconds for a traced SDPA kernel, or None: only a non-causal MHA kernel
     (query length = key length, heads = KV heads, one head dim) in 16-bit, on a device whose table times
-    FlashAttention-2 (SDPA_KERNEL_NOTE)."""
+    FlashAttention-2 (SDPA_TABLE_LABEL's note)."""
     shape = kernel.attention
     if roofline.measured is None or shape is None or GEMM_TABLE_DTYPES.get(precision) != "bf16":
         return None
@@ -65,11 +67,7 @@ def _measured_attention_s(roofline: Roofline, kernel: Kernel, precision: str) ->
     table = roofline.measured.kernels.tables.get("encoder_attention")
     if table is None or "fa2" not in str(table.provenance.get("kernel_sources", "")).split("_"):
         return None
-    time_at = roofline.measured.lookup(("encoder_attention", head_dim, heads))[0]
-    if time_at is None:
-        return None
-    seconds = float(np.asarray(time_at(np.asarray([float(batch)]), np.asarray([float(q_len)]), None)).reshape(-1)[0])
-    return seconds if np.isfinite(seconds) and seconds > 0 else None
+    return _one_point_s(roofline.measured.lookup(("encoder_attention", head_dim, heads))[0], batch, q_len, None)
 
 
 def _measured_gemm_s(roofline: Roofline, kernel: Kernel, precision: str) -> float | None:
@@ -77,10 +75,14 @@ def _measured_gemm_s(roofline: Roofline, kernel: Kernel, precision: str) -> floa
     table_dtype = GEMM_TABLE_DTYPES.get(precision)
     if roofline.measured is None or kernel.gemm is None or table_dtype is None:
         return None
-    time_at = roofline.measured.lookup(("gemm", table_dtype))[0]
+    return _one_point_s(roofline.measured.lookup(("gemm", table_dtype))[0], *kernel.gemm)
+
+
+def _one_point_s(time_at: Any, *coords: float | None) -> float | None:
+    """A table's time function at one point (None for an axis it does not have), or None: no function, or a time
+    that is not a positive number."""
     if time_at is None:
         return None
-    rows, cols, depth = kernel.gemm
-    seconds = float(np.asarray(time_at(np.asarray([float(rows)]), np.asarray([float(cols)]),
-                                       np.asarray([float(depth)]))).reshape(-1)[0])
+    point = [None if c is None else np.asarray([float(c)]) for c in coords]
+    seconds = float(np.asarray(time_at(*point)).reshape(-1)[0])
     return seconds if np.isfinite(seconds) and seconds > 0 else None

@@ -166,29 +166,23 @@ def predict_attention(row: PublishedRow, options: PredictOptions) -> list[Compar
         return kernel_time_s(kernel_roofline(hardware, options), float(op.matmul_flops), float(op.vector_flops),
                              float(op.bytes), "bf16")
 
-    def encoder_s(hardware: str) -> tuple[float | None, str]:
-        kernels, why = engine_tables(hardware, choice.engine, "encoder_attention", options)
+    def table_s(hardware: str, family: str, key: tuple) -> tuple[float | None, str]:
+        """The engine's `family` table at (B, S) through the shared lookup, or None and why not."""
+        kernels, why = engine_tables(hardware, choice.engine, family, options)
         if kernels is None:
             return None, why
-        read, label, _ = MeasuredTiming(kernels, None).lookup(("encoder_attention", D, H))
-        if read is None:
-            return None, label
-        return float(read(float(B), float(S), None)), label.replace(" table", " table (non-causal)", 1)
+        read, label, _ = MeasuredTiming(kernels, None).lookup(key)
+        return (None, label) if read is None else (float(read(float(B), float(S), None)), label)
 
     def time_s(hardware: str) -> tuple[float, str]:
-        table_s, label = encoder_s(hardware)
-        if table_s is not None:
-            return table_s, label
-        kernels, why = engine_tables(hardware, choice.engine, "prefill_attention", options)
-        found = kernels.attention_slice("prefill", "bf16", D, H, H) if kernels is not None else None
-        if kernels is not None and found is None:
-            why = f"no prefill attention table for head dim {D} ({choice.engine} on {kernels.device})"
-        if found is not None:
-            grid, factor, note = found
-            table_s = float(grid.time_s(B * factor, S)) * ratio
-            label = (f"{choice.engine} prefill_attention table (causal) x {ratio:.4f} non-causal/causal pairs "
-                     f"({label})" + (f"; {note}" if note else ""))
-        return timed(table_s, why, roofline_s(hardware), label)
+        seconds, label = table_s(hardware, "encoder_attention", ("encoder_attention", D, H))
+        if seconds is not None:
+            return seconds, label.replace(" table", " table (non-causal)", 1)
+        causal_s, causal_label = table_s(hardware, "prefill_attention", ("prefill_attention", "bf16", D, H, H))
+        if causal_s is None:
+            return timed(None, causal_label, roofline_s(hardware), "")
+        return causal_s * ratio, causal_label.replace(
+            " table", f" table (causal) x {ratio:.4f} non-causal/causal pairs ({label})", 1)
 
     def tflops(seconds: float) -> float:
         return counted_flops / seconds / 1e12
