@@ -4,6 +4,7 @@ the importer on a parquet file the test writes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_non_causal_attention_refuses_a_cache_and_a_non_bool() -> None:
         op_cost("attention", "h100-sxm", heads=16, q_len=512, causal="no")
 
 
-def test_a_traced_non_causal_sdpa_reads_the_table_where_it_times_flash_attention_2() -> None:
+def test_a_traced_non_causal_sdpa_reads_the_table_of_the_kernel_pytorch_runs_or_its_proxy() -> None:
     torch = pytest.importorskip("torch")
     import llmsim
 
@@ -106,17 +107,33 @@ def test_a_traced_non_causal_sdpa_reads_the_table_where_it_times_flash_attention
         def forward(self, q: object, k: object, v: object, causal: bool = False) -> object:
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-    x = torch.empty(8, 16, 576, 64)  # [batch, heads, tokens, head dim]: a ViT-L/14 at 336 px (24 x 24 patches)
-    kernel = llmsim.analyze(Attention(), example_inputs=(x, x, x), hardware="l40s", dtype="bfloat16",
-                            engine="torch-compile").kernels[0]
-    # kernels/l40s/vllm/encoder_attention.csv "64,16,8,576,81.41" (kernel source vllm_vit_flash_attn_fa2), plus the
-    # graph launch the roofline adds to every kernel
+    def traced(hardware: str, causal: bool = False) -> Any:
+        x = torch.empty(8, 16, 576, 64)  # [batch, heads, tokens, head dim]: a ViT-L/14 at 336 px (24 x 24 patches)
+        return llmsim.analyze(Attention(), example_inputs=(x, x, x, causal), hardware=hardware, dtype="bfloat16",
+                              engine="torch-compile").kernels[0]
+
+    kernel = traced("l40s")
+    # kernels/l40s/vllm/encoder_attention.csv "64,16,8,576,81.41" (kernel source vllm_vit_flash_attn_fa2, PyTorch's
+    # flash backend on sm89), plus the graph launch the roofline adds to every kernel
     assert kernel.source == "vllm encoder_attention (FlashAttention-2, as PyTorch's SDPA runs it)"
     assert 81.41e-6 <= kernel.time_s < 81.41e-6 + 5e-6
-    # the H100's table times FlashAttention-3, which PyTorch's SDPA does not run by default: the roofline
-    assert llmsim.analyze(Attention(), example_inputs=(x, x, x), hardware="h100-sxm", dtype="bfloat16",
-                          engine="torch-compile").kernels[0].source == "roofline"
-    # a causal SDPA is not what the non-causal table times
-    causal = llmsim.analyze(Attention(), example_inputs=(x, x, x, True), hardware="l40s", dtype="bfloat16",
-                            engine="torch-compile").kernels[0]
-    assert causal.source == "roofline"
+    # the H100's table times FlashAttention-3 (vllm_vit_flash_attn_fa3): a proxy for the cuDNN attention PyTorch
+    # 2.13 runs first on sm90; kernels/h100-sxm/vllm/encoder_attention.csv "64,16,8,576,37.62"
+    hopper = traced("h100-sxm")
+    assert hopper.source == ("vllm encoder_attention (FlashAttention-3, a proxy for the cuDNN attention PyTorch's "
+                             "SDPA runs on Hopper)")
+    assert 37.62e-6 <= hopper.time_s < 37.62e-6 + 5e-6
+    assert "Blackwell" in traced("b200").source  # vllm_vit_flash_attn_fa4
+    # no non-causal table on the A100, and a causal SDPA is not what the table times: the roofline
+    assert traced("a100-80gb-sxm").source == "roofline"
+    assert traced("l40s", causal=True).source == "roofline"
+
+
+def test_the_sdpa_label_names_one_kernel_or_none() -> None:
+    from llmsim.trace.timing import sdpa_table_label
+
+    assert sdpa_table_label("vllm_vit_flash_attn_fa2") == \
+        "encoder_attention (FlashAttention-2, as PyTorch's SDPA runs it)"
+    # tables of kernels PyTorch never runs (Triton, TensorRT-LLM's own FMHA), or of no stated kernel: none
+    for sources in ("triton", "torch_flow", "", "fa2_fa3"):
+        assert sdpa_table_label(sources) is None

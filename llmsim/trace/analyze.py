@@ -12,8 +12,9 @@ Engines (execution policies):
   LLM "roofline" engine, whose default fusion is also "elementwise").
 The first two read the measured GEMM tables the LLM engines of the same name read (vLLM's bf16 GEMM rows:
 F.linear / cuBLAS) for 2-D matmuls and implicit-GEMM convolutions where the device has them, and vLLM's
-non-causal attention table for non-causal SDPA where it times FlashAttention-2 (L40S, RTX PRO 6000;
-trace.timing); every other kernel is on the roofline with the hardware file's achievable fractions.
+non-causal attention table for non-causal SDPA where it times the kernel PyTorch's SDPA runs or a published
+proxy of it (trace.timing.SDPA_KERNELS); every other kernel is on the roofline with the hardware file's achievable
+fractions.
 """
 
 from __future__ import annotations
