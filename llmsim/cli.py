@@ -454,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-shape", type=_shape_arg, default=None,
                    help="shape of the one input of a FILE.py:FUNCTION that returns only a module, e.g. 8,3,224,224")
     p.add_argument("--dtype", default="bfloat16", help="float32, bfloat16 or float16 (default: bfloat16)")
+    p.add_argument("--autocast", default=None, metavar="DTYPE",
+                   help="float16 or bfloat16: trace under CUDA autocast to it over weights in --dtype (mixed "
+                   "precision, torch.amp.autocast; usually with --dtype float32)")
     p.add_argument("--engine", default="torch-compile", choices=("torch-compile", "transformers", "roofline"))
     p.add_argument("--top", type=_positive_int, default=20, help="kernel rows to print (default: 20)")
     p.add_argument("--by-module", type=_positive_int, default=None, metavar="DEPTH",
@@ -747,6 +750,9 @@ def _analyze(args: argparse.Namespace) -> int:
     from .trace.zoo import resolve_target
 
     if args.model.startswith("diffusers:"):
+        if args.autocast is not None:
+            raise LlmsimError(f"--autocast {args.autocast}: diffusers: pipelines are traced in --dtype only; use it "
+                              "with hf: or FILE.py:FUNCTION models")
         import importlib.util
 
         from .trace.diffusion import analyze_pipeline
@@ -764,7 +770,7 @@ def _analyze(args: argparse.Namespace) -> int:
     else:
         module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
         result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine,
-                         name=args.model)
+                         name=args.model, autocast=args.autocast)
     print(result)
     print()
     print(result.ops_table(top=args.top))

@@ -43,7 +43,7 @@ def test_a_rows_comparison_is_analyzes_time() -> None:
     row = next(r for r in read_rows(CSV) if r.model == "resnet50" and r.img_size == 224 and r.mode == "dynamo")
     result, = compare([row])
     module, inputs = build("resnet50", 1024, 224)
-    step_s = llmsim.analyze(module, example_inputs=inputs, hardware="rtx-4090", dtype="float16",
+    step_s = llmsim.analyze(module, example_inputs=inputs, hardware="rtx-4090", dtype="float32", autocast="float16",
                             engine="torch-compile").time_s
     assert result["predicted_step_ms"] == pytest.approx(step_s * 1e3)
     # measured: 1024 images / 127.355 ms = 8040.5 images/s (the file's infer_samples_per_sec, 8039.05, is over the

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..dtypes import MATMUL_PRECISION, canonical_dtype
 from ..errors import OptionError, check_choice
+from .autocast import AutocastTrace
 from .kernels import kernels_of
 from .recorder import import_torch, record
 from .result import TracedKernel, TraceResult
@@ -37,6 +38,7 @@ ENGINE_POLICIES: dict[str, tuple[str, dict[str, str]]] = {
 }
 DEVICES = ("meta", "cpu")
 _TORCH_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+_AUTOCAST_DTYPES = ("float16", "bfloat16")  # torch.amp.autocast("cuda", dtype=...)
 
 
 def _moved(value: Any, torch: Any, device: str, dtype: Any) -> Any:
@@ -52,12 +54,16 @@ def _moved(value: Any, torch: Any, device: str, dtype: Any) -> Any:
 
 def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", dtype: str = "bfloat16",
             engine: str = "torch-compile", example_kwargs: dict[str, Any] | None = None, device: str = "meta",
-            name: str | None = None) -> TraceResult:
+            name: str | None = None, autocast: str | None = None) -> TraceResult:
     """Trace `module(*example_inputs, **example_kwargs)` and time its kernels on `hardware`.
 
     device="meta" (default): weights and inputs moved to the meta device (nothing allocated or computed;
     the module itself is not changed); "cpu": run for real (a module that branches on tensor values).
     dtype: the floating dtype weights and inputs are analysed in (float32, bfloat16, float16).
+    autocast: "float16" or "bfloat16": trace under CUDA autocast to that dtype over weights and inputs in `dtype`
+    (torch.amp.autocast("cuda", dtype=...); timm's `--amp` and most mixed-precision code: dtype="float32"):
+    CUDA autocast's op lists choose each op's precision and its casts are kernels (trace.autocast); matmuls are
+    timed at the autocast dtype. device must be "meta".
     A transformers LLM traces on meta given a 4-D boolean causal mask (attention_mask of shape [B, 1, S, S]
     in example_kwargs): with a 2-D mask or none, its mask code branches on tensor values.
     """
@@ -72,6 +78,12 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
     check_choice("device", device, DEVICES)
     dtype = canonical_dtype(dtype)
     check_choice("dtype", dtype, _TORCH_DTYPES)
+    if autocast is not None:
+        autocast = canonical_dtype(autocast, "autocast")
+        check_choice("autocast", autocast, _AUTOCAST_DTYPES)
+        if device != "meta":
+            raise OptionError(f"autocast={autocast!r} is traced on the meta device: keep device='meta' (device="
+                              f"{device!r} runs the module for real, where CUDA autocast does not apply)")
     hw = load_hardware(hardware)
     if not isinstance(example_inputs, (tuple, list)):
         example_inputs = (example_inputs,)
@@ -83,14 +95,15 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
              [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]}
     args = _moved(tuple(example_inputs), torch, device, torch_dtype)
     kwargs = _moved(dict(example_kwargs or {}), torch, device, torch_dtype)
+    trace = None if autocast is None else AutocastTrace(torch, getattr(torch, autocast), list(state.values()))
 
     def call() -> Any:
         return torch.func.functional_call(module, state, args, kwargs, tie_weights=True, strict=False)
 
-    recorded, returned = record(module, call, device)
+    recorded, returned = record(module, call, device, trace)
     fusion, execution = ENGINE_POLICIES[engine]
     roofline = Roofline(hw, ExecutionOptions.make(**execution))
-    precision = MATMUL_PRECISION[dtype]
+    precision = MATMUL_PRECISION[autocast or dtype]
     rows = []
     for kernel in kernels_of(recorded, returned, fusion):
         time_s, bound, source = kernel_time(roofline, kernel, precision)
@@ -99,4 +112,5 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
     params = sum(p.numel() for p in module.parameters())
     return TraceResult(model=name or type(module).__name__, hardware=hw.name, dtype=dtype, engine=engine,
                        fusion=fusion, precision=precision, kernels=tuple(rows), unknown_ops=unknown,
-                       aten_ops=len(recorded), parameters=int(params), tables_note=roofline.tables_note)
+                       aten_ops=len(recorded), parameters=int(params), tables_note=roofline.tables_note,
+                       autocast=autocast)

@@ -8,6 +8,7 @@ Policies (the `fusion` of traced modules):
   reduction and copy ops between heavy ops (matmuls, convolutions, attention, gathers, unknown ops) is one
   kernel. It reads the storages its ops read that it did not produce itself, and writes only the
   outputs something outside the run reads (a later op, or the module's output).
+  A cast of a tensor already cast to the same dtype is dropped (Inductor's common subexpression elimination).
   approximation: Inductor also fuses a pointwise epilogue into some GEMMs and splits some chains
   (reductions of different shapes); neither is modelled.
 """
@@ -103,12 +104,30 @@ def _fused(chain: list[tuple[int, RecordedOp, AtenCost]], readers: dict[int, lis
                   dtype=_dtype(ops[-1]))
 
 
+def _without_repeated_casts(costed: list[tuple[int, RecordedOp, AtenCost]]) -> list[tuple[int, RecordedOp, AtenCost]]:
+    """The ops less every dtype cast (aten._to_copy) of a tensor already cast to that dtype: Inductor's common
+    subexpression elimination computes one conversion of a value once (eager autocast casts a float32 norm's
+    output again for each linear that reads it: transformers' separate q, k and v projections)."""
+    seen: set[tuple[int, tuple[int, ...], str]] = set()
+    kept = []
+    for item in costed:
+        op = item[1]
+        if packet(op.aten) == "_to_copy" and op.inputs and op.outputs:
+            key = (op.inputs[0].ident, op.inputs[0].shape, op.outputs[0].dtype)
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(item)
+    return kept
+
+
 def kernels_of(recorded: list[RecordedOp], returned: frozenset[int], fusion: str) -> list[Kernel]:
     """The kernels of the recorded forward under `fusion` ("eager" or "elementwise")."""
     costed = [(i, op, aten_cost(op)) for i, op in enumerate(recorded)]
     costed = [(i, op, c) for i, op, c in costed if c.kind != "view"]
     if fusion == "eager":
         return [_single(op, c) for _, op, c in costed]
+    costed = _without_repeated_casts(costed)
     readers: dict[int, list[int]] = {}
     for i, op in enumerate(recorded):
         for t in op.inputs:

@@ -140,9 +140,11 @@ def _sdpa_positional(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return tuple(positional), rest
 
 
-def record(module: Any, call: Callable[[], Any], device: str) -> tuple[list[RecordedOp], frozenset[int]]:
+def record(module: Any, call: Callable[[], Any], device: str,
+           autocast: Any = None) -> tuple[list[RecordedOp], frozenset[int]]:
     """Run call() (the module's forward on example inputs on `device`) under the recorder, with module
-    paths from `module`'s hooks; (recorded ops, identities of the storages the forward returns).
+    paths from `module`'s hooks; (recorded ops, identities of the storages the forward returns). autocast: an
+    AutocastTrace (trace.autocast) whose fake CUDA tensors call() uses; the trace then runs under CUDA autocast.
 
     A failure inside the forward is a TraceError naming the aten op (or the Python line) where it stopped."""
     torch = import_torch()
@@ -172,6 +174,8 @@ def record(module: Any, call: Callable[[], Any], device: str) -> tuple[list[Reco
 
         def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}
+            if autocast is not None and not recorder.inside_fused:  # CUDA autocast's policy for this function
+                args, kwargs = autocast.apply(func, args, kwargs)  # (its casts dispatch here: recorded kernels)
             if func is not sdpa or recorder.inside_fused:
                 return func(*args, **kwargs)
             recorder.inside_fused += 1

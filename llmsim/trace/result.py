@@ -52,6 +52,7 @@ class TraceResult:
     aten_ops: int  # aten calls recorded, views included
     parameters: int
     tables_note: str = ""  # why the engine's measured tables do not apply on this device ("" if they do)
+    autocast: str | None = None  # traced under CUDA autocast to this dtype (analyze(autocast=...)), else None
 
     @property
     def time_s(self) -> float:
@@ -128,7 +129,8 @@ class TraceResult:
 
     def __str__(self) -> str:
         shares = ", ".join(f"{b} {s:.0%}" for b, s in self.shares.items())
-        lines = [f"{self.model} ({self.parameters / 1e6:.1f} M parameters) on {self.hardware}, {self.dtype}, "
+        dtype = self.dtype if self.autocast is None else f"autocast {self.autocast} over {self.dtype}"
+        lines = [f"{self.model} ({self.parameters / 1e6:.1f} M parameters) on {self.hardware}, {dtype}, "
                  f"engine {self.engine}: {_fmt_s(self.time_s)} per forward, {self.bound}-bound ({shares})",
                  f"  {self.flops / 1e9:.2f} GFLOP ({self.matmul_flops / 1e9:.2f} in matmul/conv/attention), "
                  f"{self.bytes / 1e6:.1f} MB moved, {len(self.kernels)} kernels from {self.aten_ops} aten calls"]

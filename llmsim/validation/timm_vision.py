@@ -1,17 +1,18 @@
 """llmsim.analyze against timm's published GPU inference benchmarks (validation/timm_benchmarks.csv): ResNet,
 ViT and ConvNeXt on the RTX 4090 (PyTorch 2.9.1, eager and torch.compile) and RTX 3090 (PyTorch 2.4.0, eager),
 each timm architecture rebuilt from transformers' own classes on the meta device (TIMM_ARCHITECTURES; the
-parameter count checks the rebuild against timm's), traced at the row's batch and image size and timed by the
-engine that runs as the benchmark did: "transformers" (eager, one kernel per aten op) for the eager rows,
-"torch-compile" (Inductor-fused element-wise chains) for the dynamo rows.
+parameter count checks the rebuild against timm's), traced at the row's batch and image size as the benchmark
+ran it (`--amp`: CUDA autocast to float16 over float32 weights, analyze(dtype="float32", autocast="float16"))
+and timed by the engine that runs as the benchmark did: "transformers" (eager, one kernel per aten op) for the
+eager rows, "torch-compile" (Inductor-fused element-wise chains) for the dynamo rows. The same rows traced in
+plain float16 (no autocast) are reported beside.
 
 Validation data only: nothing in llmsim is fitted to these rows. error % = 100 x (predicted - measured) /
 measured on samples per second (batch / step time), so a positive error means llmsim is optimistic.
-approximation: the benchmark runs autocast float16 over float32 weights (benchmark.py --amp); llmsim traces the
-model in float16, so autocast's float32 ops (layer_norm, softmax, ...), the casts around them and the per-step
-weight casts are not counted. timm's torch.compile runs Inductor's default mode (no CUDA graphs); the
-torch-compile engine replays graphs, a difference of launch costs only (microseconds against steps of tens
-of milliseconds at these batches).
+approximation: transformers' ViT projects q, k and v with three linears where timm's uses one qkv linear (the
+same FLOPs and weights; eager autocast then casts the norm's output three times where timm casts it once).
+timm's torch.compile runs Inductor's default mode (no CUDA graphs); the torch-compile engine replays graphs, a
+difference of launch costs only (microseconds against steps of tens of milliseconds at these batches).
 """
 
 from __future__ import annotations
@@ -98,23 +99,27 @@ def parameter_count_m(model: str) -> float:
     return sum(p.numel() for p in module.parameters()) / 1e6
 
 
-def predict_step_s(row: TimmRow) -> float:
-    """llmsim.analyze's seconds for one forward of the row's batch, float16, with the engine of its mode."""
+def predict_step_s(row: TimmRow, autocast: bool = True) -> float:
+    """llmsim.analyze's seconds for one forward of the row's batch with the engine of its mode: under autocast
+    float16 over float32 weights, as `--amp` runs (autocast=True), or traced in plain float16."""
     import llmsim
 
     module, inputs = build(row.model, row.batch_size, row.img_size)
-    return float(llmsim.analyze(module, example_inputs=inputs, hardware=row.gpu, dtype="float16",
-                                engine=ENGINE_OF_MODE[row.mode]).time_s)
+    precision = {"dtype": "float32", "autocast": "float16"} if autocast else {"dtype": "float16"}
+    return float(llmsim.analyze(module, example_inputs=inputs, hardware=row.gpu, engine=ENGINE_OF_MODE[row.mode],
+                                **precision).time_s)
 
 
 def compare(rows: list[TimmRow]) -> list[dict[str, Any]]:
-    """One dict per row: the row's fields, predicted and measured samples per second and the error %."""
+    """One dict per row: the row's fields, predicted (under autocast, and in plain float16) and measured samples
+    per second and the error %."""
     out = []
     for row in rows:
-        predicted_s = predict_step_s(row)
-        predicted = row.batch_size / predicted_s
+        measured = row.samples_per_s
+        predicted_s, plain_s = predict_step_s(row), predict_step_s(row, autocast=False)
+        predicted, plain = row.batch_size / predicted_s, row.batch_size / plain_s
         out.append({**row.__dict__, "family": row.family, "engine": ENGINE_OF_MODE[row.mode],
-                    "measured_samples_per_s": row.samples_per_s, "predicted_samples_per_s": predicted,
-                    "predicted_step_ms": predicted_s * 1e3,
-                    "error_pct": 100.0 * (predicted - row.samples_per_s) / row.samples_per_s})
+                    "measured_samples_per_s": measured, "predicted_samples_per_s": predicted,
+                    "predicted_step_ms": predicted_s * 1e3, "error_pct": 100.0 * (predicted - measured) / measured,
+                    "float16_step_ms": plain_s * 1e3, "float16_error_pct": 100.0 * (plain - measured) / measured})
     return out
