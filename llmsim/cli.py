@@ -62,7 +62,7 @@ def _int_list(text: str) -> list[int]:
             if start < 1 or stop < start or not 1 <= per_octave <= _MAX_PER_OCTAVE:
                 raise ValueError
             return list(geometric_values(start, stop, per_octave))
-        values = [int(p) for p in text.split(",") if p.strip()]
+        values = [int(p) for p in text.split(",")]  # an empty item ('1,,2') is a typo: refused
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r}: give integers like 1,2,4 or a geometric range START:STOP[:POINTS_PER_OCTAVE] like 1:1024 "
@@ -193,8 +193,10 @@ def _shape_arg(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in parts)
 
 
-def _length_arg(text: str) -> int | str:
-    """--prompt-len / --gen-len: an integer, else a distribution string (checked by serve())."""
+def _length_arg(text: str | None) -> int | str | None:
+    """--prompt-len / --gen-len: an integer, else a distribution string (checked by serve()); None: not given."""
+    if text is None:
+        return None
     return int(text) if text.strip().lstrip("-").isdigit() else text
 
 
@@ -248,9 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     load = p.add_mutually_exclusive_group(required=True)
     load.add_argument("--request-rate", type=float, help="requests per second (open loop)")
     load.add_argument("--concurrency", type=_positive_int, help="clients in a closed loop")
-    p.add_argument("--prompt-len", default="512", help="an integer or uniform:LOW:HIGH, normal:MEAN:STD, "
-                   "lognormal:MEAN:STD")
-    p.add_argument("--gen-len", default="128", help="as --prompt-len")
+    p.add_argument("--prompt-len", default=None, help="an integer or uniform:LOW:HIGH, normal:MEAN:STD, "
+                   "lognormal:MEAN:STD (default: 512)")
+    p.add_argument("--gen-len", default=None, help="as --prompt-len (default: 128)")
     p.add_argument("--lengths-csv", help="a CSV of prompt_len,gen_len (or input_len,output_len) pairs")
     p.add_argument("--num-requests", type=_positive_int, default=1000)
     p.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default="poisson")
@@ -558,9 +560,14 @@ def _run(args: argparse.Namespace) -> int:
 
         from .validation import calibrate
 
-        if Path(args.out).exists():
-            raise LlmsimError(f"--out {args.out}: the file exists; choose another name (nothing is overwritten)")
-
+        stray = [flag for flag, given in (("--system", args.system), ("--engine", args.engine), ("--full", args.full))
+                 if given]
+        if stray:
+            raise LlmsimError(f"{', '.join(stray)} apply to --from aiconfigurator only; measuring this machine takes "
+                              "--device, --dtypes, --quick and --threads")
+        if Path(args.out).suffix.lower() != ".toml":
+            raise LlmsimError(f"--out {args.out}: a calibrated hardware file is TOML; the name must end in .toml")
+        _check_new_file("--out", args.out)
         result = calibrate(device=args.device, dtypes=tuple(args.dtypes.split(",")), out=args.out, quick=args.quick,
                            threads=args.threads, progress=True)
         print(_table([result.summary_row()]))
@@ -618,6 +625,10 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "serve":
         from .serving.serve import serve
+
+        if args.kv_transfer_bytes_per_s is not None:
+            raise LlmsimError("--kv-transfer-bytes-per-s applies to disaggregated serving (--prefill-pool and "
+                              "--decode-pool); an aggregated replica sends no KV cache")
 
         result = serve(args.model, args.hardware, request_rate=args.request_rate, concurrency=args.concurrency,
                        prompt_len=_length_arg(args.prompt_len), gen_len=_length_arg(args.gen_len),
@@ -730,8 +741,13 @@ def _run(args: argparse.Namespace) -> int:
             _save(pareto_figure(result), args.out)
         return 0
     if args.command == "validate":
+        from pathlib import Path
+
         from .validation import validate
 
+        if args.results is not None and not Path(args.results).parent.is_dir():  # appended to (a rerun resumes)
+            raise LlmsimError(f"--results {args.results}: no folder {Path(args.results).parent}; create it or choose "
+                              "another path")
         report = validate(args.model, args.hardware, device=args.device, dtype=args.dtype,
                           batch_sizes=args.batch_sizes, seq_lens=args.seq_lens, kv_lens=args.kv_lens,
                           num_layers=args.num_layers, results_path=args.results, profile=args.profile,
@@ -768,6 +784,17 @@ def _analyze(args: argparse.Namespace) -> int:
         print()
         result = pipeline.stages[-1 if len(pipeline.stages) == 1 else 1].result  # the denoiser's step
     else:
+        unused = [flag for flag, given in (("--latent", args.latent is not None), ("--steps", args.steps is not None),
+                                           ("--cfg", args.cfg is not None)) if given]
+        if args.model.startswith("hf:"):
+            unused += ["--input-shape"] if args.input_shape is not None else []
+        else:
+            unused += [flag for flag, given in (("--batch-size", args.batch_size != 1),
+                                                ("--image-size", args.image_size != 224)) if given]
+        if unused:
+            raise LlmsimError(f"{', '.join(unused)} do not apply to {args.model} (--latent, --steps and --cfg: "
+                              "diffusers: models; --batch-size and --image-size: hf: models; --input-shape: a "
+                              "FILE.py:FUNCTION that returns only a module)")
         module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
         result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine,
                          name=args.model, autocast=args.autocast)
@@ -845,6 +872,8 @@ def _check_new_file(flag: str, path: str) -> None:
     out = Path(path)
     if not out.parent.is_dir():
         raise LlmsimError(f"{flag} {path}: no folder {out.parent}; create it or choose another path")
+    if out.is_dir():
+        raise LlmsimError(f"{flag} {path}: that is a folder; give a file name in it")
     if out.exists():
         raise LlmsimError(f"{flag} {path}: the file exists; choose another name (nothing is overwritten)")
 

@@ -55,11 +55,18 @@ def check_positive(field: str, value: object, unit: str) -> float:
     return float(number)
 
 
-def check_off_or_positive(field: str, value: object, unit: str) -> float:
-    """0 (switched off) or a finite number > 0, as a float; an OptionError naming the field otherwise."""
+def check_off_or_positive(field: str, value: object, unit: str, at_most: float | None = None) -> float:
+    """0 (switched off) or a finite number > 0 (and <= at_most where given), as a float; an OptionError naming the
+    field otherwise."""
     if type(value) in (int, float) and value == 0:
         return 0.0
-    return check_positive(field, value, unit)
+    number = check_positive(field, value, unit)
+    if at_most is not None and number > at_most:
+        raise OptionError(f"{field}={value!r} must be at most {at_most:g} {unit.split(' (')[0]}")
+    return number
+
+
+HOST_TIME_LIMIT_S = 3600.0  # a host cost per step, kernel or request past an hour is a typo, not a machine
 
 
 def check_top(top: object) -> int | None:

@@ -553,7 +553,7 @@ def test_scheduler_recv_interval_takes_requests_in_every_n_decode_steps() -> Non
     """SGLang's --scheduler-recv-interval N (its SchedulerRecvSkipper: decode steps weigh 1, a step that prefilled
     1000): while requests run, new ones are taken in only after every N decode steps."""
     kwargs = dict(request_rate=2.0, arrival="constant", prompt_len=512, gen_len=200, num_requests=2,
-                  async_scheduling=False, frontend_s=0)  # the engine sees each request when it is sent
+                  async_scheduling=False, frontend_s=0, engine="sglang")  # the engine sees each request when sent
     every = llmsim.serve(MODEL, GPU, **kwargs)
     for n in (10, 30):
         r = llmsim.serve(MODEL, GPU, scheduler_recv_interval=n, **kwargs)
@@ -568,6 +568,9 @@ def test_scheduler_recv_interval_takes_requests_in_every_n_decode_steps() -> Non
     assert every.step_log["prefill_tokens"][j + 1] == 512  # interval 1: the step after the one it arrives in
     with pytest.raises(OptionError, match="scheduler_recv_interval"):
         llmsim.serve(MODEL, GPU, scheduler_recv_interval=0, **kwargs)
+    with pytest.raises(OptionError, match="scheduler_recv_interval=10 is SGLang's --scheduler-recv-interval; engine "
+                                          "'vllm' takes requests in before every step"):
+        llmsim.serve(MODEL, GPU, scheduler_recv_interval=10, **{**kwargs, "engine": "vllm"})
     # disaggregated: the decode pool takes arriving KV caches in on the same count
     split = {"prefill": {"replicas": 1}, "decode": {"replicas": 1}}
     plain = llmsim.serve_disaggregated(MODEL, GPU, **split, **kwargs)

@@ -143,7 +143,9 @@ class SimulationResult(BaseModel):
             f"generate {self.gen_len}",
             f"  TTFT        {_fmt_s(self.ttft_s):>10}   prefill {self.prefill.bound}-bound "
             f"({_shares(self.prefill)})",
-            f"  TPOT        {_fmt_s(self.tpot_s):>10}   decode {self.decode.bound}-bound ({_shares(self.decode)})",
+            (f"  TPOT        {_fmt_s(self.tpot_s):>10}   decode {self.decode.bound}-bound ({_shares(self.decode)})"
+             if self.gen_len > 1 else f"  TPOT        {'n/a':>10}   no decode step (generate 1: the prefill "
+             "samples the only token)"),
             f"  end to end  {_fmt_s(self.e2e_s):>10}",
             f"  throughput  {self.throughput_tokens_per_s:>10.1f} tokens/s generated "
             f"({self.tokens_per_s_per_gpu:.1f} per {device})",

@@ -66,9 +66,9 @@ def frontend_seconds(engine: str, frontend_s: float | None) -> float:
     """The serving frontend's time per request: `frontend_s` as given (0 or positive), else the engine's."""
     if frontend_s is None:
         return FRONTEND.get(engine, (0.0, ""))[0]
-    from ..errors import check_off_or_positive
+    from ..errors import HOST_TIME_LIMIT_S, check_off_or_positive
 
-    return check_off_or_positive("frontend_s", frontend_s, "seconds (or 0)")
+    return check_off_or_positive("frontend_s", frontend_s, "seconds (or 0)", HOST_TIME_LIMIT_S)
 
 
 def engine_defaults(engine: str, hardware: HardwareSpec, tensor_parallel: int = 1,
@@ -151,6 +151,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         raise OptionError(f"async_scheduling={async_scheduling!r} must be True (a step is decided while the one before "
                           f"it runs: vLLM's async scheduling, SGLang's and TensorRT-LLM's overlap schedulers) or False")
     recv = 1 if recv_interval is None else check_count("scheduler_recv_interval", recv_interval, 1)
+    if recv > 1 and engine != "sglang":
+        raise OptionError(f"scheduler_recv_interval={recv} is SGLang's --scheduler-recv-interval; engine {engine!r} "
+                          "takes requests in before every step (use engine='sglang' or leave it 1)")
     wait_iters, wait_tokens = _batch_wait(engine, batch_wait_timeout_iters, batch_wait_max_tokens_ratio, tokens,
                                           data_parallel is not None)
     if reserve_output is not None and not isinstance(reserve_output, bool):
@@ -209,9 +212,12 @@ def _batch_wait(engine: str, iters: Any, ratio: Any, tokens: int, data_parallel:
     if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
         raise OptionError(f"batch_wait_max_tokens_ratio={ratio!r} must be a number in [0, 1] (a share of "
                           "max_num_batched_tokens)")
+    if (iters or ratio) and engine != "trtllm":  # either alone is still TensorRT-LLM's option
+        raise OptionError(f"batch_wait_timeout_iters and batch_wait_max_tokens_ratio are TensorRT-LLM's; engine "
+                          f"{engine!r} has no batch waiting (use engine='trtllm' or leave them 0)")
     if not (iters and ratio):
         return 0, 0.0
-    if engine != "trtllm":
+    if engine != "trtllm":  # pragma: no cover - refused above
         raise OptionError(f"batch_wait_timeout_iters and batch_wait_max_tokens_ratio are TensorRT-LLM's; engine "
                           f"{engine!r} has no batch waiting (use engine='trtllm' or leave them 0)")
     if data_parallel:

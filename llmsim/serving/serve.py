@@ -21,6 +21,8 @@ from .scheduler import percentile_summary, simulate_engine
 from .step_cost import Speculation, StepCost
 from .workload import arrival_times, draw_lengths, lengths_from_csv
 
+DEFAULT_PROMPT_LEN, DEFAULT_GEN_LEN = 512, 128  # serve()'s lengths when neither they nor lengths_csv are given
+
 _STEP_COSTS: dict[tuple, StepCost] = {}
 
 
@@ -39,7 +41,7 @@ def _step_cost(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, exec
 
 
 def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate: float | None = None,
-          concurrency: int | None = None, prompt_len: Any = 512, gen_len: Any = 128, num_requests: int = 1000,
+          concurrency: int | None = None, prompt_len: Any = None, gen_len: Any = None, num_requests: int = 1000,
           arrival: str = "poisson", burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
           max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
           gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
@@ -55,7 +57,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     `burstiness`) or concurrency (a closed loop of that many clients, as vLLM's benchmark_serving
     --max-concurrency and published serving sweeps measure): exactly one of the two. ramp_s: a closed
     loop's clients send their first requests evenly over ramp_s seconds (0: all at once).
-    Lengths: prompt_len and gen_len, each an integer, a list, or "uniform:LOW:HIGH" / "normal:MEAN:STD" /
+    Lengths: prompt_len and gen_len (default 512 and 128), each an integer, a list, or "uniform:LOW:HIGH" /
+    "normal:MEAN:STD" /
     "lognormal:MEAN:STD"; or lengths_csv, a CSV of (prompt_len, gen_len) pairs. seed: the draws.
     shared_prefix_len, prefix_groups: every prompt starts with one of prefix_groups shared prefixes (a system
     prompt, a few-shot preamble) of that many tokens, drawn per request; prefix_caching (on, as vLLM V1,
@@ -168,8 +171,14 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
     seed = check_one("seed", seed, 0)
     rng = np.random.default_rng(int(seed))
     if lengths_csv is not None:
+        given = [name for name, v in (("prompt_len", prompt_len), ("gen_len", gen_len)) if v is not None]
+        if given:  # the CSV's lengths would silently replace them
+            raise OptionError(f"lengths_csv={str(lengths_csv)!r} gives every request's lengths: drop "
+                              f"{' and '.join(given)}, or drop lengths_csv")
         prompts, gens = lengths_from_csv(lengths_csv, count)
     else:
+        prompt_len = DEFAULT_PROMPT_LEN if prompt_len is None else prompt_len
+        gen_len = DEFAULT_GEN_LEN if gen_len is None else gen_len
         sizes = [np.size(v) for v in (prompt_len, gen_len) if isinstance(v, (list, tuple, np.ndarray))]
         if len(sizes) == 2 and sizes[0] != sizes[1]:  # cycled separately, the pairs would drift apart
             raise OptionError(f"prompt_len and gen_len are lists of {sizes[0]} and {sizes[1]} lengths: give them "
@@ -231,7 +240,16 @@ def _speculation(given: Any, spec: ModelSpec, hw: HardwareSpec, cost: CostOption
     if method == "draft":
         if "draft_model" not in given:
             raise OptionError("speculative method 'draft' needs draft_model (a shipped name or a config)")
-        draft = StepCost(load_model(given["draft_model"]), Roofline(hw, execution), cost,
+        draft_spec = load_model(given["draft_model"])
+        if draft_spec.vocab_size != spec.vocab_size:  # the target verifies the draft's token ids: one vocabulary
+            raise OptionError(f"speculative draft_model={given['draft_model']!r} has a vocabulary of "
+                              f"{draft_spec.vocab_size:,} tokens, the model {spec.vocab_size:,}: a draft model must "
+                              "share the target's tokenizer")
+        if draft_spec.max_position_embeddings < max_len:
+            raise OptionError(f"speculative draft_model={given['draft_model']!r} holds "
+                              f"{draft_spec.max_position_embeddings:,} tokens of context; the requests reach "
+                              f"{max_len:,}")
+        draft = StepCost(draft_spec, Roofline(hw, execution), cost,
                          limits.max_num_batched_tokens, limits.max_num_seqs, max_len)
     elif "draft_model" in given:
         raise OptionError(f"speculative draft_model is for method 'draft', not {method!r}")
@@ -244,6 +262,9 @@ def prefix_groups_of(prompts: np.ndarray, shared_prefix_len: Any, prefix_groups:
     length = check_one("shared_prefix_len", shared_prefix_len, 0)
     groups = check_one("prefix_groups", prefix_groups, 1)
     if length == 0:
+        if groups > 1:
+            raise OptionError(f"prefix_groups={groups} needs shared_prefix_len > 0 (the prefixes' length); without "
+                              "it no prompt shares a prefix")
         return None
     if int(prompts.min()) <= length:
         raise OptionError(f"shared_prefix_len={length} must be shorter than every prompt (the shortest has "

@@ -25,6 +25,8 @@ from ..errors import OptionError, check_choice, check_positive
 ARRIVALS = ("poisson", "constant", "gamma")
 DISTRIBUTIONS = ("uniform", "normal", "lognormal")
 
+MAX_LENGTH = 100_000_000  # tokens: above any model's context (each is checked against it after the draw)
+
 
 def draw_lengths(field: str, spec: Any, count: int, rng: np.random.Generator) -> np.ndarray:
     """`count` lengths (integers >= 1) from an integer, a sequence or a distribution string."""
@@ -32,16 +34,17 @@ def draw_lengths(field: str, spec: Any, count: int, rng: np.random.Generator) ->
         raise OptionError(f"{field}={spec!r} must be an integer, a list of integers or 'uniform:LOW:HIGH', "
                           f"'normal:MEAN:STD', 'lognormal:MEAN:STD'")
     if isinstance(spec, (int, np.integer)):
-        if spec < 1:
-            raise OptionError(f"{field}={spec} must be >= 1")
+        if spec < 1 or spec > MAX_LENGTH:
+            raise OptionError(f"{field}={spec} must be >= 1 and at most {MAX_LENGTH:,} tokens")
         return np.full(count, int(spec), dtype=np.int64)
     if isinstance(spec, str):
         return _from_distribution(field, spec, count, rng)
     values = np.asarray(spec)
     if values.ndim != 1 or values.size == 0 or not np.issubdtype(values.dtype, np.number):
         raise OptionError(f"{field} must be an integer, a non-empty list of integers or a distribution string")
-    if not np.all(np.isfinite(values)) or np.any(values != np.round(values)) or np.any(values < 1):
-        raise OptionError(f"{field}: every length must be a whole number >= 1")
+    if not np.all(np.isfinite(values)) or np.any(values != np.round(values)) or np.any(values < 1) \
+            or np.any(values > MAX_LENGTH):
+        raise OptionError(f"{field}: every length must be a whole number >= 1 and at most {MAX_LENGTH:,} tokens")
     return np.resize(values.astype(np.int64), count)
 
 
@@ -52,8 +55,9 @@ def _from_distribution(field: str, spec: str, count: int, rng: np.random.Generat
         a, b = (float(x) for x in parts[1:])
     except ValueError:
         raise OptionError(f"{field}={spec!r}: write {parts[0]}:A:B with two numbers") from None
-    if not (np.isfinite(a) and np.isfinite(b)) or a <= 0 or b < 0:
-        raise OptionError(f"{field}={spec!r}: both numbers must be finite, the first > 0, the second >= 0")
+    if not (np.isfinite(a) and np.isfinite(b)) or a <= 0 or b < 0 or max(a, b) > MAX_LENGTH:
+        raise OptionError(f"{field}={spec!r}: both numbers must be finite, the first > 0, the second >= 0, both at "
+                          f"most {MAX_LENGTH:,} tokens")
     if parts[0] == "uniform":
         if b < a:
             raise OptionError(f"{field}={spec!r}: HIGH must be >= LOW")
@@ -72,8 +76,11 @@ def lengths_from_csv(path: str | Path, count: int) -> tuple[np.ndarray, np.ndarr
     path = Path(path)
     if not path.is_file():
         raise OptionError(f"lengths_csv={str(path)!r} is not a file")
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except UnicodeDecodeError:
+        raise OptionError(f"lengths_csv={str(path)!r} is not a UTF-8 text CSV") from None
     if not rows:
         raise OptionError(f"lengths_csv={str(path)!r} has no rows")
     columns = set(rows[0])
@@ -93,11 +100,17 @@ def lengths_from_csv(path: str | Path, count: int) -> tuple[np.ndarray, np.ndarr
     return np.resize(prompt, count), np.resize(gen, count)
 
 
+MIN_REQUEST_RATE = 1e-5  # requests per second: about one a day
+
+
 def arrival_times(request_rate: float, count: int, arrival: str, burstiness: float,
                   rng: np.random.Generator) -> np.ndarray:
     """Arrival times in seconds of `count` requests at `request_rate` per second, the first at 0."""
     check_choice("arrival", arrival, ARRIVALS)
     request_rate = check_positive("request_rate", request_rate, "requests per second")
+    if request_rate < MIN_REQUEST_RATE:  # arrivals seconds apart by 1e300 lose every step's time to rounding
+        raise OptionError(f"request_rate={request_rate!r} must be at least {MIN_REQUEST_RATE:g} requests per second "
+                          "(one a day or so; slower, the arrival times swallow the steps' in float rounding)")
     if arrival == "constant":
         gaps = np.full(count, 1.0 / request_rate)
     elif arrival == "poisson":

@@ -95,10 +95,10 @@ class ExecutionOptions(BaseModel):
         check_choice("fp8_block_moe_kernel", values.get("fp8_block_moe_kernel", "default"), FP8_BLOCK_MOE_KERNELS)
         check_choice("clock", values.get("clock", "sustained"), CLOCKS)
         for key, unit in (("step_host_s", "seconds (or 0)"), ("prefill_dispatch_s", "seconds per kernel (or 0)")):
-            if key in values:  # host times: 0 switches them off, else a positive number
-                from ..errors import check_off_or_positive
+            if key in values:  # host times: 0 switches them off, else a positive number up to an hour
+                from ..errors import HOST_TIME_LIMIT_S, check_off_or_positive
 
-                values[key] = check_off_or_positive(key, values[key], unit)
+                values[key] = check_off_or_positive(key, values[key], unit, HOST_TIME_LIMIT_S)
         graph_tokens = values.get("prefill_graph_tokens", 0)
         if isinstance(graph_tokens, bool) or not isinstance(graph_tokens, int) or graph_tokens < 0:
             raise OptionError(f"prefill_graph_tokens={graph_tokens!r} must be a whole number of tokens >= 0")

@@ -51,11 +51,17 @@ def from_file(target: str, input_shape: tuple[int, ...] | None = None) -> tuple[
         raise OptionError(f"model={target!r}: no file {path}")
     spec = importlib.util.spec_from_file_location(f"llmsim_user_{path.stem}", path)
     module_code = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module_code)  # the user's own file, named by them
+    try:
+        spec.loader.exec_module(module_code)  # the user's own file, named by them
+    except Exception as exc:
+        raise OptionError(f"model={target!r}: importing {path} raised {type(exc).__name__}: {exc}") from exc
     build = getattr(module_code, function, None)
     if not callable(build):
         raise OptionError(f"model={target!r}: {path} has no function {function!r}")
-    built = build()
+    try:
+        built = build()
+    except Exception as exc:
+        raise OptionError(f"model={target!r}: {function}() raised {type(exc).__name__}: {exc}") from exc
     if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module):
         module, inputs = built
         return module, tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)

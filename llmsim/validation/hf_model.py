@@ -66,6 +66,10 @@ def prepare_config(data: dict[str, Any], dtype: str, num_layers: int | None) -> 
         if num_layers < 1:
             raise LlmsimError(f"num_layers={num_layers} must be >= 1")
         keys = [k for k in _LAYER_KEYS if k in data] or ["num_hidden_layers"]
+        have = max((int(data[k]) for k in keys if isinstance(data.get(k), int)), default=None)
+        if have is not None and num_layers > have:  # more layers would be another, larger model
+            raise LlmsimError(f"num_layers={num_layers} exceeds the model's {have} layers ({keys[0]}); pass "
+                              f"1 to {have}")
         for key in keys:
             data[key] = int(num_layers)
         if isinstance(data.get("layer_types"), list):

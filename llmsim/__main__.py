@@ -1,0 +1,7 @@
+"""`python -m llmsim`: the command line (llmsim.cli)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,132 @@
+"""A new user's audit (session 26): options that were silently ignored, values that gave inf/NaN or a wrong model,
+and two tracebacks, each now a one-line error naming the field or a corrected result."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import llmsim
+from llmsim.errors import OptionError
+
+from .test_cli import run
+
+MODEL, GPU = "llama-3.2-1b", "h100-sxm"
+SERVE = dict(concurrency=2, num_requests=4, prompt_len=64, gen_len=8)
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    code, _, err = run(capsys, *argv)
+    assert code != 0 and "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def test_whatif_on_the_command_line_takes_fractional_values(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "whatif", MODEL, "--hw", GPU, "--vary", "step_host_s=0,0.001")
+    assert code == 0, err
+    assert "0.001" in out
+
+
+def test_validate_refuses_more_layers_than_the_model_has() -> None:
+    from llmsim.validation.hf_model import prepare_config
+
+    config = {"model_type": "gpt2", "n_layer": 12, "n_embd": 64, "n_head": 4}
+    assert prepare_config(config, "float32", 2)["n_layer"] == 2
+    with pytest.raises(llmsim.LlmsimError, match=r"num_layers=100 exceeds the model's 12 layers \(n_layer\)"):
+        prepare_config(config, "float32", 100)
+
+
+def test_a_lengths_csv_that_is_not_text(tmp_path: Path) -> None:
+    path = tmp_path / "bin.csv"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(OptionError, match="is not a UTF-8 text CSV"):
+        llmsim.serve(MODEL, GPU, concurrency=2, num_requests=4, lengths_csv=str(path))
+
+
+def test_lengths_csv_with_explicit_lengths_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "lengths.csv"
+    path.write_text("prompt_len,gen_len\n100,10\n200,20\n")
+    r = llmsim.serve(MODEL, GPU, concurrency=2, num_requests=4, lengths_csv=str(path))
+    assert r.num_requests == 4
+    with pytest.raises(OptionError, match="drop prompt_len and gen_len, or drop lengths_csv"):
+        llmsim.serve(MODEL, GPU, concurrency=2, num_requests=4, lengths_csv=str(path), prompt_len=5000, gen_len=500)
+
+
+def test_an_analyze_function_that_raises_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "mod.py").write_text("def bad():\n    raise RuntimeError('boom')\n")
+    line = _one_line_error(capsys, "analyze", f"{tmp_path / 'mod.py'}:bad", "--input-shape", "4,64")
+    assert "bad() raised RuntimeError: boom" in line
+
+
+@pytest.mark.parametrize("field, value", [("step_host_s", 1e308), ("prefill_dispatch_s", 1e300)])
+def test_host_times_past_an_hour_are_refused(field: str, value: float) -> None:
+    with pytest.raises(OptionError, match=f"{field}=.* must be at most 3600 seconds"):
+        llmsim.simulate(MODEL, GPU, **{field: value})
+
+
+def test_serving_time_and_rate_bounds() -> None:
+    with pytest.raises(OptionError, match="frontend_s=1e\\+300 must be at most 3600 seconds"):
+        llmsim.serve(MODEL, GPU, frontend_s=1e300, **SERVE)
+    with pytest.raises(OptionError, match="request_rate=1e-300 must be at least 1e-05 requests per second"):
+        llmsim.serve(MODEL, GPU, request_rate=1e-300, num_requests=4, prompt_len=64, gen_len=8)
+    with pytest.raises(OptionError, match=r"prompt_len='uniform:1:1e20': both numbers .* at most 100,000,000 tokens"):
+        llmsim.serve(MODEL, GPU, **{**SERVE, "prompt_len": "uniform:1:1e20"})
+
+
+def test_options_of_another_engine_or_mode_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(OptionError, match="batch_wait_timeout_iters and batch_wait_max_tokens_ratio are "
+                                          "TensorRT-LLM's; engine 'vllm'"):
+        llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, **SERVE)
+    with pytest.raises(OptionError, match="prefix_groups=3 needs shared_prefix_len > 0"):
+        llmsim.serve(MODEL, GPU, prefix_groups=3, **SERVE)
+    line = _one_line_error(capsys, "serve", MODEL, "--hw", GPU, "--concurrency", "2", "--num-requests", "4",
+                           "--kv-transfer-bytes-per-s", "1e9")
+    assert "--kv-transfer-bytes-per-s applies to disaggregated serving" in line
+    line = _one_line_error(capsys, "calibrate", "--system", "h100_sxm", "--out", "x.toml")
+    assert "--system apply to --from aiconfigurator only" in line
+
+
+def test_analyze_options_that_do_not_apply_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    line = _one_line_error(capsys, "analyze", "hf:vit", "--steps", "5")
+    assert line.endswith("FILE.py:FUNCTION that returns only a module)") and "--steps do not apply to hf:vit" in line
+    line = _one_line_error(capsys, "analyze", "hf:vit", "--input-shape", "1,3,224,224")
+    assert "--input-shape do not apply to hf:vit" in line
+
+
+def test_a_draft_model_must_share_the_vocabulary() -> None:
+    with pytest.raises(OptionError, match="has a vocabulary of 50,257 tokens, the model 128,256"):
+        llmsim.serve(MODEL, GPU, speculative={"method": "draft", "num_tokens": 4, "acceptance_rate": 0.7,
+                                              "draft_model": "gpt2"}, **SERVE)
+
+
+def test_output_paths_are_checked_before_the_work(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    line = _one_line_error(capsys, "calibrate", "--quick", "--out", str(tmp_path / "missing" / "c.toml"))
+    assert "no folder" in line
+    line = _one_line_error(capsys, "calibrate", "--quick", "--out", str(tmp_path / "c.txt"))
+    assert "the name must end in .toml" in line
+    line = _one_line_error(capsys, "validate", "gpt2", "--hw", "cpu-generic", "--results",
+                           str(tmp_path / "missing" / "r.jsonl"))
+    assert "no folder" in line
+    line = _one_line_error(capsys, "sweep", MODEL, "--hw", GPU, "--csv", str(tmp_path))
+    assert "that is a folder" in line
+    code, _, err = run(capsys, "sweep", MODEL, "--hw", GPU, "--batch-size", "1,,2")
+    assert code != 0 and "'1,,2': give integers like 1,2,4" in err
+
+
+def test_one_generated_token_has_no_tpot_line() -> None:
+    text = str(llmsim.simulate(MODEL, GPU, gen_len=1))
+    assert "TPOT               n/a   no decode step" in text
+
+
+def test_python_dash_m_runs_the_command_line() -> None:
+    done = subprocess.run([sys.executable, "-m", "llmsim", "hardware"], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0 and "h100-sxm" in done.stdout
