@@ -130,3 +130,16 @@ def test_python_dash_m_runs_the_command_line() -> None:
     done = subprocess.run([sys.executable, "-m", "llmsim", "hardware"], capture_output=True, text=True, timeout=120,
                           cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0 and "h100-sxm" in done.stdout
+
+
+def test_a_count_in_a_hardware_file_is_whole_and_a_one_gpu_file_says_how_to_go_wider(tmp_path: Path) -> None:
+    from llmsim.errors import HardwareError
+
+    text = (Path(llmsim.__file__).resolve().parents[1] / "hardware" / "h100-sxm.toml").read_text()
+    path = tmp_path / "odd.toml"
+    path.write_text(text.replace("gpus_per_node                    = { value = 8,",
+                                 "gpus_per_node                    = { value = 2.5,"))
+    with pytest.raises(HardwareError, match=r"gpus_per_node: value 2\.5 is not a whole number"):
+        llmsim.load_hardware(str(path))
+    with pytest.raises(HardwareError, match="more GPUs than its gpus_per_node=1 need a link between nodes"):
+        llmsim.simulate("llama-3.1-8b", "rtx-4090", tensor_parallel=2)

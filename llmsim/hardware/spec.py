@@ -212,6 +212,11 @@ class HardwareSpec(BaseModel):
 
     def interconnect_value(self, key: str) -> float:
         if key not in self.interconnect:
+            per_node = self.interconnect.get("gpus_per_node")
+            if key.startswith("inter_node") and per_node is not None:  # a layout past one node of this file
+                raise HardwareError(f"hardware {self.name!r}: more GPUs than its gpus_per_node={per_node.value:g} "
+                                    f"need a link between nodes, and the file has no [interconnect] {key}; in a "
+                                    "copy of the file raise gpus_per_node to your box's GPUs, or add the link")
             raise HardwareError(f"hardware {self.name!r}: [interconnect] {key} is missing; multi-GPU needs it")
         return self.interconnect[key].value
 
@@ -414,6 +419,8 @@ def _quantity(origin: str, section: str, key: str, raw: Any, fields: dict[str, t
     value = raw["value"]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         raise HardwareError(f"{where}: value {value!r} is not a number")
+    if unit == "count" and value != int(value):
+        raise HardwareError(f"{where}: value {value:g} is not a whole number (a count)")
     if not low <= value <= high:
         raise HardwareError(
             f"{where}: value {value:g} {unit} is outside the plausible range [{low:g}, {high:g}] "
