@@ -143,3 +143,12 @@ def test_a_count_in_a_hardware_file_is_whole_and_a_one_gpu_file_says_how_to_go_w
         llmsim.load_hardware(str(path))
     with pytest.raises(HardwareError, match="more GPUs than its gpus_per_node=1 need a link between nodes"):
         llmsim.simulate("llama-3.1-8b", "rtx-4090", tensor_parallel=2)
+
+
+def test_a_measured_ops_bound_is_decided_at_the_achievable_ridge() -> None:
+    r = llmsim.op_cost("conv", "h100-sxm", shape=(8, 64, 56, 56), out_channels=64, kernel_size=3, padding=1)
+    # datasheet ridge 989.4e12 / 3.35e12 = 295.3 FLOP/B; achievable: (989.4e12 x 0.80) / (3.35e12 x 0.90) = 262.5
+    assert r.ridge_point == pytest.approx(989.4e12 / 3.35e12)
+    assert r.achievable_ridge_point == pytest.approx(989.4e12 * 0.80 / (3.35e12 * 0.90))
+    # its intensity, 285 FLOP/B, lies between the two: compute-bound at the achievable rates, as reported
+    assert r.achievable_ridge_point < r.arithmetic_intensity < r.ridge_point and r.bound == "compute"

@@ -42,6 +42,9 @@ class OneOpCost(BaseModel):
     peak_flops_per_s: float  # the datasheet peak of the unit it runs on (matrix unit for matmuls, else vector)
     peak_bandwidth_bytes_per_s: float
     ridge_point: float  # peak_flops_per_s / peak_bandwidth_bytes_per_s: FLOP/B where the roofs meet
+    # the same at the rates the engine's roofline uses (the hardware file's achievable fractions, or the peaks with
+    # efficiency="peak"): where `bound` flips between compute and memory, a measured op's terms scaled alike
+    achievable_ridge_point: float
     bound: str  # compute, memory or overhead: the largest term of its time
     time_s: float
     compute_s: float  # time_s split by what bounds it, as simulate()'s ops (overlap="max": the larger term)
@@ -65,7 +68,8 @@ class OneOpCost(BaseModel):
             f"{self.kind} {self.shape}, {self.dtype} on {self.hardware} ({self.engine})",
             f"  work        {self.flops / 1e9:.4g} GFLOP, {self.bytes / 1e6:.4g} MB",
             f"  intensity   {self.arithmetic_intensity:.3g} FLOP/B against a ridge point of {self.ridge_point:.3g} "
-            f"FLOP/B ({self.peak_flops_per_s / 1e12:.4g} TFLOP/s / {self.peak_bandwidth_bytes_per_s / 1e12:.3g} TB/s)",
+            f"FLOP/B ({self.peak_flops_per_s / 1e12:.4g} TFLOP/s / {self.peak_bandwidth_bytes_per_s / 1e12:.3g} TB/s); "
+            f"{self.achievable_ridge_point:.3g} at the achievable rates, where the bound below flips",
             f"  time        {_fmt_s(self.time_s)}, {self.bound}-bound (of which compute {_fmt_s(self.compute_s)}, "
             f"memory {_fmt_s(self.memory_s)}, overhead {_fmt_s(self.overhead_s)}); timed by {self.source}",
             f"  reaches     {self.achieved_flops_per_s / 1e12:.4g} TFLOP/s ({self.flops_share_of_peak:.1%} of peak), "
@@ -159,6 +163,8 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
         kind=kind, shape=words, dtype=dtype, hardware=hw.name, engine=engine_name, flops=flops_total, bytes=moved,
         arithmetic_intensity=flops_total / moved if moved else 0.0, peak_flops_per_s=peak,
         peak_bandwidth_bytes_per_s=bandwidth, ridge_point=peak / bandwidth,
+        achievable_ridge_point=(roofline.matmul_flops_per_s(op.precision) if matrix else
+                                roofline.vector_flops_per_s(op.precision)) / roofline.bandwidth_for(op.kind),
         bound=max(terms, key=lambda t: terms[t]), time_s=time_s, compute_s=terms["compute"], memory_s=terms["memory"],
         overhead_s=terms["overhead"], achieved_flops_per_s=flops_total / time_s,
         achieved_bandwidth_bytes_per_s=moved / time_s, flops_share_of_peak=flops_total / time_s / peak,
