@@ -100,12 +100,27 @@ def test_decode_closed_form_against_step_by_step_with_measured_attention() -> No
 
 
 def test_no_tables_for_the_device_falls_back_and_says_why() -> None:
-    r = llmsim.simulate("llama-3.1-8b", "h100-pcie", batch_size=4, prompt_len=256, gen_len=8)
+    r = llmsim.simulate("llama-3.1-8b", "l4", batch_size=4, prompt_len=256, gen_len=8)
     assert r.engine == "vllm" and not r.measured_tables
-    assert r.roofline_reasons == ["no measured vllm kernel tables for h100-pcie: every op on the roofline with the "
+    assert r.roofline_reasons == ["no measured vllm kernel tables for l4: every op on the roofline with the "
                                   "hardware file's achievable fractions"]
     assert all(op.source == "roofline" for op in r.decode.ops)
-    assert "roofline    no measured vllm kernel tables for h100-pcie" in str(r)
+    assert "roofline    no measured vllm kernel tables for l4" in str(r)
+
+
+def test_a_sibling_devices_tables_stand_in_with_the_roofline_ratio() -> None:
+    """h100-pcie has no tables: h100-sxm's (the same GH100 die) stand in, each measured time x the op's achievable
+    roofline time on the PCIe part / on the SXM part (TABLE_SIBLINGS)."""
+    for m, ratio in ((1, (3.35e12 * 0.90) / (2.0e12 * 0.90)),  # memory-bound: bandwidth x fraction, SXM / PCIe
+                     (8192, (989.4e12 * 0.80) / (756e12 * 0.66))):  # compute-bound: bf16 peak x matmul fraction
+        sxm, pcie = (llmsim.op_cost("matmul", hw, m=m, n=4096, k=4096) for hw in ("h100-sxm", "h100-pcie"))
+        assert sxm.source == pcie.source == "vllm gemm"
+        # the kernel times less the one graph launch (0.875 us) both add
+        assert (pcie.time_s - pcie.overhead_s) / (sxm.time_s - sxm.overhead_s) == pytest.approx(ratio)
+    r = llmsim.simulate("llama-3.1-8b", "a100-80gb-pcie", batch_size=4, prompt_len=256, gen_len=8)
+    assert "no vllm kernel tables ship for a100-80gb-pcie: those of a100-80gb-sxm (the same die) stand in" in str(r)
+    # the ranking by bandwidth holds: A100 80 GB SXM (2.04 TB/s) decodes faster than the PCIe part (1.94 TB/s)
+    assert r.tpot_s > llmsim.simulate("llama-3.1-8b", "a100-80gb-sxm", batch_size=4, prompt_len=256, gen_len=8).tpot_s
 
 
 def test_a_dtype_without_a_table_falls_back_and_says_why() -> None:

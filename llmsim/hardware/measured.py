@@ -234,6 +234,17 @@ class TableFiles(Mapping[str, TableFile]):
         return len(self._files)
 
 
+# A device without tables of its own -> the device of the same die whose tables it reads (timing.roofline: each op's
+# measured time x its roofline time here / its roofline time there, so the sibling's achieved fraction of its
+# roofline carries over). NVIDIA A100 and H100 datasheets: the PCIe, 40 GB and NVL parts are the same GA100 / GH100
+# die as the SXM 80 GB part, with other memory, clocks, SM counts or power limits, all of which the hardware files'
+# datasheet peaks and bandwidths hold.
+TABLE_SIBLINGS: dict[str, str] = {
+    "a100-80gb-pcie": "a100-80gb-sxm", "a100-40gb-sxm": "a100-80gb-sxm", "a100-40gb-pcie": "a100-80gb-sxm",
+    "h100-pcie": "h100-sxm", "h100-nvl": "h100-sxm",
+}
+
+
 def measured_for(device: str, engine: str) -> MeasuredKernels | None:
     """The shipped tables of a device (hardware file name) under an engine; None where none are shipped."""
     if "/" in engine or "\\" in engine or engine in (".", ".."):

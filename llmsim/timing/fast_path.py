@@ -135,6 +135,7 @@ class _OpPlan:
         "row_key",
         "size_precision",
         "steady",
+        "table_rates",
         "vector_peak",
         "window",
     )
@@ -147,6 +148,12 @@ class _OpPlan:
         self.vector_peak = roofline.vector_flops_per_s(op.precision)
         self.bandwidth = roofline.matmul_bandwidth_bytes_per_s if op.kind == "matmul" else \
             roofline.bandwidth_bytes_per_s
+        # the rates a measured time is divided by (Roofline.table_roofline: a sibling device's where its tables
+        # stand in; this device's otherwise)
+        table = roofline.table_roofline
+        self.table_rates = (self.matmul_peak, self.vector_peak, self.bandwidth) if table is roofline else (
+            table.matmul_flops_per_s(op.precision), table.vector_flops_per_s(op.precision),
+            table.bandwidth_for("matmul" if op.kind == "matmul" else op.kind))
         self.window = float(op.kv_window or math.inf)
         self.collective = bool(op.collective)
         self.measured = measured  # (x, y) -> seconds of one point, or None
@@ -171,13 +178,19 @@ def _plain_steady(p: _OpPlan, dispatch_s: float = 0.0) -> Any:
     host_s = p.launches * dispatch_s  # the op's host dispatch (0: none)
     measured = p.measured  # (x, y) -> seconds, or None
     read_x = getattr(measured, "of_x", None)  # the same of x alone (a GEMM's table at M: TableRead.fixed_at)
+    table_rates = p.table_rates
+    sibling = table_rates != (matmul_peak, vector_peak, bandwidth)
 
     def steady(v: tuple[Any, ...], runs: float) -> tuple[float, ...]:
         mf, vf, by = float(v[0]), float(v[1]), float(v[2] + v[3])
         compute_s = mf / matmul_peak + vf / vector_peak
         memory_s = by / bandwidth
         if measured is not None:  # both terms x measured / roofline kernel time (ScalarPlan._measured_scale)
-            kernel_s = compute_s if compute_s >= memory_s else memory_s
+            if sibling:  # the tables' own device's roofline (Roofline.table_roofline)
+                table_c, table_m = mf / table_rates[0] + vf / table_rates[1], by / table_rates[2]
+                kernel_s = table_c if table_c >= table_m else table_m
+            else:
+                kernel_s = compute_s if compute_s >= memory_s else memory_s
             x = 1.0 if v[8] is None else float(v[8])
             measured_s = read_x(x) if read_x is not None else measured(x, 1.0 if v[9] is None else float(v[9]))
             scale = measured_s / (kernel_s if kernel_s > 1e-300 else 1e-300)
@@ -298,9 +311,11 @@ class ScalarPlan:
         return scale, scale * size_scale
 
     def _measured_scale(self, p: _OpPlan, mf: float, vf: float, by: float, x: Any, y: Any) -> float:
-        """Roofline.measured_scale of one op: its table's time over its roofline kernel time."""
-        compute_s = mf / p.matmul_peak + vf / p.vector_peak
-        memory_s = by / p.bandwidth
+        """Roofline.measured_scale of one op: its table's time over its roofline kernel time (on the tables' own
+        device: _OpPlan.table_rates)."""
+        matmul_peak, vector_peak, bandwidth = p.table_rates
+        compute_s = mf / matmul_peak + vf / vector_peak
+        memory_s = by / bandwidth
         kernel_s = max(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
         return p.measured(1.0 if x is None else float(x), 1.0 if y is None else float(y)) / max(kernel_s, 1e-300)
 

@@ -102,9 +102,10 @@ class VectorPhases:
                                                       1.0 if cols is None else np.asarray(cols, dtype=float),
                                                       key[1], key[2])
         if p.measured_arrays is not None:
-            if compute_s is None:
-                compute_s = mf / p.matmul_peak + vf / p.vector_peak
-                memory_s = by / p.bandwidth
+            matmul_peak, vector_peak, bandwidth = p.table_rates  # the tables' own device's (Roofline.table_roofline)
+            if compute_s is None or p.table_rates != (p.matmul_peak, p.vector_peak, p.bandwidth):
+                compute_s = mf / matmul_peak + vf / vector_peak
+                memory_s = by / bandwidth
             kernel_s = np.maximum(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
             scale = p.measured_arrays(self._floats(1.0 if x is None else x),
                                       self._floats(1.0 if y is None else y)) / np.maximum(kernel_s, 1e-300)

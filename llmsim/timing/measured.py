@@ -97,8 +97,11 @@ class MeasuredTiming:
     """The measured tables an engine's ops are timed from on one device (a subset of families, or all)."""
 
     def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None, fp8_scales: str = "static",
-                 mxfp4_moe_kernel: str = "default", fp8_block_moe_kernel: str = "default") -> None:
+                 mxfp4_moe_kernel: str = "default", fp8_block_moe_kernel: str = "default",
+                 sibling_of: str | None = None) -> None:
         self.kernels = kernels
+        # the device these tables stand in for (TABLE_SIBLINGS: read with the roofline ratio), or None: its own
+        self.sibling_of = sibling_of
         self.fp8_scales = fp8_scales  # per-tensor fp8 GEMMs: the static lane, or fp8_dynamic
         self.mxfp4_moe_kernel = mxfp4_moe_kernel  # MXFP4 experts: the engine's default kernel, or "marlin"
         self.fp8_block_moe_kernel = fp8_block_moe_kernel  # block fp8 experts: the default kernel, or "trtllm-gen"

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..hardware.measured import load_measured, measured_for
+from ..hardware.measured import TABLE_SIBLINGS, load_measured, measured_for
 from ..hardware.spec import HardwareSpec
 from .execution import EFFICIENCY_MODES, OVERHEAD_MODES, OVERLAP_POLICIES, ExecutionOptions
 from .measured import MeasuredTiming
@@ -136,6 +136,13 @@ class Roofline:
         self._prefill: Roofline | None = None
         self.async_host = hardware.device_type == "gpu"
         self.measured, self.tables_note = _measured_timing(hardware, execution)
+        # the roofline a measured time is divided by: this one, or that of the device whose tables stand in
+        # (TABLE_SIBLINGS), so the tables' achieved fraction of their own device's roofline carries over
+        self.table_roofline = self
+        if self.measured is not None and self.measured.sibling_of is not None:
+            from ..hardware.spec import load_hardware
+
+            self.table_roofline = Roofline(load_hardware(self.measured.kernels.device), execution)
         # a long prefill pass's compute-bound work at the sustained clock (timing.sustained): (fraction, onset_s)
         self.sustained = None if peak or execution.clock == "boost" else hardware.sustained_clock()
 
@@ -263,7 +270,7 @@ class Roofline:
         groups = self.measured_groups(ops)
         if not groups:
             return None
-        matmul_peak, vector_peak, bandwidth, _ = self.rates(ops, ndim)
+        matmul_peak, vector_peak, bandwidth, _ = self.table_roofline.rates(ops, ndim)
         compute_s = _plus(matmul_flops / matmul_peak, vector_flops / vector_peak)
         memory_s = bytes_moved / bandwidth
         kernel_s = np.maximum(compute_s, memory_s) if self.execution.overlap == "max" else compute_s + memory_s
@@ -446,6 +453,15 @@ def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_s
             return MeasuredTiming(stand_in, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel), (
                 f"no {tables} kernel tables ship for {device}: vLLM's measured tables of this device stand in "
                 f"(approximation: same GPU, the engines' kernels differ)")
+    sibling = TABLE_SIBLINGS.get(device)
+    if kernels is None and sibling is not None:
+        timing, note = _timing_of(sibling, tables, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel)
+        if timing is not None:
+            return MeasuredTiming(timing.kernels, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
+                                  sibling_of=device), (
+                f"no {tables} kernel tables ship for {device}: those of {sibling} (the same die) stand in, each op's "
+                f"measured time x its roofline time on {device} / on {sibling} (approximation: the sibling's "
+                f"achieved fraction of its roofline carries over)" + (f"; {note}" if note else ""))
     if kernels is None:
         return None, (f"no measured {tables} kernel tables for {device}: every op on the roofline with the hardware "
                       f"file's achievable fractions")

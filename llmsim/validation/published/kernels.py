@@ -13,7 +13,7 @@ import re
 from ...cost.op import formula
 from ...cost.symbolic import Expr
 from ...engines.catalog import get_engine
-from ...hardware.measured import MeasuredKernels, measured_for
+from ...hardware.measured import TABLE_SIBLINGS, MeasuredKernels, measured_for
 from ...timing.measured import MeasuredTiming
 from ...timing.roofline import ExecutionOptions, Roofline
 from .mapping import IN_SAMPLE, SCALED_MM_ENGINE, engine_of, gpu_choice
@@ -105,6 +105,13 @@ def predict_gemm(row: PublishedRow, options: PredictOptions) -> list[Comparison]
 
     def time_s(hardware: str) -> tuple[float, str]:
         kernels, why = engine_tables(hardware, choice.engine, "gemm", options)
+        sibling = TABLE_SIBLINGS.get(options.hardware(hardware).name)
+        if kernels is None and sibling is not None and engine_tables(sibling, choice.engine, "gemm", options)[0]:
+            # the same die's tables stand in, x this GEMM's roofline time here / there (as simulate() reads them)
+            seconds, label = time_s(sibling)
+            if not label.startswith("roofline"):
+                return seconds * roofline_s(hardware) / roofline_s(sibling), (
+                    f"{label} of {sibling} x the roofline ratio (sibling)")
         lane = "fp8_block" if block_scales else precision  # DeepGEMM: the block-scaled lane
         grid = kernels.gemm_table_named(lane) if kernels is not None and block_scales else None
         table_s = (grid.time_s(M, N, K) if grid is not None else None) if block_scales else (

@@ -159,10 +159,11 @@ def patterns(done: list[Comparison], skipped: list[Skipped]) -> list[str]:
         f"- **Framework overhead** (skipped TGI rows, lower bounds only): TGI's ms/token is {_tgi_bounds(skipped)} "
         "llmsim's 1-token-prompt bound with vLLM's tables; per-token time there is Python/HTTP/NCCL overhead of "
         "TGI 1.0.3 that a kernel table does not see.",
-        "- **The PCIe sensitivity is not evidence that the GPUs were PCIe**: no PCIe part has measured tables, so "
-        "'error % if PCIe' compares the roofline with the SXM tables.",
-        "- **In-sample rows** (flag I: A100 PCIe and MI300X bf16 MAMF, on the roofline) agree to within 1% by "
-        "construction and validate nothing; the A100 SXM, H100 and B200 MAMF rows that set those fractions are "
-        "now predicted from tables and are out of sample.",
+        "- **The PCIe sensitivity is not evidence that the GPUs were PCIe**: no PCIe part has measured tables of "
+        "its own, so 'error % if PCIe' reads the SXM part's tables times each op's roofline ratio (the same die: "
+        "llmsim.hardware.measured.TABLE_SIBLINGS), which carries the SXM part's achieved fraction over.",
+        "- **In-sample rows** (flag I: MI300X bf16 MAMF, on the roofline) agree to within 1% by construction and "
+        "validate nothing; the A100 SXM, H100 and B200 MAMF rows that set those fractions are now predicted from "
+        "tables and are out of sample, and so is the A100 PCIe row, read from the A100 SXM table.",
         "",
     ]

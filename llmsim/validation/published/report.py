@@ -17,7 +17,7 @@ from .results import Comparison
 
 FLAG_TEXT: dict[str, str] = {
     "V": "GPU variant not stated by the source; the likely one is simulated (the PCIe one in 'error % if PCIe', "
-         "on the roofline where the PCIe part has no measured tables)",
+         "from the SXM part's tables times each op's roofline ratio: no PCIe part has tables of its own)",
     "L": "prompt/output lengths not stated in the row; torchao generate.py defaults used "
          "(6-token prompt, 200 new tokens)",
     "M": "model proxy: Llama-3-8B simulated as llama-3.1-8b (same shapes)",
@@ -57,8 +57,10 @@ _METHODS = [
     "lmdeploy's first-token latency includes queueing behind other requests' prefills), and the p50 "
     "per-token latency against llmsim's TPOT.",
     "- **microbench_gemm**: the engine's GEMM table at (M, N, K) for the row's dtype "
-    "(`measured_for(device, engine).gemm_s(precision, M, N, K)`), predicted TFLOP/s = 2MNK / time. Where no "
-    "table covers the GPU and dtype (MI300X, A100 PCIe), one matmul on the roofline, "
+    "(`measured_for(device, engine).gemm_s(precision, M, N, K)`), predicted TFLOP/s = 2MNK / time; a GPU "
+    "without tables of its own whose same-die sibling has them (A100 PCIe) reads the sibling's time x this "
+    "GEMM's roofline time here / there. Where no table covers the GPU and dtype (MI300X), one matmul on the "
+    "roofline, "
     "`Roofline(hw, ExecutionOptions.make(overhead=\"none\"))`: time = max(2MNK / (matrix peak x matmul "
     "fraction), bytes / (bandwidth x memory fraction)); bytes = inputs + outputs (+ DeepGEMM's fp32 block "
     "scales).",
@@ -218,8 +220,8 @@ def _summary(done: list[Comparison]) -> list[str]:
         *lines,
         "",
         "Sensitivity to the unstated GPU variant (rows flagged V, headline metric): the same rows with the "
-        "assumed variant and with the other one (no PCIe part has measured tables: those predictions are on "
-        "the roofline).",
+        "assumed variant and with the other one (no PCIe part has measured tables of its own: those predictions "
+        "read the SXM part's tables times each op's roofline ratio).",
         "",
         _HEAD, _RULE,
         stats_line("assumed variant (SXM)", with_alt),
