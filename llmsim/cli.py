@@ -766,9 +766,6 @@ def _analyze(args: argparse.Namespace) -> int:
     from .trace.zoo import resolve_target
 
     if args.model.startswith("diffusers:"):
-        if args.autocast is not None:
-            raise LlmsimError(f"--autocast {args.autocast}: diffusers: pipelines are traced in --dtype only; use it "
-                              "with hf: or FILE.py:FUNCTION models")
         import importlib.util
 
         from .trace.diffusion import analyze_pipeline
@@ -779,7 +776,8 @@ def _analyze(args: argparse.Namespace) -> int:
                               f"pip install 'llmsim[validate,models]'")
 
         pipeline = analyze_pipeline(args.model.removeprefix("diffusers:"), args.batch_size, args.latent, args.steps,
-                                    args.cfg, hardware=args.hardware, dtype=args.dtype, engine=args.engine)
+                                    args.cfg, hardware=args.hardware, dtype=args.dtype, engine=args.engine,
+                                    autocast=args.autocast)
         print(pipeline)
         print()
         result = pipeline.stages[-1 if len(pipeline.stages) == 1 else 1].result  # the denoiser's step

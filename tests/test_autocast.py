@@ -159,3 +159,17 @@ def test_autocast_refusals_name_the_field() -> None:
         analyze(torch.nn.Linear(4, 4), x, autocast="int8")
     with pytest.raises(OptionError, match="autocast='float16' is traced on the meta device: keep device='meta'"):
         analyze(torch.nn.Linear(4, 4), x, autocast="float16", device="cpu")
+
+
+def test_a_diffusion_pipeline_traces_under_autocast_too() -> None:
+    pytest.importorskip("diffusers")
+    from llmsim.trace.diffusion import analyze_pipeline
+
+    plain = analyze_pipeline("vae-sd15", latent=16, hardware="rtx-4090", dtype="float16", engine="transformers")
+    amp = analyze_pipeline("vae-sd15", latent=16, hardware="rtx-4090", dtype="float32", autocast="float16",
+                           engine="transformers")
+    stage = amp.stages[0].result
+    assert stage.autocast == "float16" and "autocast float16 over float32" in str(amp)
+    # autocast's float32 group norms and the casts around them: more bytes than the same decoder in float16
+    assert stage.bytes > plain.stages[0].result.bytes
+    assert any("_to_copy" in k.kernel.aten for k in stage.kernels)

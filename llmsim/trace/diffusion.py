@@ -153,8 +153,9 @@ def diffusion_target(name: str, batch_size: int = 1, latent: int | None = None,
 
 def analyze_pipeline(name: str, batch_size: int = 1, latent: int | None = None, steps: int | None = None,
                      cfg: bool | None = None, hardware: Any = "h100-sxm", dtype: str = "bfloat16",
-                     engine: str = "torch-compile") -> Any:
-    """A zoo model's generation: each stage traced once and counted as often as it runs (a PipelineResult)."""
+                     engine: str = "torch-compile", autocast: str | None = None) -> Any:
+    """A zoo model's generation: each stage traced once and counted as often as it runs (a PipelineResult).
+    autocast: every stage traced under CUDA autocast to that dtype over weights in `dtype` (analyze())."""
     from .analyze import analyze
     from .pipeline import PipelineResult, PipelineStage
 
@@ -165,7 +166,7 @@ def analyze_pipeline(name: str, batch_size: int = 1, latent: int | None = None, 
     if not isinstance(steps, int) or steps < 1:
         raise OptionError(f"steps={steps!r}: give a positive whole number of denoising steps")
     guided = model.cfg if cfg is None else cfg
-    options = {"hardware": hardware, "dtype": dtype, "engine": engine}
+    options = {"hardware": hardware, "dtype": dtype, "engine": engine, "autocast": autocast}
     stages = []
     if model.text_encoder:
         torch = import_torch()

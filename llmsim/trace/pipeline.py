@@ -58,7 +58,8 @@ class PipelineResult:
         first = self.stages[0].result
         guidance = (f"classifier-free guidance on (the denoiser runs on 2 x {self.batch_size} latents; --no-cfg "
                     "to turn it off)" if self.cfg else "no classifier-free guidance (denoiser batch = images)")
-        lines = [f"{self.model} on {first.hardware}, {first.dtype}, engine {first.engine}: batch {self.batch_size}, "
+        dtype = first.dtype if first.autocast is None else f"autocast {first.autocast} over {first.dtype}"
+        lines = [f"{self.model} on {first.hardware}, {dtype}, engine {first.engine}: batch {self.batch_size}, "
                  f"latent {self.latent}x{self.latent} ({self.latent * 8}x{self.latent * 8} px), {self.steps} steps, "
                  f"{guidance}",
                  f"  per denoising step: {fmt_s(self.step_time_s)}; whole pipeline: {fmt_s(self.time_s)} "
