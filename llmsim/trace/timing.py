@@ -35,7 +35,7 @@ GEMM_TABLE_DTYPES = {"bf16": "bf16", "fp16": "bf16"}  # matmul precision -> the 
 #       D80, 0.0484/0.0407 at B4 S576 D64); pytorch/pytorch issue #142132 (tritonbench, H100, B1 H24 S4608 D128)
 #       cuDNN 631.3 against FlashAttention-3 631.8 TFLOP/s;
 #   fa4 (B200, B300, GB200, GB300): FlashAttention-4 as a proxy for cuDNN attention: Dao-AILab/flash-attention
-#       PR #2605's Blackwell forward benchmark times cuDNN at 0.8-1.25x FlashAttention-4's (head dim 64, non-causal:
+#       PR #2605's Blackwell forward benchmark times cuDNN at 0.80-1.06x FlashAttention-4's (head dim 64, non-causal:
 #       0.28 against 0.35 ms at B32 S1024, 0.98 against 0.98 at B8 S4096, 3.80 against 3.59 at B2 S16384).
 # approximation: the proxies' spread is that of those measurements; other tables (triton, TensorRT-LLM's own FMHA)
 # time no kernel PyTorch runs, and a device without a table (A100) stays on the roofline.
