@@ -152,3 +152,10 @@ def test_a_measured_ops_bound_is_decided_at_the_achievable_ridge() -> None:
     assert r.achievable_ridge_point == pytest.approx(989.4e12 * 0.80 / (3.35e12 * 0.90))
     # its intensity, 285 FLOP/B, lies between the two: compute-bound at the achievable rates, as reported
     assert r.achievable_ridge_point < r.arithmetic_intensity < r.ridge_point and r.bound == "compute"
+
+
+def test_a_normal_wider_than_its_mean_says_the_mean_moved() -> None:
+    from llmsim.errors import AssumptionWarning
+
+    with pytest.warns(AssumptionWarning, match=r"prompt_len='normal:10:1000': \d+% of the draws fell below 1 token"):
+        llmsim.serve(MODEL, GPU, **{**SERVE, "num_requests": 200, "prompt_len": "normal:10:1000"})

@@ -68,7 +68,17 @@ def _from_distribution(field: str, spec: str, count: int, rng: np.random.Generat
     else:  # lognormal with the given mean and standard deviation of the lengths
         sigma2 = np.log1p((b / a) ** 2)
         values = rng.lognormal(np.log(a) - sigma2 / 2, np.sqrt(sigma2), count)
-    return np.maximum(np.round(values), 1).astype(np.int64)
+    lengths = np.maximum(np.round(values), 1).astype(np.int64)
+    raised = float(np.mean(np.round(values) < 1))
+    if raised > 0.01:  # a normal wider than its mean: the draws below 1 token become 1, and the mean moves
+        import warnings
+
+        from ..errors import AssumptionWarning
+
+        warnings.warn(f"{field}={spec!r}: {raised:.0%} of the draws fell below 1 token and were raised to 1, so the "
+                      f"mean length is {lengths.mean():.0f}, not {a:g}; narrow the spread or use lognormal",
+                      AssumptionWarning, stacklevel=3)
+    return lengths
 
 
 def lengths_from_csv(path: str | Path, count: int) -> tuple[np.ndarray, np.ndarray]:
