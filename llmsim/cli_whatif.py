@@ -16,13 +16,15 @@ def _vary_arg(text: str) -> tuple[str, list[Any]]:
 
 
 def _value(text: str) -> Any:
-    """One --vary value: an integer, a number (0.001, 1e-5), true/false, or the text as given."""
-    if text.isdigit():
-        return int(text)
-    try:
-        return float(text) if any(c.isdigit() for c in text) else {"true": True, "false": False}[text.lower()]
-    except (ValueError, KeyError):
-        return {"true": True, "false": False}.get(text.lower(), text)
+    """One --vary value: true/false, an integer, a number (0.001, 1e-5), or the text as given."""
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for number in (int, float):
+        try:
+            return number(text)
+        except ValueError:
+            pass
+    return text
 
 
 def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:

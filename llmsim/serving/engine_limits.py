@@ -217,9 +217,6 @@ def _batch_wait(engine: str, iters: Any, ratio: Any, tokens: int, data_parallel:
                           f"{engine!r} has no batch waiting (use engine='trtllm' or leave them 0)")
     if not (iters and ratio):
         return 0, 0.0
-    if engine != "trtllm":  # pragma: no cover - refused above
-        raise OptionError(f"batch_wait_timeout_iters and batch_wait_max_tokens_ratio are TensorRT-LLM's; engine "
-                          f"{engine!r} has no batch waiting (use engine='trtllm' or leave them 0)")
     if data_parallel:
         raise OptionError("batch_wait_timeout_iters with attention_data_parallel > 1: TensorRT-LLM applies batch "
                           "waiting only without attention data parallelism; leave it 0")

@@ -58,8 +58,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     --max-concurrency and published serving sweeps measure): exactly one of the two. ramp_s: a closed
     loop's clients send their first requests evenly over ramp_s seconds (0: all at once).
     Lengths: prompt_len and gen_len (default 512 and 128), each an integer, a list, or "uniform:LOW:HIGH" /
-    "normal:MEAN:STD" /
-    "lognormal:MEAN:STD"; or lengths_csv, a CSV of (prompt_len, gen_len) pairs. seed: the draws.
+    "normal:MEAN:STD" / "lognormal:MEAN:STD"; or lengths_csv, a CSV of (prompt_len, gen_len) pairs (not with
+    prompt_len or gen_len). seed: the draws.
     shared_prefix_len, prefix_groups: every prompt starts with one of prefix_groups shared prefixes (a system
     prompt, a few-shot preamble) of that many tokens, drawn per request; prefix_caching (on, as vLLM V1,
     SGLang's radix cache and TensorRT-LLM's block reuse run by default) computes each prefix once.

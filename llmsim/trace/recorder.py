@@ -144,7 +144,7 @@ def record(module: Any, call: Callable[[], Any], device: str,
            autocast: Any = None) -> tuple[list[RecordedOp], frozenset[int]]:
     """Run call() (the module's forward on example inputs on `device`) under the recorder, with module
     paths from `module`'s hooks; (recorded ops, identities of the storages the forward returns). autocast: an
-    AutocastTrace (trace.autocast) whose fake CUDA tensors call() uses; the trace then runs under CUDA autocast.
+    AutocastTrace (trace.autocast): each torch function then gets CUDA autocast's precision, its casts recorded.
 
     A failure inside the forward is a TraceError naming the aten op (or the Python line) where it stopped."""
     torch = import_torch()

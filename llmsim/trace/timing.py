@@ -65,8 +65,9 @@ def kernel_time(roofline: Roofline, kernel: Kernel, precision: str) -> tuple[flo
         measured_s, label = _measured_attention_s(roofline, kernel, precision)
     if measured_s is not None:
         plain = roofline.cost(kernel.matmul_flops, kernel.vector_flops, moved, precision, 1, kind=kernel.kind)
-        own = roofline.table_roofline.cost(kernel.matmul_flops, kernel.vector_flops, moved, precision, 1,
-                                           kind=kernel.kind)  # the tables' device (a sibling's, where it stands in)
+        table = roofline.table_roofline  # the tables' device (a sibling's, where it stands in)
+        own = plain if table is roofline else table.cost(kernel.matmul_flops, kernel.vector_flops, moved, precision,
+                                                         1, kind=kernel.kind)
         factor = measured_s / max(own.compute_s, own.memory_s, 1e-300)
         cost = OpCost(compute_s=plain.compute_s * factor, memory_s=plain.memory_s * factor, launches=1)
         source = f"{roofline.measured.kernels.engine} {label}"
