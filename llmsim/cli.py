@@ -128,6 +128,12 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
                        help="block-scaled fp8 experts (DeepSeek): the engine's default fused-MoE kernel or "
                        "FlashInfer's TRTLLM-gen kernel (TensorRT-LLM's moe_config backend TRTLLM; Blackwell), from "
                        "the measured tables")
+    group.add_argument("--moe-routing", dest="moe_routing", choices=("model", "balanced", "power_law_1.01",
+                                                                     "power_law_1.2"),
+                       help="the expert load the measured MoE tables are read at: the model's (default: a power law "
+                       "of exponent 1.01 for DeepSeek-style routers, 1.2 for the others, as aiconfigurator reads "
+                       "them), balanced (every expert loaded evenly, as expert-parallel load balancing runs) or a "
+                       "power law's")
     group.add_argument("--clock", choices=("sustained", "boost"),
                        help="a long prefill pass's compute-bound work at the device's sustained, power-limited clock "
                        "past the onset (sustained, default; the hardware file's [sustained] figures) or every kernel "
@@ -147,7 +153,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = [*_COST_OPTIONS, *_EXEC_OPTIONS, "weight_dtype", "activation_dtype", "kv_dtype", "tensor_parallel",
             "expert_parallel", "fused_projections", "engine", "tables", "step_host_s", "prefill_dispatch_s",
             "prefill_graph_tokens", "pipeline_decode", "fp8_scales", "mxfp4_moe_kernel", "fp8_block_moe_kernel",
-            "clock"]
+            "clock", "moe_routing"]
     return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
 
 
@@ -347,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default=None, choices=("vllm", "sglang", "trtllm"),
                    help="with --from aiconfigurator: whose measured tables to import")
     p.add_argument("--full", action="store_true",
-                   help="with --from aiconfigurator: keep every measured point (default: the compact shipped grid)")
+                   help="with --from aiconfigurator: keep every measured point and the MoE tables' balanced rows "
+                   "(default: the compact shipped grid)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to measure (default: cpu)")
     p.add_argument("--dtypes", default="float32,bfloat16",
                    help="comma-separated dtypes whose matmul rates and tables are measured (default: float32,bfloat16)")

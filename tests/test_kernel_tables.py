@@ -468,10 +468,10 @@ def test_importer_keeps_fp8_cache_rows_for_decode_attention_only(tmp_path: Path)
 def test_block_fp8_experts_read_their_own_moe_rows() -> None:
     from llmsim.hardware.measured import measured_for
 
-    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, balanced routing, fp8_block,
-    # top-8 of 256 experts, hidden 7168, intermediate 2048, moe_tp 8, moe_ep 1, 4 tokens: 0.077504 ms
-    grid = measured_for("h200", "vllm").moe_table("fp8_block", 8, 256, 7168, 2048, 8, 1)
-    assert grid.time_s(4) == pytest.approx(0.077504e-3, rel=1e-4)
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, power_law_1.01 routing, fp8_block,
+    # top-8 of 256 experts, hidden 7168, intermediate 2048, moe_tp 8, moe_ep 1, 4 tokens: 0.083565 ms
+    grid = measured_for("h200", "vllm").moe_table("fp8_block", 8, 256, 7168, 2048, 8, 1, "power_law_1.01")
+    assert grid.time_s(4) == pytest.approx(0.083565e-3, rel=1e-4)
     r = llmsim.simulate("deepseek-v3", "h200", batch_size=4, prompt_len=1024, gen_len=64, tensor_parallel=8)
     sources = {op.name: op.source for op in r.decode.ops}
     assert sources["layers.moe.mlp.experts.gate_up_proj"] == "vllm moe"  # DeepSeek's 128x128 block-scaled experts
@@ -480,15 +480,15 @@ def test_block_fp8_experts_read_their_own_moe_rows() -> None:
 def test_4_bit_experts_read_their_checkpoints_own_moe_rows() -> None:
     from llmsim.hardware.measured import measured_for
 
-    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, balanced routing, w4a16_mxfp4
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0/moe_perf.parquet, power_law_1.2 routing, w4a16_mxfp4
     # (kernel vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic), top-4 of 128 experts, hidden 2880,
-    # intermediate 2880, moe_tp 1, moe_ep 1, 4 tokens: 0.116005 ms
-    grid = measured_for("h200", "vllm").moe_table("mxfp4_wo", 4, 128, 2880, 2880, 1, 1)
-    assert grid.time_s(4) == pytest.approx(0.116005e-3, rel=1e-4)
-    # b200_sxm/moe/vllm/0.24.0, nvfp4 (vllm_compressedtensorsw4a4nvfp4moe_flashinfer_trtllm_...), top-8 of 256,
-    # hidden 7168, intermediate 2048, moe_tp 1, moe_ep 8, 1 token: 0.041232 ms
-    grid = measured_for("b200", "vllm").moe_table("nvfp4", 8, 256, 7168, 2048, 1, 8)
-    assert grid.time_s(1) == pytest.approx(0.041232e-3, rel=1e-4)
+    # intermediate 2880, moe_tp 1, moe_ep 1, 4 tokens: 0.116077 ms
+    grid = measured_for("h200", "vllm").moe_table("mxfp4_wo", 4, 128, 2880, 2880, 1, 1, "power_law_1.2")
+    assert grid.time_s(4) == pytest.approx(0.116077e-3, rel=1e-3)  # the CSV keeps 4 figures: 116.1 us
+    # b200_sxm/moe/vllm/0.24.0, nvfp4 (vllm_compressedtensorsw4a4nvfp4moe_flashinfer_trtllm_...), power_law_1.01,
+    # top-8 of 256, hidden 7168, intermediate 2048, moe_tp 1, moe_ep 8, 1 token: 0.040147 ms
+    grid = measured_for("b200", "vllm").moe_table("nvfp4", 8, 256, 7168, 2048, 1, 8, "power_law_1.01")
+    assert grid.time_s(1) == pytest.approx(0.040147e-3, rel=1e-4)
     # the checkpoints' experts read them: gpt-oss's MXFP4 experts, Kimi-K2.5's int4 weight-only experts
     for model, hardware, tp in (("gpt-oss-120b", "h200", 1), ("kimi-k2.5", "h200", 8)):
         r = llmsim.simulate(model, hardware, batch_size=4, prompt_len=1024, gen_len=64, tensor_parallel=tp)
@@ -499,11 +499,10 @@ def test_4_bit_experts_read_their_checkpoints_own_moe_rows() -> None:
 def test_tensorrt_llm_runs_gpt_oss_experts_with_mxfp8_activations_where_that_lane_was_measured() -> None:
     from llmsim.hardware.measured import measured_for
 
-    # aiconfigurator-core 0.12.0, b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet, balanced, top-4 of 128 experts,
-    # hidden 2880, intermediate 2880, moe_tp 1, moe_ep 1, 4 tokens: w4a8_mxfp4_mxfp8 0.051867 ms (w4a16_mxfp4:
-    # 0.180827 ms)
-    grid = measured_for("b200", "trtllm").moe_table("mxfp4_mxfp8", 4, 128, 2880, 2880, 1, 1)
-    assert grid.time_s(4) == pytest.approx(0.051867e-3, rel=1e-4)
+    # aiconfigurator-core 0.12.0, b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet, power_law_1.2, top-4 of 128
+    # experts, hidden 2880, intermediate 2880, moe_tp 1, moe_ep 1, 4 tokens: w4a8_mxfp4_mxfp8 0.049926 ms
+    grid = measured_for("b200", "trtllm").moe_table("mxfp4_mxfp8", 4, 128, 2880, 2880, 1, 1, "power_law_1.2")
+    assert grid.time_s(4) == pytest.approx(0.049926e-3, rel=1e-4)
     r = llmsim.simulate("gpt-oss-120b", "b200", engine="trtllm", batch_size=4, prompt_len=1024, gen_len=16)
     assert "MXFP8 activations x MXFP4 experts" in str(r)
     # the H200 has no such lane (TensorRT-LLM runs BF16 x MXFP4 there), and vLLM keeps its 16-bit lane
@@ -526,14 +525,38 @@ def test_moe_tables_are_read_with_independent_routing() -> None:
     assert routing_factor(1, k, experts) == 1.0  # one token reads its k experts either way
     assert routing_factor(8192, k, experts) == pytest.approx(1.0)  # prefill-sized calls read every expert
     assert list(routing_factor(np.array([1.0, 32.0]), k, experts)) == pytest.approx([1.0, 81.66 / 128], rel=1e-3)
-    # the decode step of a MoE model reads it: gpt-oss-120b (top-4 of 128) at 32 sequences on one B200
+    # a decode step of gpt-oss-120b (top-4 of 128) at 32 sequences on one B200 reads the model's power-law rows
+    # as measured (aiconfigurator's collector drew those loads, experts shared by chance included)
     kw = dict(batch_size=32, prompt_len=1024, gen_len=2, engine="vllm")  # one decode step
     r = llmsim.simulate("gpt-oss-120b", "b200", **kw)
-    assert "balanced rows read with independent routing" in str(r)  # print(r) says how the MoE table was read
+    assert "power_law_1.2 rows" in str(r)  # print(r) says how the MoE table was read
     down = next(op for op in r.decode.ops if op.name.endswith("mlp.experts.down_proj"))
-    grid = measured_for("b200", "vllm").moe_table("mxfp4_wo", 4, 128, 2880, 2880, 1, 1)
-    assert max(down.compute_s, down.memory_s) / down.count == pytest.approx(
-        grid.time_s(32.0) / 3 * (1 - (124 / 128) ** 32), rel=1e-6)  # down: 1 of the 3 expert matrices
+    grid = measured_for("b200", "vllm").moe_table("mxfp4_wo", 4, 128, 2880, 2880, 1, 1, "power_law_1.2")
+    assert max(down.compute_s, down.memory_s) / down.count == pytest.approx(grid.time_s(32.0) / 3, rel=1e-6)
+    # the shipped compact tables hold no balanced rows: asked for, the experts fall back to the roofline, said so
+    balanced = llmsim.simulate("gpt-oss-120b", "b200", moe_routing="balanced", **kw)
+    down = next(op for op in balanced.decode.ops if op.name.endswith("mlp.experts.down_proj"))
+    assert down.source == "roofline"
+    assert any("balanced routing" in why for why in balanced.roofline_reasons)
+
+
+def test_balanced_moe_rows_are_read_with_the_independent_routing_factor(tmp_path: Path) -> None:
+    from llmsim.timing.measured import MeasuredTiming
+
+    (tmp_path / "moe.csv").write_text("# source: written by this test\n"
+                                      "dtype,routing,topk,num_experts,hidden,inter,tp,ep,tokens,latency_us\n"
+                                      "bf16,balanced,4,128,1024,512,1,1,1,10\nbf16,balanced,4,128,1024,512,1,1,256,100\n"
+                                      "bf16,power_law_1.2,4,128,1024,512,1,1,1,11\n"
+                                      "bf16,power_law_1.2,4,128,1024,512,1,1,256,120\n")
+    kernels = load_measured(str(tmp_path))
+    key = ("moe", "bf16", 4, 128, 1024, 512, 1, 1, 1.0, "power_law_1.2")
+    read, note, _ = MeasuredTiming(kernels, None).lookup(key)
+    assert "power_law_1.2 rows" in note and read(256, 1.0, 1.0) == pytest.approx(120e-6)  # as measured
+    read, note, _ = MeasuredTiming(kernels, None, moe_routing="balanced").lookup(key)
+    assert "independent routing" in note
+    # 32 tokens: log-log line 10 -> 100 us over 1 -> 256 tokens: 10 x 32^(log 10 / log 256) = 10 x 32^0.41524
+    # = 42.17 us, x (1 - (124/128)^32) / min(1, 32 x 4 / 128) = 0.63799
+    assert read(32, 1.0, 1.0) == pytest.approx(10e-6 * 32 ** (np.log(10) / np.log(256)) * (1 - (124 / 128) ** 32))
 
 
 def test_every_moe_reading_path_applies_the_routing_factor_alike() -> None:
@@ -560,30 +583,30 @@ def test_tensorrt_llm_runs_nvfp4_experts_on_its_min_latency_kernel_at_few_tokens
     from llmsim.hardware.measured import measured_for
     from llmsim.timing.measured import MeasuredTiming
 
-    # aiconfigurator-core 0.12.0, b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet, balanced, nvfp4, top-8 of 256
-    # experts, hidden 7168, intermediate 2048, moe_tp 8, moe_ep 1: moe_torch_flow_min_latency 0.025179 ms at 4
-    # tokens, 0.105424 ms at 128; moe_torch_flow_cutlass 0.087504 ms at 4, 0.320021 ms at 256
+    # aiconfigurator-core 0.12.0, b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet, power_law_1.01, nvfp4, top-8 of
+    # 256 experts, hidden 7168, intermediate 2048, moe_tp 8, moe_ep 1: moe_torch_flow_min_latency 0.031789 ms at 4
+    # tokens, 0.127974 ms at 128; moe_torch_flow_cutlass 0.084710 ms at 4, 0.294118 ms at 256 (the CSV keeps 4
+    # figures)
     kernels = measured_for("b200", "trtllm")
-    assert kernels.moe_table("nvfp4_min_latency", 8, 256, 7168, 2048, 8, 1).time_s(4) == pytest.approx(25.18e-6)
-    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "nvfp4", 8, 256, 7168, 2048, 8, 1, 1.0))
-    assert "min-latency" in note
-    # each read x the routing factor (1 - (1 - 8/256)^T) / min(1, 8 T / 256): T = 4: 0.119263 / 0.125 = 0.95410,
-    # T = 128: 1 - 0.96875^128 = 0.98283, T = 256: 1 - 0.96875^256 = 0.99971
-    routed = {t: (1 - (1 - 8 / 256) ** t) / min(1, 8 * t / 256) for t in (4, 128, 256)}
-    assert routed[4] == pytest.approx(0.95410, abs=1e-5)
-    assert read(4, 1.0, 1.0) == pytest.approx(25.18e-6 * routed[4])  # <= 128 tokens: the min-latency kernel
-    assert read(128, 1.0, 1.0) == pytest.approx(105.4e-6 * routed[128])
-    assert read(256, 1.0, 1.0) == pytest.approx(320.0e-6 * routed[256])  # above: the default CUTLASS kernel
-    assert list(read(np.array([4.0, 256.0]), 1.0, 1.0)) == pytest.approx([25.18e-6 * routed[4],
-                                                                          320.0e-6 * routed[256]])
+    lane = kernels.moe_table("nvfp4_min_latency", 8, 256, 7168, 2048, 8, 1, "power_law_1.01")
+    assert lane.time_s(4) == pytest.approx(31.79e-6)
+    key = ("moe", "nvfp4", 8, 256, 7168, 2048, 8, 1, 1.0, "power_law_1.01")
+    read, note, _ = MeasuredTiming(kernels, None).lookup(key)
+    assert "min-latency" in note and "power_law_1.01 rows" in note
+    # power-law rows drew their own expert loads: read as measured, no routing factor
+    assert read(4, 1.0, 1.0) == pytest.approx(31.79e-6)  # <= 128 tokens: the min-latency kernel
+    assert read(128, 1.0, 1.0) == pytest.approx(128.0e-6)
+    assert read(256, 1.0, 1.0) == pytest.approx(294.1e-6)  # above: the default CUTLASS kernel
+    assert list(read(np.array([4.0, 256.0]), 1.0, 1.0)) == pytest.approx([31.79e-6, 294.1e-6])
     # a DeepSeek-V3.1 NVFP4 decode step at batch 4 on 8 B200s reads it (gate/up: 2/3 of the fused kernel's time)
     r = llmsim.simulate("deepseek-v3.1-nvfp4", "b200", engine="trtllm", batch_size=4, prompt_len=1024, gen_len=2,
                         tensor_parallel=8)
     gate_up = next(op for op in r.decode.ops if op.name == "layers.moe.mlp.experts.gate_up_proj")
     # 58 MoE layers, one decode step: the measured time is the op's larger roofline term (launches come on top)
-    assert max(gate_up.compute_s, gate_up.memory_s) == pytest.approx(58 * 2 / 3 * 25.18e-6 * routed[4], rel=1e-3)
+    assert max(gate_up.compute_s, gate_up.memory_s) == pytest.approx(58 * 2 / 3 * 31.79e-6, rel=1e-3)
     # vLLM has no such lane: its own nvfp4 rows
-    assert measured_for("b200", "vllm").moe_table("nvfp4_min_latency", 8, 256, 7168, 2048, 8, 1) is None
+    assert measured_for("b200", "vllm").moe_table("nvfp4_min_latency", 8, 256, 7168, 2048, 8, 1,
+                                                  "power_law_1.01") is None
 
 
 def test_an_engine_without_tables_on_a_device_reads_the_devices_vllm_tables_and_says_so() -> None:
@@ -627,27 +650,28 @@ def test_importer_keeps_vllms_marlin_mxfp4_moe_kernel_as_a_lane_of_its_own(tmp_p
 
 
 def test_marlin_mxfp4_moe_is_carried_to_gpt_oss_at_the_same_tokens_per_expert() -> None:
-    from llmsim.timing.measured import MeasuredTiming, marlin_moe_grid, routing_factor
+    from llmsim.timing.measured import MeasuredTiming, marlin_moe_grid
 
     kernels = measured_for("h200", "vllm")
-    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0, balanced, w4a16_mxfp4, Marlin kernel, top-16 of 896
-    # experts, hidden 3584, intermediate 3072, tp 1, ep 1: 0.163035 ms at 1 token, 28.540133 ms at 4096 tokens
-    exact, how = marlin_moe_grid(kernels, 16, 896, 3584, 3072, 1, 1)
-    assert how == "" and exact.time_s(4096) == pytest.approx(28.54e-3, rel=1e-3)
+    # aiconfigurator-core 0.12.0, h200_sxm/moe/vllm/0.24.0, power_law_1.2, w4a16_mxfp4, Marlin kernel, top-16 of
+    # 896 experts, hidden 3584, intermediate 3072, tp 1, ep 1: 0.162739 ms at 1 token, 26.475995 ms at 4096 tokens
+    exact, how = marlin_moe_grid(kernels, 16, 896, 3584, 3072, 1, 1, "power_law_1.2")
+    assert how == "" and exact.time_s(4096) == pytest.approx(26.476e-3, rel=1e-3)
     # gpt-oss-120b (top-4 of 128, 2880 x 2880): T_s = T (4/128) / (16/896) = 1.75 T; x 128*2880*2880 /
     # (896*3584*3072) = 1,061,683,200 / 9,865,003,008 = 0.107621; T = 4096 / 1.75 = 2340.57 reads T_s = 4096:
-    # 28.54 ms x 0.107621 = 3.0715 ms
-    carried, how = marlin_moe_grid(kernels, 4, 128, 2880, 2880, 1, 1)
+    # 26.476 ms x 0.107621 = 2.8494 ms
+    carried, how = marlin_moe_grid(kernels, 4, 128, 2880, 2880, 1, 1, "power_law_1.2")
     assert "top-16 of 896" in how and "0.108" in how
-    assert carried.time_s(4096 / 1.75) == pytest.approx(28.54e-3 * 0.107621, rel=1e-3)
+    assert carried.time_s(4096 / 1.75) == pytest.approx(26.476e-3 * 0.107621, rel=1e-3)
     timing = MeasuredTiming(kernels, None, mxfp4_moe_kernel="marlin")
-    read, note, _ = timing.lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0))
+    read, note, _ = timing.lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0, "power_law_1.2"))
     assert "Marlin" in note
     t = 4096 / 1.75
-    assert read(t, 1.0, 1.0) == pytest.approx(28.54e-3 * 0.107621 * routing_factor(t, 4, 128), rel=1e-3)
-    # the default kernel (OpenAI's Triton MoE) keeps its own rows: 2.905195 ms at 8192 tokens
-    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0))
-    assert "Marlin" not in note and read(8192, 1.0, 1.0) == pytest.approx(2.905e-3, rel=1e-3)
+    assert read(t, 1.0, 1.0) == pytest.approx(26.476e-3 * 0.107621, rel=1e-3)  # power-law rows: no routing factor
+    # the default kernel (OpenAI's Triton MoE) keeps its own rows: 4.021049 ms at 8192 tokens
+    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0,
+                                                         "power_law_1.2"))
+    assert "Marlin" not in note and read(8192, 1.0, 1.0) == pytest.approx(4.021e-3, rel=1e-3)
     # end to end: an 8k prompt of gpt-oss-120b on one H200 under vLLM is slower on Marlin (its grouped GEMMs reach
     # about 200 TFLOP/s at prefill sizes against the Triton kernel's 560)
     kwargs = {"engine": "vllm", "batch_size": 1, "prompt_len": 8192, "gen_len": 2}
@@ -664,7 +688,7 @@ def test_marlin_asked_for_where_no_marlin_rows_exist_reads_the_default_kernel_an
                                       "dtype,topk,num_experts,hidden,inter,tp,ep,tokens,latency_us\n"
                                       "mxfp4_wo,2,8,1024,512,1,1,1,10\nmxfp4_wo,2,8,1024,512,1,1,256,100\n")
     read, note, _ = MeasuredTiming(load_measured(str(tmp_path)), None, mxfp4_moe_kernel="marlin").lookup(
-        ("moe", "mxfp4_wo", 2, 8, 1024, 512, 1, 1, 1.0))
+        ("moe", "mxfp4_wo", 2, 8, 1024, 512, 1, 1, 1.0, "balanced"))  # a file without a routing column: balanced
     assert "no Marlin MoE rows" in note and read(256, 1.0, 1.0) == pytest.approx(100e-6)
 
 
@@ -675,22 +699,22 @@ def test_an_unknown_mxfp4_moe_kernel_is_refused_in_one_line() -> None:
 
 
 def test_trtllm_gen_block_fp8_experts_read_the_devices_vllm_rows_at_expert_tensor_parallelism() -> None:
-    from llmsim.timing.measured import MeasuredTiming, routing_factor
+    from llmsim.timing.measured import MeasuredTiming
 
     # aiconfigurator-core 0.12.0, b200_sxm/moe: DeepSeek's block-fp8 experts (top-8 of 256, 7168 x 2048) at moe tp 8
-    # x ep 1 and 64 tokens: TensorRT-LLM 1.3.0rc20's rows time DeepGEMM, 0.4245 ms; vLLM 0.24.0's time FlashInfer's
-    # TRTLLM-gen kernel (TensorRT-LLM's moe_config backend TRTLLM), 0.1607 ms
-    key = ("moe", "fp8_block", 8, 256, 7168, 2048, 8, 1, 1.0)
+    # x ep 1 and 64 tokens, power_law_1.01: TensorRT-LLM 1.3.0rc20's rows time DeepGEMM, 0.349197 ms; vLLM
+    # 0.24.0's time FlashInfer's TRTLLM-gen kernel (TensorRT-LLM's moe_config backend TRTLLM), 0.173056 ms
+    key = ("moe", "fp8_block", 8, 256, 7168, 2048, 8, 1, 1.0, "power_law_1.01")
     trt = measured_for("b200", "trtllm")
     read, note, source = MeasuredTiming(trt, None).lookup(key)
-    assert read(64, 1.0, 1.0) == pytest.approx(424.5e-6 * routing_factor(64, 8, 256), rel=1e-3)
+    assert read(64, 1.0, 1.0) == pytest.approx(349.2e-6, rel=1e-3)
     read, note, source = MeasuredTiming(trt, None, fp8_block_moe_kernel="trtllm-gen").lookup(key)
     assert source == "vllm moe (proxy)" and "TRTLLM-gen" in note
-    assert read(64, 1.0, 1.0) == pytest.approx(160.7e-6 * routing_factor(64, 8, 256), rel=1e-3)
+    assert read(64, 1.0, 1.0) == pytest.approx(173.1e-6, rel=1e-3)
     # expert parallel (tp 1 x ep 8): the engines' collectors count tokens differently there, so the default
     # kernel's rows, and the note says why
     read, note, _ = MeasuredTiming(trt, None, fp8_block_moe_kernel="trtllm-gen").lookup(
-        ("moe", "fp8_block", 8, 256, 7168, 2048, 1, 8, 1.0))
+        ("moe", "fp8_block", 8, 256, 7168, 2048, 1, 8, 1.0, "power_law_1.01"))
     assert "no TRTLLM-gen fp8_block MoE rows at tp 1, ep 8" in note and "the default kernel's rows" in note
     # Hopper: vLLM's block-fp8 MoE rows there time other kernels (CUTLASS, Triton), so none stands in
     read, note, _ = MeasuredTiming(measured_for("h200", "trtllm"), None, fp8_block_moe_kernel="trtllm-gen").lookup(
@@ -702,42 +726,98 @@ def test_trtllm_gen_block_fp8_experts_read_the_devices_vllm_rows_at_expert_tenso
 
 
 def test_mxfp8_activations_on_vllm_read_the_devices_trtllm_gen_moe_rows_and_say_so() -> None:
-    from llmsim.timing.measured import MeasuredTiming, routing_factor
+    from llmsim.timing.measured import MeasuredTiming
 
     # vLLM's B200 tables time gpt-oss's experts with 16-bit activations only; VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1
     # runs the TRTLLM-gen MXFP4 x MXFP8 kernel that TensorRT-LLM's table measures: aiconfigurator-core 0.12.0,
-    # b200_sxm/moe/trtllm, w4a8_mxfp4_mxfp8, top-4 of 128, 2880 x 2880, tp 1, ep 1: 0.8843 ms at 8192 tokens
-    # (vLLM's own w4a16 row: 3.017 ms)
+    # b200_sxm/moe/trtllm, power_law_1.2, w4a8_mxfp4_mxfp8, top-4 of 128, 2880 x 2880, tp 1, ep 1: 1.055526 ms at
+    # 8192 tokens
     kernels = measured_for("b200", "vllm")
     read, note, source = MeasuredTiming(kernels, None, mxfp4_moe_kernel="mxfp8").lookup(
-        ("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0))
+        ("moe", "mxfp4_wo", 4, 128, 2880, 2880, 1, 1, 1.0, "power_law_1.2"))
     assert "proxy" in note and "MXFP8 activations" in note and source == "trtllm moe (proxy)"
-    assert read(8192, 1.0, 1.0) == pytest.approx(0.8843e-3 * routing_factor(8192, 4, 128), rel=1e-3)
+    assert read(8192, 1.0, 1.0) == pytest.approx(1.0555e-3, rel=1e-3)
 
 
 def test_a_moe_split_the_tables_lack_reads_the_same_gpus_other_split_and_says_so() -> None:
-    from llmsim.timing.measured import MeasuredTiming, routing_factor
+    from llmsim.timing.measured import MeasuredTiming
 
     # aiconfigurator-core 0.12.0, h200_sxm/moe/trtllm/1.3.0rc20: gpt-oss-120b's experts (w4a16_mxfp4, top-4 of
-    # 128, 2880 x 2880) are measured at moe tp 1 with ep 1, 2, 4, 8 only; tp 1 x ep 4 takes 0.09053 ms at 4 tokens.
-    # moe tp 2 x ep 2 and tp 4 x ep 1 hold the same expert weights per GPU (a quarter), so they read that row
+    # 128, 2880 x 2880) are measured at moe tp 1 with ep 1, 2, 4, 8 only; tp 1 x ep 4 takes 0.099834 ms at 4 tokens
+    # (power_law_1.2). moe tp 2 x ep 2 and tp 4 x ep 1 hold the same expert weights per GPU (a quarter), so they
+    # read that row
     kernels = measured_for("h200", "trtllm")
-    assert kernels.moe_table("mxfp4_wo", 4, 128, 2880, 2880, 2, 2) is None
+    assert kernels.moe_table("mxfp4_wo", 4, 128, 2880, 2880, 2, 2, "power_law_1.2") is None
     for tp, ep in ((2, 2), (4, 1)):
-        read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, tp, ep, 1.0))
+        read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, tp, ep, 1.0,
+                                                              "power_law_1.2"))
         assert f"moe tp {tp} x ep {ep} read from the measured tp 1 x ep 4 rows" in note
-        assert read(4, 1.0, 1.0) == pytest.approx(90.53e-6 * routing_factor(4, 4, 128), rel=1e-3)
+        assert read(4, 1.0, 1.0) == pytest.approx(99.83e-6, rel=1e-3)
     # a split no table has on any GPU count stays refused with its reason
-    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 16, 2, 1.0))
+    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 16, 2, 1.0,
+                                                          "power_law_1.2"))
     assert read is None and "no mxfp4_wo MoE table row" in note
 
 
 def test_tensorrt_llms_blackwell_mxfp8_lane_takes_the_other_split_too() -> None:
-    from llmsim.timing.measured import MeasuredTiming, routing_factor
+    from llmsim.timing.measured import MeasuredTiming
 
     # b200_sxm/moe/trtllm/1.3.0rc20, w4a8_mxfp4_mxfp8, gpt-oss-120b's experts: measured at moe tp 1 only; tp 1 x ep 2
-    # takes 0.03559 ms at 4 tokens (its 16-bit-activation lane 0.1177 ms): TP 2 reads the MXFP8 row
+    # takes 0.038054 ms at 4 tokens (power_law_1.2): TP 2 reads the MXFP8 row
     read, note, _ = MeasuredTiming(measured_for("b200", "trtllm"), None).lookup(
-        ("moe", "mxfp4_wo", 4, 128, 2880, 2880, 2, 1, 1.0))
+        ("moe", "mxfp4_wo", 4, 128, 2880, 2880, 2, 1, 1.0, "power_law_1.2"))
     assert "MXFP8 activations" in note and "read from the measured tp 1 x ep 2 rows" in note
-    assert read(4, 1.0, 1.0) == pytest.approx(35.59e-6 * routing_factor(4, 4, 128), rel=1e-3)
+    assert read(4, 1.0, 1.0) == pytest.approx(38.05e-6, rel=1e-3)
+
+
+def test_importer_keeps_the_power_law_moe_rows_and_balanced_ones_on_the_full_grid(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    moe = [{"framework": "VLLM", "version": "1.0", "device": "Test GPU", "op_name": "moe", "kernel_source": "k",
+            "moe_dtype": "bfloat16", "num_tokens": tokens, "hidden_size": 1024, "inter_size": 512, "topk": 2,
+            "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": 1, "distribution": routing, "latency": ms * tokens}
+           for routing, ms in (("balanced", 0.010), ("power_law_1.01", 0.012), ("power_law_1.2", 0.013),
+                               ("power_law_0.8", 0.011))  # a load no model reads: left out
+           for tokens in (1, 16, 256)]
+    _write_parquet(data / "test_gpu" / "moe" / "vllm" / "1.0" / "moe_perf.parquet", moe)
+    import_tables("test_gpu", "vllm", tmp_path / "compact", data_root=data, families=["moe"])
+    compact = load_measured(str(tmp_path / "compact"))
+    assert {key[1] for key in compact.tables["moe"].grids} == {"power_law_1.01", "power_law_1.2"}
+    assert compact.moe_table("bf16", 2, 8, 1024, 512, 1, 1, "power_law_1.2").time_s(16) == pytest.approx(0.208e-3)
+    assert compact.moe_table("bf16", 2, 8, 1024, 512, 1, 1) is None  # balanced: only on the full grid
+    import_tables("test_gpu", "vllm", tmp_path / "full", data_root=data, full=True, families=["moe"])
+    full = load_measured(str(tmp_path / "full"))
+    assert {key[1] for key in full.tables["moe"].grids} == {"balanced", "power_law_1.01", "power_law_1.2"}
+    assert full.moe_table("bf16", 2, 8, 1024, 512, 1, 1).time_s(16) == pytest.approx(0.160e-3)  # 0.010 ms x 16
+
+
+def test_a_moe_file_written_before_the_routing_column_reads_as_balanced(tmp_path: Path) -> None:
+    (tmp_path / "moe.csv").write_text("# source: written by this test\n"
+                                      "dtype,topk,num_experts,hidden,inter,tp,ep,tokens,latency_us\n"
+                                      "bf16,2,8,1024,512,1,1,1,10\nbf16,2,8,1024,512,1,1,256,100\n")
+    kernels = load_measured(str(tmp_path))
+    assert kernels.moe_table("bf16", 2, 8, 1024, 512, 1, 1, "balanced").time_s(256) == pytest.approx(100e-6)
+    assert kernels.moe_table("bf16", 2, 8, 1024, 512, 1, 1, "power_law_1.2") is None
+
+
+def test_each_model_family_reads_the_expert_load_aiconfigurator_reads_for_it() -> None:
+    from llmsim.models.loading import load_model
+
+    def routings(name: str) -> set[str]:
+        groups = load_model(name).layer_groups
+        return {group.layer.mlp.routing for group in groups if hasattr(group.layer.mlp, "routing")}
+
+    # aic-core sdk/models: deepseek.py (DeepSeek, Kimi K2.5) _power_law_alpha = 1.01; moe.py (Mixtral, Qwen3-MoE,
+    # gpt-oss, MiniMax-M2) 1.2; qwen35.py "_1.2"
+    for name in ("deepseek-v3", "kimi-k2.5"):
+        assert routings(name) == {"power_law_1.01"}, name
+    for name in ("qwen3-30b-a3b", "gpt-oss-120b", "mixtral-8x7b", "minimax-m2.5", "qwen3.5-397b-a17b"):
+        assert routings(name) == {"power_law_1.2"}, name
+    with pytest.raises(OptionError, match="moe_routing") as info:
+        llmsim.simulate("qwen3-30b-a3b", "h100-sxm", moe_routing="uniform")
+    assert "\n" not in str(info.value) and "power_law_1.01" in str(info.value)
+    # the option reads another load's rows, said in print(r)
+    kw = dict(batch_size=64, prompt_len=2048, gen_len=2, engine="vllm")
+    model = llmsim.simulate("qwen3-30b-a3b", "h100-sxm", **kw)
+    other = llmsim.simulate("qwen3-30b-a3b", "h100-sxm", moe_routing="power_law_1.01", **kw)
+    assert "power_law_1.2 rows" in str(model) and "power_law_1.01 rows" in str(other)
+    assert other.ttft_s != model.ttft_s

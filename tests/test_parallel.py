@@ -118,7 +118,8 @@ def test_expert_parallel_below_tensor_parallel_slices_the_local_experts() -> Non
     reduce = ops["layers.mlp.all_reduce"]
     assert (reduce.collective, reduce.group_size, reduce.comm_bytes) == ("all_reduce", 4, 16777216)
     # the measured fused-MoE table is read at moe tp = 4/2 = 2, ep = 2
-    assert ops["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 2, 2, 1 / 3)
+    assert ops["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 2, 2, 1 / 3,
+                                                                 "power_law_1.2")  # Mixtral: the generic MoE load
     result = llmsim.simulate("mixtral-8x7b", "h100-sxm", batch_size=4, prompt_len=512, gen_len=4,
                              tensor_parallel=4, expert_parallel=2)
     assert result.expert_parallel == 2 and result.gpus == 4 and result.tpot_s > 0
@@ -133,7 +134,8 @@ def test_expert_parallel_one_and_equal_to_tp_unchanged() -> None:
     assert "layers.mlp.experts.all_reduce" not in whole
     # the same layer all-reduce as sliced experts: [T, h] = 2048 * 4096 * 2 = 16777216 bytes over 4 GPUs
     assert (whole["layers.mlp.all_reduce"].group_size, whole["layers.mlp.all_reduce"].comm_bytes) == (4, 16777216)
-    assert whole["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 1, 4, 1 / 3)
+    assert whole["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 1, 4, 1 / 3,
+                                                                 "power_law_1.2")
     # ep == 1 at tp = 4: all 8 experts sliced 14336/4 = 3584 columns, no all-to-all, one layer all-reduce of
     # [T, h] = 2048 * 4096 * 2 = 16777216 bytes over the 4 GPUs, key tp=4 ep=1
     sliced = _mixtral_expert_ops(4, 1)
@@ -142,7 +144,8 @@ def test_expert_parallel_one_and_equal_to_tp_unchanged() -> None:
     assert not any(op.collective == "all_to_all" for op in sliced.values())
     assert "layers.mlp.experts.all_reduce" not in sliced
     assert (sliced["layers.mlp.all_reduce"].group_size, sliced["layers.mlp.all_reduce"].comm_bytes) == (4, 16777216)
-    assert sliced["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 4, 1, 1 / 3)
+    assert sliced["layers.mlp.experts.down_proj"].kernel_key == ("moe", "bf16", 2, 8, 4096, 14336, 4, 1, 1 / 3,
+                                                                  "power_law_1.2")
 
 
 @pytest.mark.parametrize(("changes", "t", "e", "message"), [

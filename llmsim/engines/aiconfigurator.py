@@ -10,7 +10,8 @@ tokens already cached (it attends to step + 1 keys); collective message sizes in
 
 `import_tables` writes one CSV per family (the format of `llmsim.hardware.kernel_table`) with the
 provenance of every table: package and version, source file, engine and its version, GPU string. A compact
-grid (default) keeps the shipped files small; `full=True` keeps every measured point.
+grid (default) keeps the shipped files small; `full=True` keeps every measured point (and the MoE tables'
+balanced rows).
 Needs `pip install 'llmsim[aiconfigurator]'` (aiconfigurator-core and pyarrow); the core never imports it.
 """
 
@@ -45,6 +46,19 @@ KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
 # with MXFP8 activations, as TensorRT-LLM runs gpt-oss on Blackwell ("mxfp4_mxfp8", see timing.measured).
 MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "int4_wo": "int4_wo",
               "w4a16_mxfp4": "mxfp4_wo", "w4a8_mxfp4_mxfp8": "mxfp4_mxfp8"}
+# the token-to-expert distributions imported (the package's moe_perf `distribution` column): `balanced`, a call's
+# tokens x topk assignments spread evenly over min(E, T topk) experts, and the power-law loads its collector draws
+# (collector/helper.py, _generate_power_law_distribution: tokens per expert sampled from a power law of exponent
+# alpha between 1 and 0.8 T, the most loaded experts on the EP rank it times), at the two
+# exponents aiconfigurator's own models read (aic-core sdk/models: 1.01 for DeepSeek, Kimi K2.5 and the hybrid MoE
+# families, 1.2 for the generic MoE family: Mixtral, Qwen2/3-MoE, gpt-oss, MiniMax-M2, and Qwen3.5)
+MOE_ROUTINGS = ("balanced", "power_law_1.01", "power_law_1.2")
+# the compact grid keeps the two loads models read by default (MoESpec.routing); balanced rows (expert-parallel load
+# balancing, ExecutionOptions.moe_routing="balanced") come with full=True, to keep the shipped files small
+COMPACT_MOE_ROUTINGS = ("power_law_1.01", "power_law_1.2")
+MOE_ROUTING_NOTE = ("the routing column: balanced (T x topk assignments spread evenly over min(E, T topk) experts), "
+                    "power_law_1.01 and power_law_1.2 (tokens per expert drawn from a power law of that exponent, as "
+                    "aiconfigurator's collector draws them); the compact grid keeps the power laws only")
 # TensorRT-LLM's min-latency NVFP4 MoE kernel (its TRTLLM-Gen backend with DeepSeek routing and the finalize left
 # to the fused all-reduce), measured by aiconfigurator's collector (collector/trtllm/collect_moe.py, "min-latency
 # mode") on SM100 next to the default CUTLASS kernel of the same shapes; written as a lane of its own
@@ -364,7 +378,8 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
     if found is None:
         return None
     rows, path = found
-    rows = [r for r in rows if r["distribution"] == "balanced" and r["moe_dtype"] in MOE_DTYPES]
+    routings = MOE_ROUTINGS if full else COMPACT_MOE_ROUTINGS
+    rows = [r for r in rows if r["distribution"] in routings and r["moe_dtype"] in MOE_DTYPES]
     # TensorRT-LLM's min-latency NVFP4 kernel is a lane of its own (dtype nvfp4_min_latency), not a rival of the
     # default kernel for the same key: the engine runs it at few tokens only (llmsim.timing.measured); vLLM's
     # Marlin MXFP4 kernel likewise (dtype mxfp4_wo_marlin; kernel sources naming "marlin" among the w4a16_mxfp4
@@ -377,9 +392,10 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
               if r.get("kernel_source") == MIN_LATENCY_SOURCE and r["moe_dtype"] == "nvfp4"],
              [{**r, "moe_dtype": MARLIN_MXFP4_LANE} for r in rows if marlin(r)]]
     picked = [row for lane in lanes for row in _preferred_kernel(
-        lane, lambda r: (r["moe_dtype"], r["topk"], r["num_experts"], r["hidden_size"], r["inter_size"],
-                         r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]))]
-    out = [{"dtype": MOE_DTYPES.get(r["moe_dtype"], r["moe_dtype"]), "topk": r["topk"], "num_experts": r["num_experts"],
+        lane, lambda r: (r["moe_dtype"], r["distribution"], r["topk"], r["num_experts"], r["hidden_size"],
+                         r["inter_size"], r["moe_tp_size"], r["moe_ep_size"], r["num_tokens"]))]
+    out = [{"dtype": MOE_DTYPES.get(r["moe_dtype"], r["moe_dtype"]), "routing": r["distribution"], "topk": r["topk"],
+            "num_experts": r["num_experts"],
             "hidden": r["hidden_size"], "inter": r["inter_size"], "tp": r["moe_tp_size"], "ep": r["moe_ep_size"],
             "tokens": r["num_tokens"], "latency_ms": r["latency"]} for r in picked]
     if not full:
@@ -387,7 +403,7 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
                and r["ep"] in COMPACT_PARALLEL]
     keys, axes = FAMILY_COLUMNS["moe"]
     return (_full_grids(out, keys, axes), path,
-            {"kernel_sources": _sources(picked), "routing": "balanced (uniform token-to-expert distribution)"})
+            {"kernel_sources": _sources(picked), "routing": MOE_ROUTING_NOTE})
 
 
 def _all_reduce(system_dir: Path, engine: str, full: bool) -> Any:

@@ -53,7 +53,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl"), True),
     "decode_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "keys"), True),
     "encoder_attention": (("head_dim", "num_heads"), ("batch", "isl"), True),
-    "moe": (("dtype", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",), False),
+    "moe": (("dtype", "routing", "topk", "num_experts", "hidden", "inter", "tp", "ep"), ("tokens",), False),
     "all_reduce": (("num_gpus",), ("message_bytes",), False),
     "nccl": (("collective", "num_gpus"), ("message_bytes",), False),
     "prefill_mla": (("kv_dtype", "num_heads"), ("batch", "isl"), True),
@@ -156,11 +156,13 @@ class MeasuredKernels:
         return candidates[best], factor, note
 
     # ---- MoE and collectives --------------------------------------------------------------------------
-    def moe_table(self, dtype: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int
-                  ) -> GridTable | None:
+    def moe_table(self, dtype: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int,
+                  routing: str = "balanced") -> GridTable | None:
+        """The fused-MoE grid (tokens -> seconds) of one expert shape and split under one token-to-expert
+        distribution (`routing`: "balanced", "power_law_1.01" or "power_law_1.2"), or None."""
         table = self.tables.get("moe")
         name = _GEMM_TABLE_OF.get(dtype, dtype)
-        return None if table is None else table.grids.get((name, topk, experts, hidden, inter, tp, ep))
+        return None if table is None else table.grids.get((name, routing, topk, experts, hidden, inter, tp, ep))
 
     def gdn_table(self, phase: str, kernel: str, head_k_dim: int, head_v_dim: int, conv: int, k_heads: Any,
                   v_heads: Any) -> GridTable | None:

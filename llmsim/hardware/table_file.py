@@ -18,6 +18,10 @@ from ..disk_cache import cached, source_fingerprint
 from ..errors import HardwareError
 from .kernel_table import STRAIGHT_FAMILIES, GridTable
 
+# key columns added after files were first written -> the value a file without the column holds: MoE rows before
+# the token-to-expert distribution was imported were all the package's balanced rows
+KEY_DEFAULTS: dict[str, dict[str, str]] = {"moe": {"routing": "balanced"}}
+
 
 @dataclass(frozen=True)
 class TableFile:
@@ -50,6 +54,7 @@ def read_table_file(path: Path, family: str, keys: tuple[str, ...], axes: tuple[
     (approximation: the kernel's time grows in proportion to the batch beyond the measured batches)."""
     provenance: dict[str, str] = {}
     header: list[str] | None = None
+    defaults: dict[str, str] = {}  # key columns the file lacks -> the value they read as (KEY_DEFAULTS)
     rows: list[list[str]] = []
     for number, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
@@ -62,14 +67,16 @@ def read_table_file(path: Path, family: str, keys: tuple[str, ...], axes: tuple[
         cells = [c.strip() for c in line.split(",")]
         if header is None:
             header = cells
+            defaults = {k: v for k, v in KEY_DEFAULTS.get(family, {}).items() if k in keys and k not in header}
+            header = [*header, *defaults]  # a column files written before it held reads as its default
             missing = [c for c in (*keys, *axes, "latency_us") if c not in header]
             if missing:
                 raise HardwareError(f"{path}: kernel table '{family}' lacks column(s) {missing}; expected "
                                     f"{[*keys, *axes, 'latency_us']}")
             continue
-        if len(cells) != len(header):
-            raise HardwareError(f"{path}:{number}: {len(cells)} cells, the header has {len(header)}")
-        rows.append(cells)
+        if len(cells) != len(header) - len(defaults):
+            raise HardwareError(f"{path}:{number}: {len(cells)} cells, the header has {len(header) - len(defaults)}")
+        rows.append([*cells, *defaults.values()])
     if header is None or not rows:
         raise HardwareError(f"{path}: kernel table '{family}' has no rows")
     at = {name: header.index(name) for name in (*keys, *axes, "latency_us")}

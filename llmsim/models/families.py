@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .config_fields import activation, get, layer_windows, rotary_fraction
-from .spec import AttentionSpec, LayerSpec, MLPSpec, MoESpec
+from .spec import DEEPSEEK_STYLE_ROUTING, AttentionSpec, LayerSpec, MLPSpec, MoESpec
 
 _BASE_KEYS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
 
@@ -183,7 +183,8 @@ def _llama4_text(config: Any) -> dict[str, Any]:
     expert = MLPSpec(gated=True, intermediate_size=config.intermediate_size, fused_gate_up=True, activation=act,
                      weight_layout="in_out")
     moe = MoESpec(num_experts=config.num_local_experts, top_k=config.num_experts_per_tok, expert=expert,
-                  shared=MLPSpec(gated=True, intermediate_size=config.intermediate_size, activation=act))
+                  shared=MLPSpec(gated=True, intermediate_size=config.intermediate_size, activation=act),
+                  routing=DEEPSEEK_STYLE_ROUTING)
     dense = MLPSpec(gated=True, intermediate_size=config.intermediate_size_mlp, activation=act)
     chunk = get(config, "attention_chunk_size", None)
     layers = []
@@ -312,7 +313,8 @@ def _nemotron_h(config: Any) -> dict[str, Any]:
             layers.append(LayerSpec(attention=mixers[block], mlp=None, pre_mlp_norm=False))
         elif block in ("mlp", "moe"):
             mlp = dense if block == "mlp" else MoESpec(num_experts=config.n_routed_experts,
-                                                       top_k=config.num_experts_per_tok, expert=expert, shared=shared)
+                                                       top_k=config.num_experts_per_tok, expert=expert, shared=shared,
+                                                       routing=DEEPSEEK_STYLE_ROUTING)
             layers.append(LayerSpec(attention=None, mlp=mlp, pre_mlp_norm=False))
         else:
             raise ConfigError(f"model config (nemotron_h): layers_block_type[{i}]={block!r}; supported: "

@@ -26,7 +26,7 @@ from .families import ADAPTERS as _FAMILY_ADAPTERS
 from .families import REQUIRED_KEYS as _FAMILY_REQUIRED_KEYS
 from .modelopt_file import with_quant_file
 from .quantization import quantize_layers
-from .spec import AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
+from .spec import DEEPSEEK_STYLE_ROUTING, AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
 # Keys each family's config must state (raw config.json names); the rest have faithful defaults.
 _REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
@@ -407,6 +407,7 @@ def _deepseek_v3(config: Any) -> dict[str, Any]:
         num_experts=config.n_routed_experts,
         top_k=config.num_experts_per_tok,
         expert=expert,
+        routing=DEEPSEEK_STYLE_ROUTING,
         shared=MLPSpec(gated=True, intermediate_size=config.moe_intermediate_size * shared_experts, bias=bias,
                        activation=act)
         if shared_experts

@@ -169,12 +169,23 @@ class MoESpec(_Frozen):
     router_extra_params: int = Field(default=0, ge=0, description="e.g. DeepSeek's score correction bias")
     shared_gate: bool = Field(default=False, description="the shared expert's output scaled by sigmoid(x W[h, 1]) "
                               "(Qwen2-MoE, Qwen3-Next)")
+    routing: Literal["balanced", "power_law_1.01", "power_law_1.2"] = Field(
+        default="power_law_1.2", description="the tokens' spread over the experts that the measured MoE tables are "
+        "read at: expert loads drawn from a power law of that exponent (aiconfigurator's default: 1.01 for "
+        "DeepSeek-style routers, 1.2 for the others), or balanced (every expert loaded evenly, as with EPLB)")
 
     @model_validator(mode="after")
     def _check(self) -> MoESpec:
         if self.top_k > self.num_experts:
             raise ValueError(f"num_experts_per_tok={self.top_k} exceeds the number of experts {self.num_experts}")
         return self
+
+
+# MoESpec.routing of DeepSeek-style sigmoid routers beside a shared expert (DeepSeek-V2/V3, Kimi K2, Llama 4,
+# Nemotron-H): a power law of exponent 1.01, as aiconfigurator's models of those families read the tables
+# (ai-dynamo/aiconfigurator aic-core sdk/models deepseek.py, hybrid_moe.py, nemotron_h.py: _power_law_alpha = 1.01);
+# every other MoE keeps the default, 1.2 (its generic MoE family, sdk/models/moe.py, and Qwen3.5's)
+DEEPSEEK_STYLE_ROUTING = "power_law_1.01"
 
 
 class LayerSpec(_Frozen):

@@ -17,6 +17,7 @@ OVERLAP_POLICIES = ("max", "sum")
 MXFP4_MOE_KERNELS = ("default", "marlin", "mxfp8")
 FP8_BLOCK_MOE_KERNELS = ("default", "trtllm-gen")
 CLOCKS = ("sustained", "boost")
+MOE_ROUTING_CHOICES = ("model", "balanced", "power_law_1.01", "power_law_1.2")
 
 
 @lru_cache(maxsize=1)
@@ -59,6 +60,10 @@ class ExecutionOptions(BaseModel):
       kernel, as its measured tables time it (TensorRT-LLM on Blackwell: DeepGEMM); "trtllm-gen": FlashInfer's
       TRTLLM-gen FP8 block-scale MoE kernel (TensorRT-LLM's `moe_config: backend: TRTLLM`), the rows vLLM's
       tables of the device time it with (Blackwell), at expert tensor parallelism only (timing.measured).
+    - moe_routing="model" (default): the measured MoE rows read at the model's expert load (MoESpec.routing: a
+      power law of exponent 1.01 for DeepSeek-style routers, 1.2 for the others, as aiconfigurator reads them);
+      "balanced": every expert loaded evenly (expert-parallel load balancing, EPLB), the balanced rows with
+      independent routing's share of experts read at small calls; "power_law_1.01" or "power_law_1.2": that load.
     - clock="sustained" (default): a long prefill pass's compute-bound work runs at the device's sustained,
       power-limited clock once past the onset, from the hardware file's [sustained] section (timing.sustained;
       a device without one is not throttled); "boost": every kernel at the clock short benchmarks time it at.
@@ -82,6 +87,7 @@ class ExecutionOptions(BaseModel):
     mxfp4_moe_kernel: str = "default"  # MXFP4 experts: the engine's default kernel, "marlin" or "mxfp8"
     fp8_block_moe_kernel: str = "default"  # block-scaled fp8 experts: the engine's default kernel or "trtllm-gen"
     clock: str = "sustained"  # long prefill passes at the sustained (power-limited) clock, or "boost"
+    moe_routing: str = "model"  # MoE rows read: the model's expert load, "balanced" or a power law's
 
     @classmethod
     def make(cls, **values: Any) -> ExecutionOptions:
@@ -94,6 +100,7 @@ class ExecutionOptions(BaseModel):
         check_choice("mxfp4_moe_kernel", values.get("mxfp4_moe_kernel", "default"), MXFP4_MOE_KERNELS)
         check_choice("fp8_block_moe_kernel", values.get("fp8_block_moe_kernel", "default"), FP8_BLOCK_MOE_KERNELS)
         check_choice("clock", values.get("clock", "sustained"), CLOCKS)
+        check_choice("moe_routing", values.get("moe_routing", "model"), MOE_ROUTING_CHOICES)
         for key, unit in (("step_host_s", "seconds (or 0)"), ("prefill_dispatch_s", "seconds per kernel (or 0)")):
             if key in values:  # host times: 0 switches them off, else a positive number up to an hour
                 from ..errors import HOST_TIME_LIMIT_S, check_off_or_positive

@@ -48,8 +48,13 @@ MXFP8_ACTIVATION_ENGINES = {"trtllm": "MXFP8 activations x MXFP4 experts, Tensor
 # data parallelism; the threshold is applied to the tokens of each MoE call, as aiconfigurator applies it.
 MIN_LATENCY_MAX_TOKENS = 128
 MIN_LATENCY_NOTE = "TensorRT-LLM's min-latency NVFP4 MoE kernel at <= 128 tokens per call (its default kernel above)"
-ROUTING_NOTE = ("balanced rows read with independent routing: x the experts T tokens read on average over those "
-                "the rows spread them on, (1 - (1 - k/E)^T) / min(1, T k / E)")
+ROUTING_NOTES = {
+    "balanced": ("balanced rows read with independent routing: x the experts T tokens read on average over those "
+                 "the rows spread them on, (1 - (1 - k/E)^T) / min(1, T k / E)"),
+    "power_law_1.01": "power_law_1.01 rows (expert loads drawn from a power law of exponent 1.01)",
+    "power_law_1.2": "power_law_1.2 rows (expert loads drawn from a power law of exponent 1.2)",
+}
+MOE_ROUTINGS = tuple(ROUTING_NOTES)
 # approximation: a fused MoE split over tp x ep GPUs reads, per GPU, E/ep experts of inter/tp width; split instead as
 # tp' x ep' with tp' ep' = tp ep it reads E/ep' experts of inter/tp' width: the same weights and FLOPs per GPU at
 # balanced routing, in other GEMM shapes (narrower N, or fewer and wider experts)
@@ -98,13 +103,14 @@ class MeasuredTiming:
 
     def __init__(self, kernels: MeasuredKernels, families: tuple[str, ...] | None, fp8_scales: str = "static",
                  mxfp4_moe_kernel: str = "default", fp8_block_moe_kernel: str = "default",
-                 sibling_of: str | None = None) -> None:
+                 sibling_of: str | None = None, moe_routing: str = "model") -> None:
         self.kernels = kernels
         # the device these tables stand in for (TABLE_SIBLINGS: read with the roofline ratio), or None: its own
         self.sibling_of = sibling_of
         self.fp8_scales = fp8_scales  # per-tensor fp8 GEMMs: the static lane, or fp8_dynamic
         self.mxfp4_moe_kernel = mxfp4_moe_kernel  # MXFP4 experts: the engine's default kernel, or "marlin"
         self.fp8_block_moe_kernel = fp8_block_moe_kernel  # block fp8 experts: the default kernel, or "trtllm-gen"
+        self.moe_routing = moe_routing  # MoE rows read: the model's (MoESpec.routing), or one of MOE_ROUTINGS
         self.families = tuple(f for f in kernels.families if families is None or f in families)
         self.all_families = families is None  # may another engine's table of the device stand in (MLA)
         self._lookups: dict[tuple, Any] = {}
@@ -187,70 +193,76 @@ class MeasuredTiming:
                 f"{other} gemm table ({read}), a proxy: {k.engine} has no {read} GEMM table on {k.device}{instead}"), (
                 f"{other} gemm (proxy)")
         if family == "moe":
-            _, dtype, topk, experts, hidden, inter, tp, ep, share = key
+            _, dtype, topk, experts, hidden, inter, tp, ep, share, routing = key
+            if self.moe_routing != "model":
+                routing = self.moe_routing
             label = self.label("moe")
+            routing_note = ROUTING_NOTES[routing]  # the rows read, said with every MoE read
 
             def read(grid: Any) -> TableRead:
-                return TableRead(grid, 1, share=share, routing=(topk, experts))
+                # balanced rows: x the experts independent routing reads; power-law rows drew their own loads
+                return TableRead(grid, 1, share=share, routing=(topk, experts) if routing == "balanced" else None)
 
             missed = ""  # the kernel mxfp4_moe_kernel or fp8_block_moe_kernel asked for, where no rows time it
             if dtype == "mxfp4_wo" and self.mxfp4_moe_kernel == "mxfp8" and k.engine not in MXFP8_ACTIVATION_ENGINES:
-                grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
+                grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep, routing)
                 if grid is not None:
-                    return read(grid), f"{label}; {MXFP8_KERNEL_NOTE}{split}; {ROUTING_NOTE}", None
+                    return read(grid), f"{label}; {MXFP8_KERNEL_NOTE}{split}; {routing_note}", None
                 other = _other_engine_grid(k.device, k.engine, lambda kernels: kernels.moe_table(
-                    "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep), first="trtllm")
+                    "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep, routing), first="trtllm")
                 if other is not None:
                     return read(other[1]), (f"{other[0]} moe table (mxfp4_mxfp8), a proxy: {MXFP8_KERNEL_NOTE}, "
                                             f"measured under {other[0]} (no {k.engine} rows at this shape); "
-                                            f"{ROUTING_NOTE}"), f"{other[0]} moe (proxy)"
+                                            f"{routing_note}"), f"{other[0]} moe (proxy)"
                 missed = f"mxfp4_moe_kernel='mxfp8' but no mxfp4_mxfp8 MoE rows for this shape on {k.device}"
             if dtype == "mxfp4_wo" and k.engine in MXFP8_ACTIVATION_ENGINES:
-                grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep)
+                grid, split = moe_split_table(k, "mxfp4_mxfp8", topk, experts, hidden, inter, tp, ep, routing)
                 if grid is not None:  # measured on this device: its Blackwell lane
-                    return read(grid), f"{label}; {MXFP8_ACTIVATION_ENGINES[k.engine]}{split}; {ROUTING_NOTE}", None
+                    return read(grid), f"{label}; {MXFP8_ACTIVATION_ENGINES[k.engine]}{split}; {routing_note}", None
             if dtype == "mxfp4_wo" and self.mxfp4_moe_kernel == "marlin":
-                found = marlin_moe_grid(k, topk, experts, hidden, inter, tp, ep)
+                found = marlin_moe_grid(k, topk, experts, hidden, inter, tp, ep, routing)
                 if found is not None:
                     grid, how = found
-                    return read(grid), f"{label}; {MARLIN_NOTE}{how}; {ROUTING_NOTE}", None
+                    return read(grid), f"{label}; {MARLIN_NOTE}{how}; {routing_note}", None
                 missed = (f"mxfp4_moe_kernel='marlin' but no Marlin MoE rows at tp {tp}, ep {ep} (engine {k.engine} "
                           f"on {k.device})")
             if dtype == "fp8_block" and self.fp8_block_moe_kernel == "trtllm-gen":
-                found = trtllm_gen_fp8_block_moe(k.device, topk, experts, hidden, inter, tp, ep)
+                found = trtllm_gen_fp8_block_moe(k.device, topk, experts, hidden, inter, tp, ep, routing)
                 if found is not None:
                     if k.engine == "vllm":  # its own rows time that kernel
-                        return read(found), f"{label}; {TRTLLM_GEN_FP8_BLOCK_NOTE}; {ROUTING_NOTE}", None
+                        return read(found), f"{label}; {TRTLLM_GEN_FP8_BLOCK_NOTE}; {routing_note}", None
                     return read(found), (f"vllm moe table (fp8_block), a proxy: {TRTLLM_GEN_FP8_BLOCK_NOTE}; "
-                                         f"{ROUTING_NOTE}"), "vllm moe (proxy)"
+                                         f"{routing_note}"), "vllm moe (proxy)"
                 missed = (f"fp8_block_moe_kernel='trtllm-gen' but no TRTLLM-gen fp8_block MoE rows at tp {tp}, "
                           f"ep {ep} on {k.device}" + (" (read at expert tensor parallelism only, ep 1)" if ep > 1
                                                       else ""))
             if missed:  # said, never silent: the default kernel's rows, read as below
                 label = f"{label}; {missed}: the default kernel's rows"
-            grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep)
+            grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep, routing)
             if grid is None and dtype == "mxfp4_wo":  # the shape measured on the Marlin kernel only
-                grid = k.moe_table(MARLIN_MXFP4_LANE, topk, experts, hidden, inter, tp, ep)
+                grid = k.moe_table(MARLIN_MXFP4_LANE, topk, experts, hidden, inter, tp, ep, routing)
                 if grid is not None:
                     return read(grid), f"{label}; {MARLIN_NOTE} (the kernel this shape was measured on); " \
-                        f"{ROUTING_NOTE}", None
+                        f"{routing_note}", None
             if grid is None and dtype == "fp8_block":  # the per-tensor fp8 kernel's rows stand in
-                grid = k.moe_table("fp8", topk, experts, hidden, inter, tp, ep)
+                grid = k.moe_table("fp8", topk, experts, hidden, inter, tp, ep, routing)
                 if grid is not None:
                     return read(grid), (f"{label}; fp8 per-tensor rows (no fp8_block rows for this shape); "
-                                        f"{ROUTING_NOTE}"), None
+                                        f"{routing_note}"), None
             if grid is None:  # the same GPUs split the experts the other way
-                grid, split = moe_split_table(k, dtype, topk, experts, hidden, inter, tp, ep)
+                grid, split = moe_split_table(k, dtype, topk, experts, hidden, inter, tp, ep, routing)
                 if grid is not None:
-                    return read(grid), f"{label}{split}; {ROUTING_NOTE}", None
+                    return read(grid), f"{label}{split}; {routing_note}", None
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
-                              f"intermediate {inter}, tp {tp}, ep {ep} (engine {k.engine} on {k.device})"), None
-            fast = k.moe_table(MIN_LATENCY_LANE, topk, experts, hidden, inter, tp, ep) if dtype == "nvfp4" else None
+                              f"intermediate {inter}, tp {tp}, ep {ep}, {routing} routing (engine {k.engine} on "
+                              f"{k.device}){_no_routing_hint(k, routing)}"), None
+            fast = (k.moe_table(MIN_LATENCY_LANE, topk, experts, hidden, inter, tp, ep, routing) if dtype == "nvfp4"
+                    else None)
             if fast is not None:  # TensorRT-LLM at few tokens: its min-latency kernel
                 return (TokenSplitRead(read(fast), read(grid), MIN_LATENCY_MAX_TOKENS),
-                        f"{label}; {MIN_LATENCY_NOTE}; {ROUTING_NOTE}", None)
-            return read(grid), f"{label}; {ROUTING_NOTE}", None
+                        f"{label}; {MIN_LATENCY_NOTE}; {routing_note}", None)
+            return read(grid), f"{label}; {routing_note}", None
         if family in ("prefill_gdn", "decode_gdn"):
             return _gdn_lookup(k, self.label(family), key)
         if family in ("prefill_mla", "decode_mla"):  # key (family, kv_dtype, per-GPU heads)
@@ -318,22 +330,30 @@ def _encoder_lookup(k: MeasuredKernels, label: str, key: tuple) -> tuple[Any, st
     return time_s, "; ".join(notes), None
 
 
+def _no_routing_hint(kernels: MeasuredKernels, routing: str) -> str:
+    """Where a MoE table holds no row of a load at all: how to get them ("" otherwise)."""
+    if any(key[1] == routing for key in kernels.tables["moe"].grids):
+        return ""
+    return (f"; the table holds no {routing} rows (compact imports keep the power-law loads; `llmsim calibrate "
+            f"--from aiconfigurator --full` writes the balanced ones too)")
+
+
 def moe_split_table(kernels: MeasuredKernels, lane: str, topk: int, experts: int, hidden: int, inter: int, tp: int,
-                    ep: int) -> tuple[GridTable | None, str]:
+                    ep: int, routing: str = "balanced") -> tuple[GridTable | None, str]:
     """A MoE lane's grid at tp x ep, else at the same GPUs' other split (tp 1 x ep tp*ep, then tp*ep x ep 1), with a
     note saying so ("" when exact); (None, "") where neither is measured. approximation: SPLIT_NOTE."""
-    grid = kernels.moe_table(lane, topk, experts, hidden, inter, tp, ep)
+    grid = kernels.moe_table(lane, topk, experts, hidden, inter, tp, ep, routing)
     if grid is not None or tp * ep == 1:
         return grid, ""
     for tp_s, ep_s in ((1, tp * ep), (tp * ep, 1)):
-        grid = kernels.moe_table(lane, topk, experts, hidden, inter, tp_s, ep_s)
+        grid = kernels.moe_table(lane, topk, experts, hidden, inter, tp_s, ep_s, routing)
         if grid is not None:
             return grid, f"; moe tp {tp} x ep {ep} read from the measured tp {tp_s} x ep {ep_s} rows ({SPLIT_NOTE})"
     return None, ""
 
 
-def trtllm_gen_fp8_block_moe(device: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int
-                             ) -> GridTable | None:
+def trtllm_gen_fp8_block_moe(device: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int,
+                             routing: str = "balanced") -> GridTable | None:
     """FlashInfer's TRTLLM-gen FP8 block-scale MoE kernel at this expert shape and tp (ep 1), from the device's
     vLLM table where its block-fp8 MoE rows time that kernel (Blackwell, vLLM 0.24.0: FP8MoE's flashinfer_trtllm
     experts only), else None. approximation: TRTLLM_GEN_FP8_BLOCK_NOTE."""
@@ -346,11 +366,11 @@ def trtllm_gen_fp8_block_moe(device: str, topk: int, experts: int, hidden: int, 
     block_fp8 = [s for s in sources if s.startswith("vllm_fp8moe_")]
     if not block_fp8 or not all("flashinfer_trtllm" in s for s in block_fp8):
         return None
-    return kernels.moe_table("fp8_block", topk, experts, hidden, inter, tp, 1)
+    return kernels.moe_table("fp8_block", topk, experts, hidden, inter, tp, 1, routing)
 
 
-def marlin_moe_grid(kernels: MeasuredKernels, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int
-                    ) -> tuple[GridTable, str] | None:
+def marlin_moe_grid(kernels: MeasuredKernels, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int,
+                    routing: str = "balanced") -> tuple[GridTable, str] | None:
     """The Marlin MXFP4 MoE kernel's time by tokens for this expert shape, and how it was read ("" when measured
     at this shape), or None where the tables hold no Marlin rows at this tp and ep.
 
@@ -370,15 +390,16 @@ def marlin_moe_grid(kernels: MeasuredKernels, topk: int, experts: int, hidden: i
     table = kernels.tables.get("moe")
     if table is None:
         return None
-    exact = kernels.moe_table(MARLIN_MXFP4_LANE, topk, experts, hidden, inter, tp, ep)
+    exact = kernels.moe_table(MARLIN_MXFP4_LANE, topk, experts, hidden, inter, tp, ep, routing)
     if exact is not None:
         return exact, ""
-    measured = [key for key in table.grids if key[0] == MARLIN_MXFP4_LANE and key[5:] == (tp, ep)]
+    # keys: (lane, routing, topk, experts, hidden, inter, tp, ep)
+    measured = [key for key in table.grids if key[:2] == (MARLIN_MXFP4_LANE, routing) and key[6:] == (tp, ep)]
     if not measured:
         return None
     size = np.log(hidden * inter)  # the measured shape nearest in expert size (the package ships one)
-    key = min(measured, key=lambda key: (abs(np.log(key[3] * key[4]) - size), key))
-    _, k_s, e_s, h_s, i_s, _, _ = key
+    key = min(measured, key=lambda key: (abs(np.log(key[4] * key[5]) - size), key))
+    _, _, k_s, e_s, h_s, i_s, _, _ = key
     source = table.grids[key]
     tokens_per_source = (topk / experts) / (k_s / e_s)  # T_s / T
     scale = (experts * hidden * inter) / (e_s * h_s * i_s)

@@ -433,7 +433,7 @@ def _measured_timing(hardware: HardwareSpec, execution: ExecutionOptions) -> tup
     if not execution.tables or execution.efficiency == "peak":
         return None, ""
     return _timing_of(hardware.name, execution.tables, execution.table_families, execution.fp8_scales,
-                      execution.mxfp4_moe_kernel, execution.fp8_block_moe_kernel)
+                      execution.mxfp4_moe_kernel, execution.fp8_block_moe_kernel, execution.moe_routing)
 
 
 STAND_IN_SETS = ("sglang", "trtllm")  # engine table sets that fall back to the device's vLLM set
@@ -441,7 +441,7 @@ STAND_IN_SETS = ("sglang", "trtllm")  # engine table sets that fall back to the 
 
 @lru_cache(maxsize=64)
 def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_scales: str = "static",
-               mxfp4_moe_kernel: str = "default", fp8_block_moe_kernel: str = "default"
+               mxfp4_moe_kernel: str = "default", fp8_block_moe_kernel: str = "default", moe_routing: str = "model"
                ) -> tuple[MeasuredTiming | None, str]:
     """One MeasuredTiming per device, table set (or folder) and families, kept with its lookups."""
     kernels = measured_for(device, tables)
@@ -450,19 +450,22 @@ def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_s
     if kernels is None and tables in STAND_IN_SETS:
         stand_in = measured_for(device, "vllm")
         if stand_in is not None:  # the same GPU's measured kernels, from another engine, beat peak x fraction
-            return MeasuredTiming(stand_in, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel), (
+            return MeasuredTiming(stand_in, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
+                                  moe_routing=moe_routing), (
                 f"no {tables} kernel tables ship for {device}: vLLM's measured tables of this device stand in "
                 f"(approximation: same GPU, the engines' kernels differ)")
     sibling = TABLE_SIBLINGS.get(device)
     if kernels is None and sibling is not None:
-        timing, note = _timing_of(sibling, tables, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel)
+        timing, note = _timing_of(sibling, tables, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
+                                  moe_routing)
         if timing is not None:
             return MeasuredTiming(timing.kernels, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
-                                  sibling_of=device), (
+                                  sibling_of=device, moe_routing=moe_routing), (
                 f"no {tables} kernel tables ship for {device}: those of {sibling} (the same die) stand in, each op's "
                 f"measured time x its roofline time on {device} / on {sibling} (approximation: the sibling's "
                 f"achieved fraction of its roofline carries over)" + (f"; {note}" if note else ""))
     if kernels is None:
         return None, (f"no measured {tables} kernel tables for {device}: every op on the roofline with the hardware "
                       f"file's achievable fractions")
-    return MeasuredTiming(kernels, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel), ""
+    return MeasuredTiming(kernels, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
+                          moe_routing=moe_routing), ""

@@ -92,7 +92,7 @@ class FeedForwardBlocks:
             if moe_dtype is None:
                 return {}
             key = ("moe", moe_dtype, moe.top_k, moe.num_experts, self.model.hidden_size, expert.intermediate_size,
-                   moe_tp, ep, share / matrices)
+                   moe_tp, ep, share / matrices, moe.routing)
             return {"kernel_key": key, "kernel_tokens": T}  # the tokens entering the layer on this GPU
 
         if expert.gated and (expert.fused_gate_up or self.options.fused_projections):
