@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import LlmsimError, OptionError, check_choice
-from ..hardware.measured import FAMILIES, MARLIN_MXFP4_LANE, MIN_LATENCY_LANE
+from ..hardware.measured import FAMILIES, MARLIN_MXFP4_LANE, MIN_LATENCY_LANE, MOE_ROUTINGS
 
 # aiconfigurator system name -> llmsim hardware file name
 SYSTEMS = {
@@ -52,7 +52,6 @@ MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4
 # alpha between 1 and 0.8 T, the most loaded experts on the EP rank it times), at the two
 # exponents aiconfigurator's own models read (aic-core sdk/models: 1.01 for DeepSeek, Kimi K2.5 and the hybrid MoE
 # families, 1.2 for the generic MoE family: Mixtral, Qwen2/3-MoE, gpt-oss, MiniMax-M2, and Qwen3.5)
-MOE_ROUTINGS = ("balanced", "power_law_1.01", "power_law_1.2")
 # the compact grid keeps the two loads models read by default (MoESpec.routing); balanced rows (expert-parallel load
 # balancing, ExecutionOptions.moe_routing="balanced") come with full=True, to keep the shipped files small
 COMPACT_MOE_ROUTINGS = ("power_law_1.01", "power_law_1.2")

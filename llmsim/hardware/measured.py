@@ -48,6 +48,8 @@ MIN_LATENCY_LANE = "nvfp4_min_latency"
 # for them with VLLM_MXFP4_USE_MARLIN=1, and for compressed-tensors MXFP4 experts on Hopper): written by the
 # importer apart from the engine's default MXFP4 kernel, read with ExecutionOptions.mxfp4_moe_kernel="marlin"
 MARLIN_MXFP4_LANE = "mxfp4_wo_marlin"
+# the MoE tables' token-to-expert loads (their `routing` key column; MoESpec.routing names the one a model reads)
+MOE_ROUTINGS = ("balanced", "power_law_1.01", "power_law_1.2")
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "gemm": (("dtype",), ("m", "n", "k"), False),
     "prefill_attention": (("kv_dtype", "head_dim", "window", "num_heads", "num_kv_heads"), ("batch", "isl"), True),

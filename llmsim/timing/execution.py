@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import OptionError, check_choice
-from ..hardware.measured import FAMILIES, shipped_kernel_sets
+from ..hardware.measured import FAMILIES, MOE_ROUTINGS, shipped_kernel_sets
 
 EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")
@@ -17,7 +17,7 @@ OVERLAP_POLICIES = ("max", "sum")
 MXFP4_MOE_KERNELS = ("default", "marlin", "mxfp8")
 FP8_BLOCK_MOE_KERNELS = ("default", "trtllm-gen")
 CLOCKS = ("sustained", "boost")
-MOE_ROUTING_CHOICES = ("model", "balanced", "power_law_1.01", "power_law_1.2")
+MOE_ROUTING_CHOICES = ("model", *MOE_ROUTINGS)
 
 
 @lru_cache(maxsize=1)

@@ -3,8 +3,8 @@
 An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the formulas `kernel_x` and
 `kernel_y`) is looked up in the engine's tables for the device:
     ("gemm", dtype, K)                                   x = M rows, y = N columns (read per dtype: z = K)
-    ("moe", dtype, topk, experts, hidden, inter, tp, ep, share)   x = tokens; time = table x share x
-                                                         routing_factor(x, topk, experts)
+    ("moe", dtype, topk, experts, hidden, inter, tp, ep, share, routing)   x = tokens; time = the routing's
+                                                         rows x share (balanced rows x routing_factor(x, topk, E))
     ("prefill_attention", kv_dtype, head_dim, heads, kv_heads, window, chunked)   x = batch, y = prompt tokens
     ("decode_attention", kv_dtype, head_dim, heads, kv_heads)     x = batch, y = keys attended
     ("encoder_attention", head_dim, heads)               non-causal, bf16: x = batch, y = tokens per sequence
@@ -54,7 +54,6 @@ ROUTING_NOTES = {
     "power_law_1.01": "power_law_1.01 rows (expert loads drawn from a power law of exponent 1.01)",
     "power_law_1.2": "power_law_1.2 rows (expert loads drawn from a power law of exponent 1.2)",
 }
-MOE_ROUTINGS = tuple(ROUTING_NOTES)
 # approximation: a fused MoE split over tp x ep GPUs reads, per GPU, E/ep experts of inter/tp width; split instead as
 # tp' x ep' with tp' ep' = tp ep it reads E/ep' experts of inter/tp' width: the same weights and FLOPs per GPU at
 # balanced routing, in other GEMM shapes (narrower N, or fewer and wider experts)
@@ -110,7 +109,7 @@ class MeasuredTiming:
         self.fp8_scales = fp8_scales  # per-tensor fp8 GEMMs: the static lane, or fp8_dynamic
         self.mxfp4_moe_kernel = mxfp4_moe_kernel  # MXFP4 experts: the engine's default kernel, or "marlin"
         self.fp8_block_moe_kernel = fp8_block_moe_kernel  # block fp8 experts: the default kernel, or "trtllm-gen"
-        self.moe_routing = moe_routing  # MoE rows read: the model's (MoESpec.routing), or one of MOE_ROUTINGS
+        self.moe_routing = moe_routing  # MoE rows read: "model" (MoESpec.routing), or a load of ROUTING_NOTES
         self.families = tuple(f for f in kernels.families if families is None or f in families)
         self.all_families = families is None  # may another engine's table of the device stand in (MLA)
         self._lookups: dict[tuple, Any] = {}
