@@ -298,6 +298,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-wait-max-tokens-ratio", type=float, default=0.0,
                    help="... or until they and the decodes reach this share of --max-num-batched-tokens "
                    "(TensorRT-LLM's batch_wait_max_tokens_ratio; default 0: off)")
+    p.add_argument("--attention-dp-balance", action=argparse.BooleanOptionalAction, default=False,
+                   help="TensorRT-LLM's attention_dp_config enable_balance (with --attention-data-parallel): while "
+                   "the ranks decode, a new prompt waits until every rank holds one or the counter times out "
+                   "(default: off, as TensorRT-LLM)")
+    p.add_argument("--attention-dp-timeout-iters", type=_non_negative_int, default=50,
+                   help="attention_dp_config timeout_iters (default 50, TensorRT-LLM's)")
+    p.add_argument("--attention-dp-batching-wait-iters", type=_non_negative_int, default=10,
+                   help="attention_dp_config batching_wait_iters (default 10, TensorRT-LLM's)")
     p.add_argument("--frontend-s", dest="frontend_s", type=float, default=None,
                    help="the serving frontend's time per request (HTTP, tokenization, hand-offs, streaming) before "
                    "the engine sees it, one request at a time (requests sent together queue), in s (default: the "
@@ -616,9 +624,9 @@ def _run(args: argparse.Namespace) -> int:
             raise LlmsimError("disaggregated serving takes both --prefill-pool and --decode-pool (REPLICASxTP) and "
                               "no --tensor-parallel / --expert-parallel / --pipeline-parallel / "
                               "--attention-data-parallel (per pool: the Python API's pool dicts)")
-        if args.batch_wait_timeout_iters or args.batch_wait_max_tokens_ratio:
-            raise LlmsimError("--batch-wait-timeout-iters / --batch-wait-max-tokens-ratio apply to aggregated serving "
-                              "only (no --prefill-pool / --decode-pool)")
+        if args.batch_wait_timeout_iters or args.batch_wait_max_tokens_ratio or args.attention_dp_balance:
+            raise LlmsimError("--batch-wait-timeout-iters / --batch-wait-max-tokens-ratio / --attention-dp-balance "
+                              "apply to aggregated serving only (no --prefill-pool / --decode-pool)")
         options = {k: v for k, v in options.items() if k not in ("tensor_parallel", "expert_parallel")}
         result = serve_disaggregated(
             args.model, args.hardware, prefill=args.prefill_pool, decode=args.decode_pool,
@@ -649,6 +657,9 @@ def _run(args: argparse.Namespace) -> int:
                        async_scheduling=args.async_scheduling, scheduler_recv_interval=args.scheduler_recv_interval,
                        batch_wait_timeout_iters=args.batch_wait_timeout_iters,
                        batch_wait_max_tokens_ratio=args.batch_wait_max_tokens_ratio, frontend_s=args.frontend_s,
+                       attention_dp_balance=args.attention_dp_balance,
+                       attention_dp_timeout_iters=args.attention_dp_timeout_iters,
+                       attention_dp_batching_wait_iters=args.attention_dp_batching_wait_iters,
                        pipeline_parallel=args.pipeline_parallel,
                        attention_data_parallel=args.attention_data_parallel, **options)
         print(result.model_dump_json(indent=2) if args.json else result)

@@ -60,6 +60,80 @@ def test_weights_and_kv_pool_per_gpu_by_hand() -> None:
     assert limits.kv_blocks == math.floor((fraction * hw.memory_capacity_bytes - 1_969_664) / 1024)
 
 
+def test_sglang_splits_its_chunk_and_running_requests_over_the_ranks_others_do_not() -> None:
+    spec, hw, rank, dp, _ = _tiny(4, 4)  # 4 ranks of 1 GPU
+    # SGLang on H100 (80 GB, under 160 GiB): chunked_prefill_size 8192, divided over the 4 ranks: 8192 // 4 = 2048
+    # (ServerArgs._handle_data_parallelism); its unset max_running_requests stays llmsim's default 1024
+    limits = scheduler_limits(spec, hw, rank, "sglang", 128, data_parallel=dp)
+    assert (limits.max_num_batched_tokens, limits.max_num_seqs) == (2048, 1024)
+    assert "8192 divided over its 4 attention data-parallel ranks: 2048" in limits.rank_note
+    # given ones are the server's arguments: --chunked-prefill-size 1000 -> 1000 // 4 = 250 a rank,
+    # --max-running-requests 30 -> 30 // 4 = 7 a rank (model_runner: max_running_requests // dp_size)
+    limits = scheduler_limits(spec, hw, rank, "sglang", 128, max_num_seqs=30, max_num_batched_tokens=1000,
+                              data_parallel=dp)
+    assert (limits.max_num_batched_tokens, limits.max_num_seqs) == (250, 7)
+    # without ranks, and for TensorRT-LLM's and vLLM's ranks (each its own scheduler), the limits stand as given
+    assert scheduler_limits(spec, hw, rank, "sglang", 128, max_num_batched_tokens=1000).max_num_batched_tokens == 1000
+    for engine in ("trtllm", "vllm"):
+        limits = scheduler_limits(spec, hw, rank, engine, 128, max_num_seqs=30, max_num_batched_tokens=1000,
+                                  data_parallel=dp)
+        assert (limits.max_num_batched_tokens, limits.max_num_seqs, limits.rank_note) == (1000, 30, "")
+    with pytest.raises(llmsim.OptionError, match=r"max_num_batched_tokens=3 is below attention_data_parallel=4"):
+        scheduler_limits(spec, hw, rank, "sglang", 2, max_num_seqs=1, max_num_batched_tokens=3, data_parallel=dp)
+    r = llmsim.serve(TINY_MOE, "h100-sxm", engine="sglang", tensor_parallel=4, expert_parallel=4,
+                     attention_data_parallel=4, concurrency=8, prompt_len=64, gen_len=8, num_requests=16, tables=None)
+    assert "2048 tokens a step per rank" in r.assumptions["limits per rank"]
+
+
+def test_trtllm_balance_decisions_by_hand() -> None:
+    """TensorRT-LLM's _balance_adp_requests as serving.adp_balance estimates it for 3 ranks (H(2) = 1 + 1/2 = 1.5:
+    the mean time for both other ranks to receive a request, in units of this rank's mean gap)."""
+    from llmsim.serving.adp_balance import AdpBalance
+
+    a = AdpBalance(3, timeout_iters=4, batching_wait_iters=0)
+    a.arrived([0.0, 0.0])  # the first requests, together
+    assert a.hold(0.0, decoding=0, has_prompt=True, slots_free=True) is False  # an idle rank: released at once
+    a.arrived([2.0])  # one later arrival: rate 1 / (t - 0), the others all hold one after 1.5 t: never yet
+    assert [a.hold(t, 5, True, True) for t in (2.0, 2.5, 3.0)] == [True, True, True]  # counter 1, 2, 3
+    assert a.hold(3.5, 5, True, True) is False and a.count == 0 and a.released_s == 3.5  # 4 >= timeout_iters
+    a.arrived([4.0, 4.1, 4.2, 4.3, 4.4, 4.5])  # 7 later arrivals by 5.0: 1.5 x 5.0 / 7 = 1.07 s <= 5.0 - 3.5
+    assert a.hold(5.0, 5, True, True) is False and a.released_s == 5.0
+    assert a.hold(5.1, 5, False, True) is True and a.count == 1  # no prompt here: the counter still counts
+    # batching_wait_iters 2: when every rank holds one and all decode, two more steps, then release
+    b = AdpBalance(3, timeout_iters=50, batching_wait_iters=2)
+    b.arrived([0.0, *[0.1 * i for i in range(1, 31)]])  # 30 later arrivals by 3.0: 1.5 x 3.0 / 30 = 0.15 s
+    assert [b.hold(3.0 + 0.01 * i, 5, True, True) for i in range(3)] == [True, True, False]
+    # a run of 7 decode-only steps from counter 1 (timeout 4): the counter reads 2..8, resetting at 4 and 8, the
+    # last at the run's 7th step (index 6); it ends at 8 % 4 = 0
+    a.count = 1
+    a.advance(np.arange(10.0, 17.0))
+    assert (a.count, a.released_s) == (0, 16.0)
+
+
+def test_trtllm_balance_holds_prompts_back_and_is_refused_elsewhere() -> None:
+    kw = dict(engine="trtllm", tensor_parallel=4, expert_parallel=4, attention_data_parallel=4, prompt_len=
+              "uniform:48:64", gen_len="uniform:24:32", tables=None, max_num_seqs=16, max_num_batched_tokens=256)
+    off = llmsim.serve(TINY_MOE, "h100-sxm", concurrency=32, num_requests=320, **kw)
+    on = llmsim.serve(TINY_MOE, "h100-sxm", concurrency=32, num_requests=320, attention_dp_balance=True, **kw)
+    assert on.ttft_s.mean > 2 * off.ttft_s.mean  # prompts wait for the other ranks (or up to 50 steps)
+    assert "enable_balance over 4 ranks" in on.assumptions["attention dp balance"]
+    assert np.all(np.isfinite(on.to_pandas()["finish_s"]))  # every request still finishes
+    # 3 clients over 4 ranks: one rank never decodes, so TensorRT-LLM releases every prompt at once
+    few = llmsim.serve(TINY_MOE, "h100-sxm", concurrency=3, num_requests=30, attention_dp_balance=True, **kw)
+    assert few.ttft_s.mean == llmsim.serve(TINY_MOE, "h100-sxm", concurrency=3, num_requests=30, **kw).ttft_s.mean
+    assert "holds nothing: 3 clients" in few.assumptions["limits per rank"]
+    with pytest.raises(llmsim.OptionError, match="attention_dp_balance is TensorRT-LLM's"):
+        llmsim.serve(TINY_MOE, "h100-sxm", **{**kw, "engine": "sglang"}, concurrency=8, attention_dp_balance=True)
+    with pytest.raises(llmsim.OptionError, match=r"attention_dp_balance='yes' must be True"):
+        llmsim.serve(TINY_MOE, "h100-sxm", **kw, concurrency=8, attention_dp_balance="yes")
+    with pytest.raises(llmsim.OptionError, match="attention_dp_timeout_iters"):
+        llmsim.serve(TINY_MOE, "h100-sxm", **kw, concurrency=8, attention_dp_balance=True,
+                     attention_dp_timeout_iters=-1)
+    with pytest.raises(llmsim.OptionError, match="give attention_data_parallel > 1"):
+        llmsim.serve(TINY_MOE, "h100-sxm", **{**kw, "attention_data_parallel": 1}, concurrency=8,
+                     attention_dp_balance=True)
+
+
 def test_step_is_the_ranks_attention_plus_every_ranks_experts_and_their_collectives() -> None:
     spec, hw, rank, dp, execution = _tiny(2, 2)
     roofline = Roofline(hw, execution)

@@ -367,3 +367,22 @@ def test_serve_on_the_cli_takes_trtllm_batch_waiting(capsys: pytest.CaptureFixtu
     code, out, err = run(capsys, "serve", "llama-3.1-8b", "--hardware", "h100-sxm", *load, "--prefill-pool", "1x1",
                          "--decode-pool", "1x1", "--batch-wait-timeout-iters", "5")
     assert code != 0 and "aggregated serving only" in err and "Traceback" not in err
+
+
+def test_serve_on_the_cli_takes_trtllm_attention_dp_balance(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--attention-dp-balance` and its two counters reach serve() (the API's numbers, JSON); another engine is
+    refused in one line."""
+    load = ["--tensor-parallel", "4", "--expert-parallel", "4", "--attention-data-parallel", "4", "--concurrency",
+            "16", "--prompt-len", "uniform:200:256", "--gen-len", "uniform:40:64", "--num-requests", "64", "--json"]
+    code, out, err = run(capsys, "serve", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--engine", "trtllm", *load,
+                         "--attention-dp-balance", "--attention-dp-timeout-iters", "60",
+                         "--attention-dp-batching-wait-iters", "0")
+    assert code == 0, err
+    expected = llmsim.serve("qwen3-30b-a3b", "h100-sxm", engine="trtllm", tensor_parallel=4, expert_parallel=4,
+                            attention_data_parallel=4, concurrency=16, prompt_len="uniform:200:256",
+                            gen_len="uniform:40:64", num_requests=64, attention_dp_balance=True,
+                            attention_dp_timeout_iters=60, attention_dp_batching_wait_iters=0)
+    assert json.loads(out)["ttft_s"]["mean"] == pytest.approx(expected.ttft_s.mean, rel=1e-12)
+    code, out, err = run(capsys, "serve", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--engine", "vllm", *load,
+                         "--attention-dp-balance")
+    assert code != 0 and "attention_dp_balance is TensorRT-LLM's" in err and "Traceback" not in err

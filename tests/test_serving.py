@@ -867,16 +867,18 @@ def test_inferencex_trtllm_deepseek_recipes_set_token_budget_and_parallel_split(
 
     row = _dsr1_trt_row
 
-    # (64 + 1024 + 127) // 64 * 64 = 1152; fp8: EP = TP, attention DP above 32 clients at 1k/1k on B200
+    # (64 + 1024 + 127) // 64 * 64 = 1152; fp8: EP = TP, attention DP above 32 clients at 1k/1k on B200, with the
+    # recipe's attention_dp_config (enable_balance, timeout_iters 60, batching_wait_iters 0)
+    balance = {"attention_dp_balance": True, "attention_dp_timeout_iters": 60, "attention_dp_batching_wait_iters": 0}
     assert inferencex_trtllm_options(row("2025-11-02", 64)) == {
-        "max_num_batched_tokens": 1152, "expert_parallel": 8, "attention_data_parallel": 8}
+        "max_num_batched_tokens": 1152, "expert_parallel": 8, "attention_data_parallel": 8, **balance}
     # fp4 TP 8 at 1k/1k: EP above 8 clients, attention DP from 256; (16 + 1024 + 127) // 64 * 64 = 1152
     assert inferencex_trtllm_options(row("2025-11-02", 16, precision="fp4")) == {
         "max_num_batched_tokens": 1152, "expert_parallel": 8}
     assert inferencex_trtllm_options(row("2025-11-02", 8, precision="fp4")) == {"max_num_batched_tokens": 1152}
     # H200 8k/1k: attention DP above 32 clients; (64 + 8192 + 127) // 64 * 64 = 8320
     assert inferencex_trtllm_options(row("2025-11-02", 64, system="h200_sxm", isl="8192")) == {
-        "max_num_batched_tokens": 8320, "expert_parallel": 8, "attention_data_parallel": 8}
+        "max_num_batched_tokens": 8320, "expert_parallel": 8, "attention_data_parallel": 8, **balance}
     assert inferencex_trtllm_options(row("2025-12-15", 64)) == {"max_num_batched_tokens": 1152}  # no split then
     # from 2026-01-21 at least 8192; the fp8 B200 recipe's DELAY_BATCHING at 1k/1k from 64 clients
     # (and the TRTLLM MoE backend from 2026-01-27: the test above)
@@ -887,6 +889,16 @@ def test_inferencex_trtllm_deepseek_recipes_set_token_budget_and_parallel_split(
     assert inferencex_trtllm_options(row("2026-01-29", 32)) == {"max_num_batched_tokens": 8192, **trtllm_moe}
     assert inferencex_trtllm_options(row("2026-02-05", 64)) == trtllm_moe  # an MTP day: no token budget
     assert inferencex_trtllm_options(row("2025-11-02", 64, system="gb200")) == {}
+    # the file's own attention_dp_size: the balance alone on a day without other knobs (2026-03-01), none before
+    # the recipes set it (ec90f3fe7, 2025-09-18), none for gpt-oss on H200; gpt-oss on B200: TensorRT-LLM's
+    # defaults (enable_balance only, 28e5a01ea)
+    assert inferencex_trtllm_options(row("2026-03-01", 64, attention_dp_size="8")) == {**balance, **trtllm_moe}
+    assert inferencex_trtllm_options(row("2025-09-10", 64, attention_dp_size="8")) == {}
+    gpt_oss = {"model_path": "openai/gpt-oss-120b", "attention_dp_size": "4", "tp_size": "4"}
+    assert inferencex_trtllm_options(row("2026-03-01", 64, **gpt_oss)) == {
+        "max_num_batched_tokens": 20000, "attention_dp_balance": True}
+    assert inferencex_trtllm_options(row("2026-03-01", 64, system="h200_sxm", **gpt_oss)) == {
+        "max_num_batched_tokens": 20000}
 
 
 def test_rows_whose_gpu_count_contradicts_their_launch_are_skipped() -> None:

@@ -270,6 +270,9 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                        **{f"{name} max_num_seqs": limits.note for name, limits in (("prefill", pre_limits),
                                                                                    ("decode", dec_limits))
                           if limits.note},
+                       **{f"{name} limits per rank": limits.rank_note for name, limits in (("prefill", pre_limits),
+                                                                                         ("decode", dec_limits))
+                          if limits.rank_note},
                    })
 
 

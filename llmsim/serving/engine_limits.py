@@ -11,6 +11,8 @@
   GPUs above 60 GiB (H100 TP1: 0.836). page_size 1; enable_mixed_chunk False: a step prefills new requests
   (decodes wait) while any can start, else decodes.
   approximation: max_running_requests, which SGLang derives from its token pool, is taken as vLLM's 1024.
+  With attention data parallelism over d ranks SGLang divides its chunked prefill size (and a given
+  max_running_requests) by d: each rank schedules its share (_sglang_rank_share).
 - TensorRT-LLM (tensorrt_llm/llmapi: BuildConfig max_batch_size 2048, max_num_tokens 8192;
   KvCacheConfig free_gpu_memory_fraction 0.9 of the memory left free, tokens_per_block 32; SchedulerConfig
   capacity_scheduler_policy GUARANTEED_NO_EVICT, "Useful Runtime Options" in its performance tuning guide: a
@@ -23,7 +25,8 @@ that arrives while a step runs is then scheduled into the step after the next on
 in before every step by default (`--scheduler-recv-interval 1`); scheduler_recv_interval=N makes it do so only
 after every N decode steps and after any step that prefilled, as its SchedulerRecvSkipper counts
 (sglang/srt/managers/scheduler_recv_skipper.py: decode weight 1, any other forward mode 1000).
-TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) is off by default, as there.
+TensorRT-LLM's batch waiting (batch_wait_timeout_iters, batch_wait_max_tokens_ratio) is off by default, as there;
+so is its attention data-parallel balance (attention_dp_balance, serving.adp_balance).
 The serving frontend (frontend_s): what a request spends outside the engine's steps before its first token reaches
 the client (HTTP, tokenization, the hand-offs between the API server and the engine, detokenization, streaming),
 spent before the engine sees it in a queue one request at a time (serving.frontend), so part of its TTFT and
@@ -116,7 +119,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                      mixed_batches: Any = None, pipeline_parallel: int = 1,
                      data_parallel: Any = None, reserve_output: Any = None,
                      async_scheduling: Any = None, recv_interval: Any = None,
-                     batch_wait_timeout_iters: Any = 0, batch_wait_max_tokens_ratio: Any = 0.0) -> SchedulerLimits:
+                     batch_wait_timeout_iters: Any = 0, batch_wait_max_tokens_ratio: Any = 0.0,
+                     attention_dp_balance: Any = False, attention_dp_timeout_iters: Any = 50,
+                     attention_dp_batching_wait_iters: Any = 10) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace, as each engine sizes its pool:
 
@@ -156,9 +161,12 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                           "takes requests in before every step (use engine='sglang' or leave it 1)")
     wait_iters, wait_tokens = _batch_wait(engine, batch_wait_timeout_iters, batch_wait_max_tokens_ratio, tokens,
                                           data_parallel is not None)
+    balance = _adp_balance(engine, data_parallel, attention_dp_balance, attention_dp_timeout_iters,
+                           attention_dp_batching_wait_iters)
     if reserve_output is not None and not isinstance(reserve_output, bool):
         raise OptionError(f"reserve_output={reserve_output!r} must be True (a request starts when its whole prompt "
                           f"and output fit, TensorRT-LLM's GUARANTEED_NO_EVICT) or False (when its prompt fits)")
+    seqs, tokens, split = _sglang_rank_share(engine, data_parallel, seqs, tokens, max_num_seqs is not None)
     seqs, note = _seqs_within_token_budget(engine, seqs, tokens, max_num_seqs is not None)
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
     tp = options.tensor_parallel
@@ -195,12 +203,33 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
             f"{longest_request} tokens"
             f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
-                           block_size=int(block), state_blocks=state_blocks, note=note,
+                           block_size=int(block), state_blocks=state_blocks, note=note, rank_note=split,
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches,
                            reserve_output=defaults["reserve_output"] if reserve_output is None else reserve_output,
                            async_scheduling=defaults["async_scheduling"] if async_scheduling is None
                            else async_scheduling, recv_interval=recv, batch_wait_iters=wait_iters,
-                           batch_wait_tokens=wait_tokens)
+                           batch_wait_tokens=wait_tokens, adp_balance=balance)
+
+
+def _adp_balance(engine: str, data_parallel: Any, enable: Any, timeout_iters: Any,
+                 batching_wait_iters: Any) -> tuple[int, int, int] | None:
+    """TensorRT-LLM's attention_dp_config (enable_balance, timeout_iters, batching_wait_iters; defaults False, 50,
+    10, tensorrt_llm/llmapi/llm_args.py AttentionDpConfig) as SchedulerLimits.adp_balance: (ranks, timeout_iters,
+    batching_wait_iters), or None when off; refused for another engine or without attention data parallelism."""
+    if not isinstance(enable, bool):
+        raise OptionError(f"attention_dp_balance={enable!r} must be True (TensorRT-LLM's attention_dp_config "
+                          "enable_balance) or False")
+    timeout = check_one("attention_dp_timeout_iters", timeout_iters, 0)
+    batching = check_one("attention_dp_batching_wait_iters", batching_wait_iters, 0)
+    if not enable:
+        return None
+    if engine != "trtllm":
+        raise OptionError(f"attention_dp_balance is TensorRT-LLM's attention_dp_config enable_balance; engine "
+                          f"{engine!r} has none (use engine='trtllm' or leave it False)")
+    if data_parallel is None:
+        raise OptionError("attention_dp_balance balances prompts over attention data-parallel ranks: give "
+                          "attention_data_parallel > 1, or leave it False")
+    return data_parallel.ranks, timeout, batching
 
 
 def _batch_wait(engine: str, iters: Any, ratio: Any, tokens: int, data_parallel: bool) -> tuple[int, float]:
@@ -221,6 +250,28 @@ def _batch_wait(engine: str, iters: Any, ratio: Any, tokens: int, data_parallel:
         raise OptionError("batch_wait_timeout_iters with attention_data_parallel > 1: TensorRT-LLM applies batch "
                           "waiting only without attention data parallelism; leave it 0")
     return iters, float(ratio) * tokens
+
+
+def _sglang_rank_share(engine: str, data_parallel: Any, seqs: int, tokens: int,
+                       seqs_given: bool) -> tuple[int, int, str]:
+    """(max_num_seqs, max_num_batched_tokens, a note) of one attention data-parallel rank of SGLang, whose server
+    arguments are the replica's: with --enable-dp-attention over d ranks each rank's scheduler takes
+    chunked_prefill_size // d tokens a step (python/sglang/srt/server_args.py, ServerArgs._handle_data_parallelism:
+    "The chunked prefill size is adjusted to ...") and, where --max-running-requests is given, max_running_requests
+    // d requests (srt/model_executor/model_runner.py, "Init max running requests"). Other engines' knobs are per
+    rank already (TensorRT-LLM's and vLLM's attention data-parallel ranks each run the engine's own scheduler with
+    the limits given); unchanged there and without ranks."""
+    if engine != "sglang" or data_parallel is None:
+        return seqs, tokens, ""
+    d = data_parallel.ranks
+    if tokens < d or (seqs_given and seqs < d):
+        knob, value = ("max_num_batched_tokens", tokens) if tokens < d else ("max_num_seqs", seqs)
+        raise OptionError(f"{knob}={value} is below attention_data_parallel={d}: SGLang divides it over its "
+                          f"attention data-parallel ranks, leaving a rank none; give at least {d}")
+    share = seqs // d if seqs_given else seqs
+    return share, tokens // d, (f"SGLang's chunked prefill size {tokens} divided over its {d} attention "
+                                f"data-parallel ranks: {tokens // d} tokens a step per rank"
+                                + (f", max_running_requests {seqs} // {d} = {share} per rank" if seqs_given else ""))
 
 
 def _seqs_within_token_budget(engine: str, seqs: int, tokens: int, seqs_given: bool) -> tuple[int, str]:

@@ -18,7 +18,9 @@ recv_interval N (SGLang's --scheduler-recv-interval) arrivals are taken in only 
 step that prefilled. With batch_wait_iters (TensorRT-LLM's batch_wait_timeout_iters and batch_wait_max_tokens_ratio,
 tensorrt_llm/_torch/pyexecutor/py_executor.py, PyExecutor._waiting_requests) a step that decodes admits no new
 prompt until the prompts it would admit plus its decodes reach batch_wait_tokens or batch_wait_iters steps have held
-them back (the count kept across steps, reset when they go in). Prefix caching, prefilled arrivals (a
+them back (the count kept across steps, reset when they go in). With adp_balance (TensorRT-LLM's attention data-parallel
+balance, serving.adp_balance) a step holds new prompts back until every rank is taken to hold one or its counter
+times out. Prefix caching, prefilled arrivals (a
 disaggregated decode instance) and speculative decoding (tokens_per_step per decode step) are options of
 simulate_engine; coupled_engine runs the same loop as one of several engines that feed each other
 (serving.disaggregated).
@@ -40,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from .adp_balance import AdpBalance
 from .frontend import Frontend
 from .step_cost import StepCost
 
@@ -71,7 +74,11 @@ class SchedulerLimits:
     # batch_wait_iters steps have held them (0: off)
     batch_wait_iters: int = 0
     batch_wait_tokens: float = 0.0
+    # TensorRT-LLM's attention data-parallel balance (attention_dp_config enable_balance) as (ranks, timeout_iters,
+    # batching_wait_iters), serving.adp_balance; None: off
+    adp_balance: tuple[int, int, int] | None = None
     note: str = ""  # a default changed to fit the caller's settings, and why (empty: none)
+    rank_note: str = ""  # how the engine split its limits over attention data-parallel ranks (empty: not split)
 
 
 @dataclass
@@ -306,6 +313,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     recv_count = recv_every  # SGLang's SchedulerRecvSkipper counter: decode steps since it last took requests in
     wait_iters, wait_tokens = limits.batch_wait_iters, limits.batch_wait_tokens
     wait_count = 0  # TensorRT-LLM's batch_wait_iters_count: steps that held the waiting prompts back
+    adp = AdpBalance(*limits.adp_balance) if limits.adp_balance else None
 
     while finished < n or inbox is not None:
         if inbox is not None:  # coupled: wait for the other engines to reach this clock, then take what came
@@ -317,6 +325,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         seen = clock - last_step_s if lag and run.m else clock
         if recv_count >= recv_every or not run.m:  # an idle engine takes requests in at once
             recv_count = 0
+            queued_before = len(waiting)
             if inbox is not None:
                 waiting.extend(inbox.due(seen))
             while sent and arrivals[sent[0]] <= seen:
@@ -324,6 +333,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             while next_arrival < known and arrival_of[next_arrival] <= seen:
                 waiting.append(next_arrival)
                 next_arrival += 1
+            if adp is not None and len(waiting) > queued_before:
+                adp.arrived([arrival_of[waiting[i]] for i in range(queued_before, len(waiting))])
         m = run.m
         if m == 0 and not waiting:  # idle: on to the next request the engine will see
             if inbox is None:
@@ -346,6 +357,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 queued = (len(waiting) + len(sent) + np.searchsorted(arrivals[:known], starts, side="right")
                           - next_arrival)
                 steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
+                if adp is not None:
+                    adp.advance(starts)
                 clock = float(starts[-1] + times[-1])
                 last_step_s = float(times[-1])
                 recv_count = (recv_count + k - 1) % recv_every + 1  # the run's k decode steps, taken in at each
@@ -416,6 +429,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 else:
                     wait_count += 1
                     held = True
+        if adp is not None:  # the balance decides every step, prompts waiting or not
+            held = adp.hold(clock, run.m - run.prefilling, bool(waiting), run.m < limits.max_num_seqs) or held
         while waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted and not held:
             r = waiting[0]
             done_tokens = computed_of[r]  # 0, or a prefilled request's prompt

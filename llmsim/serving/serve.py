@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           reserve_output: bool | None = None, pipeline_parallel: int = 1, attention_data_parallel: int = 1,
           async_scheduling: bool | None = None, scheduler_recv_interval: int | None = None,
           batch_wait_timeout_iters: int = 0, batch_wait_max_tokens_ratio: float = 0.0,
+          attention_dp_balance: bool = False, attention_dp_timeout_iters: int = 50,
+          attention_dp_batching_wait_iters: int = 10,
           frontend_s: float | None = None, **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
@@ -80,10 +83,14 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     N: while requests run, new ones are taken in only after every N decode steps or a step that prefilled;
     default 1), batch_wait_timeout_iters and batch_wait_max_tokens_ratio (TensorRT-LLM's batch waiting, both 0 by
     default: while requests decode, new prompts wait until they and the decodes reach that share of
-    max_num_batched_tokens, or for that many steps). frontend_s: the serving frontend's time per request (HTTP,
-    tokenization, hand-offs, streaming) before the engine sees it, one request at a time (requests sent together
-    queue for it: serving.frontend), so part of each TTFT and end-to-end latency; default the engine's (vLLM
-    4 ms, SGLang 6.9 ms, TensorRT-LLM 0: llmsim.serving.engine_limits), 0 switches it off.
+    max_num_batched_tokens, or for that many steps), attention_dp_balance, attention_dp_timeout_iters and
+    attention_dp_batching_wait_iters (TensorRT-LLM's attention_dp_config enable_balance, timeout_iters,
+    batching_wait_iters; off, 50 and 10 by default; with attention_data_parallel > 1: while the ranks decode, a new
+    prompt waits until every rank holds one or the counter reaches timeout_iters, serving.adp_balance).
+    frontend_s: the serving frontend's time per request (HTTP, tokenization, hand-offs, streaming) before the
+    engine sees it, one request at a time (requests sent together queue for it: serving.frontend), so part of each
+    TTFT and end-to-end latency; default the engine's (vLLM 4 ms, SGLang 6.9 ms, TensorRT-LLM 0:
+    llmsim.serving.engine_limits), 0 switches it off.
     pipeline_parallel=p: the layers split into p stages (tensor_parallel GPUs each), micro-batches kept in
     flight across steps as vLLM runs them (StepCost.step_s); each GPU holds 1/p of the weights and KV cache.
     attention_data_parallel=d (MoE models; SGLang --enable-dp-attention with --dp d, TensorRT-LLM
@@ -116,7 +123,15 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
                               gpu_memory_utilization, block_size, mixed_batches, stages, dp,
                               reserve_output=reserve_output, async_scheduling=async_scheduling,
                               recv_interval=scheduler_recv_interval, batch_wait_timeout_iters=batch_wait_timeout_iters,
-                              batch_wait_max_tokens_ratio=batch_wait_max_tokens_ratio)
+                              batch_wait_max_tokens_ratio=batch_wait_max_tokens_ratio,
+                              attention_dp_balance=attention_dp_balance,
+                              attention_dp_timeout_iters=attention_dp_timeout_iters,
+                              attention_dp_batching_wait_iters=attention_dp_batching_wait_iters)
+    if limits.adp_balance and clients is not None and clients < limits.adp_balance[0]:
+        # a rank without a client never decodes, and TensorRT-LLM releases the prompts at once then
+        limits = replace(limits, adp_balance=None, rank_note=" ".join(filter(None, (
+            limits.rank_note, f"attention_dp_balance holds nothing: {clients} clients leave some of the "
+                              f"{limits.adp_balance[0]} ranks idle, so not every rank decodes"))))
     if speculative is not None and stages > 1:
         raise OptionError("speculative decoding with pipeline_parallel > 1 is not modelled; use one of the two")
     speculation = _speculation(speculative, spec, hw, cost, execution, limits, max(longest, 2))
@@ -139,6 +154,14 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         "tokens read the KV cache once; KV blocks grow one token per step")}
     if limits.note:
         extra["max_num_seqs"] = limits.note
+    if limits.rank_note:
+        extra["limits per rank"] = limits.rank_note
+    if limits.adp_balance:
+        ranks, timeout, batching = limits.adp_balance
+        extra["attention dp balance"] = (
+            f"TensorRT-LLM's enable_balance over {ranks} ranks: while they decode, a new prompt waits until every "
+            f"rank holds one (then {batching} more steps) or {timeout} steps have counted; the other ranks' prompts "
+            "estimated from this rank's arrival rate (serving.adp_balance)")
     if stages > 1:
         extra["pipeline"] = (f"{stages} stages of {cost.tensor_parallel} GPU(s), micro-batches kept in flight "
                              "across steps; layers, weights and KV cache split evenly over the stages")

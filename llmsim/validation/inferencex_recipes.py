@@ -283,8 +283,31 @@ def inferencex_trtllm_options(row: dict[str, str]) -> dict[str, Any]:
     - gpt-oss-120b on B200 and H200 (benchmarks/gptoss_fp4_{b200,h200}_trt_slurm.sh, every version in the rows'
       span): `--max_num_tokens 20000`; on 2025-11-02 the H200 recipe (e06929c70) launched `--ep_size=$TP`, which the
       file's columns do not record (EP 1).
+    - With attention data parallelism, DeepSeek-R1 on B200 and H200 from ec90f3fe7 (2025-09-18) on:
+      `attention_dp_config: {batching_wait_iters: 0, enable_balance: true, timeout_iters: 60}`; gpt-oss-120b on
+      B200 from 28e5a01ea (2025-09-19) on: `attention_dp_config: {enable_balance: true}` (TensorRT-LLM's defaults:
+      timeout_iters 50, batching_wait_iters 10); the H200 gpt-oss recipes never set it (_trtllm_adp_balance).
     approximation: as inferencex_recv_interval, the recipe of the row's model and system is taken to be the one
     that ran it, on the row's date."""
+    options = _trtllm_recipe(row)
+    if options.get("attention_data_parallel", _ranks(row, "")) > 1:
+        options.update(_trtllm_adp_balance(row))
+    return options
+
+
+def _trtllm_adp_balance(row: dict[str, str]) -> dict[str, Any]:
+    """serve()'s attention_dp_* knobs from the attention_dp_config of the InferenceX recipe of an aggregated
+    TensorRT-LLM row run with attention data parallelism (inferencex_trtllm_options); {} where it set none."""
+    day, system = _measured_on(row), row["system"]
+    if row["model_path"] in _DEEPSEEK and system in ("b200_sxm", "h200_sxm") and day >= "2025-09-18":
+        return {"attention_dp_balance": True, "attention_dp_timeout_iters": 60, "attention_dp_batching_wait_iters": 0}
+    if row["model_path"] == "openai/gpt-oss-120b" and system == "b200_sxm" and day >= "2025-09-19":
+        return {"attention_dp_balance": True}
+    return {}
+
+
+def _trtllm_recipe(row: dict[str, str]) -> dict[str, Any]:
+    """inferencex_trtllm_options without the attention data-parallel balance."""
     if not _aggregated_run(row, "trtllm"):
         return {}
     day, isl, osl = _measured_on(row), int(row["isl"]), int(row["osl"])
