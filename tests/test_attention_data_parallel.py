@@ -11,6 +11,8 @@ import llmsim
 from llmsim.analysis.simulate import resolve
 from llmsim.serving.data_parallel import rank_options, weights_bytes_per_gpu
 from llmsim.serving.engine_limits import engine_defaults, scheduler_limits
+from llmsim.serving.lockstep import rank_of_requests, simulate_lockstep
+from llmsim.serving.scheduler import simulate_engine
 from llmsim.serving.step_cost import StepCost
 from llmsim.timing.phases import decode_totals
 from llmsim.timing.roofline import Roofline
@@ -86,28 +88,31 @@ def test_sglang_splits_its_chunk_and_running_requests_over_the_ranks_others_do_n
 
 
 def test_trtllm_balance_decisions_by_hand() -> None:
-    """TensorRT-LLM's _balance_adp_requests as serving.adp_balance estimates it for 3 ranks (H(2) = 1 + 1/2 = 1.5:
-    the mean time for both other ranks to receive a request, in units of this rank's mean gap)."""
+    """TensorRT-LLM's _balance_adp_requests over 3 ranks in lockstep: one decision per joint step (round)."""
     from llmsim.serving.adp_balance import AdpBalance
 
     a = AdpBalance(3, timeout_iters=4, batching_wait_iters=0)
-    a.arrived([0.0, 0.0])  # the first requests, together
-    assert a.hold(0.0, decoding=0, has_prompt=True, slots_free=True) is False  # an idle rank: released at once
-    a.arrived([2.0])  # one later arrival: rate 1 / (t - 0), the others all hold one after 1.5 t: never yet
-    assert [a.hold(t, 5, True, True) for t in (2.0, 2.5, 3.0)] == [True, True, True]  # counter 1, 2, 3
-    assert a.hold(3.5, 5, True, True) is False and a.count == 0 and a.released_s == 3.5  # 4 >= timeout_iters
-    a.arrived([4.0, 4.1, 4.2, 4.3, 4.4, 4.5])  # 7 later arrivals by 5.0: 1.5 x 5.0 / 7 = 1.07 s <= 5.0 - 3.5
-    assert a.hold(5.0, 5, True, True) is False and a.released_s == 5.0
-    assert a.hold(5.1, 5, False, True) is True and a.count == 1  # no prompt here: the counter still counts
-    # batching_wait_iters 2: when every rank holds one and all decode, two more steps, then release
+    assert a.hold(0, 0.0, decoding=0, has_prompt=True, slots_free=True) is False  # rank 0 decodes nothing: released
+    a.peers = [(False, True)] * 3  # every rank decodes, none holds a prompt yet
+    decisions = []
+    for step in range(1, 5):  # rank 0 holds a prompt; ranks 1 and 2 none: the counter reads 1, 2, 3, 4
+        a.round = step
+        decisions.append(a.hold(0, float(step), 5, True, True))
+    assert decisions == [True, True, True, False] and a.count == 0 and a.released_s == 4.0  # 4 >= timeout_iters
+    a.round = 5
+    assert a.hold(0, 5.0, 5, True, True) is True and a.count == 1
+    assert a.hold(1, 5.0, 5, True, True) is True and a.count == 1  # rank 1, same step: the step's decision
+    a.round = 6
+    a.idle(2)  # rank 2 ran out of requests: it does not decode, so the step releases
+    assert a.hold(0, 6.0, 5, True, True) is False and a.count == 0 and a.released_s == 6.0
+    # batching_wait_iters 2: every rank holds a prompt and decodes: two more steps held, then released
     b = AdpBalance(3, timeout_iters=50, batching_wait_iters=2)
-    b.arrived([0.0, *[0.1 * i for i in range(1, 31)]])  # 30 later arrivals by 3.0: 1.5 x 3.0 / 30 = 0.15 s
-    assert [b.hold(3.0 + 0.01 * i, 5, True, True) for i in range(3)] == [True, True, False]
-    # a run of 7 decode-only steps from counter 1 (timeout 4): the counter reads 2..8, resetting at 4 and 8, the
-    # last at the run's 7th step (index 6); it ends at 8 % 4 = 0
-    a.count = 1
-    a.advance(np.arange(10.0, 17.0))
-    assert (a.count, a.released_s) == (0, 16.0)
+    b.peers = [(True, True)] * 3
+    held = []
+    for step in range(3):
+        b.round = step
+        held.append(b.hold(0, float(step), 5, True, True))
+    assert held == [True, True, False] and b.count == 0
 
 
 def test_trtllm_balance_holds_prompts_back_and_is_refused_elsewhere() -> None:
@@ -154,15 +159,54 @@ def test_step_is_the_ranks_attention_plus_every_ranks_experts_and_their_collecti
     assert step.decode_tokens_s[n] == pytest.approx(kept + experts + collectives, rel=1e-12)
 
 
-def test_one_rank_of_every_dth_request_and_the_replicas_throughput() -> None:
+def test_every_rank_runs_its_own_clients_and_the_replicas_throughput() -> None:
     kw = dict(engine="sglang", tensor_parallel=2, expert_parallel=2, prompt_len=64, gen_len=8, **SMALL)
     r = llmsim.serve("qwen3-30b-a3b", "h100-sxm", attention_data_parallel=2, concurrency=4, num_requests=13, **kw)
-    rank = r.requests
-    assert r.num_requests == 13 and len(rank["ttft_s"]) == 7  # requests 0, 2, ..., 12
+    requests = r.requests
+    assert r.num_requests == 13 and len(requests["ttft_s"]) == 13 and np.all(np.isfinite(requests["finish_s"]))
     assert r.tensor_parallel == 2 and r.gpus == 2 and r.attention_data_parallel == 2 and r.concurrency == 4
-    assert r.output_tokens_per_s == pytest.approx(2 * rank["gen_len"].sum() / r.duration_s)
-    assert r.goodput() == pytest.approx(2 * 7 / r.duration_s)
+    assert r.output_tokens_per_s == pytest.approx(13 * 8 / r.duration_s)  # every rank's tokens, no scaling
+    assert r.goodput() == pytest.approx(13 / r.duration_s)
     assert "2 ranks of tensor_parallel=1" in r.assumptions["attention data parallelism"]
+    assert "in lockstep" in r.assumptions["attention data parallelism"]
+    # request i is client i mod 4's; clients 0 and 2 on rank 0, 1 and 3 on rank 1
+    assert rank_of_requests(13, 2, 4).tolist() == [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]
+    assert rank_of_requests(5, 2, None).tolist() == [0, 1, 0, 1, 0]  # open loop: round robin
+
+
+def test_equal_ranks_in_lockstep_step_as_one_rank_alone() -> None:
+    """Fixed lengths, clients a multiple of the ranks, no frontend: every rank holds the same work each step, so
+    the joint step is each rank's own (the experts priced at d x its tokens either way) and the replica's requests
+    see what one rank simulated alone with its share of the clients sees."""
+    spec, hw, rank, dp, execution = _tiny(2, 2)
+    limits = scheduler_limits(spec, hw, rank, "sglang", 40, 16, 256, data_parallel=dp)
+    step = StepCost(spec, Roofline(hw, execution), rank, limits.max_num_batched_tokens, limits.max_num_seqs, 40,
+                    data_parallel=dp)
+    n, prompts, gens = 12, np.full(12, 32), np.full(12, 8)
+    both, steps = simulate_lockstep(step, limits, 2, prompts, gens, np.zeros(4), 4)
+    alone, _ = simulate_engine(step, limits, prompts[::2], gens[::2], np.zeros(2), 2)
+    assert both.first_token_s[::2] == pytest.approx(alone.first_token_s, rel=1e-12)
+    assert both.finish_s[1::2] == pytest.approx(alone.finish_s, rel=1e-12)
+    assert np.asarray(steps.running).max() == 4  # the steps' rows sum the ranks
+    assert n == len(both.finish_s)
+
+
+def test_joint_step_is_the_slowest_ranks_own_part_plus_the_experts_of_all_tokens() -> None:
+    """One client on two ranks: rank 1 holds nothing, so each step is rank 0's own time with its experts priced
+    at its tokens over both ranks (T/2 per rank on the shared grid) instead of 2 x T."""
+    spec, hw, rank, dp, execution = _tiny(2, 2)
+    limits = scheduler_limits(spec, hw, rank, "sglang", 40, 16, 256, data_parallel=dp)
+    step = StepCost(spec, Roofline(hw, execution), rank, limits.max_num_batched_tokens, limits.max_num_seqs, 40,
+                    data_parallel=dp)
+    _, steps = simulate_lockstep(step, limits, 2, np.array([32, 32]), np.array([4, 4]), np.zeros(1), 1)
+    prefill = step.step_s(0.0, 0, [(32, 0)], 1)  # rank 0's prompt of 32 tokens alone
+    expected = prefill - step.gathered_s(32, True) + step.gathered_s(32 / 2, True)
+    assert steps.time_s[0] == pytest.approx(expected, rel=1e-12)
+    decode = step.step_s(32.0, 1, [], 1)  # then one decode request at 32 cached tokens
+    assert steps.time_s[1] == pytest.approx(decode - step.gathered_s(1, False) + step.gathered_s(0.5, False),
+                                            rel=1e-12)
+    assert 0 < step.gathered_s(0.5, False) < step.gathered_s(1, False)  # halfway between 0 and one token's
+    assert step.gathered_s(0.5, False) == pytest.approx(step.gathered_s(1, False) / 2, rel=1e-12)
 
 
 def test_rank_pool_holds_more_tokens_than_a_tensor_parallel_replica_per_gpu_of_heads() -> None:
@@ -172,7 +216,9 @@ def test_rank_pool_holds_more_tokens_than_a_tensor_parallel_replica_per_gpu_of_h
               expert_parallel=2, **SMALL)
     tp = llmsim.serve("qwen3-30b-a3b", "h100-sxm", **kw)
     dp = llmsim.serve("qwen3-30b-a3b", "h100-sxm", attention_data_parallel=2, **kw)
-    assert 0.4 < dp.kv_cache_tokens / tp.kv_cache_tokens < 0.5  # replicated attention weights take a little room
+    # kv_cache_tokens: the replica's (both ranks' pools); replicated attention weights take a little room
+    assert 0.8 < dp.kv_cache_tokens / tp.kv_cache_tokens < 1.0
+    assert f"KV pool of {dp.kv_cache_tokens // 2:,} tokens" in dp.assumptions["attention data parallelism"]
 
 
 def test_disaggregated_pool_of_ranks_serves_every_request() -> None:

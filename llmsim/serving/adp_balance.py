@@ -1,4 +1,4 @@
-"""TensorRT-LLM's attention data-parallel balance (`attention_dp_config: enable_balance: true`), seen from one rank.
+"""TensorRT-LLM's attention data-parallel balance (`attention_dp_config: enable_balance: true`).
 
 With enable_attention_dp and enable_balance, every step the ranks all-gather how many context (prefill) and
 generation (decode) requests each has scheduled, and a rank's context requests wait (tensorrt_llm/_torch/pyexecutor/
@@ -12,78 +12,56 @@ py_executor.py, PyExecutor._balance_adp_requests; facts, no code):
 
 so while all ranks decode, a new prompt waits until every rank holds one, or until the counter (which counts every
 such step, prompts held or not) reaches timeout_iters. AttentionDpConfig's defaults: enable_balance False,
-timeout_iters 50, batching_wait_iters 10.
+timeout_iters 50, batching_wait_iters 10. The decision is the same on every rank (it reads the gathered counts).
 
-llmsim simulates one rank (serving.data_parallel); the other d - 1 ranks are not simulated, so whether each of them
-holds a context request is estimated:
-approximation: each other rank receives requests as this one does, as independent Poisson arrivals at this rank's
-observed rate lam (its requests after the first, over the time since the first): after the last release the time
-until all d - 1 of them hold one is the maximum of d - 1 exponential waits, whose mean is H(d-1) / lam
-(H: the harmonic number); "every rank holds a context request" is taken as this rank holding one and that much time
-having passed since the last release. The other ranks are taken to decode whenever this one does (the caller turns
-the balance off where some rank has no client: a closed loop of fewer clients than ranks).
+serve() simulates every rank in lockstep (serving.lockstep); one AdpBalance serves them all and decides once per
+joint step (`round`, which the lockstep loop advances) from each rank's state as the rank reports it (hold).
+approximation: the ranks decide in turn within a step, so the first to decide sees the others' states of the step
+before (TensorRT-LLM all-gathers this step's); a rank that decodes nothing is never held (its state alone
+releases the step).
+Before session 29 llmsim simulated one rank and estimated the others' prompts from its arrival rate.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 
 class AdpBalance:
-    """The balance's counters and this rank's arrival count, as the scheduler runs (one per simulated rank)."""
+    """The balance's counters and every rank's last state, as the ranks run in lockstep."""
 
     def __init__(self, ranks: int, timeout_iters: int, batching_wait_iters: int) -> None:
         self.timeout = timeout_iters
         self.batching_wait = batching_wait_iters
-        self.others_mean = sum(1.0 / k for k in range(1, ranks))  # H(d-1): mean max of d-1 unit exponential waits
         self.count = 0  # TensorRT-LLM's adp_ctx_waiting_iters_count
         self.batching = 0  # adp_ctx_batching_wait_iters_count
         self.released_s = 0.0  # the last step that released the ranks' context requests
-        self.first_s = math.inf  # this rank's first arrival
-        self.later = 0  # its arrivals after the first
+        self.peers = [(False, False)] * ranks  # per rank: (a free slot and a prompt waiting, decodes)
+        self.round = 0  # the joint step being decided (serving.lockstep counts them)
+        self._decided: tuple[int, bool] = (-1, False)  # (round, hold) of the last decision
 
-    def arrived(self, times: list[float]) -> None:
-        """This rank's requests entering its queue, at their arrival times."""
-        for t in times:
-            if t > self.first_s:
-                self.later += 1
-            self.first_s = min(self.first_s, t)
+    def idle(self, rank: int) -> None:
+        """Rank `rank` holds nothing this step (no prompt, no decode)."""
+        self.peers[rank] = (False, False)
 
-    def _all_hold(self, clock: float) -> bool:
-        """Whether every other rank is taken to hold a context request by `clock` (module docstring)."""
-        if self.later == 0 or clock <= self.first_s:
+    def hold(self, rank: int, clock: float, decoding: int, has_prompt: bool, slots_free: bool) -> bool:
+        """Rank `rank`'s state this step at `clock`, and the step's one decision for every rank (True holds the
+        waiting prompts back): TensorRT-LLM's rule (module docstring) over every rank's state."""
+        self.peers[rank] = (slots_free and has_prompt, decoding > 0)
+        if not decoding:  # a rank that decodes nothing is never held (the step's decision releases then)
             return False
-        rate = self.later / (clock - self.first_s)  # this rank's arrivals per second
-        return clock - self.released_s >= self.others_mean / rate
-
-    def hold(self, clock: float, decoding: int, has_prompt: bool, slots_free: bool) -> bool:
-        """One step's decision at `clock`: True holds this rank's waiting prompts back this step."""
-        if slots_free and has_prompt and self._all_hold(clock):
+        if self._decided[0] == self.round:
+            return self._decided[1]
+        every_prompt = all(ready for ready, _ in self.peers)
+        every_decodes = all(decodes for _, decodes in self.peers)
+        if every_prompt:
             self.count = 0
-            if decoding and self.batching < self.batching_wait:
-                self.batching += 1
-                return True
-            self.batching = 0
+            hold = bool(every_decodes and self.batching < self.batching_wait)
+            self.batching = self.batching + 1 if hold else 0
+        else:
+            self.count += 1
+            hold = every_decodes and self.count < self.timeout
+            if not hold:
+                self.count = 0
+        if not hold:
             self.released_s = clock
-            return False
-        self.count += 1
-        if self.count >= self.timeout or not decoding:
-            self.count = 0
-            self.released_s = clock
-            return False
-        return True
-
-    def advance(self, starts: np.ndarray) -> None:
-        """A run of decode-only steps starting at `starts` (no prompt waiting: each step counts, every
-        timeout_iters-th releases)."""
-        k = len(starts)
-        if self.timeout == 0:  # every step releases
-            self.released_s = float(starts[-1])
-            return
-        ticks = (self.count + k) // self.timeout  # counter resets within the run
-        if ticks:
-            last = ticks * self.timeout - self.count - 1  # the index of the run's last resetting step
-            self.released_s = float(starts[last])
-        self.count = (self.count + k) % self.timeout
+        self._decided = (self.round, hold)
+        return hold

@@ -22,9 +22,11 @@ One step of one rank:
 (T: the rank's tokens this step, h: hidden size, b: activation bytes). The attention-side MoE all-reduce of
 a tp=a graph is dropped: the shared experts' partial outputs ride in the reduce-scatter.
 
-approximation: the ranks are symmetric: one rank is simulated with every d-th request (the round robin the
-engines route with by default) and the experts priced at d times its tokens, so a step where ranks hold
-different work (one prefilling, others decoding) is priced as if all held this rank's. The hidden states
+StepCost prices one rank's step as if every rank held its T tokens (experts at d T); serve() runs every rank in
+lockstep (serving.lockstep), which takes the experts off each rank's step and adds them back at the ranks' summed
+tokens (gathered_s), so a step where ranks hold different work (one prefilling, others decoding) takes the slowest
+rank's time. A disaggregated pool of ranks (serving.disaggregated) still simulates one rank with every d-th request,
+approximation: the ranks symmetric there, a step priced as if all held that rank's work. The hidden states
 travel at the activation dtype (TensorRT-LLM's quantized all-gather and its NVL72 all-to-all kernels are not
 modelled); collectives are not overlapped with compute.
 """
@@ -62,6 +64,11 @@ class AttentionDataParallel:
         """Every op but the attention core and the LM head of one rank's step over `tokens` (its tokens,
         an array): `totals` (the rank's tp=a graph at those tokens) without its routed experts and MoE
         all-reduce, plus the experts at d x tokens over every GPU and their all-gather and reduce-scatter."""
+        return self.rank_s(totals) + self.gathered_s(model, roofline, phase, tokens)
+
+    def rank_s(self, totals: PhaseTotals) -> Any:
+        """The rank's own part of tokens_s: `totals` without the attention core, the LM head, the routed
+        experts and the MoE all-reduce."""
         moe_prefixes = {name.split(_EXPERTS)[0] for name in totals.names if _EXPERTS in name}
         drop = {f"{prefix}.all_reduce" for prefix in moe_prefixes}
         rest: Any = 0.0
@@ -69,6 +76,11 @@ class AttentionDataParallel:
             if not is_attention_core(name, kind) and not is_lm_head(name) and _EXPERTS not in name \
                     and name not in drop:
                 rest = rest + time_s
+        return rest
+
+    def gathered_s(self, model: ModelSpec, roofline: Roofline, phase: str, tokens: np.ndarray) -> Any:
+        """The shared part of tokens_s: the routed experts at d x tokens over every GPU (the tokens of all
+        ranks when each holds `tokens`) and their all-gather and reduce-scatter, an array like tokens."""
         d = self.ranks
         gathered = d * tokens  # [T]: the tokens of all ranks, entering every GPU's experts
         if phase == "prefill":
@@ -89,8 +101,7 @@ class AttentionDataParallel:
         G = self.gpus
         collectives = roofline.collective_s("all_gather", message, G) + roofline.collective_s("reduce_scatter",
                                                                                                 message, G)
-        return np.broadcast_to(rest, tokens.shape) + np.broadcast_to(experts, tokens.shape) \
-            + moe_layers * np.asarray(collectives, dtype=float)
+        return np.broadcast_to(experts, tokens.shape) + moe_layers * np.asarray(collectives, dtype=float)
 
 
 def rank_options(model: ModelSpec, cost: CostOptions, ranks: Any) -> tuple[CostOptions, AttentionDataParallel | None]:

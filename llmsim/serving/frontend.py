@@ -6,8 +6,8 @@ and TensorRT-LLM's trtllm-serve each take requests in through one Python event l
 
 approximation: the whole per-request figure is taken as the server's busy time; the part of it that overlaps other
 requests (network latency, the engine's own queue) is not told apart, so a burst of N requests reaches the engine
-spread over N x service_s. approximation: with attention data parallelism each simulated rank has its own frontend
-(ranks symmetric)."""
+spread over N x service_s. With attention data parallelism one frontend serves every rank of the replica
+(serving.lockstep)."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ class ServingResult(BaseModel):
     gpus: int
     num_requests: int
     pipeline_parallel: int = 1
-    attention_data_parallel: int = 1  # serve()'s attention data-parallel ranks (the requests and steps: one rank's)
+    attention_data_parallel: int = 1  # serve()'s attention data-parallel ranks (requests and steps: every rank's)
     request_rate: float | None
     concurrency: int | None
     arrival: str
@@ -91,7 +91,6 @@ class ServingResult(BaseModel):
 
     def goodput(self, ttft_s: float | None = None, tpot_s: float | None = None, e2e_s: float | None = None) -> float:
         """Requests per second that met every service-level objective given (all of them: the rate)."""
-        # the requests held: one rank's under attention data parallelism (the others alike)
         ok = np.ones(len(self._requests["ttft_s"]) if self._requests else self.num_requests, dtype=bool)
         for name, limit in (("ttft_s", ttft_s), ("tpot_s", tpot_s), ("e2e_s", e2e_s)):
             if limit is None:
@@ -99,7 +98,7 @@ class ServingResult(BaseModel):
             check_positive(name, limit, "seconds")
             values = self._requests[name]
             ok &= ~(values > limit)  # a request with no TPOT (one token) meets any TPOT objective
-        return float(ok.sum() * self.attention_data_parallel / self.duration_s) if self.duration_s > 0 else 0.0
+        return float(ok.sum() / self.duration_s) if self.duration_s > 0 else 0.0
 
     def __str__(self) -> str:
         load = (f"{self.request_rate:g} req/s ({self.arrival})" if self.request_rate is not None

@@ -18,12 +18,12 @@ recv_interval N (SGLang's --scheduler-recv-interval) arrivals are taken in only 
 step that prefilled. With batch_wait_iters (TensorRT-LLM's batch_wait_timeout_iters and batch_wait_max_tokens_ratio,
 tensorrt_llm/_torch/pyexecutor/py_executor.py, PyExecutor._waiting_requests) a step that decodes admits no new
 prompt until the prompts it would admit plus its decodes reach batch_wait_tokens or batch_wait_iters steps have held
-them back (the count kept across steps, reset when they go in). With adp_balance (TensorRT-LLM's attention data-parallel
-balance, serving.adp_balance) a step holds new prompts back until every rank is taken to hold one or its counter
-times out. Prefix caching, prefilled arrivals (a
+them back (the count kept across steps, reset when they go in). Prefix caching, prefilled arrivals (a
 disaggregated decode instance) and speculative decoding (tokens_per_step per decode step) are options of
 simulate_engine; coupled_engine runs the same loop as one of several engines that feed each other
-(serving.disaggregated).
+(serving.disaggregated), lockstep_engine as one attention data-parallel rank of several that step together
+(serving.lockstep), where adp_balance (TensorRT-LLM's attention data-parallel balance, serving.adp_balance) holds
+new prompts back until every rank holds one or its counter times out.
 
 The scheduler hands each step to StepCost for its time; the clock advances by it. Runs of steps in which
 nothing but decoding happens (no admission possible, no arrival, no finish, no block shortage) are
@@ -278,12 +278,26 @@ def coupled_engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, ste
     return _engine(cost, limits, log, steps, None, prefilled, None, 0, (inbox, on_finish), lists)
 
 
+def lockstep_engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: StepLog, concurrency: int | None,
+                    prefix_group: np.ndarray | None, prefix_len: int, frontend: Frontend | None,
+                    lockstep: AdpBalance | bool, rank: int) -> Any:
+    """One attention data-parallel rank of several run in lockstep (serving.lockstep), as a generator (_engine's
+    lockstep protocol). `log` holds the rank's requests: a closed loop's first `concurrency` of them sent at their
+    arrival_s and seen at their ready_s (through the replica's one frontend), the others sent as those finish."""
+    return _engine(cost, limits, log, steps, concurrency, False, prefix_group, prefix_len, None, None, frontend,
+                   lockstep, rank)
+
+
 def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: StepLog, concurrency: int | None,
             prefilled: bool, prefix_group: np.ndarray | None, prefix_len: int,
             coupled: tuple[Inbox, Any] | None, lists: tuple[list[Any], ...] | None = None,
-            frontend: Frontend | None = None) -> Any:
+            frontend: Frontend | None = None, lockstep: AdpBalance | bool | None = None, rank: int = 0) -> Any:
     """simulate_engine's loop, filling `log` and `steps` (a generator: it yields only when coupled, at each
-    decision)."""
+    decision, or in lockstep). lockstep (serving.lockstep): the engine is rank `rank` of several that run each step
+    together: it yields ("step", its own step time, prefill tokens, decode requests) for each step it runs and is
+    resumed with the joint step's time, and ("idle", the next time it could see a request) when it has nothing to
+    run, resumed with the clock it wakes at; its pure decode steps go one at a time. lockstep may be the ranks'
+    shared AdpBalance (TensorRT-LLM's balance decided over every rank), else True."""
     n = len(log.prompt_len)
     closed = concurrency is not None
     arrivals = log.ready_s  # when the engine can see each request
@@ -313,7 +327,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     recv_count = recv_every  # SGLang's SchedulerRecvSkipper counter: decode steps since it last took requests in
     wait_iters, wait_tokens = limits.batch_wait_iters, limits.batch_wait_tokens
     wait_count = 0  # TensorRT-LLM's batch_wait_iters_count: steps that held the waiting prompts back
-    adp = AdpBalance(*limits.adp_balance) if limits.adp_balance else None
+    adp = lockstep if isinstance(lockstep, AdpBalance) else None  # TensorRT-LLM's balance over the lockstep ranks
 
     while finished < n or inbox is not None:
         if inbox is not None:  # coupled: wait for the other engines to reach this clock, then take what came
@@ -325,7 +339,6 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         seen = clock - last_step_s if lag and run.m else clock
         if recv_count >= recv_every or not run.m:  # an idle engine takes requests in at once
             recv_count = 0
-            queued_before = len(waiting)
             if inbox is not None:
                 waiting.extend(inbox.due(seen))
             while sent and arrivals[sent[0]] <= seen:
@@ -333,14 +346,17 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             while next_arrival < known and arrival_of[next_arrival] <= seen:
                 waiting.append(next_arrival)
                 next_arrival += 1
-            if adp is not None and len(waiting) > queued_before:
-                adp.arrived([arrival_of[waiting[i]] for i in range(queued_before, len(waiting))])
         m = run.m
         if m == 0 and not waiting:  # idle: on to the next request the engine will see
             if inbox is None:
                 upcoming = arrivals[sent[0]] if sent else math.inf  # sent, still in the frontend
                 if next_arrival < known:
                     upcoming = min(upcoming, arrival_of[next_arrival])
+                if lockstep:
+                    if adp is not None:
+                        adp.idle(rank)
+                    clock = yield "idle", upcoming
+                    continue
                 clock = max(clock, upcoming)
             continue
 
@@ -350,15 +366,13 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             limit_s = min(inbox.next_s(), horizon)
         if sent and m < limits.max_num_seqs:  # sent, not yet seen: the next step's decision sees them
             limit_s = min(arrivals[sent[0]], limit_s if limit_s is not None else math.inf)
-        if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
+        if not lockstep and m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
                 limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
             k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
             if k >= 2:
                 queued = (len(waiting) + len(sent) + np.searchsorted(arrivals[:known], starts, side="right")
                           - next_arrival)
                 steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
-                if adp is not None:
-                    adp.advance(starts)
                 clock = float(starts[-1] + times[-1])
                 last_step_s = float(times[-1])
                 recv_count = (recv_count + k - 1) % recv_every + 1  # the run's k decode steps, taken in at each
@@ -430,7 +444,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                     wait_count += 1
                     held = True
         if adp is not None:  # the balance decides every step, prompts waiting or not
-            held = adp.hold(clock, run.m - run.prefilling, bool(waiting), run.m < limits.max_num_seqs) or held
+            held = adp.hold(rank, clock, run.m - run.prefilling, bool(waiting), run.m < limits.max_num_seqs) or held
         while waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted and not held:
             r = waiting[0]
             done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
@@ -472,6 +486,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 chunks.append((new, computed))
         time_s = cost.step_s(decode_sum, n_decode, chunks, n_emit)
         prefill_tokens = chunks[0][0] if len(chunks) == 1 else sum(q for q, _ in chunks)
+        if lockstep:  # the ranks' joint step
+            time_s = yield "step", time_s, prefill_tokens, n_decode
         steps.add(clock, time_s, prefill_tokens, n_decode, run.m, len(waiting), limits.kv_blocks - free_blocks)
         clock += time_s
         last_step_s = time_s

@@ -17,6 +17,7 @@ from ..timing.roofline import Roofline
 from .data_parallel import AttentionDataParallel, rank_options
 from .engine_limits import frontend_seconds, scheduler_limits
 from .frontend import frontend_queue
+from .lockstep import simulate_lockstep
 from .results import Percentiles, ServingResult
 from .scheduler import percentile_summary, simulate_engine
 from .step_cost import Speculation, StepCost
@@ -98,8 +99,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     GPUs, each running attention and the other non-expert ops on its own requests with its own KV pool, the
     experts spread over all tensor_parallel GPUs (expert_parallel as usual) on the tokens of every rank
     (llmsim.serving.data_parallel). vLLM's -dp d -tp a --enable-expert-parallel is tensor_parallel=a*d,
-    expert_parallel=a*d. One rank is simulated with every d-th request; the per-request table holds its requests,
-    the throughputs are the replica's.
+    expert_parallel=a*d. Every rank is simulated, the ranks in lockstep (llmsim.serving.lockstep): each schedules
+    its own requests (round robin), a step ends when the slowest rank's does and the experts run over all the
+    ranks' tokens; the per-request table holds every request, the step table sums the ranks.
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
     """
     spec, hw, cost, execution = resolve(model, hardware, engine, **options)
@@ -112,10 +114,6 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         raise OptionError("attention_data_parallel > 1 with pipeline_parallel > 1 is not modelled; use one of the two")
     prompts, gens, arrivals, concurrency = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,
                                                          num_requests, arrival, burstiness, lengths_csv, seed, ramp_s)
-    total_requests, clients = len(prompts), concurrency
-    if dp is not None:  # one rank: every d-th request (round robin), ceil(c / d) of the closed loop's clients
-        prompts, gens, arrivals = prompts[::dp.ranks], gens[::dp.ranks], arrivals[::dp.ranks]
-        concurrency = None if concurrency is None else -(-concurrency // dp.ranks)
     longest = int(np.max(prompts + gens - 1))
     groups = prefix_groups_of(prompts, shared_prefix_len, prefix_groups, seed)
     engine_name = execution.engine or "vllm"
@@ -127,10 +125,10 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
                               attention_dp_balance=attention_dp_balance,
                               attention_dp_timeout_iters=attention_dp_timeout_iters,
                               attention_dp_batching_wait_iters=attention_dp_batching_wait_iters)
-    if limits.adp_balance and clients is not None and clients < limits.adp_balance[0]:
+    if limits.adp_balance and concurrency is not None and concurrency < limits.adp_balance[0]:
         # a rank without a client never decodes, and TensorRT-LLM releases the prompts at once then
         limits = replace(limits, adp_balance=None, rank_note=" ".join(filter(None, (
-            limits.rank_note, f"attention_dp_balance holds nothing: {clients} clients leave some of the "
+            limits.rank_note, f"attention_dp_balance holds nothing: {concurrency} clients leave some of the "
                               f"{limits.adp_balance[0]} ranks idle, so not every rank decodes"))))
     if speculative is not None and stages > 1:
         raise OptionError("speculative decoding with pipeline_parallel > 1 is not modelled; use one of the two")
@@ -142,9 +140,14 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         run_gens = 1 + np.ceil((gens - 1) / speculation.tokens_per_step).astype(np.int64)
     if not isinstance(prefix_caching, bool):
         raise OptionError(f"prefix_caching={prefix_caching!r} must be True or False")
-    log, steps = simulate_engine(step_cost, limits, prompts, run_gens, arrivals, concurrency,
-                                 prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
-                                 frontend=frontend_queue(frontend))
+    if dp is None:
+        log, steps = simulate_engine(step_cost, limits, prompts, run_gens, arrivals, concurrency,
+                                     prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
+                                     frontend=frontend_queue(frontend))
+    else:  # every rank, in lockstep
+        log, steps = simulate_lockstep(step_cost, limits, dp.ranks, prompts, run_gens, arrivals, concurrency,
+                                       prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
+                                       frontend=frontend_queue(frontend))
     log.gen_len = gens  # the tokens each request produced (with speculation, more than its decode steps)
     note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks never evicted"
             if groups is not None and prefix_caching else "no shared prefixes cached (every prompt computed in full)")
@@ -160,8 +163,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         ranks, timeout, batching = limits.adp_balance
         extra["attention dp balance"] = (
             f"TensorRT-LLM's enable_balance over {ranks} ranks: while they decode, a new prompt waits until every "
-            f"rank holds one (then {batching} more steps) or {timeout} steps have counted; the other ranks' prompts "
-            "estimated from this rank's arrival rate (serving.adp_balance)")
+            f"rank holds one (then {batching} more steps) or {timeout} steps have counted; decided once per joint "
+            "step from every rank's state (serving.adp_balance)")
     if stages > 1:
         extra["pipeline"] = (f"{stages} stages of {cost.tensor_parallel} GPU(s), micro-batches kept in flight "
                              "across steps; layers, weights and KV cache split evenly over the stages")
@@ -172,15 +175,15 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     extra["attention data parallelism"] = (
         f"{dp.ranks} ranks of tensor_parallel={cost.tensor_parallel}, experts over all {dp.gpus} GPUs "
         f"(expert_parallel={dp.expert_options.expert_parallel}) with an all-gather and a reduce-scatter per MoE "
-        f"layer; ranks symmetric: one simulated with every {dp.ranks}-th request"
-        + (f" and {concurrency} of the {clients} clients" if clients is not None else "")
-        + f" (its requests, steps, KV pool of {limits.kv_blocks * limits.block_size:,} tokens and batch shown), "
-        f"throughputs x {dp.ranks}")
-    rank = _result(spec, hw, cost, engine_name, request_rate, clients, arrival, limits, log, steps,
+        f"layer; every rank simulated in lockstep (a step ends with the slowest rank's; the experts run over every "
+        f"rank's tokens; serving.lockstep), each with its own queue, limits and KV pool of "
+        f"{limits.kv_blocks * limits.block_size:,} tokens; requests round robin"
+        + (" (each client keeps its rank)" if concurrency is not None else "")
+        + "; steps and KV use shown summed over the ranks")
+    return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival,
+                   replace(limits, kv_blocks=limits.kv_blocks * dp.ranks), log, steps,
                    prefix_note=note, extra_assumptions=extra, frontend_s=frontend, gpus=dp.gpus,
                    tensor_parallel=dp.gpus, attention_data_parallel=dp.ranks)
-    return rank.model_copy(update={"num_requests": total_requests, **{
-        k: getattr(rank, k) * dp.ranks for k in ("requests_per_s", "output_tokens_per_s", "input_tokens_per_s")}})
 
 
 def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_len: Any, gen_len: Any,

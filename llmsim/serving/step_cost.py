@@ -174,8 +174,11 @@ class StepCost:
         # prefill graph at B = 1, S = T: GEMMs at m = T; its attention core at S = T is unused here
         totals = prefill_totals(model, roofline, options, 1, tokens)
         _, _, rest = _split(totals)
+        self._gathered_lists: tuple[list[float], list[float]] | None = None  # attention DP: (prefill, decode)
         if data_parallel is not None:  # attention data parallelism: experts over every rank's tokens
-            rest = data_parallel.tokens_s(model, roofline, totals, "prefill", tokens)
+            gathered = data_parallel.gathered_s(model, roofline, "prefill", tokens)
+            rest = data_parallel.rank_s(totals) + gathered
+            gathered_prefill = np.concatenate([[0.0], gathered]).tolist()  # [T + 1]
         self.prefill_tokens_s = np.concatenate([[0.0], np.broadcast_to(rest, tokens.shape)])  # [T + 1]
         if self.sustained is not None:  # the compute-bound seconds of the same (approximation: with attention
             # data parallelism, those of the whole step's tokens on one rank's share of the GPUs)
@@ -186,7 +189,9 @@ class StepCost:
         step = decode_totals(model, roofline, options, batch, 1, 1)
         _, head, rest = _split(step)
         if data_parallel is not None:
-            rest = data_parallel.tokens_s(model, roofline, step, "decode", batch)
+            gathered = data_parallel.gathered_s(model, roofline, "decode", batch)
+            rest = data_parallel.rank_s(step) + gathered
+            self._gathered_lists = (gathered_prefill, np.concatenate([[0.0], gathered]).tolist())  # [T + 1], [n + 1]
         self.decode_tokens_s = np.concatenate([[0.0], np.broadcast_to(rest, batch.shape)])  # [n + 1]
         self.lm_head_s = np.concatenate([[0.0], np.broadcast_to(head, batch.shape)])  # [n + 1]
         # the decode attention core at [n, L]: n on the batch grid (rows), cached length L on the length grid
@@ -304,6 +309,18 @@ class StepCost:
                 + draft.decode_attention(n_decode, mean_len) if n_decode else 0.0)
         prefill = draft.tokens(prefill_tokens, 0) + draft.prefill_attention(chunks, pairs) if prefill_tokens else 0.0
         return k * step + prefill
+
+    def gathered_s(self, tokens: float, prefill: bool) -> float:
+        """With attention data parallelism: the part of a rank's step (tokens_s) shared by every rank, the routed
+        experts and their all-gather and reduce-scatter, when each of the d ranks holds `tokens` tokens (d x
+        tokens in all; fractional: interpolated linearly between whole counts), in a pass with prefill tokens
+        (uncaptured where the engine runs prefill so) or a decode pass. 0.0 without data parallelism."""
+        if self._gathered_lists is None or tokens <= 0:
+            return 0.0
+        table = self._gathered_lists[0 if prefill else 1]
+        low = min(int(tokens), len(table) - 1)
+        high = min(low + 1, len(table) - 1)
+        return table[low] + (tokens - low) * (table[high] - table[low]) if high > low else table[low]
 
     # ---- one step -----------------------------------------------------------------------------------
     def step_s(self, decode_lengths_sum: float, n_decode: int, chunks: list[tuple[int, int]], n_emit: int) -> float:
