@@ -13,9 +13,15 @@ t_r: rank r's own step time (StepCost.step_s, which prices the experts as if eve
 shared by all ranks, the routed experts over every GPU at d x T tokens and their all-gather and reduce-scatter
 (StepCost.gathered_s), read from the prefill pass's grid when some rank prefills, else from the decode pass's.
 
+Where every rank that holds requests could run pure decode steps until one of its requests finishes, its
+blocks run out or a request arrives, the ranks take those steps as one run: each step's joint time as above,
+vectorised, the same times as step by step (tests/test_attention_data_parallel.py). With TensorRT-LLM's
+attention-DP balance, which decides every step (serving.adp_balance), the ranks step one at a time.
+
 Requests go round robin: an open loop's request i to rank i mod d; a closed loop's client j to rank j mod d, with
 every request that client sends (request i is client i mod c's). One serving frontend takes every request in
-(serving.frontend), in the order they were sent.
+(serving.frontend), in the order they were sent. (A disaggregated pool of ranks, serving.disaggregated, still
+simulates each rank on its own with every d-th request: ranks symmetric there.)
 
 approximation: a closed loop's client keeps its rank (the engines route each request round robin); a decode-only
 rank in a step where another rank prefills keeps its own pass's price (SGLang then runs no rank from a CUDA graph);
@@ -31,7 +37,7 @@ import numpy as np
 
 from .adp_balance import AdpBalance
 from .frontend import Frontend
-from .scheduler import RequestLog, SchedulerLimits, StepLog, lockstep_engine
+from .scheduler import LockstepLink, RequestLog, SchedulerLimits, StepLog, lockstep_engine
 from .step_cost import StepCost
 
 
@@ -60,6 +66,7 @@ def simulate_lockstep(cost: StepCost, limits: SchedulerLimits, ranks: int, promp
         ready[order] = frontend.admit_all(arrivals[:known][order])
     members = [np.flatnonzero(rank_of == r) for r in range(ranks)]
     adp = AdpBalance(*limits.adp_balance) if limits.adp_balance else None
+    link = LockstepLink(adp)
     logs: list[RequestLog] = []
     step_logs: list[StepLog] = []
     engines: list[Any] = []
@@ -72,43 +79,25 @@ def simulate_lockstep(cost: StepCost, limits: SchedulerLimits, ranks: int, promp
         groups = None if prefix_group is None else prefix_group[ids]
         logs.append(log)
         step_logs.append(steps)
-        engines.append(lockstep_engine(cost, limits, log, steps, clients, groups, prefix_len, frontend,
-                                       adp if adp is not None else True, r))
+        engines.append(lockstep_engine(cost, limits, log, steps, clients, groups, prefix_len, frontend, link, r))
     state: list[Any] = [None] * ranks  # each rank's last yield; None once it has finished its requests
     for r, engine in enumerate(engines):
         state[r] = _resume(engine, None)
     out = StepLog()
     clock = 0.0
-    query = cost.query
     while any(s is not None for s in state):
-        stepping = [r for r, s in enumerate(state) if s is not None and s[0] == "step"]
-        if not stepping:  # every rank idle: on to the next request any of them will see
-            wake = min(s[1] for s in state if s is not None)
-            if not math.isfinite(wake):  # pragma: no cover - an idle rank always has a request on its way
-                raise RuntimeError("the lockstep simulation stalled")
-            clock = max(clock, wake)
-            for r, s in enumerate(state):
-                if s is not None:
-                    state[r] = _resume(engines[r], clock)
+        after = _advance(cost, ranks, engines, state, clock, out, step_logs, adp)
+        if after is not None:
+            clock = after
             continue
-        tokens = {r: state[r][2] + state[r][3] * query for r in stepping}  # T_r: prefill + decode query tokens
-        prefilling = any(state[r][2] for r in stepping)
-        slowest = max(state[r][1] - cost.gathered_s(tokens[r], state[r][2] > 0) for r in stepping)
-        joint = slowest + cost.gathered_s(sum(tokens.values()) / ranks, prefilling)  # [s]
-        start, clock = clock, clock + joint
+        # every rank idle: on to the next request any of them will see
+        wake = min(s[1] for s in state if s is not None)
+        if not math.isfinite(wake):  # pragma: no cover - an idle rank always has a request on its way
+            raise RuntimeError("the lockstep simulation stalled")
+        clock = max(clock, wake)
         for r, s in enumerate(state):
             if s is not None:
-                state[r] = _resume(engines[r], joint if r in tokens else clock)
-        running = waiting = kv = 0
-        for r in stepping:
-            steps = step_logs[r]
-            running += steps.running[-1]
-            waiting += steps.waiting[-1]
-            kv += steps.kv_blocks_used[-1]
-        out.add(start, joint, sum(step_logs[r].prefill_tokens[-1] for r in stepping),
-                sum(step_logs[r].decode_requests[-1] for r in stepping), running, waiting, kv)
-        if adp is not None:
-            adp.round += 1
+                state[r] = _resume(engines[r], clock)
     log = RequestLog(np.asarray(prompt_len, dtype=np.int64), np.asarray(gen_len, dtype=np.int64), arrivals.copy(),
                      ready)
     for ids, part in zip(members, logs):
@@ -118,6 +107,80 @@ def simulate_lockstep(cost: StepCost, limits: SchedulerLimits, ranks: int, promp
         log.finish_s[ids] = part.finish_s
         log.preemptions[ids] = part.preemptions
     return log, out
+
+
+def _advance(cost: StepCost, ranks: int, engines: list[Any], state: list[Any], clock: float, out: StepLog,
+             rank_steps: list[StepLog], adp: AdpBalance | None) -> float | None:
+    """One round from `clock`: the ranks' yields in `state` (None: finished) taken up, the ranks resumed (their
+    next yields back in `state`) and the joint steps' rows added to `out`: the new clock, or None where every
+    rank is idle (none resumed). A run of pure decode steps goes at once where every rank that holds requests
+    offers one (_joint_run); otherwise the offers are declined and one joint step is taken."""
+    runs = [r for r, s in enumerate(state) if s is not None and s[0] == "run"]
+    if runs:
+        joint = None if any(s is not None and s[0] == "step" for s in state) else _joint_run(cost, ranks, state,
+                                                                                             runs, clock)
+        if joint is None:  # declined: those ranks step one at a time
+            for r in runs:
+                state[r] = _resume(engines[r], None)
+        else:
+            starts = np.concatenate([[clock], clock + np.cumsum(joint[:-1])])  # as each rank adds them up
+            end = float(starts[-1] + joint[-1])
+            for r, s in enumerate(state):
+                if s is not None:
+                    state[r] = _resume(engines[r], joint if r in runs else end)
+            k = len(joint)
+            parts = [rank_steps[r] for r in runs]
+            for j in range(k):  # the run's rows, summed over the ranks
+                out.add(float(starts[j]), float(joint[j]), 0, sum(p.decode_requests[j - k] for p in parts),
+                        sum(p.running[j - k] for p in parts), sum(p.waiting[j - k] for p in parts),
+                        sum(p.kv_blocks_used[j - k] for p in parts))
+            return end  # (no balance: its ranks offer no runs)
+    stepping = [r for r, s in enumerate(state) if s is not None and s[0] == "step"]
+    if not stepping:
+        return None
+    joint_s = _joint_s(cost, ranks, [state[r] for r in stepping])
+    start, clock = clock, clock + joint_s
+    for r, s in enumerate(state):
+        if s is not None:
+            state[r] = _resume(engines[r], joint_s if r in stepping else clock)
+    _record(out, start, joint_s, [rank_steps[r] for r in stepping])
+    if adp is not None:
+        adp.round += 1
+    return clock
+
+
+def _joint_run(cost: StepCost, ranks: int, state: list[Any], runs: list[int], clock: float) -> np.ndarray | None:
+    """The joint times of the decode steps the offering ranks (`runs`: ("run", own times, requests, arrival or
+    None)) take together: as many as the shortest offer holds, each step's time as _joint_s's, cut before the
+    first step to start at or after an arrival an offering or idle rank waits for; None for fewer than two."""
+    query = cost.query
+    k = min(len(state[r][1]) for r in runs)
+    own = np.max([np.asarray(state[r][1][:k]) - cost.gathered_s(state[r][2] * query, False) for r in runs], axis=0)
+    joint = own + cost.gathered_s(sum(state[r][2] for r in runs) * query / ranks, False)  # [k]
+    waits = [state[r][3] for r in runs if state[r][3] is not None]
+    waits += [s[1] for s in state if s is not None and s[0] == "idle"]
+    limit = min(waits, default=math.inf)
+    if math.isfinite(limit):
+        starts = np.concatenate([[clock], clock + np.cumsum(joint[:-1])])
+        k = int(np.searchsorted(starts, limit, side="left"))  # steps starting before it
+    return joint[:k] if k >= 2 else None
+
+
+def _joint_s(cost: StepCost, ranks: int, steps: list[tuple[Any, ...]]) -> float:
+    """The joint step of the stepping ranks' ("step", own time, prefill tokens, decode requests) yields, the
+    other ranks holding nothing (module docstring)."""
+    query = cost.query
+    tokens = [prefill + decode * query for _, _, prefill, decode in steps]  # T_r: prefill + decode query tokens
+    slowest = max(own - cost.gathered_s(t, prefill > 0) for (_, own, prefill, _), t in zip(steps, tokens))
+    prefilling = any(prefill for _, _, prefill, _ in steps)
+    return slowest + cost.gathered_s(sum(tokens) / ranks, prefilling)  # [s]
+
+
+def _record(out: StepLog, start: float, joint: float, rank_steps: list[StepLog]) -> None:
+    """One row for a joint step: the stepping ranks' last rows, summed."""
+    out.add(start, joint, sum(s.prefill_tokens[-1] for s in rank_steps), sum(s.decode_requests[-1] for s in rank_steps),
+            sum(s.running[-1] for s in rank_steps), sum(s.waiting[-1] for s in rank_steps),
+            sum(s.kv_blocks_used[-1] for s in rank_steps))
 
 
 def _resume(engine: Any, value: float | None) -> Any:

@@ -278,9 +278,17 @@ def coupled_engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, ste
     return _engine(cost, limits, log, steps, None, prefilled, None, 0, (inbox, on_finish), lists)
 
 
+@dataclass
+class LockstepLink:
+    """What the ranks of a replica in lockstep share (serving.lockstep): TensorRT-LLM's attention data-parallel
+    balance (None: off)."""
+
+    adp: AdpBalance | None = None
+
+
 def lockstep_engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: StepLog, concurrency: int | None,
                     prefix_group: np.ndarray | None, prefix_len: int, frontend: Frontend | None,
-                    lockstep: AdpBalance | bool, rank: int) -> Any:
+                    lockstep: LockstepLink, rank: int) -> Any:
     """One attention data-parallel rank of several run in lockstep (serving.lockstep), as a generator (_engine's
     lockstep protocol). `log` holds the rank's requests: a closed loop's first `concurrency` of them sent at their
     arrival_s and seen at their ready_s (through the replica's one frontend), the others sent as those finish."""
@@ -291,13 +299,15 @@ def lockstep_engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, st
 def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: StepLog, concurrency: int | None,
             prefilled: bool, prefix_group: np.ndarray | None, prefix_len: int,
             coupled: tuple[Inbox, Any] | None, lists: tuple[list[Any], ...] | None = None,
-            frontend: Frontend | None = None, lockstep: AdpBalance | bool | None = None, rank: int = 0) -> Any:
+            frontend: Frontend | None = None, lockstep: LockstepLink | None = None, rank: int = 0) -> Any:
     """simulate_engine's loop, filling `log` and `steps` (a generator: it yields only when coupled, at each
     decision, or in lockstep). lockstep (serving.lockstep): the engine is rank `rank` of several that run each step
     together: it yields ("step", its own step time, prefill tokens, decode requests) for each step it runs and is
     resumed with the joint step's time, and ("idle", the next time it could see a request) when it has nothing to
-    run, resumed with the clock it wakes at; its pure decode steps go one at a time. lockstep may be the ranks'
-    shared AdpBalance (TensorRT-LLM's balance decided over every rank), else True."""
+    run, resumed with the clock it wakes at; a run of pure decode steps it offers as ("run", its own times of the
+    steps until one of its requests finishes or its blocks run out, its requests, the arrival that would end the
+    run or None), resumed with the joint steps' times (a prefix of those steps) or None (then it steps one at a
+    time; with TensorRT-LLM's balance, lockstep.adp, it offers none)."""
     n = len(log.prompt_len)
     closed = concurrency is not None
     arrivals = log.ready_s  # when the engine can see each request
@@ -327,7 +337,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     recv_count = recv_every  # SGLang's SchedulerRecvSkipper counter: decode steps since it last took requests in
     wait_iters, wait_tokens = limits.batch_wait_iters, limits.batch_wait_tokens
     wait_count = 0  # TensorRT-LLM's batch_wait_iters_count: steps that held the waiting prompts back
-    adp = lockstep if isinstance(lockstep, AdpBalance) else None  # TensorRT-LLM's balance over the lockstep ranks
+    adp = lockstep.adp if lockstep is not None else None  # TensorRT-LLM's balance over the lockstep ranks
 
     while finished < n or inbox is not None:
         if inbox is not None:  # coupled: wait for the other engines to reach this clock, then take what came
@@ -366,10 +376,19 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             limit_s = min(inbox.next_s(), horizon)
         if sent and m < limits.max_num_seqs:  # sent, not yet seen: the next step's decision sees them
             limit_s = min(arrivals[sent[0]], limit_s if limit_s is not None else math.inf)
-        if not lockstep and m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
+        if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
                 limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
-            k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
-            if k >= 2:
+            joint = None
+            if lockstep:  # offer the run to the other ranks: resumed with the joint steps' times, or None
+                k, times, kv, _ = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
+                # (with TensorRT-LLM's balance the ranks step one at a time: it decides every step)
+                joint = (yield "run", times, m, limit_s) if k >= 2 and adp is None else None
+                if joint is not None:
+                    k, times, kv = len(joint), joint, kv[:len(joint)]
+                    starts = np.concatenate([[clock], clock + np.cumsum(times[:-1])])
+            else:
+                k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
+            if k >= 2 and (not lockstep or joint is not None):
                 queued = (len(waiting) + len(sent) + np.searchsorted(arrivals[:known], starts, side="right")
                           - next_arrival)
                 steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
@@ -586,10 +605,14 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
         return k, _NONE, _NONE_INT, _NONE
     c, held = run.computed[:m], run.blocks[:m]
     if grow == 1.0:  # (1 - grow) x the prompts' sum is 0.0 and grow x offsets the offsets: left out
-        means = float(run.cached_tokens) / m + np.arange(k, dtype=float)
+        mean0 = float(run.cached_tokens) / m
     else:
         mean0 = (grow * float(run.cached_tokens) + (1 - grow) * float(run.prompt[:m].sum())) / m  # cached, mean
-        means = mean0 + grow * np.arange(k, dtype=float)
+    if limit_s is not None and math.isfinite(limit_s) and k > 8:  # at most the steps before limit_s:
+        # a step takes no less than the first (its cached lengths only grow)
+        first = float(cost.decode_steps_s(m, np.array([mean0]))[0])
+        k = min(k, max(int((limit_s - clock) / first) + 2, 2)) if first > 0 else k
+    means = mean0 + grow * np.arange(k, dtype=float) if grow != 1.0 else mean0 + np.arange(k, dtype=float)
     times = cost.decode_steps_s(m, means)
     starts = np.empty(k)  # clock + [0, cumsum of the times before]: cumsum adds in order, a prefix's the same
     starts[0] = 0.0
