@@ -59,16 +59,12 @@ class AttentionDataParallel:
     def gpus(self) -> int:
         return self.expert_options.tensor_parallel
 
-    def tokens_s(self, model: ModelSpec, roofline: Roofline, totals: PhaseTotals, phase: str,
-                 tokens: np.ndarray) -> Any:
-        """Every op but the attention core and the LM head of one rank's step over `tokens` (its tokens,
-        an array): `totals` (the rank's tp=a graph at those tokens) without its routed experts and MoE
-        all-reduce, plus the experts at d x tokens over every GPU and their all-gather and reduce-scatter."""
-        return self.rank_s(totals) + self.gathered_s(model, roofline, phase, tokens)
+    # A rank's step over its T tokens, every op but the attention core and the LM head (StepCost's tokens_s):
+    # rank_s(the rank's tp=a graph at T) + gathered_s(T).
 
     def rank_s(self, totals: PhaseTotals) -> Any:
-        """The rank's own part of tokens_s: `totals` without the attention core, the LM head, the routed
-        experts and the MoE all-reduce."""
+        """The rank's own part: `totals` (the rank's tp=a graph) without the attention core, the LM head, the
+        routed experts and the MoE all-reduce."""
         moe_prefixes = {name.split(_EXPERTS)[0] for name in totals.names if _EXPERTS in name}
         drop = {f"{prefix}.all_reduce" for prefix in moe_prefixes}
         rest: Any = 0.0
@@ -79,7 +75,7 @@ class AttentionDataParallel:
         return rest
 
     def gathered_s(self, model: ModelSpec, roofline: Roofline, phase: str, tokens: np.ndarray) -> Any:
-        """The shared part of tokens_s: the routed experts at d x tokens over every GPU (the tokens of all
+        """The shared part: the routed experts at d x tokens over every GPU (the tokens of all
         ranks when each holds `tokens`) and their all-gather and reduce-scatter, an array like tokens."""
         d = self.ranks
         gathered = d * tokens  # [T]: the tokens of all ranks, entering every GPU's experts

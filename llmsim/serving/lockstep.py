@@ -37,7 +37,7 @@ import numpy as np
 
 from .adp_balance import AdpBalance
 from .frontend import Frontend
-from .scheduler import LockstepLink, RequestLog, SchedulerLimits, StepLog, lockstep_engine
+from .scheduler import LockstepLink, RequestLog, SchedulerLimits, StepLog, lockstep_engine, step_starts
 from .step_cost import StepCost
 
 
@@ -123,17 +123,14 @@ def _advance(cost: StepCost, ranks: int, engines: list[Any], state: list[Any], c
             for r in runs:
                 state[r] = _resume(engines[r], None)
         else:
-            starts = np.concatenate([[clock], clock + np.cumsum(joint[:-1])])  # as each rank adds them up
+            starts = step_starts(clock, joint)  # as each rank adds them up
             end = float(starts[-1] + joint[-1])
             for r, s in enumerate(state):
                 if s is not None:
                     state[r] = _resume(engines[r], joint if r in runs else end)
             k = len(joint)
-            parts = [rank_steps[r] for r in runs]
             for j in range(k):  # the run's rows, summed over the ranks
-                out.add(float(starts[j]), float(joint[j]), 0, sum(p.decode_requests[j - k] for p in parts),
-                        sum(p.running[j - k] for p in parts), sum(p.waiting[j - k] for p in parts),
-                        sum(p.kv_blocks_used[j - k] for p in parts))
+                _record(out, float(starts[j]), float(joint[j]), [rank_steps[r] for r in runs], k - j)
             return end  # (no balance: its ranks offer no runs)
     stepping = [r for r, s in enumerate(state) if s is not None and s[0] == "step"]
     if not stepping:
@@ -161,8 +158,7 @@ def _joint_run(cost: StepCost, ranks: int, state: list[Any], runs: list[int], cl
     waits += [s[1] for s in state if s is not None and s[0] == "idle"]
     limit = min(waits, default=math.inf)
     if math.isfinite(limit):
-        starts = np.concatenate([[clock], clock + np.cumsum(joint[:-1])])
-        k = int(np.searchsorted(starts, limit, side="left"))  # steps starting before it
+        k = int(np.searchsorted(step_starts(clock, joint), limit, side="left"))  # steps starting before it
     return joint[:k] if k >= 2 else None
 
 
@@ -176,11 +172,11 @@ def _joint_s(cost: StepCost, ranks: int, steps: list[tuple[Any, ...]]) -> float:
     return slowest + cost.gathered_s(sum(tokens) / ranks, prefilling)  # [s]
 
 
-def _record(out: StepLog, start: float, joint: float, rank_steps: list[StepLog]) -> None:
-    """One row for a joint step: the stepping ranks' last rows, summed."""
-    out.add(start, joint, sum(s.prefill_tokens[-1] for s in rank_steps), sum(s.decode_requests[-1] for s in rank_steps),
-            sum(s.running[-1] for s in rank_steps), sum(s.waiting[-1] for s in rank_steps),
-            sum(s.kv_blocks_used[-1] for s in rank_steps))
+def _record(out: StepLog, start: float, joint: float, rank_steps: list[StepLog], back: int = 1) -> None:
+    """One row for a joint step: the stepping ranks' rows `back` from their last (1: the last one), summed."""
+    out.add(start, joint, sum(s.prefill_tokens[-back] for s in rank_steps),
+            sum(s.decode_requests[-back] for s in rank_steps), sum(s.running[-back] for s in rank_steps),
+            sum(s.waiting[-back] for s in rank_steps), sum(s.kv_blocks_used[-back] for s in rank_steps))
 
 
 def _resume(engine: Any, value: float | None) -> Any:

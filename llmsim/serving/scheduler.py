@@ -385,7 +385,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 joint = (yield "run", times, m, limit_s) if k >= 2 and adp is None else None
                 if joint is not None:
                     k, times, kv = len(joint), joint, kv[:len(joint)]
-                    starts = np.concatenate([[clock], clock + np.cumsum(times[:-1])])
+                    starts = step_starts(clock, times)
             else:
                 k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
             if k >= 2 and (not lockstep or joint is not None):
@@ -612,12 +612,8 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
         # a step takes no less than the first (its cached lengths only grow)
         first = float(cost.decode_steps_s(m, np.array([mean0]))[0])
         k = min(k, max(int((limit_s - clock) / first) + 2, 2)) if first > 0 else k
-    means = mean0 + grow * np.arange(k, dtype=float) if grow != 1.0 else mean0 + np.arange(k, dtype=float)
-    times = cost.decode_steps_s(m, means)
-    starts = np.empty(k)  # clock + [0, cumsum of the times before]: cumsum adds in order, a prefix's the same
-    starts[0] = 0.0
-    np.cumsum(times[:-1], out=starts[1:])
-    starts += clock
+    times = cost.decode_steps_s(m, mean0 + grow * np.arange(k, dtype=float))
+    starts = step_starts(clock, times)
     if limit_s is not None:
         k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival
     # blocks for c + j tokens, j = 1 .. k, beyond those held: sum of ceil((c + j) / bs) - held, in integers
@@ -626,6 +622,16 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
     extra = np.add.reduce(ceil, axis=1) - int(np.add.reduce(held))
     k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
     return k, np.asarray(times[:k], dtype=float), extra[:k], starts[:k]
+
+
+def step_starts(clock: float, times: np.ndarray) -> np.ndarray:
+    """The start times of consecutive steps taking `times` from `clock`: clock + [0, cumsum of the times before]
+    (cumsum adds in order, so a prefix's starts are the same; every caller sums a run this one way)."""
+    starts = np.empty(len(times))
+    starts[0] = 0.0
+    np.cumsum(times[:-1], out=starts[1:])
+    starts += clock
+    return starts
 
 
 _NONE, _NONE_INT = np.zeros(0), np.zeros(0, dtype=np.int64)  # a run of fewer than two steps: nothing to add
