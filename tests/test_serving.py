@@ -1044,3 +1044,50 @@ def test_inferencex_sglang_recipes_set_chunk_size_and_running_requests() -> None
         "max_num_batched_tokens": 32768, "max_num_seqs": 256}
     assert inferencex_sglang_options(row(dsr1, "b200_sxm", "fp8", "2026-03-25", attention_dp_size="8")) == {}
     assert inferencex_sglang_options(row(dsr1, "b200_sxm", "fp8", "2026-03-25", backend="vllm")) == {}
+
+
+def test_repeated_measurements_are_predicted_by_the_others_of_their_configuration() -> None:
+    """ServingComparison.repeats: a configuration measured three times (TTFT 100, 200 and 300 ms) gives each row
+    the mean of the other two as its 'prediction'; a configuration measured once gives nothing."""
+    from llmsim.validation.serving import ServingComparison, repeat_summary
+
+    def row(i: str, point: str, ttft: float, predicted: float) -> dict:
+        return {"id": i, "point": point, "engine": "vllm", "system": "h200_sxm", "mode": "agg",
+                "measured_ttft_ms": ttft, "ttft_ms": predicted, "ttft_error_pct": 100 * (predicted - ttft) / ttft,
+                "measured_tpot_ms": 10.0, "tpot_ms": 12.0, "tpot_error_pct": 20.0}
+
+    c = ServingComparison(rows=[row("a", "p", 100, 150), row("b", "p", 200, 150), row("c", "p", 300, 150),
+                                row("d", "q", 50, 60)])
+    got = {e["id"]: e for e in c.repeats()}
+    assert sorted(got) == ["a", "b", "c"]  # q was measured once
+    assert got["a"]["ttft_repeat_pct"] == pytest.approx(150.0)  # others' mean (200 + 300) / 2 = 250 vs 100: +150 %
+    assert got["b"]["ttft_repeat_pct"] == pytest.approx(0.0)  # (100 + 300) / 2 = 200 vs 200
+    assert got["c"]["ttft_repeat_pct"] == pytest.approx(-50.0)  # (100 + 200) / 2 = 150 vs 300: -50 %
+    assert got["a"]["tpot_repeat_pct"] == 0.0  # every TPOT measured 10 ms
+    assert all(e["ttft_within"] for e in got.values())  # 150 lies within 100..300
+    assert not any(e["tpot_within"] for e in got.values())  # 12 lies outside 10..10
+    s = repeat_summary(c.repeats())[("vllm", "h200_sxm", "agg")]
+    assert s["points"] == 1 and s["rows"] == 3
+    assert s["ttft_repeat"] == pytest.approx(50.0)  # median of |150|, |0|, |-50|
+    assert s["ttft_llmsim"] == pytest.approx(50.0)  # median of |+50|, |-25|, |-50| %
+    assert s["ttft_within"] == 100.0 and s["tpot_within"] == 0.0
+
+
+def test_a_measured_point_is_the_configuration_without_its_day() -> None:
+    """measured_point: InferenceX's DeepSeek-V3 and -R1 names of one shipped model are one configuration; another
+    expert-parallel size or client count is another."""
+    import csv
+    from pathlib import Path
+
+    from llmsim.validation.serving import _why_not, measured_point
+
+    fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
+    with fixture.open(newline="") as f:
+        row = next(r for r in csv.DictReader(f) if _why_not(r) is None and r["model_path"].startswith("deepseek-ai"))
+    renamed = {**row, "id": "other", "model_path": "deepseek-ai/DeepSeek-R1" if row["model_path"].endswith("V3")
+               else "deepseek-ai/DeepSeek-V3", "silicon_data_source": row["silicon_data_source"] + "; later",
+               "backend_version": "9.9"}
+    assert measured_point(renamed) == measured_point(row)
+    field = "decode_moe_ep_size" if row["mode"] == "disagg" else "moe_ep_size"
+    assert measured_point({**row, field: "16"}) != measured_point(row)
+    assert measured_point({**row, "isl": "2048"}) != measured_point(row)

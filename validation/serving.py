@@ -22,6 +22,7 @@ from llmsim.validation.serving import (
     REQUESTS_PER_CLIENT,
     compare_serving,
     default_silicon_csv,
+    repeat_summary,
 )
 
 HERE = Path(__file__).parent
@@ -161,6 +162,7 @@ def main() -> None:
         "",
     ]
     lines += _target_section(c)
+    lines += _repeat_section(c)
     for metric in ("ttft", "tpot"):
         lines += [f"## {metric.upper()}", "",
                   "| group | rows | median abs error % | p90 abs error % | median signed % |", "|---|---|---|---|---|"]
@@ -222,6 +224,39 @@ def _target_section(c) -> list[str]:
     for key in sorted(ttft):
         lines.append(f"| {' / '.join(key)} | {len(ttft[key])} | {med(ttft[key]):.1f} | {med(tpot[key]):.1f} | "
                      f"{'yes' if key in met['ttft'] else 'no'} | {'yes' if key in met['tpot'] else 'no'} |")
+    return [*lines, ""]
+
+
+def _repeat_section(c) -> list[str]:
+    """The file's own reproducibility: configurations it measured more than once, each measurement "predicted" by
+    the mean of the others, next to llmsim's error on the same rows (ServingComparison.repeats)."""
+    entries = c.repeats()
+    if not entries:
+        return []
+    total = repeat_summary(entries, ())[()]
+    lines = ["## Repeated measurements: the file's own reproducibility", "",
+             f"{int(total['points'])} configurations were measured more than once ({int(total['rows'])} rows: the "
+             "same engine, device, mode, model, precision fields, lengths, clients, parallel fields and client "
+             "protocol, on another day or engine version; `llmsim.validation.serving.measured_point`). Each such "
+             "row is \"predicted\" by the mean of its configuration's other measurements, as % of its own, the "
+             "sign and scale of llmsim's error %: the accuracy any predictor given only the file's columns can "
+             "reach on these rows. Next to it, llmsim's error on the same rows and the share of them whose "
+             "prediction lies between the configuration's lowest and highest measurement. Where the repeats "
+             "disagree by more than the target, the target cannot be told apart from the measurements' own "
+             "spread; where they agree, llmsim's error there is its own.", "",
+             "| engine / device / mode | points | rows | TTFT: repeats median abs % | TTFT: llmsim median abs % "
+             "| TTFT: llmsim within range % | TPOT: repeats median abs % | TPOT: llmsim median abs % "
+             "| TPOT: llmsim within range % |",
+             "|---|---|---|---|---|---|---|---|---|"]
+
+    def line(name: str, s: dict[str, float]) -> str:
+        cells = [f"{s[f'{m}_{k}']:.{0 if k == 'within' else 1}f}" for m in ("ttft", "tpot")
+                 for k in ("repeat", "llmsim", "within")]
+        return f"| {name} | {int(s['points'])} | {int(s['rows'])} | " + " | ".join(cells) + " |"
+
+    lines.append(line("**all**", total))
+    for key, stats in sorted(repeat_summary(entries).items()):
+        lines.append(line(" / ".join(key), stats))
     return [*lines, ""]
 
 

@@ -113,6 +113,31 @@ class ServingComparison:
     rows: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
+    def repeats(self) -> list[dict[str, Any]]:
+        """Each row whose configuration (`point`: measured_point) the file measured more than once, on another day or
+        engine version: that row's TTFT and TPOT "predicted" by the mean of the point's other measurements, as % of
+        its own (`ttft_repeat_pct`, `tpot_repeat_pct`: 100 x (mean of the others - this one) / this one, the sign
+        and scale of llmsim's error_pct), with llmsim's error on the row and whether llmsim's prediction lies within
+        the point's measured range (`ttft_within`, `tpot_within`). The spread of the measurements is the accuracy a
+        predictor given only the file's columns could reach there (repeat_summary)."""
+        points: dict[str, list[dict[str, Any]]] = {}
+        for row in self.rows:
+            points.setdefault(row["point"], []).append(row)
+        out = []
+        for rows in points.values():
+            if len(rows) < 2:
+                continue
+            for i, row in enumerate(rows):
+                entry: dict[str, Any] = {k: row[k] for k in ("id", "engine", "system", "mode", "point")}
+                for m in ("ttft", "tpot"):
+                    measured = np.array([r[f"measured_{m}_ms"] for r in rows])
+                    own, others = measured[i], np.delete(measured, i).mean()  # shape: [repeats - 1] -> scalar
+                    entry[f"{m}_repeat_pct"] = float(100 * (others - own) / own)
+                    entry[f"{m}_error_pct"] = row[f"{m}_error_pct"]
+                    entry[f"{m}_within"] = bool(measured.min() <= row[f"{m}_ms"] <= measured.max())
+                out.append(entry)
+        return out
+
     def errors(self, metric: str, group: tuple[str, ...] = ()) -> dict[tuple, np.ndarray]:
         """Signed % errors of `metric` ("ttft" or "tpot") grouped by the given row keys."""
         out: dict[tuple, list[float]] = {}
@@ -120,6 +145,26 @@ class ServingComparison:
             key = tuple(row[g] for g in group)
             out.setdefault(key, []).append(row[f"{metric}_error_pct"])
         return {k: np.asarray(v) for k, v in out.items()}
+
+
+def repeat_summary(entries: list[dict[str, Any]], group: tuple[str, ...] = ("engine", "system", "mode")
+                   ) -> dict[tuple, dict[str, float]]:
+    """ServingComparison.repeats() summed up per group: rows, points, and for TTFT and TPOT the median |%| of a
+    repeat against the mean of its point's others (`{m}_repeat`), llmsim's median |error %| on the same rows
+    (`{m}_llmsim`) and the % of those rows whose prediction lies within the point's measured range
+    (`{m}_within`)."""
+    grouped: dict[tuple, list[dict[str, Any]]] = {}
+    for e in entries:
+        grouped.setdefault(tuple(e[g] for g in group), []).append(e)
+    out = {}
+    for key, rows in grouped.items():
+        stats: dict[str, float] = {"rows": len(rows), "points": len({e["point"] for e in rows})}
+        for m in ("ttft", "tpot"):
+            stats[f"{m}_repeat"] = float(np.median([abs(e[f"{m}_repeat_pct"]) for e in rows]))
+            stats[f"{m}_llmsim"] = float(np.median([abs(e[f"{m}_error_pct"]) for e in rows]))
+            stats[f"{m}_within"] = 100.0 * sum(e[f"{m}_within"] for e in rows) / len(rows)
+        out[key] = stats
+    return out
 
 
 def default_silicon_csv() -> Path | None:
@@ -283,7 +328,8 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
     measured_ttft, measured_tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
-    return {"id": row["id"], "model": model, "system": row["system"], "engine": row["backend"], "mode": row["mode"],
+    return {"id": row["id"], "point": measured_point(row), "model": model, "system": row["system"],
+            "engine": row["backend"], "mode": row["mode"],
             "precision": "config" if forced == CONFIG else "fp8_block" if block_fp8 else dtype or "bf16", "tp": tp,
             "attention_dp": dp, "concurrency": concurrency, "protocol": client["protocol"],
             "recv_interval": recv_interval, "kv_dtype": options.get("kv_dtype"),
@@ -303,6 +349,24 @@ def _simulated_or_refused(row: dict[str, str]) -> dict[str, Any] | str:
         return simulate_row(row)
     except LlmsimError as exc:
         return f"refused: {exc}"
+
+
+_PARALLEL_FIELDS = ("tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+
+
+def measured_point(row: dict[str, str]) -> str:
+    """The configuration a row measured, without its day or engine version: engine, system, mode, the shipped
+    model, the precision fields, the lengths, the clients and every parallel field (aggregated) or each pool's
+    parallel fields and worker count (disaggregated), and the client protocol llmsim runs. Rows of one point are
+    repeat measurements of it (InferenceX's DeepSeek-V3 and -R1 names are one shipped model)."""
+    if row["mode"] == "disagg":
+        parallel = [row[f"{pool}_{f}"] for pool in ("prefill", "decode") for f in (*_PARALLEL_FIELDS, "num_workers")]
+    else:
+        parallel = [row[f] for f in _PARALLEL_FIELDS]
+    fields = [row["backend"], row["system"], row["mode"], _model_of(row)[0], row["gemm_quant_mode"],
+              row["moe_quant_mode"], row["isl"], row["osl"], _concurrency(row), *parallel,
+              client_protocol(row)["protocol"]]
+    return "|".join(str(f) for f in fields)
 
 
 def _measurement(row: dict[str, str]) -> tuple[str | int | None, ...]:
