@@ -1091,3 +1091,51 @@ def test_a_measured_point_is_the_configuration_without_its_day() -> None:
     field = "decode_moe_ep_size" if row["mode"] == "disagg" else "moe_ep_size"
     assert measured_point({**row, field: "16"}) != measured_point(row)
     assert measured_point({**row, "isl": "2048"}) != measured_point(row)
+
+
+_MID_CURVE_RUN = dict(zip(  # InferenceX's GB200 fp4 1k/1k mid-curve run at 512 clients, as silicon_sample.csv holds it
+    ["id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode", "isl",
+     "osl", "gemm_quant_mode", "moe_quant_mode", "batch_size", "tp_size", "pp_size", "attention_dp_size",
+     "moe_tp_size", "moe_ep_size", "prefill_batch_size", "prefill_num_workers", "prefill_tp_size",
+     "prefill_pp_size", "prefill_attention_dp_size", "prefill_moe_tp_size", "prefill_moe_ep_size",
+     "decode_batch_size", "decode_num_workers", "decode_tp_size", "decode_pp_size", "decode_attention_dp_size",
+     "decode_moe_tp_size", "decode_moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms"],
+    ["dsr1_gb200_sglang_fp4_disagg_1024x1024_c512_cfg483", "db-dump/2026-04-27; config_id=483; "
+     "silicon_concurrency=512; measured=2026-02-08T00:00:00.000Z; workflow_run_id=268; lmsysorg/sglang:v0.5.8-cu130",
+     "sglang", "0.5.8", "deepseek-ai/DeepSeek-V3", "gb200", "fp4", "disagg", "1024", "1024", "nvfp4", "nvfp4", "",
+     "", "", "", "", "", "1", "4", "1", "1", "4", "1", "4", "16", "1", "1", "1", "32", "1", "32", "767.06", "14.68"]))
+
+
+def test_an_inferencex_sglang_disaggregated_run_takes_its_srt_slurm_recipes_knobs() -> None:
+    """The run's recipe (nvidia-master.yaml: CONFIG_FILE=recipes/gb200-fp4/1k1k/mid-curve.yaml) sets the prefill
+    servers' chunked-prefill-size 65536, max-prefill-tokens 32768 and max-running-requests 30000 over dp-size 4,
+    the decode server's max-running-requests 67584 over dp-size 32."""
+    from llmsim.validation.srt_slurm_recipes import RECIPE_OF_RUN, RECIPES, recipe_of, sglang_disagg_pools
+
+    assert recipe_of(_MID_CURVE_RUN) == "recipes/gb200-fp4/1k1k/mid-curve.yaml"
+    assert sglang_disagg_pools(_MID_CURVE_RUN) == {
+        "prefill": {"max_num_batched_tokens": 65536,  # min(65536, 4 ranks x 32768 = 131072)
+                    "max_num_seqs": 30000},
+        "decode": {"max_num_seqs": 67584, "max_num_batched_tokens": 67584}}  # decodes: no token budget of their own
+    # another layout than the recipe's (2 decode workers), another length, another source or engine: none
+    assert sglang_disagg_pools({**_MID_CURVE_RUN, "decode_num_workers": "2"}) == {}
+    assert recipe_of({**_MID_CURVE_RUN, "isl": "8192"}) is None
+    assert recipe_of({**_MID_CURVE_RUN, "silicon_data_source": "source_file=2026-04-06.csv"}) is None
+    assert recipe_of({**_MID_CURVE_RUN, "backend": "trtllm"}) is None
+    assert set(RECIPE_OF_RUN.values()) <= set(RECIPES)
+    # an unset max-prefill-tokens is SGLang's 16384 per rank: gb200-fp8/1k1k/max-tpt, 131072 over 8 ranks
+    max_tpt = {**_MID_CURVE_RUN, "silicon_data_source": "db-dump/2026-04-27; config_id=523", "prefill_num_workers": "2",
+               "prefill_attention_dp_size": "8", "decode_attention_dp_size": "32"}
+    assert sglang_disagg_pools(max_tpt)["prefill"]["max_num_batched_tokens"] == 131072  # min(131072, 8 x 16384)
+
+
+def test_a_recipes_knobs_reach_the_simulated_pools() -> None:
+    """simulate_row passes the recipe's knobs to serve_disaggregated and records them."""
+    from llmsim.validation.serving import simulate_row
+
+    row = {**_MID_CURVE_RUN, "silicon_data_source": _MID_CURVE_RUN["silicon_data_source"].replace(
+        "silicon_concurrency=512", "silicon_concurrency=8")}  # 8 clients: a quick run
+    got = simulate_row(row)
+    assert got["recipe_options"] == ["decode.max_num_batched_tokens", "decode.max_num_seqs",
+                                     "prefill.max_num_batched_tokens", "prefill.max_num_seqs"]
+    assert got["ttft_ms"] > 0 and got["tpot_ms"] > 0

@@ -138,7 +138,12 @@ def main() -> None:
         "device, prefill={replicas, tensor_parallel, expert_parallel}, decode={...}, ...)` from the row's "
         "prefill_/decode_ num_workers, tp_size and moe_ep_size, the clients from `silicon_concurrency=` in "
         "silicon_data_source; the KV cache travels over NVLink when both pools fit one NVLink domain, else over "
-        "the device file's inter-node link.",
+        "the device file's inter-node link. InferenceX's SGLang disaggregated runs of February and March 2026 take "
+        "each pool's chunked-prefill-size, max-prefill-tokens and max-running-requests from the NVIDIA/srt-slurm "
+        "recipe InferenceX launched them with (`llmsim.validation.srt_slurm_recipes`: the recipe its "
+        "nvidia-master.yaml named for the run's configuration on the day it was measured, each with its commit; "
+        f"{sum(any(k.startswith(('prefill.', 'decode.')) for k in r.get('recipe_options', [])) for r in c.rows)} "
+        "rows; before session 30 they ran SGLang's defaults).",
         "",
         "The load is the one each run's benchmark client sent, where its source states it "
         "(`llmsim.validation.serving.client_protocol`): rows from InferenceX (SemiAnalysis's "

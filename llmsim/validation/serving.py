@@ -64,6 +64,7 @@ from .inferencex_recipes import (
     inferencex_vllm_options,
 )
 from .silicon_rows import _concurrency, _count, _from_inferencex, _is_one, _measured_on, _ranks
+from .srt_slurm_recipes import sglang_disagg_pools
 
 REQUESTS_PER_CLIENT = 5
 INFERENCEX_RANGE_RATIO = 0.8  # every InferenceX recipe that sets RANDOM_RANGE_RATIO sets 0.8
@@ -300,7 +301,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     load = dict(engine=row["backend"], concurrency=concurrency, prompt_len=client["prompt_len"],
                 gen_len=client["gen_len"], num_requests=client["num_requests"])
     recv_interval = inferencex_recv_interval(row)
-    recipe: dict[str, Any] = {}  # knobs an aggregated row's InferenceX recipe set beyond the engine's defaults
+    recipe: dict[str, Any] = {}  # knobs the row's InferenceX recipe set beyond the engine's defaults
     if row["mode"] == "disagg":
         from ..serving.disaggregated import serve_disaggregated
 
@@ -309,6 +310,9 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
                          "expert_parallel": _count(row[f"{phase}_moe_ep_size"]),
                          "attention_data_parallel": _ranks(row, f"{phase}_")}
                  for phase in ("prefill", "decode")}
+        for phase, knobs in sglang_disagg_pools(row).items():  # the run's srt-slurm recipe, where it is known
+            pools[phase].update(knobs)
+            recipe.update({f"{phase}.{k}": v for k, v in knobs.items()})
         tp = pools["decode"]["tensor_parallel"]
         dp = max(pool["attention_data_parallel"] for pool in pools.values())  # either pool's ranks
         r = serve_disaggregated(spec, SYSTEMS[row["system"]], pools["prefill"], pools["decode"], **load, **options)
