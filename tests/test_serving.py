@@ -1110,7 +1110,13 @@ def test_an_inferencex_sglang_disaggregated_run_takes_its_srt_slurm_recipes_knob
     """The run's recipe (nvidia-master.yaml: CONFIG_FILE=recipes/gb200-fp4/1k1k/mid-curve.yaml) sets the prefill
     servers' chunked-prefill-size 65536, max-prefill-tokens 32768 and max-running-requests 30000 over dp-size 4,
     the decode server's max-running-requests 67584 over dp-size 32."""
-    from llmsim.validation.srt_slurm_recipes import RECIPE_OF_RUN, RECIPES, recipe_of, sglang_disagg_pools
+    from llmsim.validation.srt_slurm_recipes import (
+        RECIPE_OF_RUN,
+        RECIPES,
+        recipe_of,
+        sglang_disagg_kv_dtype,
+        sglang_disagg_pools,
+    )
 
     assert recipe_of(_MID_CURVE_RUN) == "recipes/gb200-fp4/1k1k/mid-curve.yaml"
     assert sglang_disagg_pools(_MID_CURVE_RUN) == {
@@ -1123,6 +1129,9 @@ def test_an_inferencex_sglang_disaggregated_run_takes_its_srt_slurm_recipes_knob
     assert recipe_of({**_MID_CURVE_RUN, "silicon_data_source": "source_file=2026-04-06.csv"}) is None
     assert recipe_of({**_MID_CURVE_RUN, "backend": "trtllm"}) is None
     assert set(RECIPE_OF_RUN.values()) <= set(RECIPES)
+    # the recipe's kv-cache-dtype fp8_e4m3 (both servers); none where the row is not the recipe's layout
+    assert sglang_disagg_kv_dtype(_MID_CURVE_RUN) == "fp8"
+    assert sglang_disagg_kv_dtype({**_MID_CURVE_RUN, "decode_num_workers": "2"}) is None
     # an unset max-prefill-tokens is SGLang's 16384 per rank: gb200-fp8/1k1k/max-tpt, 131072 over 8 ranks
     max_tpt = {**_MID_CURVE_RUN, "silicon_data_source": "db-dump/2026-04-27; config_id=523", "prefill_num_workers": "2",
                "prefill_attention_dp_size": "8", "decode_attention_dp_size": "32"}
@@ -1139,3 +1148,4 @@ def test_a_recipes_knobs_reach_the_simulated_pools() -> None:
     assert got["recipe_options"] == ["decode.max_num_batched_tokens", "decode.max_num_seqs",
                                      "prefill.max_num_batched_tokens", "prefill.max_num_seqs"]
     assert got["ttft_ms"] > 0 and got["tpot_ms"] > 0
+    assert got["kv_dtype"] == "fp8"  # the recipe's kv-cache-dtype

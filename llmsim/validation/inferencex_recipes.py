@@ -91,7 +91,8 @@ def inferencex_kv_dtype(row: dict[str, str]) -> str | None:
       2026-04-03, with the v0.19.0 image its rows of that day name), Kimi-K2.5 fp4 B200 (6c3acebfa, 2026-04-20).
     - never in the rows' span: SGLang DeepSeek-R1 H200, Qwen3.5 bf16; vLLM gpt-oss-120b H100/H200, MiniMax-M2.5
       H100/H200 (fp8 from 8014ee637, 2026-05-26), Kimi-K2.5 int4 and fp4 B300; TensorRT-LLM gpt-oss-120b H200.
-    Disaggregated rows (NVIDIA/srt-slurm recipes) and the GB200 aggregated ones keep None.
+    Disaggregated rows keep None here (their NVIDIA/srt-slurm recipes: llmsim.validation.srt_slurm_recipes), and so
+    do the GB200 aggregated ones.
     approximation: as inferencex_recv_interval, the recipe of the row's model, system and precision is taken to
     be the one that ran it, on the row's date (a run on the day a change landed is taken to have it)."""
     if not _aggregated_run(row):

@@ -64,7 +64,7 @@ from .inferencex_recipes import (
     inferencex_vllm_options,
 )
 from .silicon_rows import _concurrency, _count, _from_inferencex, _is_one, _measured_on, _ranks
-from .srt_slurm_recipes import sglang_disagg_pools
+from .srt_slurm_recipes import sglang_disagg_kv_dtype, sglang_disagg_pools
 
 REQUESTS_PER_CLIENT = 5
 INFERENCEX_RANGE_RATIO = 0.8  # every InferenceX recipe that sets RANDOM_RANGE_RATIO sets 0.8
@@ -293,7 +293,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         options.update(weight_dtype=dtype, activation_dtype=dtype)
         if dtype != "bf16":
             options["kv_dtype"] = "bf16"  # approximation: the KV cache at the checkpoint's 16-bit dtype
-    kv_dtype = inferencex_kv_dtype(row)
+    kv_dtype = inferencex_kv_dtype(row) or sglang_disagg_kv_dtype(row)
     if kv_dtype is not None:
         options["kv_dtype"] = kv_dtype
     concurrency = _concurrency(row)

@@ -24,6 +24,9 @@ How they map onto serve_disaggregated's pools:
 - max_num_seqs = max-running-requests (divided over the ranks, as SGLang does).
 - decode: no token budget (a decode server's batches are its running requests): max_num_batched_tokens =
   max-running-requests, so llmsim's budget of one token per running decode never binds first.
+- the KV cache: every recipe here passes `kv-cache-dtype: fp8_e4m3` to both servers except
+  recipes/h200/8k1k/bs128-1p1d-dep.yaml (none: the checkpoint's dtype), so those runs take kv_dtype="fp8"
+  (sglang_disagg_kv_dtype).
 approximation: the recipes' max-total-tokens (a KV pool cap), mem-fraction-static, CUDA-graph batch sizes and MoE
 back ends are not read (serve_disaggregated takes one memory fraction for both pools).
 
@@ -162,6 +165,7 @@ RECIPES: dict[str, tuple[str, PoolRecipe, PoolRecipe]] = {
     "recipes/h200/8k1k/bs128-1p1d-dep.yaml": (
         "04ff0a0a0", PoolRecipe(1, 8, 1, None, 163840, 163840, 16), PoolRecipe(1, 8, 8, True, None, None, 256)),
 }
+KV_CACHE_CHECKPOINT_DTYPE = frozenset({"recipes/h200/8k1k/bs128-1p1d-dep.yaml"})  # no kv-cache-dtype: "auto"
 SGLANG_MAX_PREFILL_TOKENS = 16384  # ServerArgs.max_prefill_tokens's default (python/sglang/srt/server_args.py)
 
 
@@ -190,15 +194,28 @@ def recipe_of(row: dict[str, str]) -> str | None:
     return RECIPE_OF_RUN.get((int(found.group(1)), int(row["isl"]), int(row["osl"])))
 
 
+def _recipe_of_layout(row: dict[str, str]) -> str | None:
+    """The row's recipe where the row's pools are the recipe's servers, else None."""
+    path = recipe_of(row)
+    if path is None:
+        return None
+    _, prefill, decode = RECIPES[path]
+    return path if _matches(row, "prefill", prefill) and _matches(row, "decode", decode) else None
+
+
+def sglang_disagg_kv_dtype(row: dict[str, str]) -> str | None:
+    """"fp8" where the row's recipe runs an fp8 KV cache (module docstring), else None (the default)."""
+    path = _recipe_of_layout(row)
+    return None if path is None or path in KV_CACHE_CHECKPOINT_DTYPE else "fp8"
+
+
 def sglang_disagg_pools(row: dict[str, str]) -> dict[str, dict[str, Any]]:
     """{"prefill": {...}, "decode": {...}}: serve_disaggregated's pool knobs (max_num_batched_tokens,
     max_num_seqs) from the row's recipe, where its pools are the recipe's; {} otherwise (module docstring)."""
-    path = recipe_of(row)
+    path = _recipe_of_layout(row)
     if path is None:
         return {}
     _, prefill, decode = RECIPES[path]
-    if not (_matches(row, "prefill", prefill) and _matches(row, "decode", decode)):
-        return {}
     knobs: dict[str, dict[str, Any]] = {"prefill": {}, "decode": {}}
     if prefill.chunked_prefill_size and prefill.chunked_prefill_size > 0:
         per_rank = prefill.max_prefill_tokens or SGLANG_MAX_PREFILL_TOKENS
