@@ -4,8 +4,10 @@ Each row is one engine (vLLM, SGLang, TensorRT-LLM) serving fixed-length request
 fixed concurrency on one GPU type, with its mean TTFT and TPOT. The rows llmsim can run (a shipped
 model, a shipped device, a precision llmsim prices) are simulated with the shipped files and the engine's
 defaults: aggregated rows with `serve`, disaggregated rows with `serve_disaggregated` (prefill and decode
-pools of the row's worker counts, tensor, attention data and expert parallel sizes); the others are listed
-with the reason. Nothing is fitted to these rows: they are validation data only.
+pools of the row's worker counts, tensor, attention data and expert parallel sizes; InferenceX's SGLang ones with
+their srt-slurm recipe's scheduler knobs and KV cache dtype, llmsim.validation.srt_slurm_recipes); the others are
+listed with the reason. Nothing is fitted to these rows: they are validation data only. Configurations the file
+measured more than once show its own reproducibility (ServingComparison.repeats).
 
 Attention data parallelism (attention_dp_size d > 1) is read as aiconfigurator-core reads it (sdk/config.py,
 backends/base_backend.py): a replica of tp_size x d GPUs (= moe_tp_size x moe_ep_size), d ranks of tp_size
