@@ -130,14 +130,14 @@ class ServingComparison:
         for rows in points.values():
             if len(rows) < 2:
                 continue
+            measured = {m: np.array([r[f"measured_{m}_ms"] for r in rows]) for m in ("ttft", "tpot")}  # [repeats]
             for i, row in enumerate(rows):
                 entry: dict[str, Any] = {k: row[k] for k in ("id", "engine", "system", "mode", "point")}
-                for m in ("ttft", "tpot"):
-                    measured = np.array([r[f"measured_{m}_ms"] for r in rows])
-                    own, others = measured[i], np.delete(measured, i).mean()  # shape: [repeats - 1] -> scalar
+                for m, values in measured.items():
+                    own, others = values[i], np.delete(values, i).mean()  # shape: [repeats - 1] -> scalar
                     entry[f"{m}_repeat_pct"] = float(100 * (others - own) / own)
                     entry[f"{m}_error_pct"] = row[f"{m}_error_pct"]
-                    entry[f"{m}_within"] = bool(measured.min() <= row[f"{m}_ms"] <= measured.max())
+                    entry[f"{m}_within"] = bool(values.min() <= row[f"{m}_ms"] <= values.max())
                 out.append(entry)
         return out
 

@@ -40,6 +40,9 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
+from .silicon_rows import _count
+from .silicon_rows import _ranks as _row_ranks
+
 # (config_id, isl, osl) of a run -> its recipe (the nvidia-master.yaml commit and the day its run was measured)
 RECIPE_OF_RUN: dict[tuple[int, int, int], str] = {
     (434, 8192, 1024): "recipes/h200/8k1k/bs128-1p1d-dep.yaml",  # 04b564b39 (2026-02-07)
@@ -175,12 +178,10 @@ def _ranks(pool: PoolRecipe) -> int:
 
 
 def _matches(row: dict[str, str], phase: str, pool: PoolRecipe) -> bool:
-    """Whether a row's pool (its workers, GPUs and attention ranks) is the recipe's server."""
-    def count(field: str) -> int:
-        return int(float(row[f"{phase}_{field}"] or 1))
-
-    ranks = count("attention_dp_size")
-    return (pool.workers == count("num_workers") and pool.tp == count("tp_size") * ranks
+    """Whether a row's pool (its workers, GPUs and attention ranks, read as simulate_row reads them) is the
+    recipe's server."""
+    ranks = _row_ranks(row, f"{phase}_")
+    return (pool.workers == _count(row[f"{phase}_num_workers"]) and pool.tp == _count(row[f"{phase}_tp_size"]) * ranks
             and _ranks(pool) == ranks)
 
 
