@@ -311,6 +311,38 @@ def test_a_measurement_the_file_holds_twice_is_counted_once(tmp_path) -> None:
     assert skipped[original["id"]] == "beyond the limit asked for"
 
 
+def test_a_gap_analysis_copy_of_an_inferencex_run_is_counted_once_under_it(tmp_path) -> None:
+    """aiconfigurator's kimi-k2.5 and qwen3.5-397b gap-analysis files repeat InferenceX runs with TTFT and TPOT
+    written to 0.01 ms (134.73 for 134.73297602613457): such a row is skipped, under its InferenceX row, wherever
+    it stands in the file; a value 0.01 ms off is another run."""
+    import csv
+    from pathlib import Path
+
+    from llmsim.validation.serving import _why_not, compare_serving, inferencex_copies
+    from llmsim.validation.silicon_rows import _from_inferencex
+
+    fixture = Path(__file__).parent / "fixtures" / "serving" / "silicon_sample_rows.csv"
+    with fixture.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    original = next(r for r in rows if _why_not(r) is None and _from_inferencex(r))
+    clients = original["silicon_data_source"].split("silicon_concurrency=")[1].split(";")[0]
+    gap = f"source_file=kimi-k2.5-gap-analysis.csv; silicon_concurrency={clients}; aic_database_mode=SILICON"
+    ttft, tpot = float(original["silicon_ttft_ms"]), float(original["silicon_tpot_ms"])
+    copy = {**original, "id": "gap_copy", "silicon_data_source": gap,
+            "silicon_ttft_ms": f"{ttft:.2f}", "silicon_tpot_ms": f"{tpot:.2f}"}
+    other = {**copy, "id": "gap_other", "silicon_ttft_ms": f"{ttft + 0.01:.2f}"}  # 0.01 ms off: not the same run
+    assert not _from_inferencex(copy)
+    assert inferencex_copies([copy, other, *rows]) == {"gap_copy": original["id"]}  # before its original too
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(original))
+        writer.writeheader()
+        writer.writerows([copy, other, *rows])
+    skipped = dict(compare_serving(path, limit=0).skipped)
+    assert skipped["gap_copy"] == f"the same measurement as InferenceX row {original['id']} (to 0.01 ms): counted once"
+    assert skipped["gap_other"] == "beyond the limit asked for"
+
+
 def test_inferencex_sglang_recipes_set_the_scheduler_recv_interval() -> None:
     """InferenceX's SGLang recipes on B200 and B300 pass --scheduler-recv-interval (30 at CONC >= 16, else 10; the
     Qwen3.5 fp8 B200 rule changed in April 2026), as each stood when the row was measured; others: 1."""

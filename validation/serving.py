@@ -158,7 +158,10 @@ def main() -> None:
         f"{INFERENCEX_PROMPTS_PER_CLIENT}c requests (`prompt_len='uniform:{{int({INFERENCEX_RANGE_RATIO}*isl)}}:"
         "{isl}'`, likewise "
         "gen_len), after 2c warm-ups that finish first; the other rows (aiconfigurator's gap-analysis runs, "
-        f"whose client is not stated) run fixed lengths isl and osl with {REQUESTS_PER_CLIENT}c requests. "
+        f"whose client is not stated) run fixed lengths isl and osl with {REQUESTS_PER_CLIENT}c requests; the 123 "
+        "rows of its kimi-k2.5 and qwen3.5-397b gap-analysis files are InferenceX runs (TTFT and TPOT equal an "
+        "InferenceX row's to the 0.01 ms they are written with: `llmsim.validation.serving.inferencex_copies`) "
+        "and are counted once, under that row (before session 31 they ran again as fixed-protocol rows). "
         "Before session 15 every row ran the fixed protocol, and before session 16 InferenceX's disaggregated "
         "ones still did (serve_disaggregated's closed loop was a fixed point that seldom settled; it is now one "
         "event-driven run of both pools); the `protocol` groups below say which rows ran which.",

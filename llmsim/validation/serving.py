@@ -43,7 +43,8 @@ approximation: the draws are numpy's default_rng(0), not the benchmark's own seq
 the same, the sample is not).
 approximation: for the other rows (aiconfigurator's own gap-analysis runs) the number of requests each run
 sent is not in the file; they are simulated with fixed lengths (isl, osl) and REQUESTS_PER_CLIENT requests per
-client (closed loop), the first ones all arriving together.
+client (closed loop), the first ones all arriving together. The rows of its kimi-k2.5 and qwen3.5-397b
+gap-analysis files are InferenceX runs (inferencex_copies) and are counted once, under their InferenceX rows.
 """
 
 from __future__ import annotations
@@ -383,27 +384,59 @@ def _measurement(row: dict[str, str]) -> tuple[str | int | None, ...]:
             f"{float(row['silicon_ttft_ms']):.9g}", f"{float(row['silicon_tpot_ms']):.9g}")
 
 
+def _rounded_measurement(row: dict[str, str]) -> tuple[str | int | None, ...]:
+    """One run as a copy written to 0.01 ms shows it: engine, system, mode, lengths, clients, TTFT and TPOT."""
+    return (row["backend"], row["system"], row["mode"], row["isl"], row["osl"], _concurrency(row),
+            f"{float(row['silicon_ttft_ms']):.2f}", f"{float(row['silicon_tpot_ms']):.2f}")
+
+
+def inferencex_copies(rows: list[dict[str, str]]) -> dict[str, str]:
+    """Rows that are InferenceX runs under another source, each with the id of the InferenceX row it copies.
+
+    aiconfigurator's `kimi-k2.5-gap-analysis.csv` and `qwen3.5-397b-gap-analysis.csv` rows (123) repeat InferenceX
+    runs: each one's TTFT and TPOT equal, to the 0.01 ms they are written with, those of an InferenceX row of the
+    same engine, system, mode, lengths and clients (134.73 against 134.73297602613457 ms). No other non-InferenceX
+    row matches one. Such a row is the InferenceX run (its client, its recipe) and is counted once, under it."""
+    first: dict[tuple[str | int | None, ...], str] = {}
+    for row in rows:
+        if _from_inferencex(row) and row["silicon_ttft_ms"] and row["silicon_tpot_ms"]:
+            first.setdefault(_rounded_measurement(row), row["id"])
+    copies = {}
+    for row in rows:
+        if not _from_inferencex(row) and row["silicon_ttft_ms"] and row["silicon_tpot_ms"]:
+            twin = first.get(_rounded_measurement(row))
+            if twin is not None:
+                copies[row["id"]] = twin
+    return copies
+
+
 def compare_serving(csv_path: Path, limit: int | None = None, executor: Any = None) -> ServingComparison:
     """Simulate every row llmsim can run (the first `limit` of them when given); `executor` (any
     concurrent.futures.Executor) spreads the rows over its workers, in the file's order all the same. A measured
     run the file holds more than once (InferenceX's runs come both from its database dump and from its dated CSVs,
-    under other ids and model names) is simulated and counted once, under its first row."""
+    under other ids and model names, and some again in aiconfigurator's gap-analysis files: inferencex_copies) is
+    simulated and counted once, under its first InferenceX row."""
     result = ServingComparison()
     runnable: list[dict[str, str]] = []
     first_of: dict[tuple[str | int | None, ...], str] = {}
     with Path(csv_path).open(newline="") as f:
-        for row in csv.DictReader(f):
-            reason = _why_not(row)
-            if reason is None:
-                first = first_of.setdefault(_measurement(row), row["id"])
-                if first != row["id"]:
-                    reason = f"the same measurement as row {first}: counted once"
-            if reason is None and limit is not None and len(runnable) >= limit:
-                reason = "beyond the limit asked for"
-            if reason is not None:
-                result.skipped.append((row["id"], reason))
-            else:
-                runnable.append(row)
+        every_row = list(csv.DictReader(f))
+    copies = inferencex_copies(every_row)
+    for row in every_row:
+        reason = None
+        if row["id"] in copies:
+            reason = f"the same measurement as InferenceX row {copies[row['id']]} (to 0.01 ms): counted once"
+        reason = reason or _why_not(row)
+        if reason is None:
+            first = first_of.setdefault(_measurement(row), row["id"])
+            if first != row["id"]:
+                reason = f"the same measurement as row {first}: counted once"
+        if reason is None and limit is not None and len(runnable) >= limit:
+            reason = "beyond the limit asked for"
+        if reason is not None:
+            result.skipped.append((row["id"], reason))
+        else:
+            runnable.append(row)
     outcomes = executor.map(_simulated_or_refused, runnable, chunksize=4) if executor is not None else map(
         _simulated_or_refused, runnable)
     for row, outcome in zip(runnable, outcomes):
