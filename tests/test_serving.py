@@ -333,6 +333,9 @@ def test_a_gap_analysis_copy_of_an_inferencex_run_is_counted_once_under_it(tmp_p
     other = {**copy, "id": "gap_other", "silicon_ttft_ms": f"{ttft + 0.01:.2f}"}  # 0.01 ms off: not the same run
     assert not _from_inferencex(copy)
     assert inferencex_copies([copy, other, *rows]) == {"gap_copy": original["id"]}  # before its original too
+    unmeasured = [{**copy, "id": f"gap_{v}", "silicon_ttft_ms": v} for v in ("", "n/a", "nan")]
+    twin_nan = {**original, "id": "nan_run", "silicon_ttft_ms": "nan"}  # nan never equals nan: no twin
+    assert inferencex_copies([*unmeasured, twin_nan, *rows]) == {}
     path = tmp_path / "rows.csv"
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(original))

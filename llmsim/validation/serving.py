@@ -50,6 +50,7 @@ gap-analysis files are InferenceX runs (inferencex_copies) and are counted once,
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,10 +385,17 @@ def _measurement(row: dict[str, str]) -> tuple[str | int | None, ...]:
             f"{float(row['silicon_ttft_ms']):.9g}", f"{float(row['silicon_tpot_ms']):.9g}")
 
 
-def _rounded_measurement(row: dict[str, str]) -> tuple[str | int | None, ...]:
-    """One run as a copy written to 0.01 ms shows it: engine, system, mode, lengths, clients, TTFT and TPOT."""
+def _rounded_measurement(row: dict[str, str]) -> tuple[str | int | None, ...] | None:
+    """One run as a copy written to 0.01 ms shows it: engine, system, mode, lengths, clients, TTFT and TPOT (None
+    where either time is missing, not a number or not finite: such a row matches nothing)."""
+    try:
+        ttft, tpot = float(row["silicon_ttft_ms"]), float(row["silicon_tpot_ms"])
+    except (KeyError, ValueError):
+        return None
+    if not (math.isfinite(ttft) and math.isfinite(tpot)):
+        return None
     return (row["backend"], row["system"], row["mode"], row["isl"], row["osl"], _concurrency(row),
-            f"{float(row['silicon_ttft_ms']):.2f}", f"{float(row['silicon_tpot_ms']):.2f}")
+            f"{ttft:.2f}", f"{tpot:.2f}")
 
 
 def inferencex_copies(rows: list[dict[str, str]]) -> dict[str, str]:
@@ -399,14 +407,15 @@ def inferencex_copies(rows: list[dict[str, str]]) -> dict[str, str]:
     row matches one. Such a row is the InferenceX run (its client, its recipe) and is counted once, under it."""
     first: dict[tuple[str | int | None, ...], str] = {}
     for row in rows:
-        if _from_inferencex(row) and row["silicon_ttft_ms"] and row["silicon_tpot_ms"]:
-            first.setdefault(_rounded_measurement(row), row["id"])
+        key = _rounded_measurement(row) if _from_inferencex(row) else None
+        if key is not None:
+            first.setdefault(key, row["id"])
     copies = {}
     for row in rows:
-        if not _from_inferencex(row) and row["silicon_ttft_ms"] and row["silicon_tpot_ms"]:
-            twin = first.get(_rounded_measurement(row))
-            if twin is not None:
-                copies[row["id"]] = twin
+        key = None if _from_inferencex(row) else _rounded_measurement(row)
+        twin = None if key is None else first.get(key)
+        if twin is not None:
+            copies[row["id"]] = twin
     return copies
 
 
