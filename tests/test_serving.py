@@ -1184,3 +1184,21 @@ def test_a_recipes_knobs_reach_the_simulated_pools() -> None:
                                      "prefill.max_num_batched_tokens", "prefill.max_num_seqs"]
     assert got["ttft_ms"] > 0 and got["tpot_ms"] > 0
     assert got["kv_dtype"] == "fp8"  # the recipe's kv-cache-dtype
+
+
+def test_inferencex_gb200_runs_of_november_2025_are_disaggregated_deployments() -> None:
+    """InferenceX's GB200 runner then launched only Dynamo's submit_disagg.sh sweeps (450d834a9), which the file
+    writes as aggregated rows with the deployment's GPU count as tp_size: refused with that reason, not simulated
+    as one 64-GPU tensor-parallel replica; a later GB200 run is not caught by it."""
+    from llmsim.validation.serving import GB200_DYNAMO_ONLY_NOTE, _why_not
+
+    row = {"id": "x", "backend": "trtllm", "system": "gb200", "mode": "agg", "model_path": "deepseek-ai/DeepSeek-R1",
+           "isl": "8192", "osl": "1024", "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "batch_size": "538",
+           "tp_size": "64", "pp_size": "1", "attention_dp_size": "1", "moe_tp_size": "64", "moe_ep_size": "1",
+           "prefill_num_workers": "", "decode_num_workers": "",
+           "silicon_data_source": "source_file=2026-04-06.csv; model=DeepSeek-R1; silicon_concurrency=538; "
+                                  "measured=2025-11-17T00:00:00.000Z; wip=False"}
+    assert _why_not(row) == GB200_DYNAMO_ONLY_NOTE
+    later = {**row, "silicon_data_source": row["silicon_data_source"].replace("2025-11-17", "2026-03-01")}
+    assert _why_not(later) != GB200_DYNAMO_ONLY_NOTE
+    assert _why_not({**row, "system": "b200_sxm"}) != GB200_DYNAMO_ONLY_NOTE

@@ -205,6 +205,18 @@ def _gpus_why_not(row: dict[str, str], prefix: str) -> str | None:
     return None
 
 
+# InferenceX's GB200 runs of November 2025 were Dynamo disaggregated deployments: its runner
+# (runners/launch_gb200-nv.sh as 450d834a9 left it on 2025-11-05, unchanged until 175fe5364 on 2025-12-01) ran only
+# Dynamo's submit_disagg.sh sweeps, TensorRT-LLM and SGLang, and nvidia-master.yaml named no GB200 config; the
+# file writes them as aggregated rows whose tp_size is the deployment's GPU count (`dep 8 1 32 ... 538`: 8
+# context workers of 4 GPUs and one 32-GPU generation worker, the row tp_size 64 at 538 clients).
+GB200_DYNAMO_ONLY_UNTIL = "2025-12-01"
+GB200_DYNAMO_ONLY_NOTE = ("InferenceX's GB200 runs before December 2025 were Dynamo disaggregated deployments "
+                          "(runners/launch_gb200-nv.sh at 450d834a9: submit_disagg.sh only): the row's mode agg and "
+                          "tp_size (the deployment's GPU count) are not one aggregated replica, and its worker counts "
+                          "are not stated")
+
+
 def _why_not(row: dict[str, str]) -> str | None:
     if row["mode"] not in ("agg", "disagg"):
         return f"mode {row['mode']} is not simulated"
@@ -217,6 +229,9 @@ def _why_not(row: dict[str, str]) -> str | None:
                 "the run, is not in the row")
     if row["mode"] == "disagg" and not (row["prefill_num_workers"] and row["decode_num_workers"]):
         return "disaggregated run without its prefill and decode worker counts"
+    if row["mode"] == "agg" and row["system"] == "gb200" and _from_inferencex(row) and \
+            "" < _measured_on(row) < GB200_DYNAMO_ONLY_UNTIL:
+        return GB200_DYNAMO_ONLY_NOTE
     mtp = inferencex_mtp_only(row)
     if mtp is not None:
         return mtp
