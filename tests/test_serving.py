@@ -1190,7 +1190,8 @@ def test_inferencex_gb200_runs_of_november_2025_are_disaggregated_deployments() 
     """InferenceX's GB200 runner then launched only Dynamo's submit_disagg.sh sweeps (450d834a9), which the file
     writes as aggregated rows with the deployment's GPU count as tp_size: refused with that reason, not simulated
     as one 64-GPU tensor-parallel replica; a later GB200 run is not caught by it."""
-    from llmsim.validation.serving import GB200_DYNAMO_ONLY_NOTE, _why_not
+    from llmsim.validation.inferencex_recipes import GB200_DYNAMO_ONLY_NOTE
+    from llmsim.validation.serving import _why_not
 
     row = {"id": "x", "backend": "trtllm", "system": "gb200", "mode": "agg", "model_path": "deepseek-ai/DeepSeek-R1",
            "isl": "8192", "osl": "1024", "gemm_quant_mode": "nvfp4", "moe_quant_mode": "nvfp4", "batch_size": "538",

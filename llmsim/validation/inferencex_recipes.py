@@ -160,6 +160,26 @@ def inferencex_vllm_options(row: dict[str, str]) -> dict[str, Any]:
     return options
 
 
+# InferenceX's GB200 runs of November 2025 were Dynamo disaggregated deployments: its runner
+# (runners/launch_gb200-nv.sh as 450d834a9 left it on 2025-11-05, unchanged until 175fe5364 on 2025-12-01) ran only
+# Dynamo's submit_disagg.sh sweeps, TensorRT-LLM and SGLang, and nvidia-master.yaml named no GB200 config; the
+# file writes them as aggregated rows whose tp_size is the deployment's GPU count (`dep 8 1 32 ... 538`: 8
+# context workers of 4 GPUs and one 32-GPU generation worker, the row tp_size 64 at 538 clients).
+GB200_DYNAMO_ONLY_UNTIL = "2025-12-01"
+GB200_DYNAMO_ONLY_NOTE = ("InferenceX's GB200 runs before December 2025 were Dynamo disaggregated deployments "
+                          "(runners/launch_gb200-nv.sh at 450d834a9: submit_disagg.sh only): the row's mode agg and "
+                          "tp_size (the deployment's GPU count) are not one aggregated replica, and its worker counts "
+                          "are not stated")
+
+
+def inferencex_gb200_disaggregated(row: dict[str, str]) -> str | None:
+    """Why an aggregated-looking InferenceX GB200 row is not one aggregated replica (GB200_DYNAMO_ONLY_NOTE), or
+    None: one measured before GB200_DYNAMO_ONLY_UNTIL."""
+    if _aggregated_run(row) and row["system"] == "gb200" and "" < _measured_on(row) < GB200_DYNAMO_ONLY_UNTIL:
+        return GB200_DYNAMO_ONLY_NOTE
+    return None
+
+
 def inferencex_mtp_only(row: dict[str, str]) -> str | None:
     """Why an aggregated InferenceX row can only be a speculative-decoding (MTP) point, or None. On 2026-03-25
     InferenceX ran SGLang DeepSeek-R1 fp8 on the B200 under two configs of one image (lmsysorg/sglang:v0.5.9-cu130;

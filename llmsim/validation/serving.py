@@ -60,6 +60,7 @@ import numpy as np
 
 from ..engines.aiconfigurator import SYSTEMS  # the file's system names -> llmsim hardware files
 from .inferencex_recipes import (
+    inferencex_gb200_disaggregated,
     inferencex_kv_dtype,
     inferencex_mtp_only,
     inferencex_recv_interval,
@@ -205,18 +206,6 @@ def _gpus_why_not(row: dict[str, str], prefix: str) -> str | None:
     return None
 
 
-# InferenceX's GB200 runs of November 2025 were Dynamo disaggregated deployments: its runner
-# (runners/launch_gb200-nv.sh as 450d834a9 left it on 2025-11-05, unchanged until 175fe5364 on 2025-12-01) ran only
-# Dynamo's submit_disagg.sh sweeps, TensorRT-LLM and SGLang, and nvidia-master.yaml named no GB200 config; the
-# file writes them as aggregated rows whose tp_size is the deployment's GPU count (`dep 8 1 32 ... 538`: 8
-# context workers of 4 GPUs and one 32-GPU generation worker, the row tp_size 64 at 538 clients).
-GB200_DYNAMO_ONLY_UNTIL = "2025-12-01"
-GB200_DYNAMO_ONLY_NOTE = ("InferenceX's GB200 runs before December 2025 were Dynamo disaggregated deployments "
-                          "(runners/launch_gb200-nv.sh at 450d834a9: submit_disagg.sh only): the row's mode agg and "
-                          "tp_size (the deployment's GPU count) are not one aggregated replica, and its worker counts "
-                          "are not stated")
-
-
 def _why_not(row: dict[str, str]) -> str | None:
     if row["mode"] not in ("agg", "disagg"):
         return f"mode {row['mode']} is not simulated"
@@ -229,12 +218,9 @@ def _why_not(row: dict[str, str]) -> str | None:
                 "the run, is not in the row")
     if row["mode"] == "disagg" and not (row["prefill_num_workers"] and row["decode_num_workers"]):
         return "disaggregated run without its prefill and decode worker counts"
-    if row["mode"] == "agg" and row["system"] == "gb200" and _from_inferencex(row) and \
-            "" < _measured_on(row) < GB200_DYNAMO_ONLY_UNTIL:
-        return GB200_DYNAMO_ONLY_NOTE
-    mtp = inferencex_mtp_only(row)
-    if mtp is not None:
-        return mtp
+    not_one_replica = inferencex_gb200_disaggregated(row) or inferencex_mtp_only(row)
+    if not_one_replica is not None:
+        return not_one_replica
     if row["model_path"] not in MODELS:
         return f"model {row['model_path']} is not shipped"
     if row["system"] not in SYSTEMS:
@@ -447,10 +433,8 @@ def compare_serving(csv_path: Path, limit: int | None = None, executor: Any = No
         every_row = list(csv.DictReader(f))
     copies = inferencex_copies(every_row)
     for row in every_row:
-        reason = None
-        if row["id"] in copies:
-            reason = f"the same measurement as InferenceX row {copies[row['id']]} (to 0.01 ms): counted once"
-        reason = reason or _why_not(row)
+        reason = (f"the same measurement as InferenceX row {copies[row['id']]} (to 0.01 ms): counted once"
+                  if row["id"] in copies else _why_not(row))
         if reason is None:
             first = first_of.setdefault(_measurement(row), row["id"])
             if first != row["id"]:
