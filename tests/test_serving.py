@@ -416,9 +416,10 @@ def test_the_inferencex_client_protocol_is_the_one_its_benchmark_sends() -> None
     dated = {**row, "silicon_data_source": "source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=4",
              "isl": "1024", "osl": "8192", "batch_size": "4"}
     assert client_protocol(dated)["gen_len"] == "uniform:6553:8192" and client_protocol(dated)["num_requests"] == 40
-    # aiconfigurator's gap-analysis runs, and any length outside InferenceX's three scenarios: fixed lengths, 5c
+    # aiconfigurator's gap-analysis runs, and any length outside InferenceX's three scenarios: fixed lengths, 10c
+    # (aiconfigurator's eval runner: --request-count v * 10): 10 x 128 clients = 1280 requests
     gap = {**row, "silicon_data_source": "source_file=/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/a.csv"}
-    assert client_protocol(gap) == {"protocol": "fixed", "prompt_len": 8192, "gen_len": 1024, "num_requests": 640}
+    assert client_protocol(gap) == {"protocol": "fixed", "prompt_len": 8192, "gen_len": 1024, "num_requests": 1280}
     assert client_protocol({**row, "isl": "2048"})["protocol"] == "fixed"
     # its disaggregated runs: the same client (NVIDIA/srt-slurm's sa-bench)
     assert client_protocol({**row, "mode": "disagg"}) == protocol

@@ -41,9 +41,18 @@ client sent no warm-ups, only benchmark_serving's initial single-prompt test run
 starts every run on a warm, idle deployment (first-use costs such as kernel JIT compilation are not modelled).
 approximation: the draws are numpy's default_rng(0), not the benchmark's own sequence (the distribution is
 the same, the sample is not).
-approximation: for the other rows (aiconfigurator's own gap-analysis runs) the number of requests each run
-sent is not in the file; they are simulated with fixed lengths (isl, osl) and REQUESTS_PER_CLIENT requests per
-client (closed loop), the first ones all arriving together. The rows of its kimi-k2.5 and qwen3.5-397b
+The other rows are aiconfigurator's own gap-analysis runs ("aic-auto-gap-analysis" in their source). Their
+client is not in the file; they run the client of aiconfigurator's automated evaluation, the one public statement
+of how its team benchmarked its deployments while these engine versions were current (ai-dynamo/aiconfigurator
+src/aiconfigurator/eval/benchmarks/genai_perf_runner.py, from 961028348 on 2025-08-22 until c0c44d911 removed the
+module on 2026-03-03): `genai-perf`/`aiperf profile --synthetic-input-tokens-mean isl --synthetic-input-tokens-stddev 0
+--output-tokens-mean osl --output-tokens-stddev 0 --extra-inputs min_tokens:osl max_tokens:osl ignore_eos:true
+--concurrency c --request-count 10c --warmup-request-count 2c --streaming`: fixed lengths, REQUESTS_PER_CLIENT (10)
+requests per client in a closed loop, the first c sent together after the warm-ups have all finished (aiperf
+waits for every warm-up response before its profiling phase starts).
+approximation: that these runs used that client is inferred (same team, same automated deploy-and-measure
+loop), not stated; aiconfigurator's later generated benchmark (config/backend_templates/benchmark/bench_run.sh.j2,
+from 2026-02-11) sends 20c. The rows of its kimi-k2.5 and qwen3.5-397b
 gap-analysis files are InferenceX runs (inferencex_copies) and are counted once, under their InferenceX rows.
 """
 
@@ -71,7 +80,7 @@ from .inferencex_recipes import (
 from .silicon_rows import _concurrency, _count, _from_inferencex, _is_one, _measured_on, _ranks
 from .srt_slurm_recipes import sglang_disagg_kv_dtype, sglang_disagg_pools
 
-REQUESTS_PER_CLIENT = 5
+REQUESTS_PER_CLIENT = 10  # genai_perf_runner.py: --request-count v * 10 (module docstring)
 INFERENCEX_RANGE_RATIO = 0.8  # every InferenceX recipe that sets RANDOM_RANGE_RATIO sets 0.8
 INFERENCEX_PROMPTS_PER_CLIENT = 10  # --num-prompts $((CONC * 10))
 INFERENCEX_SCENARIOS = {(1024, 1024), (1024, 8192), (8192, 1024)}  # (isl, osl)
