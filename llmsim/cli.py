@@ -282,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mixed-batches", action=argparse.BooleanOptionalAction, default=None,
                    help="prefill chunks share steps with decodes (default: the engine's; --no-mixed-batches: prefill "
                    "first, as SGLang)")
+    p.add_argument("--chunked-prefill", action=argparse.BooleanOptionalAction, default=None,
+                   help="a prompt longer than the step's token budget is prefilled in chunks over steps (default: "
+                   "the engine's; --no-chunked-prefill: a new prompt runs whole or waits, TensorRT-LLM's default)")
     p.add_argument("--reserve-output", action=argparse.BooleanOptionalAction, default=None,
                    help="a request starts only when the KV blocks of its whole prompt and output fit, so none is "
                    "preempted (default: the engine's; TensorRT-LLM's GUARANTEED_NO_EVICT reserves, vLLM and SGLang "
@@ -654,6 +657,7 @@ def _run(args: argparse.Namespace) -> int:
                        shared_prefix_len=args.shared_prefix_len, prefix_groups=args.prefix_groups,
                        prefix_caching=args.prefix_caching, speculative=args.speculative,
                        mixed_batches=args.mixed_batches, reserve_output=args.reserve_output,
+                       chunked_prefill=args.chunked_prefill,
                        async_scheduling=args.async_scheduling, scheduler_recv_interval=args.scheduler_recv_interval,
                        batch_wait_timeout_iters=args.batch_wait_timeout_iters,
                        batch_wait_max_tokens_ratio=args.batch_wait_max_tokens_ratio, frontend_s=args.frontend_s,

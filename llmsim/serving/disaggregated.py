@@ -31,7 +31,7 @@ from ..analysis.simulate import resolve
 from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError, check_positive
 from .data_parallel import rank_options
-from .engine_limits import frontend_seconds, scheduler_limits
+from .engine_limits import check_prompts_fit, frontend_seconds, scheduler_limits
 from .frontend import Frontend, frontend_queue
 from .results import ServingResult
 from .scheduler import Inbox, RequestLog, StepLog, coupled_engine, engine_lists, simulate_engine
@@ -207,6 +207,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         return step, limits, cost, pool.replicas * pool.attention_data_parallel
 
     pre_step, pre_limits, pre_cost, pre_engines = engine_of(pre, "prefill", int(prompts.max()))
+    check_prompts_fit(pre_limits, int(prompts.max()), "prefill: ")
     dec_step, dec_limits, dec_cost, dec_engines = engine_of(dec, "decode", int(np.max(prompts + gens - 1)))
     _, _, kv_dtype = base.resolved_dtypes(spec.dtype)
     kv_bytes = np.asarray(spec.kv_cache_bytes(batch_size=1, seq_len=prompts, kv_dtype=kv_dtype, tensor_parallel=1),

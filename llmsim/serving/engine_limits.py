@@ -16,7 +16,10 @@
 - TensorRT-LLM (tensorrt_llm/llmapi: BuildConfig max_batch_size 2048, max_num_tokens 8192;
   KvCacheConfig free_gpu_memory_fraction 0.9 of the memory left free, tokens_per_block 32; SchedulerConfig
   capacity_scheduler_policy GUARANTEED_NO_EVICT, "Useful Runtime Options" in its performance tuning guide: a
-  request starts only when the blocks of its prompt and maximum output fit, and none is paused).
+  request starts only when the blocks of its prompt and maximum output fit, and none is paused;
+  enable_chunked_prefill False, BaseLlmArgs in tensorrt_llm/llmapi/llm_args.py: a prompt runs whole in one step
+  beside the decodes, within max_num_tokens, or waits, as "Tuning Max Batch Size and Max Num Tokens" in its
+  performance tuning guide draws the scheduler; a prompt longer than max_num_tokens is refused).
 Each of the three decides a step while the one before it runs (async_scheduling): vLLM's async scheduling,
 on by default since vllm-project/vllm PR #27614 (its issue #27679, "Async Scheduling Plan"); SGLang's overlap
 scheduler (on by default since v0.4: lmsys.org blog 2024-12-04; `--disable-overlap-schedule` turns it off);
@@ -83,11 +86,12 @@ def engine_defaults(engine: str, hardware: HardwareSpec, tensor_parallel: int = 
         return _sglang_defaults(memory / 2**20, tensor_parallel, pipeline_parallel)
     if engine == "trtllm":
         return {"max_num_seqs": 2048, "max_num_batched_tokens": 8192, "gpu_memory_utilization": 0.9,
-                "block_size": 32, "mixed_batches": True, "reserve_output": True, "async_scheduling": True}
+                "block_size": 32, "mixed_batches": True, "reserve_output": True, "async_scheduling": True,
+                "chunked_prefill": False}
     large = memory >= 70 * _GIB and "a100" not in hardware.name.lower()
     return {"max_num_seqs": 1024 if large else 256, "max_num_batched_tokens": 8192 if large else 2048,
             "gpu_memory_utilization": 0.9, "block_size": 16, "mixed_batches": True, "reserve_output": False,
-            "async_scheduling": engine == "vllm"}
+            "async_scheduling": engine == "vllm", "chunked_prefill": True}
 
 
 def _sglang_defaults(memory_mib: float, tp: int, pp: int) -> dict[str, Any]:
@@ -110,7 +114,7 @@ def _sglang_defaults(memory_mib: float, tp: int, pp: int) -> dict[str, Any]:
         reserved = max(reserved, 10 * gib)
     return {"max_num_seqs": 1024, "max_num_batched_tokens": tokens,
             "gpu_memory_utilization": round((memory_mib - reserved) / memory_mib, 3), "block_size": 1,
-            "mixed_batches": False, "reserve_output": False, "async_scheduling": True}
+            "mixed_batches": False, "reserve_output": False, "async_scheduling": True, "chunked_prefill": True}
 
 
 def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOptions, engine: str,
@@ -121,7 +125,7 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                      async_scheduling: Any = None, recv_interval: Any = None,
                      batch_wait_timeout_iters: Any = 0, batch_wait_max_tokens_ratio: Any = 0.0,
                      attention_dp_balance: Any = False, attention_dp_timeout_iters: Any = 50,
-                     attention_dp_batching_wait_iters: Any = 10) -> SchedulerLimits:
+                     attention_dp_batching_wait_iters: Any = 10, chunked_prefill: Any = None) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace, as each engine sizes its pool:
 
@@ -152,6 +156,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     if mixed_batches is not None and not isinstance(mixed_batches, bool):
         raise OptionError(f"mixed_batches={mixed_batches!r} must be True (prefill chunks ride with decodes) or False "
                           f"(prefill first, as SGLang's default)")
+    if chunked_prefill is not None and not isinstance(chunked_prefill, bool):
+        raise OptionError(f"chunked_prefill={chunked_prefill!r} must be True (a prompt longer than the step's token "
+                          f"budget is prefilled in chunks over steps) or False (whole, TensorRT-LLM's default)")
     if async_scheduling is not None and not isinstance(async_scheduling, bool):
         raise OptionError(f"async_scheduling={async_scheduling!r} must be True (a step is decided while the one before "
                           f"it runs: vLLM's async scheduling, SGLang's and TensorRT-LLM's overlap schedulers) or False")
@@ -207,7 +214,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches,
                            reserve_output=defaults["reserve_output"] if reserve_output is None else reserve_output,
                            async_scheduling=defaults["async_scheduling"] if async_scheduling is None
-                           else async_scheduling, recv_interval=recv, batch_wait_iters=wait_iters,
+                           else async_scheduling,
+                           chunked_prefill=defaults["chunked_prefill"] if chunked_prefill is None else chunked_prefill,
+                           recv_interval=recv, batch_wait_iters=wait_iters,
                            batch_wait_tokens=wait_tokens, adp_balance=balance)
 
 
@@ -289,3 +298,13 @@ def _seqs_within_token_budget(engine: str, seqs: int, tokens: int, seqs_given: b
                           f"lower max_num_seqs")
     return tokens, (f"{engine}'s default {seqs} lowered to {tokens}, the max_num_batched_tokens given, as vLLM sets "
                     "an unset max_num_seqs (at most one token per running request each step)")
+
+
+def check_prompts_fit(limits: SchedulerLimits, longest_prompt: int, where: str = "") -> None:
+    """Refuse a prompt that no step can hold whole when the engine does not chunk prefills (TensorRT-LLM's default
+    enable_chunked_prefill False rejects such a request)."""
+    if not limits.chunked_prefill and longest_prompt > limits.max_num_batched_tokens:
+        raise OptionError(f"{where}a prompt of {longest_prompt} tokens exceeds max_num_batched_tokens="
+                          f"{limits.max_num_batched_tokens} and prefills are not chunked (chunked_prefill=False, "
+                          f"TensorRT-LLM's default): raise max_num_batched_tokens to at least {longest_prompt} "
+                          f"or pass chunked_prefill=True")

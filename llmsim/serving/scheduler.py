@@ -56,6 +56,9 @@ class SchedulerLimits:
     kv_blocks: int
     block_size: int
     mixed_batches: bool = True  # False: a step either prefills (new requests first) or decodes, never both
+    # False: a new prompt runs whole in one step or waits for a step with room for it (TensorRT-LLM's default,
+    # enable_chunked_prefill False); True: the last one admitted is cut to the step's budget and goes on next step
+    chunked_prefill: bool = True
     state_blocks: int = 0  # blocks of the pool each running request's fixed-size state takes (linear attention)
     # True: a waiting request starts only when the blocks of its whole prompt and output fit beside the
     # outstanding footprints of the running ones, so none is ever preempted (TensorRT-LLM's default capacity
@@ -469,7 +472,10 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
             shared = hit_blocks if groups is not None and done_tokens == 0 and groups[r] in cached else 0
             done_tokens += shared * bs  # a cached prefix: computed already
-            new = min(prompt_of[r] + emitted_of[r] - done_tokens, budget)  # recompute: prompt and tokens so far
+            whole = prompt_of[r] + emitted_of[r] - done_tokens  # recompute: prompt and tokens so far
+            if whole > budget and not limits.chunked_prefill and computed_of[r] == 0 and emitted_of[r] == 0:
+                break  # no chunking: the prompt waits, first come first served, for a step with room for all of it
+            new = min(whole, budget)
             need = -(-(done_tokens + new) // bs)
             footprint = -(-(prompt_of[r] + gen_of[r]) // bs) if reserve else need  # blocks to finish
             if footprint - shared + states > free_blocks - outstanding:

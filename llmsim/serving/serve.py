@@ -15,7 +15,7 @@ from ..models.spec import ModelSpec
 from ..timing.execution import ExecutionOptions
 from ..timing.roofline import Roofline
 from .data_parallel import AttentionDataParallel, rank_options
-from .engine_limits import frontend_seconds, scheduler_limits
+from .engine_limits import check_prompts_fit, frontend_seconds, scheduler_limits
 from .frontend import frontend_queue
 from .lockstep import simulate_lockstep
 from .results import Percentiles, ServingResult
@@ -54,7 +54,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
           batch_wait_timeout_iters: int = 0, batch_wait_max_tokens_ratio: float = 0.0,
           attention_dp_balance: bool = False, attention_dp_timeout_iters: int = 50,
           attention_dp_batching_wait_iters: int = 10,
-          frontend_s: float | None = None, **options: Any) -> ServingResult:
+          frontend_s: float | None = None, chunked_prefill: bool | None = None, **options: Any) -> ServingResult:
     """Simulate one engine replica serving `num_requests` requests.
 
     Load: request_rate (requests per second, open loop, `arrival` "poisson", "constant" or "gamma" with
@@ -74,7 +74,10 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     an unset max_num_seqs to it, as vLLM rules, and the result's assumptions say so), gpu_memory_utilization (SGLang's
     mem_fraction_static, TensorRT-LLM's free_gpu_memory_fraction: each engine sizes its KV pool by its own rule,
     llmsim.serving.engine_limits.scheduler_limits), block_size,
-    mixed_batches (True: prefill chunks share a step with decodes, vLLM and TensorRT-LLM; False: prefill
+    chunked_prefill (True: a prompt longer than the step's token budget is prefilled in chunks over steps, vLLM
+    and SGLang; False: a new prompt runs whole in one step beside the decodes or waits for a step with room,
+    TensorRT-LLM's default enable_chunked_prefill False; a prompt longer than max_num_batched_tokens is then
+    refused), mixed_batches (True: prefill chunks share a step with decodes, vLLM and TensorRT-LLM; False: prefill
     first, a step prefills while prompts can start, SGLang's default), reserve_output (True: a request starts
     only when the KV blocks of its whole prompt and output fit beside the running requests' remaining ones, so
     none is preempted: TensorRT-LLM's default capacity policy GUARANTEED_NO_EVICT; False: by its prompt's blocks,
@@ -124,7 +127,9 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
                               batch_wait_max_tokens_ratio=batch_wait_max_tokens_ratio,
                               attention_dp_balance=attention_dp_balance,
                               attention_dp_timeout_iters=attention_dp_timeout_iters,
-                              attention_dp_batching_wait_iters=attention_dp_batching_wait_iters)
+                              attention_dp_batching_wait_iters=attention_dp_batching_wait_iters,
+                              chunked_prefill=chunked_prefill)
+    check_prompts_fit(limits, int(np.max(prompts)))
     if limits.adp_balance and concurrency is not None and concurrency < limits.adp_balance[0]:
         # a rank without a client never decodes, and TensorRT-LLM releases the prompts at once then
         limits = replace(limits, adp_balance=None, rank_note=" ".join(filter(None, (
@@ -335,7 +340,10 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
         preemptions=int(log.preemptions.sum()), steps=len(step["time_s"]),
         assumptions={
             "scheduler": ("vLLM V1 continuous batching: running requests first, then waiting ones first come "
-                          "first served; chunked prefill within max_num_batched_tokens"
+                          "first served; " + ("chunked prefill within max_num_batched_tokens" if limits.chunked_prefill
+                                               else "no chunked prefill (TensorRT-LLM's default): a new prompt "
+                                               "runs whole beside the decodes within max_num_batched_tokens or "
+                                               "waits for a step with room")
                           if limits.mixed_batches else
                           "prefill first (SGLang's default, mixed_batches=False): while prompts wait and can start, "
                           "a step prefills them (first come first served, chunked within max_num_batched_tokens) "
