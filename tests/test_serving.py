@@ -149,6 +149,27 @@ def test_tensorrt_llm_starts_a_request_only_when_its_whole_output_fits() -> None
         llmsim.serve(MODEL, GPU, engine="trtllm", reserve_output="yes", **kw)
 
 
+def test_tensorrt_llm_prefills_each_prompt_whole_by_default() -> None:
+    # TensorRT-LLM's enable_chunked_prefill defaults to False (tensorrt_llm/llmapi/llm_args.py): two 3000-token
+    # prompts sent together with a 5000-token budget run one per step (3000, then 3000 beside the first one's
+    # decode); with chunked_prefill=True the second is cut to the 5000 - 3000 = 2000 tokens left and ends next step
+    kw = dict(concurrency=2, prompt_len=3000, gen_len=3, num_requests=2, max_num_batched_tokens=5000, frontend_s=0)
+    whole = llmsim.serve(MODEL, GPU, engine="trtllm", **kw)
+    assert whole.step_log["prefill_tokens"].tolist()[:2] == [3000, 3000]
+    assert whole.step_log["decode_requests"].tolist()[:2] == [0, 1]
+    assert "no chunked prefill" in whole.assumptions["scheduler"]
+    chunked = llmsim.serve(MODEL, GPU, engine="trtllm", chunked_prefill=True, **kw)
+    assert chunked.step_log["prefill_tokens"].tolist()[:2] == [5000, 1000]
+    # vLLM chunks by default; chunked_prefill=False holds it to whole prompts as well
+    assert llmsim.serve(MODEL, GPU, **kw).step_log["prefill_tokens"].tolist()[:2] == [5000, 1000]
+    assert llmsim.serve(MODEL, GPU, chunked_prefill=False, **kw).step_log["prefill_tokens"].tolist()[:2] == [3000, 3000]
+    # a prompt no step can hold whole is refused (TensorRT-LLM rejects it), naming the budget and the way out
+    with pytest.raises(OptionError, match="a prompt of 9000 tokens exceeds max_num_batched_tokens=8192"):
+        llmsim.serve(MODEL, GPU, engine="trtllm", concurrency=1, prompt_len=9000, gen_len=2, num_requests=1)
+    with pytest.raises(OptionError, match="chunked_prefill='no' must be True"):
+        llmsim.serve(MODEL, GPU, engine="trtllm", chunked_prefill="no", **kw)
+
+
 def test_long_prompts_are_prefilled_in_chunks() -> None:
     # a 20000-token prompt with a 8192-token budget: chunks of 8192, 8192 and 3616 over three steps
     r = llmsim.serve(MODEL, GPU, request_rate=0.001, prompt_len=20000, gen_len=2, num_requests=1)
@@ -399,6 +420,31 @@ def test_inferencex_recipes_set_the_kv_cache_dtype() -> None:
     assert inferencex_kv_dtype(row("sglang", deepseek, "b200_sxm", "fp8", mode="disagg")) is None
     assert inferencex_kv_dtype(row("sglang", deepseek, "b200_sxm", "fp8",
                                    silicon_data_source="source_file=/x/gap-analysis.csv")) is None
+
+
+def test_gap_analysis_rows_run_the_deployment_aiconfigurators_generator_wrote() -> None:
+    # aiconfigurator's generator rules (rule_plugin/*.rule at 8745c7714): aggregated max_num_tokens bs + isl + 1500,
+    # max_batch_size bs; SGLang --max-prefill-tokens isl + 1500; disaggregated prefill isl + 1500, decode bs
+    from llmsim.validation.aiconfigurator_recipes import aiconfigurator_agg_options, aiconfigurator_disagg_pools
+
+    row = {"silicon_data_source": "source_file=/Users/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/1.0.0rc3/a.csv",
+           "backend": "trtllm", "mode": "agg", "batch_size": "64.0", "isl": "4096"}
+    # 64 + 4096 + 1500 = 5660
+    assert aiconfigurator_agg_options(row, 0) == {"max_num_seqs": 64, "max_num_batched_tokens": 5660}
+    assert aiconfigurator_agg_options({**row, "backend": "vllm"}, 0) == {"max_num_seqs": 64,
+                                                                         "max_num_batched_tokens": 5660}
+    # SGLang: min(its chunked prefill size 8192, 4096 + 1500 = 5596); at isl 8000, 8192 < 9500
+    assert aiconfigurator_agg_options({**row, "backend": "sglang"}, 8192) == {"max_num_seqs": 64,
+                                                                              "max_num_batched_tokens": 5596}
+    assert aiconfigurator_agg_options({**row, "backend": "sglang", "isl": "8000"}, 8192)["max_num_batched_tokens"] \
+        == 8192
+    inferencex = {**row, "silicon_data_source": "db-dump/2026-04-27; config_id=733; silicon_concurrency=128"}
+    assert aiconfigurator_agg_options(inferencex, 0) == {} and aiconfigurator_disagg_pools(inferencex) == {}
+    disagg = {**row, "mode": "disagg", "isl": "15000", "prefill_batch_size": "1.0", "decode_batch_size": "80.0"}
+    assert aiconfigurator_agg_options(disagg, 0) == {}
+    # prefill 15000 + 1500 = 16500 tokens, one request a step; decode 80 requests
+    assert aiconfigurator_disagg_pools(disagg) == {"prefill": {"max_num_seqs": 1, "max_num_batched_tokens": 16500},
+                                                   "decode": {"max_num_seqs": 80, "max_num_batched_tokens": 80}}
 
 
 def test_the_inferencex_client_protocol_is_the_one_its_benchmark_sends() -> None:

@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 
 from ..engines.aiconfigurator import SYSTEMS  # the file's system names -> llmsim hardware files
+from .aiconfigurator_recipes import aiconfigurator_agg_options, aiconfigurator_disagg_pools
 from .inferencex_recipes import (
     inferencex_gb200_disaggregated,
     inferencex_kv_dtype,
@@ -324,7 +325,8 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
                          "expert_parallel": _count(row[f"{phase}_moe_ep_size"]),
                          "attention_data_parallel": _ranks(row, f"{phase}_")}
                  for phase in ("prefill", "decode")}
-        for phase, knobs in sglang_disagg_pools(row).items():  # the run's srt-slurm recipe, where it is known
+        for phase, knobs in {**sglang_disagg_pools(row), **aiconfigurator_disagg_pools(row)}.items():
+            # the run's srt-slurm recipe or aiconfigurator's generated deployment, where it is known
             pools[phase].update(knobs)
             recipe.update({f"{phase}.{k}": v for k, v in knobs.items()})
         tp = pools["decode"]["tensor_parallel"]
@@ -340,7 +342,8 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             options["attention_data_parallel"] = dp
         if recv_interval > 1:
             options["scheduler_recv_interval"] = recv_interval
-        recipe = {**inferencex_trtllm_options(row), **inferencex_vllm_options(row), **inferencex_sglang_options(row)}
+        recipe = {**inferencex_trtllm_options(row), **inferencex_vllm_options(row), **inferencex_sglang_options(row),
+                  **aiconfigurator_agg_options(row, _sglang_chunk_tokens(row, tp) if row["backend"] == "sglang" else 0)}
         options.update(recipe)
         dp = options.get("attention_data_parallel", dp)
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
@@ -357,6 +360,14 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             "measured_tpot_ms": measured_tpot,
             "ttft_error_pct": 100 * (ttft - measured_ttft) / measured_ttft,
             "tpot_error_pct": 100 * (tpot - measured_tpot) / measured_tpot}
+
+
+def _sglang_chunk_tokens(row: dict[str, str], tp: int) -> int:
+    """SGLang's default chunked prefill size on the row's GPU (serving.engine_limits)."""
+    from ..hardware import load_hardware
+    from ..serving.engine_limits import engine_defaults
+
+    return int(engine_defaults("sglang", load_hardware(SYSTEMS[row["system"]]), tp)["max_num_batched_tokens"])
 
 
 def _simulated_or_refused(row: dict[str, str]) -> dict[str, Any] | str:

@@ -1,0 +1,56 @@
+"""The engine settings of aiconfigurator's own gap-analysis deployments (silicon_sample.csv rows whose source is
+"aic-auto-gap-analysis"), as aiconfigurator's config generator wrote them.
+
+aiconfigurator's automated evaluation (ai-dynamo/aiconfigurator src/aiconfigurator/eval/pipeline.py, 2025-08-22
+to 2026-03-03) ran its CLI, copied the generated backend configs into Dynamo and launched them; the generator's
+rules then (src/aiconfigurator/generator/rule_plugin/{trtllm,vllm,sglang}.rule at 8745c7714, 2026-01-05; the
+TensorRT-LLM-only generator before 95ddf241a, 2025-12-04, src/aiconfigurator/generator/backends/trtllm.py at
+4361371a6, the same values) set, from the chosen batch size bs (the row's batch_size) and its isl:
+
+- aggregated TensorRT-LLM: `max_batch_size: bs`, `max_num_tokens: bs + isl + 1500`, chunked prefill left at
+  TensorRT-LLM's default (off); vLLM: `--max-num-seqs bs --max-num-batched-tokens bs + isl + 1500`; SGLang:
+  `--max-running-requests bs --max-prefill-tokens isl + 1500` (a prefill step's tokens: llmsim's
+  max_num_batched_tokens is min(SGLang's chunked prefill size on the GPU, isl + 1500), as
+  srt_slurm_recipes.sglang_disagg_pools reads a recipe's max_prefill_tokens);
+- disaggregated prefill workers: `max_num_tokens: isl + 1500` (TensorRT-LLM, vLLM), max_batch_size the prefill
+  batch size; decode workers: max_batch_size and max_num_tokens the decode batch size.
+
+approximation: that these rows ran the generator's configs is inferred (same team, the same automated
+deploy-and-measure loop), not stated in the file; the generator's other settings (CUDA-graph batch sizes 1..bs,
+TensorRT-LLM's free_gpu_memory_fraction 0.8 in its templates) are not passed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .silicon_rows import _count
+
+GAP_ANALYSIS_SOURCE = "aic-auto-gap-analysis"
+TOKENS_BEYOND_ISL = 1500  # the generator's `isl + 1500` (module docstring)
+
+
+def from_gap_analysis(row: dict[str, str]) -> bool:
+    """Whether a row is one of aiconfigurator's own gap-analysis runs (its source names the project)."""
+    return GAP_ANALYSIS_SOURCE in row.get("silicon_data_source", "")
+
+
+def aiconfigurator_agg_options(row: dict[str, str], sglang_chunk_tokens: int) -> dict[str, Any]:
+    """serve() knobs of an aggregated gap-analysis row's generated deployment (module docstring); {} for other
+    rows. sglang_chunk_tokens: SGLang's default chunked prefill size on the row's GPU."""
+    if not from_gap_analysis(row) or row["mode"] != "agg":
+        return {}
+    bs, isl = _count(row["batch_size"]), int(row["isl"])
+    if row["backend"] == "sglang":
+        return {"max_num_seqs": bs, "max_num_batched_tokens": min(sglang_chunk_tokens, isl + TOKENS_BEYOND_ISL)}
+    return {"max_num_seqs": bs, "max_num_batched_tokens": bs + isl + TOKENS_BEYOND_ISL}
+
+
+def aiconfigurator_disagg_pools(row: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """serve_disaggregated's pool knobs of a disaggregated TensorRT-LLM or vLLM gap-analysis row's generated
+    deployment (module docstring); {} for other rows."""
+    if not from_gap_analysis(row) or row["mode"] != "disagg" or row["backend"] == "sglang":
+        return {}
+    prefill_bs, decode_bs = _count(row["prefill_batch_size"]), _count(row["decode_batch_size"])
+    return {"prefill": {"max_num_seqs": prefill_bs, "max_num_batched_tokens": int(row["isl"]) + TOKENS_BEYOND_ISL},
+            "decode": {"max_num_seqs": decode_bs, "max_num_batched_tokens": decode_bs}}
