@@ -98,7 +98,8 @@ def main() -> None:
         with ProcessPoolExecutor(args.jobs) as pool:
             c = compare_serving(args.csv, args.limit, executor=pool)
     fp8_cache = sum(r.get("kv_dtype") == "fp8" for r in c.rows)
-    recipe_rows = sum(bool(r.get("recipe_options")) for r in c.rows)
+    recipe_rows = sum(bool(r.get("recipe_options")) and r["protocol"] == "inferencex" for r in c.rows)
+    generated_rows = sum(bool(r.get("recipe_options")) and r["protocol"] == "fixed" for r in c.rows)
     lines = [
         "# serve() against measured serving runs",
         "",
@@ -135,6 +136,12 @@ def main() -> None:
         "`inferencex_sglang_options`, each with its commits: token budgets, SGLang's running-request limits, "
         "TensorRT-LLM's batch waiting, vLLM's FULL_DECODE_ONLY graphs, expert and attention data parallelism the "
         f"recipe chose itself; {recipe_rows} rows). "
+        "aiconfigurator's own gap-analysis runs take the engine settings its config generator wrote for those "
+        "deployments (`llmsim.validation.aiconfigurator_recipes`, from session 32: max_num_seqs the run's batch "
+        "size bs, max_num_batched_tokens bs + isl + 1500, SGLang's min(its chunked prefill size, isl + 1500); "
+        f"disaggregated prefill workers isl + 1500, decode workers bs; {generated_rows} rows). TensorRT-LLM "
+        "prefills each prompt whole, "
+        "its default (`chunked_prefill=False`, from session 32). "
         "Each disaggregated row that states its worker counts is simulated with `llmsim.serve_disaggregated(model, "
         "device, prefill={replicas, tensor_parallel, expert_parallel}, decode={...}, ...)` from the row's "
         "prefill_/decode_ num_workers, tp_size and moe_ep_size, the clients from `silicon_concurrency=` in "
