@@ -638,7 +638,8 @@ def _run(args: argparse.Namespace) -> int:
             arrival=args.arrival, burstiness=args.burstiness, seed=args.seed,
             kv_transfer_bytes_per_s=args.kv_transfer_bytes_per_s, gpu_memory_utilization=args.gpu_memory_utilization,
             block_size=args.block_size, async_scheduling=args.async_scheduling,
-            scheduler_recv_interval=args.scheduler_recv_interval, frontend_s=args.frontend_s, **options)
+            scheduler_recv_interval=args.scheduler_recv_interval, frontend_s=args.frontend_s,
+            chunked_prefill=args.chunked_prefill, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     if args.command == "serve":

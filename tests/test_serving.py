@@ -168,6 +168,12 @@ def test_tensorrt_llm_prefills_each_prompt_whole_by_default() -> None:
         llmsim.serve(MODEL, GPU, engine="trtllm", concurrency=1, prompt_len=9000, gen_len=2, num_requests=1)
     with pytest.raises(OptionError, match="chunked_prefill='no' must be True"):
         llmsim.serve(MODEL, GPU, engine="trtllm", chunked_prefill="no", **kw)
+    # a disaggregated prefill pool alike: refused whole, served in chunks when asked to
+    pools = dict(prefill={"replicas": 1}, decode={"replicas": 1}, engine="trtllm", concurrency=1, prompt_len=9000,
+                 gen_len=2, num_requests=1)
+    with pytest.raises(OptionError, match="prefill pool: a prompt of 9000 tokens exceeds"):
+        llmsim.serve_disaggregated(MODEL, GPU, **pools)
+    assert llmsim.serve_disaggregated(MODEL, GPU, chunked_prefill=True, **pools).ttft_s.mean > 0
 
 
 def test_long_prompts_are_prefilled_in_chunks() -> None:

@@ -165,9 +165,10 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                         kv_transfer_bytes_per_s: float | None = None, gpu_memory_utilization: float | None = None,
                         block_size: int | None = None, async_scheduling: bool | None = None,
                         scheduler_recv_interval: int | None = None, frontend_s: float | None = None,
-                        **options: Any) -> ServingResult:
+                        chunked_prefill: bool | None = None, **options: Any) -> ServingResult:
     """Prefill on the `prefill` pool, decode on the `decode` pool (each a Pool or a dict of its fields).
-    Load, lengths, async_scheduling, scheduler_recv_interval (both pools) and frontend_s as serve(); options as
+    Load, lengths, async_scheduling, scheduler_recv_interval, chunked_prefill (both pools) and frontend_s as
+    serve(); options as
     simulate() (dtypes, tables, ...; the pools set the parallelism)."""
     for key in ("tensor_parallel", "expert_parallel", "attention_data_parallel"):
         if key in options:
@@ -201,13 +202,14 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
             raise OptionError(f"{name}: {exc}") from None
         limits = scheduler_limits(spec, hw, cost, engine_name, longest, pool.max_num_seqs,
                                   pool.max_num_batched_tokens, gpu_memory_utilization, block_size, data_parallel=dp,
-                                  async_scheduling=async_scheduling, recv_interval=scheduler_recv_interval)
+                                  async_scheduling=async_scheduling, recv_interval=scheduler_recv_interval,
+                                  chunked_prefill=chunked_prefill)
         step = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
                           max(longest, 2), data_parallel=dp)
         return step, limits, cost, pool.replicas * pool.attention_data_parallel
 
     pre_step, pre_limits, pre_cost, pre_engines = engine_of(pre, "prefill", int(prompts.max()))
-    check_prompts_fit(pre_limits, int(prompts.max()), "prefill: ")
+    check_prompts_fit(pre_limits, int(prompts.max()), "prefill pool: ")
     dec_step, dec_limits, dec_cost, dec_engines = engine_of(dec, "decode", int(np.max(prompts + gens - 1)))
     _, _, kv_dtype = base.resolved_dtypes(spec.dtype)
     kv_bytes = np.asarray(spec.kv_cache_bytes(batch_size=1, seq_len=prompts, kv_dtype=kv_dtype, tensor_parallel=1),
