@@ -436,18 +436,18 @@ def test_gap_analysis_rows_run_the_deployment_aiconfigurators_generator_wrote() 
     row = {"silicon_data_source": "source_file=/Users/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/1.0.0rc3/a.csv",
            "backend": "trtllm", "mode": "agg", "batch_size": "64.0", "isl": "4096"}
     # 64 + 4096 + 1500 = 5660
-    assert aiconfigurator_agg_options(row, 0) == {"max_num_seqs": 64, "max_num_batched_tokens": 5660}
-    assert aiconfigurator_agg_options({**row, "backend": "vllm"}, 0) == {"max_num_seqs": 64,
+    assert aiconfigurator_agg_options(row, "h100-sxm", 1) == {"max_num_seqs": 64, "max_num_batched_tokens": 5660}
+    assert aiconfigurator_agg_options({**row, "backend": "vllm"}, "h100-sxm", 1) == {"max_num_seqs": 64,
                                                                          "max_num_batched_tokens": 5660}
-    # SGLang: min(its chunked prefill size 8192, 4096 + 1500 = 5596); at isl 8000, 8192 < 9500
-    assert aiconfigurator_agg_options({**row, "backend": "sglang"}, 8192) == {"max_num_seqs": 64,
+    # SGLang: min(its chunked prefill size on an H100, 8192, and 4096 + 1500 = 5596); at isl 8000, 8192 < 9500
+    assert aiconfigurator_agg_options({**row, "backend": "sglang"}, "h100-sxm", 1) == {"max_num_seqs": 64,
                                                                               "max_num_batched_tokens": 5596}
-    assert aiconfigurator_agg_options({**row, "backend": "sglang", "isl": "8000"}, 8192)["max_num_batched_tokens"] \
-        == 8192
+    long_sglang = {**row, "backend": "sglang", "isl": "8000"}
+    assert aiconfigurator_agg_options(long_sglang, "h100-sxm", 1)["max_num_batched_tokens"] == 8192
     inferencex = {**row, "silicon_data_source": "db-dump/2026-04-27; config_id=733; silicon_concurrency=128"}
-    assert aiconfigurator_agg_options(inferencex, 0) == {} and aiconfigurator_disagg_pools(inferencex) == {}
+    assert aiconfigurator_agg_options(inferencex, "h100-sxm", 1) == {} and aiconfigurator_disagg_pools(inferencex) == {}
     disagg = {**row, "mode": "disagg", "isl": "15000", "prefill_batch_size": "1.0", "decode_batch_size": "80.0"}
-    assert aiconfigurator_agg_options(disagg, 0) == {}
+    assert aiconfigurator_agg_options(disagg, "h100-sxm", 1) == {}
     # prefill 15000 + 1500 = 16500 tokens, one request a step; decode 80 requests
     assert aiconfigurator_disagg_pools(disagg) == {"prefill": {"max_num_seqs": 1, "max_num_batched_tokens": 16500},
                                                    "decode": {"max_num_seqs": 80, "max_num_batched_tokens": 80}}

@@ -35,14 +35,18 @@ def from_gap_analysis(row: dict[str, str]) -> bool:
     return GAP_ANALYSIS_SOURCE in row.get("silicon_data_source", "")
 
 
-def aiconfigurator_agg_options(row: dict[str, str], sglang_chunk_tokens: int) -> dict[str, Any]:
-    """serve() knobs of an aggregated gap-analysis row's generated deployment (module docstring); {} for other
-    rows. sglang_chunk_tokens: SGLang's default chunked prefill size on the row's GPU."""
+def aiconfigurator_agg_options(row: dict[str, str], hardware: str, tensor_parallel: int) -> dict[str, Any]:
+    """serve() knobs of an aggregated gap-analysis row's generated deployment on the llmsim device `hardware` at
+    `tensor_parallel` GPUs (module docstring); {} for other rows."""
     if not from_gap_analysis(row) or row["mode"] != "agg":
         return {}
     bs, isl = _count(row["batch_size"]), int(row["isl"])
-    if row["backend"] == "sglang":
-        return {"max_num_seqs": bs, "max_num_batched_tokens": min(sglang_chunk_tokens, isl + TOKENS_BEYOND_ISL)}
+    if row["backend"] == "sglang":  # SGLang's own chunked prefill size on the GPU caps the prefill budget
+        from ..hardware.spec import load_hardware
+        from ..serving.engine_limits import engine_defaults
+
+        chunk = int(engine_defaults("sglang", load_hardware(hardware), tensor_parallel)["max_num_batched_tokens"])
+        return {"max_num_seqs": bs, "max_num_batched_tokens": min(chunk, isl + TOKENS_BEYOND_ISL)}
     return {"max_num_seqs": bs, "max_num_batched_tokens": bs + isl + TOKENS_BEYOND_ISL}
 
 

@@ -343,7 +343,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         if recv_interval > 1:
             options["scheduler_recv_interval"] = recv_interval
         recipe = {**inferencex_trtllm_options(row), **inferencex_vllm_options(row), **inferencex_sglang_options(row),
-                  **aiconfigurator_agg_options(row, _sglang_chunk_tokens(row, tp) if row["backend"] == "sglang" else 0)}
+                  **aiconfigurator_agg_options(row, SYSTEMS[row["system"]], tp)}
         options.update(recipe)
         dp = options.get("attention_data_parallel", dp)
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
@@ -360,14 +360,6 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             "measured_tpot_ms": measured_tpot,
             "ttft_error_pct": 100 * (ttft - measured_ttft) / measured_ttft,
             "tpot_error_pct": 100 * (tpot - measured_tpot) / measured_tpot}
-
-
-def _sglang_chunk_tokens(row: dict[str, str], tp: int) -> int:
-    """SGLang's default chunked prefill size on the row's GPU (serving.engine_limits)."""
-    from ..hardware import load_hardware
-    from ..serving.engine_limits import engine_defaults
-
-    return int(engine_defaults("sglang", load_hardware(SYSTEMS[row["system"]]), tp)["max_num_batched_tokens"])
 
 
 def _simulated_or_refused(row: dict[str, str]) -> dict[str, Any] | str:
