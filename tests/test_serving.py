@@ -453,6 +453,27 @@ def test_gap_analysis_rows_run_the_deployment_aiconfigurators_generator_wrote() 
                                                    "decode": {"max_num_seqs": 80, "max_num_batched_tokens": 80}}
 
 
+def test_gap_analysis_tensorrt_llm_rows_give_the_kv_cache_the_generators_memory_fraction() -> None:
+    # every TensorRT-LLM template of aiconfigurator's generator: free_gpu_memory_fraction default(0.80), either mode
+    from llmsim.serving.engine_limits import scheduler_limits
+    from llmsim.validation.aiconfigurator_recipes import aiconfigurator_engine_options
+
+    row = {"silicon_data_source": "source_file=/Users/x/aic-auto-gap-analysis/data/h100_sxm/trtllm/1.0.0rc3/a.csv",
+           "backend": "trtllm", "mode": "agg"}
+    assert aiconfigurator_engine_options(row) == {"gpu_memory_utilization": 0.8}
+    assert aiconfigurator_engine_options({**row, "mode": "disagg"}) == {"gpu_memory_utilization": 0.8}
+    assert aiconfigurator_engine_options({**row, "backend": "vllm"}) == {}  # vLLM's template sets none
+    assert aiconfigurator_engine_options({**row, "silicon_data_source": "db-dump/2026-04-27; config_id=7"}) == {}
+    # TensorRT-LLM's KV pool is the fraction of the memory left free: 0.8 of it holds 8/9 of 0.9's blocks
+    from llmsim.cost.workload import CostOptions
+    from llmsim.hardware.spec import load_hardware
+
+    spec, hw = llmsim.load_model("llama-3.1-8b"), load_hardware("h100-sxm")
+    blocks = [scheduler_limits(spec, hw, CostOptions(), "trtllm", 4096, gpu_memory_utilization=f).kv_blocks
+              for f in (0.9, 0.8)]
+    assert abs(blocks[1] / blocks[0] - 0.8 / 0.9) < 1e-3
+
+
 def test_the_inferencex_client_protocol_is_the_one_its_benchmark_sends() -> None:
     """InferenceX's run_benchmark_serving: --random-range-ratio 0.8 --num-prompts $((CONC * 10)), lengths drawn as
     bench_serving's np.random.randint(int(L * 0.8), L + 1): the integers int(0.8 L)..L, each equally likely."""

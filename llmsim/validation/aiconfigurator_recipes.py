@@ -15,9 +15,14 @@ TensorRT-LLM-only generator before 95ddf241a, 2025-12-04, src/aiconfigurator/gen
 - disaggregated prefill workers: `max_num_tokens: isl + 1500` (TensorRT-LLM, vLLM), max_batch_size the prefill
   batch size; decode workers: max_batch_size and max_num_tokens the decode batch size.
 
+- TensorRT-LLM, either mode: `kv_cache_config.free_gpu_memory_fraction: 0.80`, the default of every TensorRT-LLM
+  template of both generators (generator/config/backend_templates/trtllm/extra_engine_args*.yaml.j2 at 8745c7714,
+  generator/templates/trtllm/ at 4361371a6; neither generator's rules set it): serve()'s gpu_memory_utilization,
+  the share of the memory left free that TensorRT-LLM gives its KV cache (0.9 by default; from session 33).
+
 approximation: that these rows ran the generator's configs is inferred (same team, the same automated
 deploy-and-measure loop), not stated in the file; the generator's other settings (CUDA-graph batch sizes 1..bs,
-TensorRT-LLM's free_gpu_memory_fraction 0.8 in its templates) are not passed.
+TensorRT-LLM's KV block reuse off, its default too) are not passed.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from .silicon_rows import _count
 
 GAP_ANALYSIS_SOURCE = "aic-auto-gap-analysis"
 TOKENS_BEYOND_ISL = 1500  # the generator's `isl + 1500` (module docstring)
+TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.80  # its TensorRT-LLM templates' free_gpu_memory_fraction (module docstring)
 
 
 def from_gap_analysis(row: dict[str, str]) -> bool:
@@ -48,6 +54,14 @@ def aiconfigurator_agg_options(row: dict[str, str], hardware: str, tensor_parall
         chunk = int(engine_defaults("sglang", load_hardware(hardware), tensor_parallel)["max_num_batched_tokens"])
         return {"max_num_seqs": bs, "max_num_batched_tokens": min(chunk, isl + TOKENS_BEYOND_ISL)}
     return {"max_num_seqs": bs, "max_num_batched_tokens": bs + isl + TOKENS_BEYOND_ISL}
+
+
+def aiconfigurator_engine_options(row: dict[str, str]) -> dict[str, Any]:
+    """serve() or serve_disaggregated() knobs of a gap-analysis row's generated deployment in either mode, beyond
+    the batch limits: TensorRT-LLM's KV cache share of the free memory (module docstring); {} for other rows."""
+    if not from_gap_analysis(row) or row["backend"] != "trtllm":
+        return {}
+    return {"gpu_memory_utilization": TRTLLM_FREE_GPU_MEMORY_FRACTION}
 
 
 def aiconfigurator_disagg_pools(row: dict[str, str]) -> dict[str, dict[str, Any]]:

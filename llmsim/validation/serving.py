@@ -68,7 +68,11 @@ from typing import Any
 import numpy as np
 
 from ..engines.aiconfigurator import SYSTEMS  # the file's system names -> llmsim hardware files
-from .aiconfigurator_recipes import aiconfigurator_agg_options, aiconfigurator_disagg_pools
+from .aiconfigurator_recipes import (
+    aiconfigurator_agg_options,
+    aiconfigurator_disagg_pools,
+    aiconfigurator_engine_options,
+)
 from .inferencex_recipes import (
     inferencex_gb200_disaggregated,
     inferencex_kv_dtype,
@@ -316,7 +320,9 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
     load = dict(engine=row["backend"], concurrency=concurrency, prompt_len=client["prompt_len"],
                 gen_len=client["gen_len"], num_requests=client["num_requests"])
     recv_interval = inferencex_recv_interval(row)
-    recipe: dict[str, Any] = {}  # knobs the row's InferenceX recipe set beyond the engine's defaults
+    # knobs the row's InferenceX recipe or aiconfigurator's generated deployment set beyond the engine's defaults
+    recipe: dict[str, Any] = aiconfigurator_engine_options(row)
+    options.update(recipe)
     if row["mode"] == "disagg":
         from ..serving.disaggregated import serve_disaggregated
 
@@ -342,9 +348,10 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
             options["attention_data_parallel"] = dp
         if recv_interval > 1:
             options["scheduler_recv_interval"] = recv_interval
-        recipe = {**inferencex_trtllm_options(row), **inferencex_vllm_options(row), **inferencex_sglang_options(row),
-                  **aiconfigurator_agg_options(row, SYSTEMS[row["system"]], tp)}
-        options.update(recipe)
+        batching = {**inferencex_trtllm_options(row), **inferencex_vllm_options(row), **inferencex_sglang_options(row),
+                    **aiconfigurator_agg_options(row, SYSTEMS[row["system"]], tp)}
+        options.update(batching)
+        recipe.update(batching)
         dp = options.get("attention_data_parallel", dp)
         r = serve(spec, SYSTEMS[row["system"]], tensor_parallel=tp, **load, **options)
     ttft, tpot = r.ttft_s.mean * 1e3, r.tpot_s.mean * 1e3
