@@ -44,6 +44,7 @@ import numpy as np
 
 from .adp_balance import AdpBalance
 from .frontend import Frontend
+from .prefix_cache import PrefixCache
 from .step_cost import StepCost
 
 
@@ -217,7 +218,8 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     disaggregated deployment streams the prefill's token to the client.
     Prefix caching: request i's prompt starts with shared prefix prefix_group[i] (-1: none) of prefix_len
     tokens; once one request of a group has computed the prefix, its whole blocks stay cached and later
-    requests of the group start after them (approximation: cached prefixes are never evicted).
+    requests of the group start after them, until blocks run short and it is the least recently used prefix no
+    running request holds (serving.prefix_cache).
     frontend: the serving frontend every request passes before the engine sees it (none: the engine sees it when
     it is sent). approximation: a closed loop's first requests go through it before any later one (exact when
     they are all sent before the first finishes, as without a ramp)."""
@@ -320,8 +322,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     free_blocks = limits.kv_blocks
     hit_blocks = prefix_len // bs  # whole blocks of a shared prefix, the part a cache can hold
     groups = prefix_group.tolist() if prefix_group is not None and hit_blocks else None
-    cached: set[int] = set()  # groups whose prefix blocks are cached
-    pinned = 0  # blocks held by cached prefixes
+    cache = PrefixCache(groups, hit_blocks) if groups is not None else None  # cached prefixes and their blocks
     run = _Running(limits.max_num_seqs + 1)
     waiting: deque[int] = deque()
     known = 0 if coupled else min(concurrency, n) if closed else n  # requests whose arrival time is known up front
@@ -403,7 +404,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 run.blocks[:m] = -(-run.computed[:m] // bs)  # (free_blocks: counted again below)
                 finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
                                              on_finish, frontend)
-                free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
+                free_blocks = limits.kv_blocks - _pinned(cache) - run.own_blocks() - states * run.m
                 continue
 
         # ---- one step: running requests first, then waiting ones ---------------------------------------
@@ -411,10 +412,13 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         # SGLang's default (no mixed chunks): while prompts wait and can start, steps prefill only
         prefill_only = not limits.mixed_batches and not force_decode and (run.prefilling > 0 or (
             bool(waiting) and run.m < limits.max_num_seqs
-            and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) + states <= free_blocks))
+            and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) + states <= free_blocks + (
+                cache.evictable(cache.in_use(run.ids, run.shared, run.m)) if cache is not None else 0)))
         lead = 0 if prefill_only else min(run.leading_decodes(), budget)
         crossing = run.computed[:lead] % bs == 0  # a decode whose next token opens a new block
         need = int(np.count_nonzero(crossing))
+        if lead and need > free_blocks and cache is not None:  # cached prefixes make room first
+            free_blocks += cache.evict(need - free_blocks, cache.in_use(run.ids, run.shared, run.m))
         if lead and need <= free_blocks:
             free_blocks -= need
             run.blocks[:lead] += crossing
@@ -430,6 +434,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 continue
             new = min(int(run.prompt[i] + run.emitted[i] - run.computed[i]), budget)
             need = -(-(int(run.computed[i]) + new) // bs) - int(run.blocks[i])
+            if need > free_blocks and cache is not None:  # cached prefixes make room before any preemption
+                free_blocks += cache.evict(need - free_blocks, cache.in_use(run.ids, run.shared, run.m))
             while need > free_blocks and run.m > i:  # preempt from the back until the blocks fit (or i goes)
                 j = run.m - 1
                 victim = int(run.ids[j])
@@ -470,7 +476,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         while waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted and not held:
             r = waiting[0]
             done_tokens = computed_of[r]  # 0, or a prefilled request's prompt
-            shared = hit_blocks if groups is not None and done_tokens == 0 and groups[r] in cached else 0
+            shared = cache.hit(r) if cache is not None and done_tokens == 0 else 0
             done_tokens += shared * bs  # a cached prefix: computed already
             whole = prompt_of[r] + emitted_of[r] - done_tokens  # recompute: prompt and tokens so far
             if whole > budget and not limits.chunked_prefill and computed_of[r] == 0 and emitted_of[r] == 0:
@@ -478,7 +484,11 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             new = min(whole, budget)
             need = -(-(done_tokens + new) // bs)
             footprint = -(-(prompt_of[r] + gen_of[r]) // bs) if reserve else need  # blocks to finish
-            if footprint - shared + states > free_blocks - outstanding:
+            short = footprint - shared + states - (free_blocks - outstanding)
+            if short > 0 and cache is not None:  # cached prefixes no running request holds make room
+                free_blocks += cache.evict(short, cache.in_use(run.ids, run.shared, run.m, r if shared else -1))
+                short = footprint - shared + states - (free_blocks - outstanding)
+            if short > 0:
                 break
             outstanding += footprint - need
             waiting.popleft()
@@ -524,12 +534,9 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             was_decoding = run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1
             run.computed[i] += new
             run.cached_tokens += new
-            if groups is not None and run.shared[i] == 0 and run.computed[i] >= hit_blocks * bs:
-                group = groups[int(run.ids[i])]
-                if group >= 0 and group not in cached:  # its prefix blocks now stay cached
-                    cached.add(group)
-                    pinned += hit_blocks
-                    run.shared[i] = hit_blocks
+            if (cache is not None and run.shared[i] == 0 and run.computed[i] >= hit_blocks * bs
+                    and cache.store(int(run.ids[i]))):  # its prefix blocks now stay cached
+                run.shared[i] = hit_blocks
             if run.computed[i] == run.prompt[i] + run.emitted[i]:
                 run.emit(i)
                 if not was_decoding:
@@ -540,7 +547,12 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         if any_done:
             finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
                                          on_finish, frontend)
-            free_blocks = limits.kv_blocks - pinned - run.own_blocks() - states * run.m
+            free_blocks = limits.kv_blocks - _pinned(cache) - run.own_blocks() - states * run.m
+
+
+def _pinned(cache: PrefixCache | None) -> int:
+    """The blocks cached prefixes hold (0: no prefix cache)."""
+    return cache.pinned if cache is not None else 0
 
 
 def _admissible_tokens(waiting: deque[int], prompt_of: list[int], budget: int, slots: int) -> int:

@@ -154,7 +154,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
                                        prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
                                        frontend=frontend_queue(frontend))
     log.gen_len = gens  # the tokens each request produced (with speculation, more than its decode steps)
-    note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks never evicted"
+    note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks, the least "
+            "recently used evicted when blocks run short"
             if groups is not None and prefix_caching else "no shared prefixes cached (every prompt computed in full)")
     extra = {} if speculation is None else {"speculative decoding": (
         f"{speculation.method}, {speculation.num_tokens} proposals per step at acceptance "
