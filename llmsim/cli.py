@@ -627,9 +627,20 @@ def _run(args: argparse.Namespace) -> int:
             raise LlmsimError("disaggregated serving takes both --prefill-pool and --decode-pool (REPLICASxTP) and "
                               "no --tensor-parallel / --expert-parallel / --pipeline-parallel / "
                               "--attention-data-parallel (per pool: the Python API's pool dicts)")
-        if args.batch_wait_timeout_iters or args.batch_wait_max_tokens_ratio or args.attention_dp_balance:
-            raise LlmsimError("--batch-wait-timeout-iters / --batch-wait-max-tokens-ratio / --attention-dp-balance "
-                              "apply to aggregated serving only (no --prefill-pool / --decode-pool)")
+        aggregated_only = [flag for flag, given in (
+            ("--batch-wait-timeout-iters", args.batch_wait_timeout_iters),
+            ("--batch-wait-max-tokens-ratio", args.batch_wait_max_tokens_ratio),
+            ("--attention-dp-balance", args.attention_dp_balance), ("--ramp-s", args.ramp_s),
+            ("--max-num-seqs", args.max_num_seqs is not None),
+            ("--max-num-batched-tokens", args.max_num_batched_tokens is not None),
+            ("--shared-prefix-len", args.shared_prefix_len), ("--prefix-groups", args.prefix_groups != 1),
+            ("--no-prefix-caching", not args.prefix_caching), ("--speculative", args.speculative is not None),
+            ("--mixed-batches / --no-mixed-batches", args.mixed_batches is not None),
+            ("--reserve-output / --no-reserve-output", args.reserve_output is not None)) if given]
+        if aggregated_only:  # serve_disaggregated takes none of them: refused, not dropped
+            raise LlmsimError(f"{', '.join(aggregated_only)}: not modelled for disaggregated serving (--prefill-pool / "
+                              "--decode-pool); per-pool max_num_seqs and max_num_batched_tokens go in the Python "
+                              "API's pool dicts")
         options = {k: v for k, v in options.items() if k not in ("tensor_parallel", "expert_parallel")}
         result = serve_disaggregated(
             args.model, args.hardware, prefill=args.prefill_pool, decode=args.decode_pool,
@@ -641,6 +652,10 @@ def _run(args: argparse.Namespace) -> int:
             scheduler_recv_interval=args.scheduler_recv_interval, frontend_s=args.frontend_s,
             chunked_prefill=args.chunked_prefill, **options)
         print(result.model_dump_json(indent=2) if args.json else result)
+        if args.plot:
+            from .report.serving_plot import serving_figure
+
+            _save(serving_figure(result), args.plot, "--plot", quiet=args.json)
         return 0
     if args.command == "serve":
         from .serving.serve import serve

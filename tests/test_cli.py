@@ -366,7 +366,23 @@ def test_serve_on_the_cli_takes_trtllm_batch_waiting(capsys: pytest.CaptureFixtu
     assert json.loads(out)["ttft_s"]["mean"] == pytest.approx(expected.ttft_s.mean, rel=1e-12)
     code, out, err = run(capsys, "serve", "llama-3.1-8b", "--hardware", "h100-sxm", *load, "--prefill-pool", "1x1",
                          "--decode-pool", "1x1", "--batch-wait-timeout-iters", "5")
-    assert code != 0 and "aggregated serving only" in err and "Traceback" not in err
+    assert code != 0 and "not modelled for disaggregated serving" in err and "Traceback" not in err
+
+
+def test_disaggregated_serve_on_the_cli_refuses_what_it_does_not_model_and_plots(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """serve_disaggregated takes no speculation, shared prefixes, ramp or aggregated batch limits: each flag is
+    refused in one line naming it (they were silently dropped before session 33), and --plot draws each engine
+    instance's occupancy."""
+    pools = ["--concurrency", "4", "--num-requests", "8", "--prompt-len", "256", "--gen-len", "16",
+             "--prefill-pool", "1x1", "--decode-pool", "1x1"]
+    for flag in (["--speculative", "ngram:4:0.7"], ["--shared-prefix-len", "64"], ["--ramp-s", "5"],
+                 ["--max-num-seqs", "2"], ["--no-prefix-caching"], ["--no-mixed-batches"], ["--reserve-output"]):
+        code, _, err = run(capsys, "serve", "llama-3.1-8b", "--hardware", "h100-sxm", *pools, *flag)
+        assert code != 0 and flag[0] in err and "not modelled for disaggregated" in err and "Traceback" not in err
+    png = tmp_path / "disagg.png"
+    code, out, err = run(capsys, "serve", "llama-3.1-8b", "--hardware", "h100-sxm", *pools, "--plot", str(png))
+    assert code == 0 and png.stat().st_size > 10_000 and "TTFT" in out, err
 
 
 def test_serve_on_the_cli_takes_trtllm_attention_dp_balance(capsys: pytest.CaptureFixture[str]) -> None:

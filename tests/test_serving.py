@@ -101,6 +101,25 @@ def test_the_frontend_takes_one_request_at_a_time() -> None:
     assert ttft == pytest.approx([1, 2, 3, 4], abs=0.05)
 
 
+def test_a_ramped_clients_next_request_waits_only_for_requests_sent_before_it() -> None:
+    """A closed loop's first requests are known up front (each client's at its point of the ramp); a request sent
+    as another finishes queues at the frontend behind those sent before it, not behind a later client's first one.
+    Before session 33 it queued behind every first request: 5 clients ramped over 100 s, vLLM's 4 ms frontend,
+    and a client's second request, sent at 0.84 s, reached the engine at 80 s (TTFT p99 69 s)."""
+    from llmsim.serving.frontend import Frontend
+
+    f = Frontend(1.0)
+    assert f.admit_all(np.array([0.0, 10.0, 20.0])) == pytest.approx([1.0, 11.0, 21.0])
+    assert f.admit(5.0) == pytest.approx(6.0)  # behind the one sent at 0 (done at 1): max(5, 1) + 1
+    assert f.admit(10.5) == pytest.approx(12.0)  # behind the one sent at 10 (done at 11)
+    assert f.admit(10.6) == pytest.approx(13.0)  # and behind the one admit() took before it
+    kw = dict(concurrency=5, num_requests=50, prompt_len=512, gen_len=64, ramp_s=100.0)
+    ramped, off = llmsim.serve(MODEL, GPU, **kw), llmsim.serve(MODEL, GPU, frontend_s=0, **kw)
+    # the clients hardly meet: each request's TTFT is its own prefill and wait plus 4 ms (8 ms if two meet)
+    assert (ramped.requests["ttft_s"] - off.requests["ttft_s"]).max() < 0.0085
+    assert (ramped.requests["ttft_s"] - off.requests["ttft_s"]).min() > 0.0039
+
+
 def test_a_prefill_step_runs_at_the_sustained_clock_past_the_onset() -> None:
     # one request of 4096 tokens: its prefill step is one pass whose compute-bound seconds C (about 80 ms at the
     # boost clock, simulate()'s prefill compute part) run past the onset at the sustained clock

@@ -29,18 +29,28 @@ def serving_figure(result: Any, path: str | Path | None = None) -> Figure:
         ax.set_ylabel(f"{label} (ms)")
         ax.legend(loc="upper left", fontsize=8)
     ax = axes[2]
-    ax.step(steps["start_s"], steps["running"], where="post", label="running", color="tab:green")
-    ax.step(steps["start_s"], steps["waiting"], where="post", label="waiting", color="tab:orange")
+    kv = ax.twinx()
+    # one engine instance, or (disaggregated serving: an `instance` column) each of them on its own
+    instance = np.asarray(steps["instance"]) if "instance" in steps else np.zeros(len(steps["start_s"]), int)
+    ids = np.unique(instance)
+    for k, e in enumerate(ids):
+        mine = instance == e
+        name = f"instance {e} " if len(ids) > 1 else ""
+        colors = ("tab:green", "tab:orange", "0.5") if len(ids) == 1 else (f"C{k % 10}",) * 3
+        start = np.asarray(steps["start_s"])[mine]
+        ax.step(start, np.asarray(steps["running"])[mine], where="post", label=f"{name}running", color=colors[0])
+        ax.step(start, np.asarray(steps["waiting"])[mine], where="post", label=f"{name}waiting", color=colors[1],
+                linestyle="-" if len(ids) == 1 else ":")
+        kv.plot(start, 100 * np.asarray(steps["kv_blocks_used"])[mine] * result.block_size
+                / max(result.kv_cache_tokens, 1), color=colors[2], linewidth=0.8, alpha=0.6,
+                label=f"{name}KV in use")
     ax.set_ylabel("requests")
     ax.set_xlabel("time (s)")
-    kv = ax.twinx()
-    kv.plot(steps["start_s"], 100 * np.asarray(steps["kv_blocks_used"]) * result.block_size
-            / max(result.kv_cache_tokens, 1), color="0.5", linewidth=0.8, label="KV in use")
     kv.set_ylabel("KV cache in use (%)")
     kv.set_ylim(0, 105)
     lines = ax.get_legend_handles_labels()
     more = kv.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left", fontsize=8)
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left", fontsize=7, ncol=1 + len(ids) // 3)
     load = f"{result.request_rate:g} req/s" if result.request_rate is not None else f"concurrency {result.concurrency}"
     fig.suptitle(f"{result.model} on {result.hardware} x{result.gpus} ({result.engine}), {load}")
     fig.tight_layout()
