@@ -21,6 +21,7 @@ from .lockstep import simulate_lockstep
 from .results import Percentiles, ServingResult
 from .scheduler import percentile_summary, simulate_engine
 from .step_cost import Speculation, StepCost
+from .token_gaps import inter_token_gaps
 from .workload import arrival_times, draw_lengths, lengths_from_csv
 
 DEFAULT_PROMPT_LEN, DEFAULT_GEN_LEN = 512, 128  # serve()'s lengths when neither they nor lengths_csv are given
@@ -331,7 +332,7 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
         max_num_seqs=limits.max_num_seqs, max_num_batched_tokens=limits.max_num_batched_tokens,
         kv_cache_tokens=limits.kv_blocks * limits.block_size, block_size=limits.block_size,
         ttft_s=Percentiles(**percentile_summary(ttft)), tpot_s=Percentiles(**percentile_summary(tpot[several])),
-        itl_s=Percentiles(**percentile_summary(step["time_s"], step["decode_requests"])),
+        itl_s=Percentiles(**percentile_summary(*inter_token_gaps(step, log.first_token_s, log.gen_len))),
         e2e_s=Percentiles(**percentile_summary(e2e)),
         duration_s=duration, requests_per_s=len(ttft) / duration if duration > 0 else 0.0,
         output_tokens_per_s=float(log.gen_len.sum()) / duration if duration > 0 else 0.0,
