@@ -405,8 +405,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="GPUs, tensor/pipeline split and batch that meet latency targets")
     _add_model_options(p, parallel=False)  # searched: lists
-    p.add_argument("--prompt-len", type=_positive_int, default=2048)
-    p.add_argument("--gen-len", type=_positive_int, default=256)
+    p.add_argument("--prompt-len", default="2048", help="an integer; with --request-rate also uniform:LOW:HIGH, "
+                   "normal:MEAN:STD or lognormal:MEAN:STD (as serve)")
+    p.add_argument("--gen-len", default="256", help="as --prompt-len")
     p.add_argument("--ttft-slo-s", type=float)
     p.add_argument("--tpot-slo-s", type=float)
     p.add_argument("--target-tokens-per-s", type=float)
@@ -745,8 +746,9 @@ def _run(args: argparse.Namespace) -> int:
             raise LlmsimError(f"{static[0]} belongs to the static plan; a serving plan (--request-rate) searches "
                               "--tensor-parallel, --pipeline-parallel and the engine's max_num_seqs")
 
-        result = plan_serving(args.model, args.hardware, request_rate=args.request_rate, prompt_len=args.prompt_len,
-                              gen_len=args.gen_len, ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
+        result = plan_serving(args.model, args.hardware, request_rate=args.request_rate,
+                              prompt_len=_length_arg(args.prompt_len), gen_len=_length_arg(args.gen_len),
+                              ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
                               percentile=99 if args.percentile is None else args.percentile,
                               max_gpus=args.max_gpus, disaggregated=args.disaggregated,
                               usd_per_gpu_hour=args.usd_per_gpu_hour, pipeline_parallel=args.pipeline_parallel,
@@ -767,7 +769,14 @@ def _run(args: argparse.Namespace) -> int:
                               "searches batch sizes against --ttft-slo-s / --tpot-slo-s)")
 
         options.pop("tensor_parallel", None)  # searched: a list here
-        result = plan(args.model, args.hardware, prompt_len=args.prompt_len, gen_len=args.gen_len,
+        lengths = {}
+        for flag, text in (("--prompt-len", args.prompt_len), ("--gen-len", args.gen_len)):
+            try:  # the static plan costs one batch at fixed lengths
+                lengths[flag] = _positive_int(text)
+            except argparse.ArgumentTypeError:
+                raise LlmsimError(f"{flag} {text}: the static plan takes a whole number of tokens >= 1 (length "
+                                  "distributions are for the serving plan: give --request-rate)") from None
+        result = plan(args.model, args.hardware, prompt_len=lengths["--prompt-len"], gen_len=lengths["--gen-len"],
                       ttft_slo_s=args.ttft_slo_s, tpot_slo_s=args.tpot_slo_s,
                       target_tokens_per_s=args.target_tokens_per_s, max_gpus=args.max_gpus,
                       usd_per_gpu_hour=args.usd_per_gpu_hour, batch_sizes=args.batch_sizes,

@@ -416,6 +416,15 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "expert_parallel=2: the model has no experts"),
     ("plan-expert-parallel-dense", _plan(expert_parallel=2), OptionError,
      "expert_parallel=2: the model has no experts"),  # was: "no tensor/pipeline split divides this model"
+    # session 33: an empty search list fell back to the default search; fewer requests than max_num_seqs sized
+    # replicas by one request's latency (5 GPUs where 1 serves); speculation failed every disaggregated shape
+    ("plan-serving-empty-tensor-parallel", _plan_serving(tensor_parallel=[]), OptionError,
+     r"tensor_parallel=\[\] must be a non-empty list"),
+    ("plan-serving-fewer-requests-than-sequences", _plan_serving(num_requests=20, max_num_seqs=[64]), OptionError,
+     "num_requests=20 is below max_num_seqs=64"),
+    ("plan-serving-disaggregated-speculation", _plan_serving(
+        disaggregated=True, speculative={"method": "ngram", "num_tokens": 3, "acceptance_rate": 0.5}), OptionError,
+     "disaggregated=True: speculative not modelled"),
 ]
 
 

@@ -137,6 +137,19 @@ def test_inter_token_latency_counts_the_prefill_only_steps_a_decode_waits_throug
     assert v.itl_s.mean == pytest.approx(old["mean"], rel=1e-9) == pytest.approx(v.tpot_s.mean, rel=1e-9)
 
 
+def test_a_result_read_back_from_json_says_it_has_no_per_request_data() -> None:
+    # the per-request and per-step arrays are private (not serialized): the summary survives the round trip, and
+    # asking a reloaded result for requests, steps or a goodput objective is one clear error (a raw KeyError and
+    # empty frames before session 33)
+    r = llmsim.serve(MODEL, GPU, concurrency=4, num_requests=8, prompt_len=256, gen_len=16)
+    back = llmsim.ServingResult.model_validate_json(r.model_dump_json())
+    assert back.ttft_s == r.ttft_s and back.goodput() == pytest.approx(r.goodput())
+    for ask in (lambda: back.goodput(ttft_s=1.0), back.to_pandas, back.steps_to_pandas, lambda: back.requests,
+                lambda: back.step_log):
+        with pytest.raises(OptionError, match="no per-request data"):
+            ask()
+
+
 def test_a_prefill_step_runs_at_the_sustained_clock_past_the_onset() -> None:
     # one request of 4096 tokens: its prefill step is one pass whose compute-bound seconds C (about 80 ms at the
     # boost clock, simulate()'s prefill compute part) run past the onset at the sustained clock
@@ -257,6 +270,12 @@ def test_lengths_from_csv(tmp_path) -> None:
     r = llmsim.serve(MODEL, GPU, concurrency=2, lengths_csv=str(path), num_requests=3)
     assert r.requests["prompt_len"].tolist() == [100, 300, 100]
     assert r.requests["gen_len"].tolist() == [5, 7, 5]
+    # a spreadsheet's CSV: a byte-order mark before the first name, a space after each comma (refused before
+    # session 33: "it has ['gen_len', '\ufeffprompt_len']")
+    excel = tmp_path / "excel.csv"
+    excel.write_bytes("prompt_len, gen_len\r\n100, 5\r\n300, 7\r\n".encode("utf-8-sig"))
+    r = llmsim.serve(MODEL, GPU, concurrency=2, lengths_csv=str(excel), num_requests=3)
+    assert r.requests["prompt_len"].tolist() == [100, 300, 100] and r.requests["gen_len"].tolist() == [5, 7, 5]
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [
@@ -826,6 +845,16 @@ def test_plan_serving_weighs_disaggregated_pools_too() -> None:
                             decode={"replicas": c.decode_replicas, "max_num_seqs": 128}, request_rate=30.0,
                             prompt_len=1024, gen_len=64, num_requests=150)
     assert r.ttft_s.p99 == pytest.approx(c.ttft_p_s) and r.ttft_s.p99 <= 0.2 and r.tpot_s.p99 <= 0.02
+
+
+def test_plan_serving_gives_each_disaggregated_pool_the_expert_parallelism() -> None:
+    # serve_disaggregated takes expert_parallel per pool: the plan passed it whole and every disaggregated shape of
+    # an expert-parallel MoE plan failed ("expert_parallel: give it per pool") before session 33
+    p = llmsim.plan_serving("qwen3-30b-a3b", GPU, request_rate=5.0, prompt_len=512, gen_len=64, tpot_slo_s=0.05,
+                            tensor_parallel=[2], expert_parallel=2, max_num_seqs=[64], num_requests=64,
+                            disaggregated=True)
+    split = [c for c in p.candidates if c.mode == "disaggregated"]
+    assert len(split) == 1 and split[0].gpus is not None and "per pool" not in split[0].reason
 
 
 def test_fixed_size_states_come_from_the_pool_per_running_request() -> None:

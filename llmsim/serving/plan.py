@@ -150,6 +150,9 @@ def _evaluate_disaggregated(job: dict[str, Any]) -> ServingCandidate:
     common = dict(engine=job["engine"], prompt_len=job["prompt_len"], seed=job["seed"],
                   num_requests=job["num_requests"], **job["options"])
     ttft_slo, tpot_slo = job["ttft_slo_s"], job["tpot_slo_s"]
+    # expert parallelism goes in each pool (serve_disaggregated's pools set the parallelism); serve() takes it whole
+    ep = common.pop("expert_parallel", None)
+    pools_ep = {} if ep is None else {"expert_parallel": ep}
 
     def fail(reason: str) -> ServingCandidate:
         return ServingCandidate(mode="disaggregated", tensor_parallel=tp_p, decode_tensor_parallel=tp_d,
@@ -158,11 +161,11 @@ def _evaluate_disaggregated(job: dict[str, Any]) -> ServingCandidate:
 
     try:
         pre_hi = serve(job["model"], job["hardware"], concurrency=seqs, gen_len=1, tensor_parallel=tp_p,
-                       max_num_seqs=seqs, **common).requests_per_s
+                       max_num_seqs=seqs, **pools_ep, **common).requests_per_s
 
         def prefill_meets(rate: float) -> tuple[bool, float]:
             r = serve(job["model"], job["hardware"], request_rate=rate, gen_len=1, tensor_parallel=tp_p,
-                      max_num_seqs=seqs, **common)
+                      max_num_seqs=seqs, **pools_ep, **common)
             ttft = getattr(r.ttft_s, f"p{pct}")
             return ttft_slo is None or ttft <= ttft_slo, ttft
 
@@ -172,22 +175,28 @@ def _evaluate_disaggregated(job: dict[str, Any]) -> ServingCandidate:
 
         def decode_meets(rate: float) -> tuple[bool, float]:
             r = serve_disaggregated(job["model"], job["hardware"],
-                                    prefill={"replicas": math.ceil(rate / r_p) + 1, "tensor_parallel": tp_p},
-                                    decode={"tensor_parallel": tp_d, "max_num_seqs": seqs}, request_rate=rate,
+                                    prefill={"replicas": math.ceil(rate / r_p) + 1, "tensor_parallel": tp_p,
+                                             **pools_ep},
+                                    decode={"tensor_parallel": tp_d, "max_num_seqs": seqs, **pools_ep},
+                                    request_rate=rate,
                                     gen_len=job["gen_len"], **common)
             tpot = getattr(r.tpot_s, f"p{pct}")
             return tpot_slo is None or tpot <= tpot_slo, tpot
 
         dec_hi = serve_disaggregated(job["model"], job["hardware"],
-                                     prefill={"replicas": max(1, math.ceil(4 * pre_hi / r_p)), "tensor_parallel": tp_p},
-                                     decode={"tensor_parallel": tp_d, "max_num_seqs": seqs}, concurrency=seqs,
+                                     prefill={"replicas": max(1, math.ceil(4 * pre_hi / r_p)), "tensor_parallel": tp_p,
+                                              **pools_ep},
+                                     decode={"tensor_parallel": tp_d, "max_num_seqs": seqs, **pools_ep},
+                                     concurrency=seqs,
                                      gen_len=job["gen_len"], **common).requests_per_s
         r_d, _ = _largest_rate(decode_meets, dec_hi)
         if r_d == 0:
             return fail("decode misses the TPOT objective even at a light load")
         n_p, n_d = math.ceil(job["request_rate"] / r_p), math.ceil(job["request_rate"] / r_d)
-        whole = serve_disaggregated(job["model"], job["hardware"], prefill={"replicas": n_p, "tensor_parallel": tp_p},
-                                    decode={"replicas": n_d, "tensor_parallel": tp_d, "max_num_seqs": seqs},
+        whole = serve_disaggregated(job["model"], job["hardware"],
+                                    prefill={"replicas": n_p, "tensor_parallel": tp_p, **pools_ep},
+                                    decode={"replicas": n_d, "tensor_parallel": tp_d, "max_num_seqs": seqs,
+                                            **pools_ep},
                                     request_rate=job["request_rate"], gen_len=job["gen_len"], **common)
     except OptionError as exc:
         return fail(str(exc))
@@ -251,12 +260,18 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     if price is None and "usd_per_hour" in hw.price:
         price = hw.price["usd_per_hour"].value
     # a device whose file has no [interconnect] (cpu-generic: one socket) is not split unless asked
-    tps = tensor_parallel or [t for t in (1, 2, 4, 8) if t <= max_gpus and (t == 1 or hw.interconnect)]
-    seqs = max_num_seqs or [64, 256]
+    tps = tensor_parallel if tensor_parallel is not None else [
+        t for t in (1, 2, 4, 8) if t <= max_gpus and (t == 1 or hw.interconnect)]
+    seqs = max_num_seqs if max_num_seqs is not None else [64, 256]
     pps = [1] if pipeline_parallel is None else pipeline_parallel
     for name, values in (("tensor_parallel", tps), ("max_num_seqs", seqs), ("pipeline_parallel", pps)):
-        if isinstance(values, (int, str)) or not all(type(v) is int and v >= 1 for v in values):
-            raise OptionError(f"{name}={values!r} must be a list of integers >= 1")
+        if isinstance(values, (int, str)) or not values or not all(type(v) is int and v >= 1 for v in values):
+            raise OptionError(f"{name}={values!r} must be a non-empty list of integers >= 1")
+    if type(num_requests) is int and num_requests < max(seqs):
+        # a replica's saturated throughput is a closed loop of max_num_seqs clients: fewer requests than clients
+        # measure one request's latency, not the throughput (20 requests at 64 sequences: 15.8 req/s of ~30)
+        raise OptionError(f"num_requests={num_requests} is below max_num_seqs={max(seqs)}: the saturated replica's "
+                          "throughput needs at least that many requests (several times it for a steady state)")
     jobs = [dict(model=spec, hardware=hw, tensor_parallel=tp, max_num_seqs=s, percentile=percentile, engine=engine,
                  prompt_len=prompt_len, gen_len=gen_len, seed=seed, num_requests=num_requests,
                  ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s, request_rate=request_rate, usd_per_gpu_hour=price,
@@ -266,6 +281,17 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
         raise OptionError(f"max_gpus={max_gpus} is below every tensor_parallel x pipeline_parallel replica searched")
     if not isinstance(disaggregated, bool):
         raise OptionError(f"disaggregated={disaggregated!r} must be True or False")
+    if disaggregated:
+        import inspect
+
+        from .disaggregated import serve_disaggregated
+
+        takes = set(inspect.signature(serve_disaggregated).parameters)
+        aggregated_only = sorted(k for k in options if k in set(inspect.signature(serve).parameters) - takes
+                                 and k not in ("tensor_parallel", "expert_parallel"))
+        if aggregated_only:
+            raise OptionError(f"disaggregated=True: {', '.join(aggregated_only)} not modelled for disaggregated "
+                              "serving; drop them or plan aggregated replicas only")
     split = [dict(jobs[0], tensor_parallel=tp_p, decode_tensor_parallel=tp_d, max_num_seqs=max(seqs),
                   pipeline_parallel=1)
              for tp_p in tps for tp_d in tps] if disaggregated else []

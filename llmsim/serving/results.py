@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from ..errors import check_positive
+from ..errors import OptionError, check_positive
 
 
 class Percentiles(BaseModel):
@@ -74,20 +74,20 @@ class ServingResult(BaseModel):
     def requests(self) -> dict[str, np.ndarray]:
         """Per request: arrival_s, first_token_s, finish_s, prompt_len, gen_len, ttft_s, tpot_s, e2e_s,
         preemptions (arrays, index = request id)."""
-        return dict(self._requests)
+        return dict(self._per_request(self._requests, "requests"))
 
     @property
     def step_log(self) -> dict[str, np.ndarray]:
         """Per engine step: start_s, time_s, prefill_tokens, decode_requests, running, waiting, kv_blocks_used."""
-        return dict(self._steps)
+        return dict(self._per_request(self._steps, "step_log"))
 
     def to_pandas(self) -> Any:
         """One row per request."""
-        return _frame(self._requests)
+        return _frame(self._per_request(self._requests, "to_pandas()"))
 
     def steps_to_pandas(self) -> Any:
         """One row per engine step."""
-        return _frame(self._steps)
+        return _frame(self._per_request(self._steps, "steps_to_pandas()"))
 
     def goodput(self, ttft_s: float | None = None, tpot_s: float | None = None, e2e_s: float | None = None) -> float:
         """Requests per second that met every service-level objective given (all of them: the rate)."""
@@ -96,9 +96,17 @@ class ServingResult(BaseModel):
             if limit is None:
                 continue
             check_positive(name, limit, "seconds")
-            values = self._requests[name]
+            values = self._per_request(self._requests, "goodput() with an objective")[name]
             ok &= ~(values > limit)  # a request with no TPOT (one token) meets any TPOT objective
         return float(ok.sum() / self.duration_s) if self.duration_s > 0 else 0.0
+
+    def _per_request(self, data: dict[str, np.ndarray], what: str) -> dict[str, np.ndarray]:
+        """The per-request or per-step arrays, refused in one line where the result has none (one read back from
+        JSON keeps its summary only: the arrays are not serialized)."""
+        if not data and self.num_requests:
+            raise OptionError(f"{what}: this ServingResult holds no per-request data (a result read back from JSON "
+                              "keeps the summary only); run serve() again for requests and steps")
+        return data
 
     def __str__(self) -> str:
         load = (f"{self.request_rate:g} req/s ({self.arrival})" if self.request_rate is not None

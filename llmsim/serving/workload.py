@@ -87,8 +87,9 @@ def lengths_from_csv(path: str | Path, count: int) -> tuple[np.ndarray, np.ndarr
     if not path.is_file():
         raise OptionError(f"lengths_csv={str(path)!r} is not a file")
     try:
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
+        # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the first column's name
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            rows = [{(k or "").strip(): v for k, v in row.items()} for row in csv.DictReader(f, skipinitialspace=True)]
     except UnicodeDecodeError:
         raise OptionError(f"lengths_csv={str(path)!r} is not a UTF-8 text CSV") from None
     if not rows:
