@@ -137,6 +137,16 @@ def test_inter_token_latency_counts_the_prefill_only_steps_a_decode_waits_throug
     assert v.itl_s.mean == pytest.approx(old["mean"], rel=1e-9) == pytest.approx(v.tpot_s.mean, rel=1e-9)
 
 
+def test_a_serving_result_says_which_ops_the_measured_tables_timed() -> None:
+    # as simulate() does: an NVFP4 checkpoint on an H200 has no measured fp4 GEMM table (its GEMMs on the roofline),
+    # which a serving run said nothing of before session 33
+    r = llmsim.serve("qwen3-32b-nvfp4", "h200", concurrency=2, num_requests=2, prompt_len=256, gen_len=8)
+    assert "measured tables: decode_attention, gemm, prefill_attention" in r.assumptions["kernel times"]
+    assert "roofline: no nvfp4_wo GEMM table for engine vllm on h200" in r.assumptions["kernel times"]
+    plain = llmsim.serve(MODEL, GPU, concurrency=2, num_requests=2, prompt_len=256, gen_len=8)
+    assert "roofline" not in plain.assumptions["kernel times"]
+
+
 def test_a_result_read_back_from_json_says_it_has_no_per_request_data() -> None:
     # the per-request and per-step arrays are private (not serialized): the summary survives the round trip, and
     # asking a reloaded result for requests, steps or a goodput objective is one clear error (a raw KeyError and

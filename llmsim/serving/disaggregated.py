@@ -267,6 +267,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                        "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request at "
                                      f"{link / 1e9:.0f} GB/s per GPU x {senders} "
                                      f"({link_name})",
+                       **{f"{name} kernel times": step.kernel_sources for name, step in (("prefill", pre_step),
+                                                                                         ("decode", dec_step))},
                        "closed loop": ("the next request sent the moment any request finishes, both pools "
                                        "simulated together, event by event")
                        if clients is not None else "not used",

@@ -162,6 +162,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
         f"{speculation.method}, {speculation.num_tokens} proposals per step at acceptance "
         f"{speculation.acceptance_rate:g}: {speculation.tokens_per_step:.2f} tokens per decode step; the verifying "
         "tokens read the KV cache once; KV blocks grow one token per step")}
+    extra["kernel times"] = step_cost.kernel_sources
     if limits.note:
         extra["max_num_seqs"] = limits.note
     if limits.rank_note:

@@ -59,6 +59,18 @@ from ..timing.sustained import sustained_extra_s
 _LENGTH_POINTS_PER_DOUBLING = 24  # geometric grid of lengths: 2 ** (1/24) = 1.029 between points
 
 
+def kernel_sources_note(roofline: Roofline, phases: tuple[PhaseTotals, ...]) -> str:
+    """One line on what timed the step's ops: the measured table families, and why any op is on the roofline
+    (analysis.provenance, as simulate() reports them)."""
+    from ..analysis.provenance import provenance_of
+
+    found = provenance_of(roofline, phases)
+    tables = ", ".join(sorted(found["measured_tables"]))
+    parts = [f"measured tables: {tables}" if tables else "no measured table: every op on the roofline"]
+    parts += [f"roofline: {why}" for why in found["roofline_reasons"]]
+    return "; ".join(parts)
+
+
 def length_grid(longest: int) -> np.ndarray:
     """Lengths 1..64 one by one, then geometrically to `longest` (both ends included)."""
     small = np.arange(1, min(longest, 64) + 1, dtype=float)
@@ -187,6 +199,7 @@ class StepCost:
                                                           ).tolist()
         # decode graph at batch n, one step: its steady ops do not depend on the cached length
         step = decode_totals(model, roofline, options, batch, 1, 1)
+        self.kernel_sources = kernel_sources_note(roofline, (totals, step))  # what timed the ops (the result says)
         _, head, rest = _split(step)
         if data_parallel is not None:
             gathered = data_parallel.gathered_s(model, roofline, "decode", batch)
