@@ -805,6 +805,25 @@ def test_prefix_cache_evicts_the_least_recently_used_prefix_no_request_holds() -
     assert cache.evictable(set()) == 20 and cache.evict(100, set()) == 20 and cache.pinned == 0
 
 
+def test_a_draft_models_weights_and_kv_share_the_gpu_memory() -> None:
+    # the draft runs on the same GPU: its weights come off the memory before the KV pool, and every cached token
+    # holds its KV too. Llama-3.1-8B: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 B = 131,072 B a token;
+    # Llama-3.2-1B: 16 x 8 x 64 x 2 x 2 = 32,768 B. Before session 33 the draft took no memory at all.
+    from llmsim.analysis.memory import weights_bytes
+    from llmsim.cost.workload import CostOptions
+
+    kw = dict(concurrency=2, num_requests=4, prompt_len=256, gen_len=16)
+    plain = llmsim.serve(MODEL, GPU, **kw)
+    r = llmsim.serve(MODEL, GPU, speculative={"method": "draft", "num_tokens": 4, "acceptance_rate": 0.7,
+                                              "draft_model": "llama-3.2-1b"}, **kw)
+    draft_weights = weights_bytes(llmsim.load_model("llama-3.2-1b"), CostOptions())  # about 2.47 GB
+    expected = (plain.kv_cache_tokens * 131_072 - draft_weights) / (131_072 + 32_768)
+    assert abs(r.kv_cache_tokens - expected) <= 2 * 16  # whole blocks of 16 tokens, floored twice
+    with pytest.raises(OptionError, match="the draft model's included"):  # a 405B draft beside an 8B target
+        llmsim.serve(MODEL, GPU, speculative={"method": "draft", "num_tokens": 4, "acceptance_rate": 0.7,
+                                              "draft_model": "llama-3.1-405b"}, **kw)
+
+
 def test_speculative_decoding_keeps_the_expected_tokens_per_step() -> None:
     base = dict(request_rate=0.01, arrival="constant", prompt_len=1024, gen_len=257, num_requests=2)
     plain = llmsim.serve(MODEL, GPU, **base)

@@ -125,7 +125,8 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
                      async_scheduling: Any = None, recv_interval: Any = None,
                      batch_wait_timeout_iters: Any = 0, batch_wait_max_tokens_ratio: Any = 0.0,
                      attention_dp_balance: Any = False, attention_dp_timeout_iters: Any = 50,
-                     attention_dp_batching_wait_iters: Any = 10, chunked_prefill: Any = None) -> SchedulerLimits:
+                     attention_dp_batching_wait_iters: Any = 10, chunked_prefill: Any = None,
+                     draft: ModelSpec | None = None) -> SchedulerLimits:
     """The engine's limits with the caller's overrides, and the KV blocks left on one GPU after weights,
     the activations of a full token budget and the workspace, as each engine sizes its pool:
 
@@ -141,6 +142,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     allocates without its hybrid allocator. Linear-attention and Mamba layers' fixed-size states come from
     the same pool, state_blocks blocks per running request (taken when it starts, freed when it finishes
     or is preempted), as vLLM V1's hybrid KV cache manager gives each request one state page.
+    draft: a speculative-decoding draft model on the same GPUs (serve(speculative={"method": "draft", ...})): its
+    weights, at the same tensor parallelism and dtypes, take memory before the pool, and each block holds its KV
+    too (vLLM's draft model shares the target's KV cache manager: one block table, both models' layers).
     data_parallel: an AttentionDataParallel (serving.data_parallel): `options` are then one rank's (its KV
     pool, its non-expert weights at tp = GPUs / ranks) and the routed experts are spread over every GPU.
     """
@@ -189,6 +193,9 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         from .data_parallel import weights_bytes_per_gpu
 
         weights = weights_bytes_per_gpu(model, options, data_parallel) / p
+    if draft is not None:  # the draft's weights and, per token, its KV beside the target's
+        weights += weights_bytes(draft, options) / p
+        per_token += float(draft.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p
     transient = float(peak_activation_bytes(model, options, 1, tokens)) + workspace_bytes(hardware)
     capacity = hardware.memory_capacity_bytes
     if engine == "sglang":  # mem_fraction_static = (weights + KV pool) / capacity: the reserved rest holds the rest
@@ -206,7 +213,8 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
         with_state = f" plus its fixed-size state ({state / _GIB:.2f} GiB)" if state else ""
         raise OptionError(
             f"the KV cache holds {holds} per {device_word(hardware.device_type)} after the weights "
-            f"({weights / _GIB:.1f} GiB) at gpu_memory_utilization={util}, fewer than the longest request's "
+            f"({weights / _GIB:.1f} GiB{', the draft model' + chr(39) + 's included' if draft is not None else ''}) "
+            f"at gpu_memory_utilization={util}, fewer than the longest request's "
             f"{longest_request} tokens"
             f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,

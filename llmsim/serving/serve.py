@@ -129,7 +129,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
                               attention_dp_balance=attention_dp_balance,
                               attention_dp_timeout_iters=attention_dp_timeout_iters,
                               attention_dp_batching_wait_iters=attention_dp_batching_wait_iters,
-                              chunked_prefill=chunked_prefill)
+                              chunked_prefill=chunked_prefill, draft=_draft_model(speculative))
     check_prompts_fit(limits, int(np.max(prompts)))
     if limits.adp_balance and concurrency is not None and concurrency < limits.adp_balance[0]:
         # a rank without a client never decodes, and TensorRT-LLM releases the prompts at once then
@@ -246,6 +246,16 @@ def _check_load_options(open_loop: bool, arrival: Any, burstiness: Any, ramp_s: 
 
 
 SPECULATION_METHODS = ("ngram", "draft", "mtp")
+
+
+def _draft_model(given: Any) -> ModelSpec | None:
+    """The draft model of speculative={"method": "draft", "draft_model": ...} (its memory counts before the KV
+    pool, engine_limits.scheduler_limits); None otherwise, the rest checked by _speculation."""
+    if isinstance(given, dict) and given.get("method") == "draft" and "draft_model" in given:
+        from ..models.loading import load_model
+
+        return load_model(given["draft_model"])
+    return None
 
 
 def _speculation(given: Any, spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, execution: ExecutionOptions,
