@@ -327,6 +327,9 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
         "qwen3-30b-a3b", "h100-sxm", prefill={"tensor_parallel": 2, "attention_data_parallel": 4},
         decode={"tensor_parallel": 2}, concurrency=1, num_requests=1), OptionError,
      r"^prefill: attention_data_parallel=4 must divide tensor_parallel=2"),
+    ("disaggregated-kv-too-small-names-its-pool", lambda: llmsim.serve_disaggregated(  # session 33: no pool named
+        "llama-3.1-70b", "h100-sxm", prefill={"tensor_parallel": 4}, decode={"tensor_parallel": 2}, concurrency=1,
+        num_requests=1, prompt_len=30_000, gen_len=10), OptionError, r"^decode pool: the KV cache holds"),
     ("disaggregated-attention-dp-outside-pools", lambda: llmsim.serve_disaggregated(
         "qwen3-30b-a3b", "h100-sxm", prefill={}, decode={}, attention_data_parallel=2, concurrency=1,
         num_requests=1), OptionError, "attention_data_parallel: give it per pool"),

@@ -200,10 +200,13 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
             cost, dp = rank_options(spec, cost, pool.attention_data_parallel)
         except OptionError as exc:
             raise OptionError(f"{name}: {exc}") from None
-        limits = scheduler_limits(spec, hw, cost, engine_name, longest, pool.max_num_seqs,
-                                  pool.max_num_batched_tokens, gpu_memory_utilization, block_size, data_parallel=dp,
-                                  async_scheduling=async_scheduling, recv_interval=scheduler_recv_interval,
-                                  chunked_prefill=chunked_prefill)
+        try:
+            limits = scheduler_limits(spec, hw, cost, engine_name, longest, pool.max_num_seqs,
+                                      pool.max_num_batched_tokens, gpu_memory_utilization, block_size,
+                                      data_parallel=dp, async_scheduling=async_scheduling,
+                                      recv_interval=scheduler_recv_interval, chunked_prefill=chunked_prefill)
+        except OptionError as exc:  # which pool (a KV cache too small for the requests is one pool's)
+            raise OptionError(f"{name} pool: {exc}") from None
         step = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
                           max(longest, 2), data_parallel=dp)
         return step, limits, cost, pool.replicas * pool.attention_data_parallel
