@@ -862,6 +862,14 @@ def _profile(args: argparse.Namespace) -> int:
 
     from .profiles import read_profile
 
+    if not args.model:  # the prediction's settings: without a model nothing reads them
+        stray = [flag for flag, given in (("--batch-size", args.batch_size != 1),
+                                          ("--prompt-len", args.prompt_len != 512),
+                                          ("--phase", args.phase != "prefill")) if given]
+        stray += ["--" + key.replace("_", "-") for key in _options(args)]
+        if stray:
+            raise LlmsimError(f"{', '.join(stray)}: set the prediction a profile is compared with; give --model too "
+                              "(without it the profile's kernels are read on the roofline alone)")
     out = args.out or f"{Path(args.path).name.split('.')[0]}-roofline.png"
     _check_out(out)
     profile = read_profile(args.path)

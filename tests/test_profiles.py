@@ -249,6 +249,43 @@ def test_binary_reports_and_missing_files_are_refused(tmp_path: Path) -> None:
         llmsim.read_profile(tmp_path / "absent.csv")
 
 
+def test_damaged_torch_traces_are_refused_in_one_line(tmp_path: Path) -> None:
+    # a gzip cut short, a re-saved UTF-16 file, a non-numeric and a negative duration: an EOFError,
+    # UnicodeDecodeError and ValueError traceback, and a kernel of -0.005 ms, before session 33
+    import gzip
+    import json
+
+    source = FIXTURES / "hta_simple_add_a100_trace.json.gz"
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(source.read_bytes()[:10_000])
+    with gzip.open(source, "rt") as handle:
+        data = json.load(handle)
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_text(json.dumps(data), encoding="utf-16")
+    first = next(e for e in data["traceEvents"] if e.get("ph") == "X" and "dur" in e)
+    cases = [(cut, "not readable JSON"), (utf16, "not UTF-8 text")]
+    for bad in ("abc", -5):
+        first["dur"] = bad
+        path = tmp_path / f"dur_{bad}.json"
+        path.write_text(json.dumps(data))
+        cases.append((path, f"dur={bad!r}, ts=.*must be a number of microseconds >= 0"))
+    for path, match in cases:
+        with pytest.raises(LlmsimError, match=match) as info:
+            llmsim.read_profile(path)
+        assert "\n" not in str(info.value)
+
+
+def test_cli_profile_refuses_prediction_settings_without_a_model(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    from llmsim.cli import main
+
+    args = ["profile", str(FIXTURES / "hta_simple_add_a100_trace.json.gz"), "--hardware", "a100-80gb-sxm",
+            "--out", str(tmp_path / "p.png")]
+    assert main([*args, "--batch-size", "4", "--weight-dtype", "fp8"]) == 2  # ignored before session 33
+    assert "--batch-size, --weight-dtype: set the prediction" in capsys.readouterr().err
+    assert main(args) == 0
+
+
 def test_cli_profile_prints_the_table_and_writes_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from llmsim.cli import main
 

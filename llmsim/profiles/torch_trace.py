@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import gzip
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,8 +61,11 @@ def load_trace(path: Path) -> dict[str, Any]:
     try:
         with opener(path, "rt") as handle:
             data = json.load(handle)
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, EOFError, json.JSONDecodeError) as exc:  # EOFError: a gzip file cut short
         raise LlmsimError(f"torch.profiler trace {path}: not readable JSON ({exc})") from None
+    except UnicodeDecodeError:
+        raise LlmsimError(f"torch.profiler trace {path}: not UTF-8 text (export_chrome_trace writes UTF-8 JSON; "
+                          "was it re-saved in another encoding?)") from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise LlmsimError(f"torch.profiler trace {path}: no 'traceEvents' list; export it with "
                           "prof.export_chrome_trace(path)")
@@ -71,6 +75,14 @@ def load_trace(path: Path) -> dict[str, Any]:
 def read_torch_trace(path: Path) -> Profile:
     data = load_trace(path)
     events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and "dur" in e]
+    for e in events:  # times in microseconds: numbers, none negative (a hand-edited or damaged trace is refused)
+        try:
+            times = float(e["dur"]), float(e.get("ts", 0.0))
+        except (TypeError, ValueError):
+            times = (math.nan,)
+        if not all(math.isfinite(t) and t >= 0 for t in times):
+            raise LlmsimError(f"torch.profiler trace {path}: event {str(e.get('name'))[:60]!r} has dur={e['dur']!r}, "
+                              f"ts={e.get('ts')!r}: each must be a number of microseconds >= 0")
     ops = [e for e in events if str(e.get("cat", "")).lower() in _OP_CATS]
     device = [e for e in events if e.get("cat") in _DEVICE_CATS]
     if not ops and not device:
