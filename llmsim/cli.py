@@ -571,6 +571,9 @@ def _run(args: argparse.Namespace) -> int:
             raise LlmsimError("--from aiconfigurator needs --system (e.g. h100_sxm) and --engine (vllm, sglang, "
                               "trtllm)")
         written = import_tables(args.system, args.engine, Path(args.out), full=args.full)
+        if not written:  # the package ships the system's folder empty (l4, a30 in aiconfigurator-core 0.12.0)
+            raise LlmsimError(f"--system {args.system} --engine {args.engine}: the installed aiconfigurator-core has "
+                              "no measured tables for it; nothing written")
         for path in written:
             print(f"wrote {path}")
         return 0

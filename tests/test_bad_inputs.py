@@ -288,6 +288,9 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("simulate-tables-typo", _simulate(tables="vlm"), OptionError, "tables='vlm' is neither a table set name"),
     ("simulate-tables-number", _simulate(tables=5), OptionError, "tables=5 is neither"),
     ("simulate-tables-empty", _simulate(tables=""), OptionError, "tables='' is neither"),  # was: no tables
+    # session 33: a folder with no table file (one level too high) ran every op on the roofline without a word
+    ("simulate-tables-folder-without-tables", _simulate(tables=str(Path(llmsim.__file__).parent)), OptionError,
+     "holds no kernel table file"),
     ("simulate-table-families-number", _simulate(table_families=5), OptionError,
      "table_families=5 must be a list of family names"),  # was: TypeError
     ("simulate-table-families-unknown", _simulate(table_families=["gemmx"]), OptionError,

@@ -114,6 +114,11 @@ class ExecutionOptions(BaseModel):
                 tables not in _table_set_names() and not Path(tables).is_dir())):
             raise OptionError(f"tables={tables!r} is neither a table set name ({', '.join(_table_set_names())}) "
                               "nor an existing folder of tables")
+        if tables is not None and tables not in _table_set_names() and not any(
+                (Path(tables) / f"{family}.csv").is_file() for family in FAMILIES):
+            # (a folder one level too high, or empty: every op would have run on the roofline without a word)
+            raise OptionError(f"tables={tables!r} holds no kernel table file (gemm.csv, prefill_attention.csv, ...: "
+                              "one engine's folder, as `llmsim calibrate --from aiconfigurator` writes it)")
         families = values.get("table_families")
         if families is not None:
             if not isinstance(families, (list, tuple)):
