@@ -217,6 +217,17 @@ def test_experts_touched_under_expert_parallelism_count_all_experts() -> None:
     assert down.formulas["weight_bytes"].value == pytest.approx(14336 * 4096 * 2 * (1 - 0.75 ** 64), rel=1e-12)
 
 
+def test_a_batch_the_stages_do_not_divide_still_runs_as_micro_batches() -> None:
+    # default micro-batches: the largest divisor of the batch up to the stages (12 over 8 stages: 4). Before
+    # session 33 such a batch ran as one micro-batch, no pipelining: TTFT 2.1 / 1.0 / 6.0 / 1.9 s at 4 / 8 / 12 / 16
+    from llmsim.analysis.simulate import default_microbatches
+
+    assert [default_microbatches(b, 8) for b in (1, 4, 8, 12, 16, 7)] == [1, 4, 8, 4, 8, 7]
+    ttft = [llmsim.simulate("llama-3.1-70b", "h100-sxm", batch_size=b, prompt_len=2048, gen_len=4,
+                            pipeline_parallel=8).ttft_s for b in (8, 12, 16)]
+    assert ttft[0] < ttft[1] < ttft[2]  # a larger batch takes longer to prefill, 12 between 8 and 16
+
+
 def test_pipeline_decode_in_steady_state_pays_no_bubble_per_token() -> None:
     kw = dict(batch_size=8, prompt_len=1024, gen_len=9, tensor_parallel=2)
     steady = llmsim.simulate("llama-3.1-70b", "h100-sxm", pipeline_parallel=4, **kw)  # 4 micro-batches of 2

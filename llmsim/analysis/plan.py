@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from ..cost.blocks.parallel import check_expert_parallel
 from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_positive
-from .simulate import check_workload, resolve, simulate
+from .simulate import check_workload, default_microbatches, resolve, simulate
 from .text import device_word
 
 
@@ -111,7 +111,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
                 try:
                     r = simulate(spec, hw, batch_size=batch, prompt_len=prompt_len, gen_len=gen_len,
                                  tensor_parallel=tp, pipeline_parallel=pp,
-                                 num_microbatches=pp if batch % pp == 0 else 1, **options)
+                                 num_microbatches=default_microbatches(batch, pp), **options)
                 except OptionError as exc:  # all but the split was checked above: this split does not divide
                     skipped[str(exc)] = None  # the model; larger batches will not help
                     break
