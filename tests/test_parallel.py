@@ -185,6 +185,28 @@ def test_pipeline_memory_and_bubble() -> None:
     assert pp.ttft_s == pytest.approx(base.ttft_s, rel=0.01)
 
 
+def test_pipeline_memory_is_the_fullest_stages() -> None:
+    # Llama-3.1-405B, 126 layers over 8 stages, split as vLLM's get_pp_indices does: 126 // 8 = 15 each, the 6 left
+    # over one more each on stages 6, 5, ..., 1 (the ones before the last): [15, 16, 16, 16, 16, 16, 16, 15]; the
+    # first stage adds the embedding, the last the LM head. Before session 33 a GPU held 1/8 of every weight.
+    from llmsim.analysis.memory import pipeline_stage_sizes, stage_weights_bytes, weights_bytes
+    from llmsim.cost.workload import CostOptions
+
+    assert pipeline_stage_sizes(126, 8) == [15, 16, 16, 16, 16, 16, 16, 15]
+    spec = llmsim.load_model("llama-3.1-405b")
+    stages = stage_weights_bytes(spec, CostOptions(), 8)
+    assert sum(w for w, _ in stages) == pytest.approx(weights_bytes(spec, CostOptions()))  # every weight, once
+    r = llmsim.simulate("llama-3.1-405b", "h200", batch_size=192, prompt_len=2048, gen_len=256, pipeline_parallel=8)
+    # a middle stage's 16 layers outweigh the first stage's 15 and the embedding: 16 / 126 of the layers' weights
+    assert r.memory.weights_bytes == pytest.approx(stages[1][0])
+    assert stages[1][0] > max(stages[0][0], stages[7][0]) and stages[1][0] > weights_bytes(spec, CostOptions()) / 8
+    assert r.memory.kv_cache_bytes == pytest.approx(
+        llmsim.simulate("llama-3.1-405b", "h200", batch_size=192, prompt_len=2048, gen_len=256,
+                        pipeline_parallel=8, num_microbatches=1).memory.kv_cache_bytes)  # all micro-batches' KV
+    tied = stage_weights_bytes(llmsim.load_model("gemma-3-1b"), CostOptions(), 2)  # tied embeddings
+    assert tied[0][0] == pytest.approx(tied[1][0], rel=0.1)  # the last stage holds its own LM head copy
+
+
 def test_plan_best_meets_targets_when_resimulated() -> None:
     p = llmsim.plan("llama-3.1-70b", "h100-sxm", prompt_len=1024, gen_len=128, tpot_slo_s=0.03, ttft_slo_s=5.0,
                     target_tokens_per_s=5000, max_gpus=16, batch_sizes=[1, 8, 32, 128])

@@ -18,7 +18,7 @@ from ..models.loading import load_model
 from ..models.spec import ModelSpec
 from ..timing.phases import PhaseTotals, decode_totals, pipelined, prefill_totals
 from ..timing.roofline import BOUNDS, ExecutionOptions, Roofline
-from .memory import footprint
+from .memory import footprint, stage_weights_bytes
 
 
 def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
@@ -106,9 +106,18 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
         prefill = pipeline_of(prefill, model, roofline, cost, micro, prompt_len, p, m)
         decode = pipeline_of(decode, model, roofline, cost, micro, 1, p, m, steps=np.asarray(gen_len) - 1,
                              steady=execution.pipeline_decode == "steady")
-        # one GPU holds 1/p of the layers: weights and KV cache of all m micro-batches, split by p
+        # one GPU holds one stage: its layers' weights and KV cache of all m micro-batches, the embedding on the
+        # first stage, the LM head on the last; the fullest stage's GPU is the one reported (memory.stage_weights_bytes;
+        # approximation: every layer caches alike)
         kv_all = memory["kv_cache_bytes"] * m
-        memory = dict(memory, weights_bytes=memory["weights_bytes"] / p, kv_cache_bytes=kv_all / p)
+        layers = model.num_layers
+        stages = [(w, kv_all * n / layers) for w, n in stage_weights_bytes(model, cost, p)]
+        held = [w + kv for w, kv in stages]
+        fullest = np.argmax(np.stack(np.broadcast_arrays(*held)), axis=0) if np.ndim(kv_all) else int(np.argmax(held))
+        pick = np.choose if np.ndim(kv_all) else (lambda k, xs: xs[k])
+        memory = dict(memory, weights_bytes=pick(fullest, [np.broadcast_to(w, np.shape(kv_all)) if np.ndim(kv_all)
+                                                            else w for w, _ in stages]),
+                      kv_cache_bytes=pick(fullest, [kv for _, kv in stages]))
         memory["total_bytes"] = (memory["weights_bytes"] + memory["kv_cache_bytes"] + memory["activation_bytes"]
                                  + memory["workspace_bytes"])
         memory["fits"] = np.asarray(memory["total_bytes"]) <= hardware.memory_capacity_bytes

@@ -43,6 +43,49 @@ def weights_bytes(model: ModelSpec, options: CostOptions) -> float:
     return float(sum(op.count * op.param_bytes for op in ops))
 
 
+def pipeline_stage_sizes(num_layers: int, stages: int) -> list[int]:
+    """Layers per pipeline stage as vLLM splits them (vllm/distributed/utils.py get_pp_indices): num_layers // p
+    each, the remainder one more each on the stages before the last, from the second-to-last backwards (the
+    first stage holds the embedding, the last the LM head)."""
+    sizes = [num_layers // stages] * stages
+    for i in range(2, num_layers % stages + 2):
+        sizes[-i] += 1
+    return sizes
+
+
+@lru_cache(maxsize=256)
+def stage_weights_bytes(model: ModelSpec, options: CostOptions, stages: int) -> tuple[tuple[float, int], ...]:
+    """(weight bytes, layers) of each pipeline stage: its layers' weights (pipeline_stage_sizes, in the model's
+    layer order), the embedding on the first stage, the final norm and LM head on the last (which, with tied
+    embeddings, holds its own copy of the embedding matrix as its LM head).
+    approximation: every layer of a group weighs the same (exact: a group is identical layers)."""
+    ops = build_ops_unchecked(model, "prefill", 1, 1, 0, options)
+    groups = model.layer_groups
+    prefixes = sorted(((f"layers.{g.tag}." if g.tag else "layers.", i) for i, g in enumerate(groups)),
+                      key=lambda x: len(x[0]), reverse=True)
+    per_layer = [0.0] * len(groups)
+    first = last = 0.0
+    for op in ops:
+        if not op.param_bytes:
+            continue
+        if op.name.startswith("layers."):
+            index = next(i for prefix, i in prefixes if op.name.startswith(prefix))
+            per_layer[index] += float(op.param_bytes)  # one layer's (op.count: the group's layers)
+        elif op.name.startswith("embed"):
+            first += float(op.count * op.param_bytes)
+        else:
+            last += float(op.count * op.param_bytes)
+    if stages > 1 and model.tie_word_embeddings:
+        last += first  # the last stage's LM head: the embedding matrix, loaded there too
+    out, start = [], 0
+    for k, size in enumerate(pipeline_stage_sizes(len(model.layer_pattern), stages)):
+        weights = sum(per_layer[g] for g in model.layer_pattern[start:start + size])
+        weights += (first if k == 0 else 0.0) + (last if k == stages - 1 else 0.0)
+        out.append((weights, size))
+        start += size
+    return tuple(out)
+
+
 def peak_activation_bytes(model: ModelSpec, options: CostOptions, batch_size: Any, seq_len: Any,
                           prefill_values: dict[str, list[Any]] | None = None) -> Any:
     """Largest live activation set of a prefill of seq_len tokens.

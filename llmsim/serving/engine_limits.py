@@ -181,31 +181,44 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     seqs, note = _seqs_within_token_budget(engine, seqs, tokens, max_num_seqs is not None)
     _, _, kv_dtype = options.resolved_dtypes(model.dtype)
     tp = options.tensor_parallel
-    # one GPU of a pipeline stage holds 1/p of the layers: their weights, KV cache and states
-    # (approximation: layers, embedding and LM head spread evenly over the stages)
+    # one GPU of a pipeline stage holds its layers (analysis.memory.stage_weights_bytes: vLLM's split, the
+    # embedding on the first stage, the LM head on the last): their weights, KV cache and states; the engine's
+    # pool is the fewest blocks any stage's GPU holds (vLLM takes the minimum over its workers)
+    # (approximation: every layer caches alike)
     p = pipeline_parallel
-    state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p  # per sequence
-    per_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p \
-        - state
-    if data_parallel is None:
-        weights = weights_bytes(model, options) / p
-    else:
+    layers = len(model.layer_pattern)
+    if data_parallel is not None:
         from .data_parallel import weights_bytes_per_gpu
 
-        weights = weights_bytes_per_gpu(model, options, data_parallel) / p
-    if draft is not None:  # the draft's weights and, per token, its KV beside the target's
-        weights += weights_bytes(draft, options) / p
-        per_token += float(draft.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp)) / p
+        stages = [(weights_bytes_per_gpu(model, options, data_parallel) / p, layers / p)]
+    elif p > 1:
+        from ..analysis.memory import stage_weights_bytes
+
+        stages = [(w, float(n)) for w, n in stage_weights_bytes(model, options, p)]
+    else:
+        stages = [(weights_bytes(model, options), float(layers))]
     transient = float(peak_activation_bytes(model, options, 1, tokens)) + workspace_bytes(hardware)
     capacity = hardware.memory_capacity_bytes
-    if engine == "sglang":  # mem_fraction_static = (weights + KV pool) / capacity: the reserved rest holds the rest
-        free = util * capacity - weights
-    elif engine == "trtllm":  # free_gpu_memory_fraction of what a profiling pass leaves after the weights
-        free = util * (capacity - weights - transient)
-    else:  # vLLM: gpu_memory_utilization of the capacity for weights, peak activations and the KV cache together
-        free = util * capacity - weights - transient
-    block_bytes = block * per_token if per_token > 0 else state  # a state-only model: one state per block
-    blocks = int(free // block_bytes) if block_bytes > 0 else 1 << 40
+    all_state = float(model.recurrent_state_bytes(1, kv_dtype=kv_dtype, tensor_parallel=tp))  # per sequence
+    all_token = float(model.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype, tensor_parallel=tp))
+    pools = []
+    for stage_weights, stage_layers in stages:
+        share = stage_layers / layers
+        state, per_token, weights = all_state * share, (all_token - all_state) * share, stage_weights
+        if draft is not None:  # the draft's weights and, per token, its KV beside the target's
+            weights += weights_bytes(draft, options) / p
+            per_token += float(draft.kv_cache_bytes(batch_size=1, seq_len=1, kv_dtype=kv_dtype,
+                                                    tensor_parallel=tp)) / p
+        if engine == "sglang":  # mem_fraction_static = (weights + KV pool) / capacity: the reserved rest holds the
+            free = util * capacity - weights  # rest
+        elif engine == "trtllm":  # free_gpu_memory_fraction of what a profiling pass leaves after the weights
+            free = util * (capacity - weights - transient)
+        else:  # vLLM: gpu_memory_utilization of the capacity for weights, peak activations and the KV cache
+            free = util * capacity - weights - transient
+        block_bytes = block * per_token if per_token > 0 else state  # a state-only model: one state per block
+        blocks = int(free // block_bytes) if block_bytes > 0 else 1 << 40
+        pools.append((blocks, block_bytes, state, per_token, weights))
+    blocks, block_bytes, state, per_token, weights = min(pools, key=lambda pool: pool[0])
     state_blocks = -(-int(state) // int(block_bytes)) if state and block_bytes else 0  # per running request
     need = -(-longest_request // block) * (per_token > 0) + state_blocks
     if blocks < need:
