@@ -99,9 +99,10 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
                            help=f"default: {CostOptions.model_fields[name].default}")
     from .dtypes import DTYPE_BYTES
 
-    for name in ("weight-dtype", "activation-dtype", "kv-dtype"):
+    for name, default in (("weight-dtype", "the config's dtype (a quantized checkpoint: its formats)"),
+                          ("activation-dtype", "the config's dtype"), ("kv-dtype", "--activation-dtype's")):
         group.add_argument(f"--{name}", type=_dtype_arg, choices=tuple(DTYPE_BYTES),
-                           help="default: the config's dtype (aliases: bf16, fp16, fp32)")
+                           help=f"default: {default} (aliases: bf16, fp16, fp32)")
     group.add_argument("--fused-projections", dest="fused_projections", action=argparse.BooleanOptionalAction,
                        default=None, help="one GEMM for Q, K, V and one for gate and up (default: the engine's)")
     group = parser.add_argument_group("engine and execution options")

@@ -41,7 +41,8 @@ class CostOptions(BaseModel):
     - kv_cache="paged": the new token's K and V are written in place (serving engines, static caches).
       "concat": transformers' DynamicCache, which concatenates the whole cache with the new token
       every step, so each step also reads and rewrites every cached token.
-    - weight_dtype, activation_dtype, kv_dtype: default to the config's dtype; the weights of a quantized
+    - weight_dtype, activation_dtype: default to the config's dtype, kv_dtype to the activation dtype (fp8
+      activations cache fp8 keys and values unless kv_dtype says otherwise); the weights of a quantized
       checkpoint default to its quantization_config, per module role (llmsim.models.quantization). An
       explicit weight_dtype overrides that for every linear layer (with the int4/int8 group-128 fp16 scales
       of `dtypes.weight_bytes_per_param`).
