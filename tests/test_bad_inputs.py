@@ -286,6 +286,9 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("plan-bool-gpus", _plan(max_gpus=True), OptionError, "max_gpus=True must be an integer"),
     ("max-context-string-gen", _max_context(gen_len="4"), OptionError, "gen_len='4' must be an integer"),
     ("simulate-tables-typo", _simulate(tables="vlm"), OptionError, "tables='vlm' is neither a table set name"),
+    # session 33: it named the inter-node bandwidth missing, the file having no [interconnect] at all
+    ("simulate-split-over-a-device-without-interconnect", lambda: llmsim.simulate(
+        MODEL, "cpu-generic", tensor_parallel=2), LlmsimError, r"has no \[interconnect\] section"),
     ("simulate-tables-number", _simulate(tables=5), OptionError, "tables=5 is neither"),
     ("simulate-tables-empty", _simulate(tables=""), OptionError, "tables='' is neither"),  # was: no tables
     # session 33: a folder with no table file (one level too high) ran every op on the roofline without a word

@@ -211,6 +211,10 @@ class HardwareSpec(BaseModel):
         return 0.0
 
     def interconnect_value(self, key: str) -> float:
+        if not self.interconnect:  # no section at all (a one-device file: cpu-generic, a copy without it)
+            raise HardwareError(f"hardware {self.name!r} has no [interconnect] section: splitting a model over "
+                                "several devices needs its gpus_per_node and intra_node_bandwidth_bytes_per_s / "
+                                "intra_node_latency_s (inter_node_* past one node)")
         if key not in self.interconnect:
             per_node = self.interconnect.get("gpus_per_node")
             if key.startswith("inter_node") and per_node is not None:  # a layout past one node of this file
