@@ -508,7 +508,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "(none)"
     keys = list(rows[0])
-    cells = [[str(r[k]) for k in keys] for r in rows]
+    cells = [["-" if r[k] is None else str(r[k]) for k in keys] for r in rows]  # None: not stated
     widths = [max(len(k), *(len(c[i]) for c in cells)) for i, k in enumerate(keys)]
     lines = ["  ".join(k.ljust(w) for k, w in zip(keys, widths))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
@@ -847,7 +847,7 @@ def _analyze(args: argparse.Namespace) -> int:
         module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
         result = analyze(module, inputs, hardware=args.hardware, dtype=args.dtype, engine=args.engine,
                          name=args.model, autocast=args.autocast)
-    print(result)
+    print(result.summary(top=0))  # the kernel table once, at --top
     print()
     print(result.ops_table(top=args.top))
     if args.by_module:

@@ -276,7 +276,8 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("limit-tpot-in-prefill", _limit(phase="prefill", tpot_slo_s=0.01), OptionError,
      "tpot_slo_s does not apply to phase='prefill'; its latency target is ttft_slo_s"),
     ("limit-ttft-in-decode", _limit(ttft_slo_s=0.01), OptionError, "ttft_slo_s does not apply to phase='decode'"),
-    ("limit-fixed-varied", _limit(kv_len=8), OptionError, "kv_len=8: kv_len is the quantity varied"),
+    ("limit-fixed-varied", _limit(kv_len=8), OptionError,  # it told limit to give lo and hi (session 33)
+     "kv_len=8: kv_len is the quantity varied; first_limit searches it from 1 upward; drop it"),
     ("limit-bad-phase", _limit(phase="gen"), OptionError, "phase='gen' is not allowed; choose one of decode, prefill"),
     ("limit-inverted-range", _limit(start=100, stop=10), OptionError, "the bracket needs start < stop"),
     ("crossover-inf-hi", _crossover(vary="kv_len", hi=float("inf")), OptionError,

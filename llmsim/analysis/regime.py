@@ -180,7 +180,9 @@ def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: di
     return totals, spec, hw
 
 
-def _fixed_workload(phase: str, vary: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _fixed_workload(phase: str, vary: str, kwargs: dict[str, Any],
+                   instead: str = "give its range instead of one value (lo and hi, or start and stop)"
+                   ) -> dict[str, Any]:
     """Take the fixed workload out of the keyword arguments: the phase's quantities other than the varied one
     (a value of the varied one, or of the other phase's, would be silently ignored: refused)."""
     check_choice("phase", phase, VARY)
@@ -188,8 +190,7 @@ def _fixed_workload(phase: str, vary: str, kwargs: dict[str, Any]) -> dict[str, 
     fixed = {k: kwargs.pop(k) for k in ("batch_size", "seq_len", "kv_len") if k in kwargs}
     for key, value in fixed.items():
         if key == vary:
-            raise OptionError(f"{key}={value!r}: {key} is the quantity varied; give its range instead of one value "
-                              "(lo and hi, or start and stop)")
+            raise OptionError(f"{key}={value!r}: {key} is the quantity varied; {instead}")
         if key not in VARY[phase]:
             raise OptionError(f"{key}={value!r} does not apply to phase={phase!r}; its quantities are "
                               f"{' and '.join(VARY[phase])}")
@@ -344,7 +345,8 @@ def first_limit(model: Any, hardware: Any, vary: str = "kv_len", phase: str = "d
     ignored, target = ("tpot_slo_s", "ttft_slo_s") if phase == "prefill" else ("ttft_slo_s", "tpot_slo_s")
     if (ttft_slo_s if ignored == "ttft_slo_s" else tpot_slo_s) is not None:  # it would be silently ignored
         raise OptionError(f"{ignored} does not apply to phase={phase!r}; its latency target is {target}")
-    fixed = _fixed_workload(phase, vary, kwargs)
+    # (first_limit searches the varied quantity from 1 upward itself: no range to give)
+    fixed = _fixed_workload(phase, vary, kwargs, instead="first_limit searches it from 1 upward; drop it")
     gen_len = check_one("gen_len", kwargs.pop("gen_len", 1), 1)
     totals, spec, hw = _phase_evaluator(model, hardware, phase, vary, fixed, kwargs)
     if gen_len > spec.max_position_embeddings:

@@ -128,6 +128,10 @@ class TraceResult:
         return "\n".join(lines)
 
     def __str__(self) -> str:
+        return self.summary(top=5)
+
+    def summary(self, top: int = 5) -> str:
+        """The result in words, with its `top` kernels (0: none, as `llmsim analyze` prints its own table)."""
         shares = ", ".join(f"{b} {s:.0%}" for b, s in self.shares.items())
         dtype = self.dtype if self.autocast is None else f"autocast {self.autocast} over {self.dtype}"
         lines = [f"{self.model} ({self.parameters / 1e6:.1f} M parameters) on {self.hardware}, {dtype}, "
@@ -141,8 +145,9 @@ class TraceResult:
             lines.append(f"  {self.tables_note}")
         if self.unknown_ops:
             lines.append(f"  no formula (costed as memory-bound copies): {', '.join(self.unknown_ops)}")
-        lines.append("  top kernels:")
-        lines += ["    " + line for line in self.ops_table(top=5).splitlines()]
+        if top:
+            lines.append("  top kernels:")
+            lines += ["    " + line for line in self.ops_table(top=top).splitlines()]
         return "\n".join(lines)
 
 
