@@ -445,7 +445,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--phase", choices=("prefill", "decode"), default="prefill",
                    help="what the profile ran: one prefill, or one decode step (default: prefill)")
     p.add_argument("--top", type=_positive_int, default=30, help="kernel rows to print (default: 30)")
-    _add_figure_out(p, "--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png)")
+    _add_figure_out(p, "--out", default=None, help="roofline plot to write (default: <path stem>-roofline.png "
+                    "in the working folder, numbered -2, -3, ... past one already there)")
     _add_cost_options(p)
 
     from .cli_whatif import add_parsers
@@ -874,7 +875,11 @@ def _profile(args: argparse.Namespace) -> int:
         if stray:
             raise LlmsimError(f"{', '.join(stray)}: set the prediction a profile is compared with; give --model too "
                               "(without it the profile's kernels are read on the roofline alone)")
-    out = args.out or f"{Path(args.path).name.split('.')[0]}-roofline.png"
+    out = args.out
+    if out is None:  # the default name, numbered past any file already there (a rerun overwrites nothing)
+        stem = Path(args.path).name.split(".")[0]
+        out = next(name for name in (f"{stem}-roofline{f'-{k}' if k > 1 else ''}.png" for k in range(1, 10_000))
+                   if not Path(name).exists())
     _check_out(out)
     profile = read_profile(args.path)
     result = None

@@ -286,6 +286,18 @@ def test_cli_profile_refuses_prediction_settings_without_a_model(tmp_path: Path,
     assert main(args) == 0
 
 
+def test_cli_profile_default_plot_is_numbered_past_one_already_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     capsys: pytest.CaptureFixture) -> None:
+    # a rerun refused to overwrite the first run's default plot before session 33
+    from llmsim.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    args = ["profile", str(FIXTURES / "ncu_raw_documented_layout.csv"), "--hardware", "a100-80gb-sxm"]
+    assert main(args) == 0 and main(args) == 0
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["ncu_raw_documented_layout-roofline-2.png",
+                                                               "ncu_raw_documented_layout-roofline.png"]
+
+
 def test_cli_profile_prints_the_table_and_writes_the_plot(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     from llmsim.cli import main
 
