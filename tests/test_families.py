@@ -179,3 +179,15 @@ def test_gated_delta_scan_runs_in_chunks_of_64() -> None:
 def test_linear_attention_heads_named_in_errors() -> None:
     with pytest.raises(ConfigError, match="linear_num_value_heads=3 is not a multiple of linear_num_key_heads=2"):
         llmsim.load_model(dict(TINY_CONFIGS["qwen3_next"], linear_num_value_heads=3))
+
+
+def test_a_multimodal_config_says_its_encoder_is_left_out() -> None:
+    # llava: a Llama language model beside a CLIP vision tower. llmsim costs the language model; before session 33
+    # it said nothing of the vision encoder's weights, memory and time left out
+    from llmsim.errors import AssumptionWarning
+
+    llava = {"model_type": "llava", "text_config": dict(TINY_CONFIGS["llama-gqa"]),
+             "vision_config": {"model_type": "clip_vision_model", "hidden_size": 64}}
+    with pytest.warns(AssumptionWarning, match=r"\(llava\): costed as its language model \(llama\); the vision"):
+        spec = llmsim.load_model(llava)
+    assert spec.model_type == "llama"

@@ -105,6 +105,19 @@ def _import_transformers() -> Any:
     return transformers
 
 
+def _warn_towers(outer: Any, text_type: Any, towers: list[str]) -> None:
+    """Say, once per load, that a multimodal config is costed as its language model alone: its vision or audio
+    encoder (vision_config, audio_config) is not modelled, so its weights, memory and time are left out."""
+    if towers and text_type in _ADAPTERS:
+        import warnings
+
+        from ..errors import AssumptionWarning
+
+        encoders = " and ".join(t.removesuffix("_config") for t in towers)
+        warnings.warn(f"model config ({outer}): costed as its language model ({text_type}); the {encoders} "
+                      "encoder's weights, memory and time are left out", AssumptionWarning, stacklevel=4)
+
+
 def config_from_dict(data: Mapping[str, Any]) -> Any:
     """A transformers PretrainedConfig built from a config dict, after checking the needed keys."""
     transformers = _import_transformers()
@@ -112,7 +125,10 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
     data = _special_floats(dict(data))
     data.pop("auto_map", None)  # remote-code hooks are never followed
     from_text_config = "text_config" in data and data.get("model_type") not in _ADAPTERS
+    outer, towers = data.get("model_type"), [k for k in ("vision_config", "audio_config") if data.get(k)]
     data = _text_part(data)
+    if from_text_config:
+        _warn_towers(outer, data.get("model_type"), towers)
     if data.get("model_type") in _LEGACY_TYPES:
         data["model_type"] = _LEGACY_TYPES[data["model_type"]]
     for old, new in _LEGACY_KEYS.get(str(data.get("model_type")), {}).items():
@@ -179,7 +195,10 @@ def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:
     if isinstance(config, Mapping):
         config = config_from_dict(config)
     if getattr(config, "model_type", None) not in _ADAPTERS and hasattr(config, "get_text_config"):
+        outer = getattr(config, "model_type", None)
+        towers = [k for k in ("vision_config", "audio_config") if getattr(config, k, None) is not None]
         config = config.get_text_config()
+        _warn_towers(outer, getattr(config, "model_type", None), towers)
     model_type = getattr(config, "model_type", None)
     if model_type not in _ADAPTERS:
         raise ConfigError(
