@@ -95,3 +95,15 @@ def test_sweep_is_vectorised_open_grid() -> None:
               gen_len=[2, 128], engine="roofline", efficiency="achievable")
     assert len(s) == 200 * 200 * 2
     assert np.all(np.diff(s.columns["ttft_s"].reshape(200, 200, 2)[:, :, 0], axis=0) >= 0)
+
+
+def test_texts_say_nothing_ran_rather_than_print_empty_tables() -> None:
+    # generate 1: no decode step, so no decode op table of zero times; a plan with no configuration: no header over
+    # no rows (both printed before session 33)
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=1)
+    table = r.ops_table()
+    assert "decode (0 steps" in table and "no step: the prefill samples the only token" in table
+    assert table.split("decode (0 steps")[1].count("\n") == 1  # no op rows after it
+    p = llmsim.plan("llama-3.1-70b", "h100-sxm", prompt_len=512, gen_len=16, tpot_slo_s=0.03, max_gpus=1,
+                    batch_sizes=[1])
+    assert p.best is None and "TTFT" not in str(p)

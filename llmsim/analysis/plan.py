@@ -60,7 +60,8 @@ class Plan(BaseModel):
                   f"{device + 's':>6}")
         lines.append("  best:" if self.best else "  no configuration meets the targets")
         rows = ([self.best] if self.best else []) + [c for c in self.pareto if c != self.best]
-        lines.append(header)
+        if rows:  # (no header over nothing)
+            lines.append(header)
         for i, c in enumerate(rows):
             if i == 1:
                 lines.append(f"  Pareto front (latency against throughput per {device}):")

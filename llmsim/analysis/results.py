@@ -120,6 +120,9 @@ class SimulationResult(BaseModel):
                 continue
             label = f"{result.phase} ({result.steps} step{'s' if result.steps != 1 else ''}, {_fmt_s(result.time_s)})"
             lines.append(label)
+            if result.steps == 0:  # generate 1: no decode step, so no op ran (a table of zero times told nothing)
+                lines.append("  no step: the prefill samples the only token")
+                continue
             lines.append(f"  {'op':<40} {'count':>5} {'GFLOP':>10} {'MB':>10} {'FLOP/B':>8} {'time':>10} "
                          f"{'bound':>8} {'share':>6}  source")
             ops = sorted(result.ops, key=lambda o: -o.time_s)[:top]
