@@ -109,15 +109,11 @@ def evaluate(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, execut
         # one GPU holds one stage: its layers' weights and KV cache of all m micro-batches, the embedding on the
         # first stage, the LM head on the last; the fullest stage's GPU is the one reported (memory.stage_weights_bytes;
         # approximation: every layer caches alike)
+        # (one workload: simulate() runs a pipeline for a single batch and length)
         kv_all = memory["kv_cache_bytes"] * m
-        layers = model.num_layers
-        stages = [(w, kv_all * n / layers) for w, n in stage_weights_bytes(model, cost, p)]
-        held = [w + kv for w, kv in stages]
-        fullest = np.argmax(np.stack(np.broadcast_arrays(*held)), axis=0) if np.ndim(kv_all) else int(np.argmax(held))
-        pick = np.choose if np.ndim(kv_all) else (lambda k, xs: xs[k])
-        memory = dict(memory, weights_bytes=pick(fullest, [np.broadcast_to(w, np.shape(kv_all)) if np.ndim(kv_all)
-                                                            else w for w, _ in stages]),
-                      kv_cache_bytes=pick(fullest, [kv for _, kv in stages]))
+        stages = [(w, kv_all * n / model.num_layers) for w, n in stage_weights_bytes(model, cost, p)]
+        weights, kv = max(stages, key=lambda stage: stage[0] + stage[1])
+        memory = dict(memory, weights_bytes=weights, kv_cache_bytes=kv)
         memory["total_bytes"] = (memory["weights_bytes"] + memory["kv_cache_bytes"] + memory["activation_bytes"]
                                  + memory["workspace_bytes"])
         memory["fits"] = np.asarray(memory["total_bytes"]) <= hardware.memory_capacity_bytes

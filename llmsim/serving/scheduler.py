@@ -221,8 +221,8 @@ def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndar
     requests of the group start after them, until blocks run short and it is the least recently used prefix no
     running request holds (serving.prefix_cache).
     frontend: the serving frontend every request passes before the engine sees it (none: the engine sees it when
-    it is sent). approximation: a closed loop's first requests go through it before any later one (exact when
-    they are all sent before the first finishes, as without a ramp)."""
+    it is sent): a closed loop's first requests go through it up front, each later one behind the requests sent
+    before it (serving.frontend)."""
     n = len(prompt_len)
     arrivals = np.asarray(arrival_s, dtype=float)
     if concurrency is not None:  # the first requests' times; the others' are known as the run goes

@@ -51,6 +51,6 @@ def inter_token_gaps(step: dict[str, Any], first_token_s: Any, gen_len: Any) -> 
     new = np.bincount(k, minlength=len(start)).astype(float)  # first decodes per step  [decoding steps]
     continuing = np.maximum(decoding - new, 0.0)
     own = np.isfinite(prev)  # the very first decoding step: every request in it is on its first decode
-    gaps = np.concatenate([np.where(own, end - prev, time[d][order]), end[k] - first])
+    gaps = np.concatenate([end - np.where(own, prev, start), end[k] - first])
     counts = np.concatenate([np.where(own, continuing, 0.0), np.ones(len(first))])
     return gaps, counts
