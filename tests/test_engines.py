@@ -128,6 +128,53 @@ def test_a_dtype_without_a_table_falls_back_and_says_why() -> None:
     assert _op(r, "decode", "layers.attn.flash").source == "vllm decode_attention"  # attention still measured
 
 
+@pytest.mark.parametrize("dtypes, reasons", [
+    # float32 runs: no engine measures float32 GEMMs or a float32 cache (FlashAttention takes 16-bit and fp8)
+    ({"weight_dtype": "float32", "activation_dtype": "float32"},
+     ["no float32 GEMM table for engine vllm on h100-sxm",
+      "no prefill attention table for float32 KV caches (the tables time bf16 and fp8 caches; engine vllm on "
+      "h100-sxm)",
+      "no decode attention table for float32 KV caches (the tables time bf16 and fp8 caches; engine vllm on "
+      "h100-sxm)"]),
+    # int8 W8A8 (SmoothQuant-style): no int8 x int8 GEMM rows, and the cache follows the activations to int8
+    ({"weight_dtype": "int8", "activation_dtype": "int8"},
+     ["no int8 (W8A8) GEMM table for engine vllm on h100-sxm",
+      "no prefill attention table for int8 KV caches (the tables time bf16 and fp8 caches; engine vllm on h100-sxm)",
+      "no decode attention table for int8 KV caches (the tables time bf16 and fp8 caches; engine vllm on h100-sxm)"]),
+    # 16-bit weights with fp8 activations: a pair no GEMM table holds; the fp8 cache reads the attention tables
+    ({"weight_dtype": "bfloat16", "activation_dtype": "fp8"},
+     ["no bfloat16 weights x fp8 activations GEMM table for engine vllm on h100-sxm"]),
+])
+def test_every_dtype_pair_without_a_table_says_why(dtypes: dict, reasons: list) -> None:
+    """Each GEMM and attention op an engine's tables would time names its kernel, so a dtype no table holds puts
+    it on the roofline with a reason in the result (these fell back silently before)."""
+    r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, **dtypes)
+    assert r.roofline_reasons == reasons
+    assert _op(r, "decode", "layers.mlp.down_proj").source == "roofline"
+    assert all(f"roofline    {why}" in str(r) for why in reasons)
+
+
+def test_moe_experts_of_a_weight_dtype_override_name_their_table() -> None:
+    """weight_dtype="int8" on an MoE model: the experts are int8 weight-only, which no MoE table holds; the result
+    says so (it was silent: only checkpoint formats named their MoE table)."""
+    r = llmsim.simulate("qwen3-30b-a3b", "h100-sxm", batch_size=1, prompt_len=128, gen_len=4, weight_dtype="int8")
+    assert [why for why in r.roofline_reasons if "MoE" in why] == [
+        "no int8_wo MoE table row for top-8 of 128 experts, hidden 2048, intermediate 768, tp 1, ep 1, power_law_1.2 "
+        "routing (engine vllm on h100-sxm)"]
+    assert _op(r, "decode", "layers.mlp.experts.gate_up_proj").source == "roofline"
+
+
+def test_unequal_query_and_value_head_dims_say_why_attention_is_on_the_roofline() -> None:
+    spec = llmsim.load_model("llama-3.1-8b")
+    attention = spec.layer_groups[0].layer.attention.model_copy(update={"v_head_dim": 64})
+    layer = spec.layer_groups[0].layer.model_copy(update={"attention": attention})
+    spec = spec.model_copy(update={"layer_groups": (spec.layer_groups[0].model_copy(update={"layer": layer}),)})
+    r = llmsim.simulate(spec, "h100-sxm", batch_size=1, prompt_len=128, gen_len=4)
+    assert "decode attention with head dim 128 and value head dim 64: the attention tables time equal dims" in (
+        r.roofline_reasons)
+    assert _op(r, "decode", "layers.attn.flash").source == "roofline"
+
+
 def test_fp8_weight_only_reads_the_int8_weight_only_kernel() -> None:
     # no package measures an fp8 weight-only GEMM; the 8-bit weight-only kernel (the same bytes, a dequantize to
     # 16 bits on load) stands in and the result says so: on the H100 as the A100 TensorRT-LLM int8_wo/bf16 ratio

@@ -53,8 +53,11 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks
         self.model, self.phase, self.options = model, phase, options
         weight_dtype, act_dtype, kv_dtype = options.resolved_dtypes(model.dtype)
         self.precision = matmul_precision(act_dtype, weight_dtype)
-        self.gemm_dtype = _gemm_table_dtype(weight_dtype, act_dtype)  # the measured GEMM table the matmuls read
-        self.kv_table_dtype = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8"}.get(kv_dtype)
+        # the measured GEMM table the matmuls read: a lane the tables may hold, else the pair named (it has none)
+        self.gemm_lane_measured = _gemm_table_dtype(weight_dtype, act_dtype) is not None
+        self.gemm_dtype = _gemm_table_dtype(weight_dtype, act_dtype) or unmeasured_gemm_lane(weight_dtype, act_dtype)
+        # the attention tables' cache dtype: bf16 or fp8, else the cache dtype named (no table measures it)
+        self.kv_table_dtype = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8"}.get(kv_dtype, kv_dtype)
         self.B = Expr.sym("B", B)
         self.S = Expr.sym("S", S)
         self.L = Expr.sym("L", L)
@@ -102,18 +105,22 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks
 
     def role_terms(self, role: str, K: Expr, N: Expr) -> dict[str, Any]:
         """wb (bytes per weight: packed values + scales + zeros of this [N, K] matrix), bias bytes, matmul
-        precision and measured GEMM table of a role's matmul."""
+        precision and measured GEMM table of a role's matmul ("gemm"; "lane_measured": whether it is a lane the
+        tables may hold, or a pair unmeasured_gemm_lane names)."""
         fmt = self.weight_format(role)
         if fmt is None:
-            return {"wb": self.wb, "precision": self.precision, "gemm": self.gemm_dtype, "bias_bytes_per": None}
+            return {"wb": self.wb, "precision": self.precision, "gemm": self.gemm_dtype, "bias_bytes_per": None,
+                    "lane_measured": self.gemm_lane_measured}
         wb = Expr.sym("wb", fmt.bytes_per_weight(float(value_scalar(K)), float(value_scalar(N))))
         precision = compute_precision(fmt, self.act_dtype)
-        gemm = fmt.gemm_table if fmt.compute or self.act_dtype in ("bfloat16", "float16") else None
-        return {"wb": wb, "precision": precision, "gemm": gemm, "bias_bytes_per": float(self.eb.value)}
+        measured = bool(fmt.compute) or self.act_dtype in ("bfloat16", "float16")
+        gemm = fmt.gemm_table if measured else unmeasured_gemm_lane(fmt.gemm_table, self.act_dtype)
+        return {"wb": wb, "precision": precision, "gemm": gemm, "bias_bytes_per": float(self.eb.value),
+                "lane_measured": measured}
 
     def linear(self, name: str, count: int, T: Expr, K: Expr, N: Expr, bias: bool = False, **kw: Any) -> None:
         terms = self.role_terms(kw.pop("role", self.role), K, N)
-        key = ("gemm", terms["gemm"], int(value_scalar(K))) if terms["gemm"] else None
+        key = ("gemm", terms["gemm"], int(value_scalar(K)))
         self.add(formula("linear")(name, count, T=T, K=K, N=N, wb=terms["wb"], ab=self.ab, bias=bias,
                                    precision=terms["precision"], kernel_key=key,
                                    bias_bytes_per=terms["bias_bytes_per"], **kw))
@@ -227,10 +234,21 @@ def _gemm_table_dtype(weight_dtype: str, act_dtype: str) -> str | None:
     (fp16 reads it too: the same tensor-core rate and bytes); fp8 weights and fp8 activations: "fp8" (W8A8);
     weight-only with 16-bit activations: "int8_wo", "int4_wo", "fp8_wo" (dequantizing GEMMs; no fp8_wo table
     ships, so those fall back to the roofline and say so); nvfp4 weights and activations: "nvfp4" (W4A4); None
-    for float32 or int activations."""
+    for any other pair (float32 or int activations, 16-bit weights with 8-bit activations): unmeasured_gemm_lane
+    names it."""
     if act_dtype in ("bfloat16", "float16"):
         return {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8_wo", "int8": "int8_wo", "int4": "int4_wo",
                 "mxfp4": "mxfp4_wo", "nvfp4": "nvfp4_wo"}.get(weight_dtype)
     if act_dtype == weight_dtype and act_dtype in ("fp8", "nvfp4"):
         return act_dtype
     return None
+
+
+def unmeasured_gemm_lane(weight_dtype: str, act_dtype: str) -> str:
+    """The name of a (weight, activation) pair no measured GEMM table holds (float32, int8 W8A8, 16-bit weights
+    with fp8 activations, ...): its GEMMs still name a kernel, so that a result says why they are on the
+    roofline ("no float32 GEMM table for engine vllm on h100-sxm") instead of leaving them there silently."""
+    if weight_dtype != act_dtype:
+        return f"{weight_dtype} weights x {act_dtype} activations"
+    bits = round(dtype_bytes(act_dtype) * 8)
+    return f"{act_dtype} (W{bits}A{bits})" if act_dtype.startswith("int") else act_dtype

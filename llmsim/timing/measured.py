@@ -11,6 +11,7 @@ An op that names a kernel (`Op.kernel_key`, with its workload coordinates in the
     ("prefill_mla" | "decode_mla", kv_dtype, heads)      DeepSeek-shaped MLA, as the attention ones
     ("prefill_gdn", kernel, dk, dv, conv, k_heads, v_heads, act_dtype)   x = batch, y = prompt tokens
     ("decode_gdn", kernel, dk, dv, conv, k_heads, v_heads, act_dtype)    x = tokens of the step (one per sequence)
+    ("unmeasured", why)                                  no table: the op stays on the roofline and says why
 Its roofline terms (compute_s and memory_s, as the hardware file derates them) are then both scaled by
 measured / roofline, so the op's time is the measured time and its bound stays the larger roofline term.
 An op no table covers keeps the roofline; `reason` says why, per op.
@@ -83,6 +84,8 @@ FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attenti
 ENCODER_HEAD_DIM_NOTE = ("head dim {dim} read from the measured {d0} x the causal prefill table's time ratio "
                          "{dim}/{d0} at the same batch, tokens and heads (approximation: the head dim changes the "
                          "kernel's time alike with or without the causal mask)")
+# the KV-cache dtypes attention tables are read for (an fp8 cache without fp8 rows reads the bf16 ones, noted)
+MEASURED_CACHE_DTYPES = ("bf16", "fp8")
 # activation dtypes the Gated DeltaNet tables time (their q, k, v are bf16; fp16 runs the same kernels, and fp8
 # checkpoints quantize only the GEMMs around them)
 _GDN_ACTIVATIONS = ("bfloat16", "float16", "fp8")
@@ -136,6 +139,8 @@ class MeasuredTiming:
 
     def _find(self, key: tuple) -> tuple[Any, str, str | None]:
         family = FAMILY_OF.get(key[0])
+        if key[0] == "unmeasured":  # ("unmeasured", why): an op that would be a measured kernel, and why none is
+            return None, key[1], None
         if family is None:
             return None, f"{key[0]}: no measured table family in llmsim yet (roofline)", None
         if family in ("prefill_mla", "decode_mla") and family not in self.kernels.tables and self.all_families:
@@ -274,6 +279,9 @@ class MeasuredTiming:
             return _encoder_lookup(k, self.label(family), key)
         phase = "prefill" if family == "prefill_attention" else "decode"
         _, kv_dtype, head_dim, heads, kv_heads, *window = key
+        if kv_dtype not in MEASURED_CACHE_DTYPES:
+            return None, (f"no {phase} attention table for {kv_dtype} KV caches (the tables time "
+                          f"{' and '.join(MEASURED_CACHE_DTYPES)} caches; engine {k.engine} on {k.device})"), None
         found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)
         if found is None:
             return None, f"no {phase} attention table for head dim {head_dim} (engine {k.engine} on {k.device})", None

@@ -100,11 +100,13 @@ class AttentionBlocks:
 
     def _attention_kernel(self, attn: AttentionSpec, H: Expr, kvh: Expr) -> dict[str, Any]:
         """The measured attention kernel a fused standard attention is (per-GPU heads), read at (batch, prompt
-        tokens) in prefill and (batch, keys attended) in decode; none for MLA or a cache dtype without tables."""
+        tokens) in prefill and (batch, keys attended) in decode; MLA's below; unequal query and value head dims
+        name no table's coordinates, only why there is none."""
         if attn.kind == "mla":
             return self._mla_kernel(attn, H)
-        if attn.head_dim != attn.v_head_dim or self.kv_table_dtype is None:
-            return {}
+        if attn.head_dim != attn.v_head_dim:
+            return {"kernel_key": ("unmeasured", f"{self.phase} attention with head dim {attn.head_dim} and value "
+                                                 f"head dim {attn.v_head_dim}: the attention tables time equal dims")}
         shape = (self.kv_table_dtype, attn.head_dim, round(float(H.value)), round(float(kvh.value)))
         if self.phase == "prefill":
             return {"kernel_key": ("prefill_attention", *shape, attn.sliding_window or 0, attn.chunked),

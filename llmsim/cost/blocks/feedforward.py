@@ -80,17 +80,14 @@ class FeedForwardBlocks:
         # shared among the expert GEMMs by their weight matrices: gated gate+up 2 of 3, down 1 of 3
         # approximation: the activation and combine ops keep their own (small) roofline times on top
         matrices = 3 if expert.gated else 2
-        experts_gemm = self.role_terms("experts", h, I)["gemm"]  # the experts' format's kernel family
-        # weight-only formats of a quantized checkpoint name their table too, so a result says why it is missing
+        # the experts' format's kernel family, from the checkpoint or weight_dtype; one no table holds (float32,
+        # int8 weight-only, ...) is named too, so that a result says why the experts are on the roofline
+        moe_dtype = self.role_terms("experts", h, I)["gemm"]
         fmt = self.weight_format("experts")
-        quantized = fmt is not None
-        moe_dtype = experts_gemm if experts_gemm in ("bf16", "fp8") or (quantized and experts_gemm) else None
         if moe_dtype == "fp8" and fmt is not None and fmt.granularity == "block":
             moe_dtype = "fp8_block"  # block-scaled fp8 experts (DeepSeek-V3, Qwen3-FP8) run their own kernels
 
         def moe_key(share: int) -> dict[str, Any]:
-            if moe_dtype is None:
-                return {}
             key = ("moe", moe_dtype, moe.top_k, moe.num_experts, self.model.hidden_size, expert.intermediate_size,
                    moe_tp, ep, share / matrices, moe.routing)
             return {"kernel_key": key, "kernel_tokens": T}  # the tokens entering the layer on this GPU

@@ -30,11 +30,11 @@ class HeadBlocks:
         tied = model.tie_word_embeddings
         self.layer_unquantized = ()
         terms = self.role_terms("lm_head", self.h, V_local)  # untied: the weight dtype, or the config's format
-        dtype = ("bf16" if tied else terms["gemm"]) if terms["gemm"] else None  # tied: the 16-bit embedding
+        dtype = "bf16" if tied and terms["lane_measured"] else terms["gemm"]  # tied: the 16-bit embedding
         self.add(formula("linear")(
             "lm_head", 1, T=tokens, K=self.h, N=V_local, wb=self.eb if tied else terms["wb"], ab=self.ab,
             owns_weight=not tied, precision=terms["precision"], bias=model.lm_head_bias,
-            kernel_key=("gemm", dtype, model.hidden_size) if dtype else None,
+            kernel_key=("gemm", dtype, model.hidden_size),
         ))
         if model.logit_scale:  # logits[tokens, V] * c (Cohere: logit_scale; Granite: 1 / logits_scaling)
             self.elementwise("logit_scale", 1, tokens * V_local, 1, 1, 1)
