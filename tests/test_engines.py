@@ -354,3 +354,21 @@ def test_step_host_s_on_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert "engine host 0.40 ms per step" in capsys.readouterr().out and "engine host" not in without
     assert main([*args, "--step-host-s", "-1"]) == 2
     assert "step_host_s=-1.0 must be a positive number of seconds (or 0)" in capsys.readouterr().err
+
+
+def test_mla_without_a_table_says_why() -> None:
+    """MLA that the DeepSeek-shaped MLA tables do not time says which difference puts it on the roofline."""
+    expand = llmsim.simulate("deepseek-v2-lite", "h100-sxm", batch_size=2, prompt_len=256, gen_len=4, mla="expand")
+    assert "decode MLA with mla='expand': the decode MLA tables time the absorbed kernel (mla='absorb')" in (
+        expand.roofline_reasons)
+    f32 = llmsim.simulate("deepseek-v2-lite", "h100-sxm", batch_size=2, prompt_len=256, gen_len=4, kv_dtype="float32")
+    assert "no decode mla table for float32 KV caches (the tables time bf16 and fp8 caches; engine vllm on " \
+        "h100-sxm)" in f32.roofline_reasons
+    spec = llmsim.load_model("deepseek-v2-lite")
+    attention = spec.layer_groups[0].layer.attention.model_copy(update={"kv_lora_rank": 256})
+    groups = tuple(g.model_copy(update={"layer": g.layer.model_copy(update={"attention": attention})})
+                   for g in spec.layer_groups)
+    r = llmsim.simulate(spec.model_copy(update={"layer_groups": groups}), "h100-sxm", batch_size=2, prompt_len=256,
+                        gen_len=4)
+    assert ("prefill MLA with latent rank 256, rope dim 64, no-rope dim 128, value dim 128: the MLA tables time "
+            "DeepSeek's 512, 64, 128, 128") in r.roofline_reasons

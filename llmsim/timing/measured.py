@@ -143,6 +143,11 @@ class MeasuredTiming:
             return None, key[1], None
         if family is None:
             return None, f"{key[0]}: no measured table family in llmsim yet (roofline)", None
+        if family in ("prefill_mla", "decode_mla", "prefill_attention", "decode_attention") and (
+                key[1] not in MEASURED_CACHE_DTYPES):
+            return None, (f"no {family.replace('_', ' ')} table for {key[1]} KV caches (the tables time "
+                          f"{' and '.join(MEASURED_CACHE_DTYPES)} caches; engine {self.kernels.engine} on "
+                          f"{self.kernels.device})"), None
         if family in ("prefill_mla", "decode_mla") and family not in self.kernels.tables and self.all_families:
             proxy = _proxy_mla(self.kernels.device, self.kernels.engine, family, tuple(key[1:]))
             if proxy is not None:
@@ -279,9 +284,6 @@ class MeasuredTiming:
             return _encoder_lookup(k, self.label(family), key)
         phase = "prefill" if family == "prefill_attention" else "decode"
         _, kv_dtype, head_dim, heads, kv_heads, *window = key
-        if kv_dtype not in MEASURED_CACHE_DTYPES:
-            return None, (f"no {phase} attention table for {kv_dtype} KV caches (the tables time "
-                          f"{' and '.join(MEASURED_CACHE_DTYPES)} caches; engine {k.engine} on {k.device})"), None
         found = k.attention_slice(phase, kv_dtype, head_dim, heads, kv_heads)
         if found is None:
             return None, f"no {phase} attention table for head dim {head_dim} (engine {k.engine} on {k.device})", None

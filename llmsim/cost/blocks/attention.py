@@ -119,11 +119,17 @@ class AttentionBlocks:
         deepseek = (attn.kv_lora_rank, attn.qk_rope_head_dim, attn.qk_nope_head_dim, attn.v_head_dim) == (512, 64, 128,
                                                                                                           128)
         heads = round(float(H.value))
-        if deepseek and self.kv_table_dtype and self.phase == "prefill":
+        if not deepseek:
+            return {"kernel_key": ("unmeasured", (
+                f"{self.phase} MLA with latent rank {attn.kv_lora_rank}, rope dim {attn.qk_rope_head_dim}, no-rope dim "
+                f"{attn.qk_nope_head_dim}, value dim {attn.v_head_dim}: the MLA tables time DeepSeek's 512, 64, 128, "
+                f"128"))}
+        if self.phase == "prefill":
             return {"kernel_key": ("prefill_mla", self.kv_table_dtype, heads), "kernel_y": self.S}
-        if deepseek and self.kv_table_dtype and self.options.mla == "absorb":
+        if self.options.mla == "absorb":
             return {"kernel_key": ("decode_mla", self.kv_table_dtype, heads), "kernel_y": self._keys(attn)}
-        return {"kernel_key": ("mla_attention", self.phase)}
+        return {"kernel_key": ("unmeasured", f"decode MLA with mla={self.options.mla!r}: the decode MLA tables time "
+                                             "the absorbed kernel (mla='absorb')")}
 
     def core_attention(self, prefix: str, n: int, attn: AttentionSpec, *, H: Expr, kvh: Expr, d: Expr, dv: Expr,
                        kv_values: Expr, params: int = 0) -> None:
