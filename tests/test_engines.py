@@ -4,6 +4,7 @@ can, fallbacks say why, explicit options win over an engine's."""
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import pytest
@@ -303,6 +304,33 @@ def test_tables_from_a_folder_of_another_gpu_are_refused(tmp_path: Path) -> None
     assert _op(r, "prefill", "layers.mlp.down_proj").source.endswith("gemm")
 
 
+def test_tables_of_another_gpu_are_refused_on_every_shipped_device_and_any_cpu(tmp_path: Path) -> None:
+    """An audit found L40S tables timing an MI300X (TPOT 4.9 -> 23.1 ms), an L4, an H100 PCIe and the CPUs, and the
+    tables of a GPU llmsim ships no file for (aiconfigurator's b60) timing an H100: only the shipped devices with
+    tables of their own were checked. A hardware file of the user's own still takes GPU tables as given."""
+    folder = tmp_path / "l40s-tables"
+    folder.mkdir()
+    (folder / "gemm.csv").write_text((kernels_dir() / "l40s" / "vllm" / "gemm.csv").read_text())  # system: l40s
+    kw = dict(batch_size=1, prompt_len=16, gen_len=2, tables=str(folder))
+    for device in ("mi300x", "l4", "h100-pcie"):
+        with pytest.raises(OptionError, match=rf"measured on NVIDIA L40S \(system l40s, llmsim hardware 'l40s'\), "
+                                              rf"not on '{device}'"):
+            llmsim.simulate("llama-3.1-8b", device, **kw)
+    with pytest.raises(OptionError, match=r"GPU kernels measured on NVIDIA L40S \(system l40s\) cannot time the CPU "
+                                          r"'cpu-generic'"):
+        llmsim.simulate("llama-3.1-8b", "cpu-generic", **kw)
+    unknown = tmp_path / "b60-tables"
+    unknown.mkdir()
+    text = (folder / "gemm.csv").read_text().replace("# system: l40s", "# system: b60")
+    (unknown / "gemm.csv").write_text(text.replace("NVIDIA L40S", "Intel(R) Arc(TM) Pro B60 Graphics"))
+    with pytest.raises(OptionError, match=r"measured on Intel\(R\) Arc\(TM\) Pro B60 Graphics \(system b60\), a GPU "
+                                          r"llmsim ships no hardware file for, not on 'h100-sxm'"):
+        llmsim.simulate("llama-3.1-8b", "h100-sxm", **{**kw, "tables": str(unknown)})
+    own = llmsim.load_hardware("l40s").model_copy(update={"name": "my-gpu"})  # the user's own device: as given
+    r = llmsim.simulate("llama-3.1-8b", own, **kw)
+    assert _op(r, "decode", "layers.mlp.down_proj").source.endswith("gemm")
+
+
 def test_engine_host_work_per_step_is_one_op_per_forward_pass() -> None:
     kw = dict(batch_size=4, prompt_len=128, gen_len=65)
     base = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="vllm", step_host_s=0, **kw)
@@ -372,3 +400,22 @@ def test_mla_without_a_table_says_why() -> None:
                         gen_len=4)
     assert ("prefill MLA with latent rank 256, rope dim 64, no-rope dim 128, value dim 128: the MLA tables time "
             "DeepSeek's 512, 64, 128, 128") in r.roofline_reasons
+
+
+def test_an_edited_copy_of_a_shipped_device_warns_that_its_tables_still_time_the_ops(tmp_path: Path) -> None:
+    """Measured tables are chosen by the device's name: an audit's copy of h100-sxm.toml with its bandwidth cut to
+    1 TB/s gave the same TPOT (1.833 ms against 1.832) without a word. A copy as shipped says nothing."""
+    from llmsim.errors import AssumptionWarning
+    from llmsim.shipped import hardware_dir
+
+    text = (hardware_dir() / "h100-sxm.toml").read_text()
+    same, slow = tmp_path / "same.toml", tmp_path / "slow.toml"
+    same.write_text(text)
+    key = "bandwidth_bytes_per_s = { value = "
+    slow.write_text(text.replace(key + "3.35e12", key + "1.0e12"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AssumptionWarning)
+        llmsim.load_hardware(str(same))
+    with pytest.warns(AssumptionWarning, match=r"named 'h100-sxm' as a shipped device, but states other figures "
+                                               r"than the shipped file \(memory\); h100-sxm's measured kernel tables"):
+        llmsim.load_hardware(str(slow))

@@ -54,7 +54,7 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
 
         raise OptionError(f"tables={given['tables']!r} with efficiency='peak': the datasheet speed of light reads no "
                           "measured tables; give efficiency='achievable' to time ops from them")
-    check_tables_device(hw.name, execution.tables)
+    check_tables_device(hw, execution.tables)
     _check_precision(spec, hw, cost)
     return spec, hw, cost, execution
 

@@ -289,7 +289,7 @@ def _device(hardware: Any, engine: str | None, execution: dict[str, Any]) -> tup
     options = ExecutionOptions.make(**{**chosen.execution, "engine": chosen.name, "tables": chosen.tables,
                                        "table_families": chosen.table_families,
                                        **{k: v for k, v in execution.items() if v is not None}})
-    check_tables_device(hw.name, options.tables)
+    check_tables_device(hw, options.tables)
     return hw, options, chosen.name
 
 

@@ -176,24 +176,38 @@ def engine_on(name: str | None, hardware: Any) -> Engine:
                       hardware.device_type, vendor)
 
 
-def check_tables_device(device: str, tables: str | None) -> None:
-    """Tables read from a folder (`llmsim calibrate --from aiconfigurator --out DIR`) must have been measured on
-    the device simulated: an H200's tables on an H100 would time every kernel as the H200 ran it, and say so
-    only in the provenance lines. Refused where both are known (the files' `system` against a shipped device
-    name); a folder of the user's own tables, or a hardware file of the user's, is taken as given."""
+def check_tables_device(hw: Any, tables: str | None) -> None:
+    """Tables read from a folder (`llmsim calibrate --from aiconfigurator --out DIR`) time the GPU they were
+    measured on: an L40S's tables on an MI300X would time every kernel as the L40S ran it, and say so only in the
+    provenance lines. Refused, by the files' `system`: tables of a GPU llmsim ships a device for, on any other
+    shipped device; tables of a GPU it ships none for (aiconfigurator's b60, a30, ...), on any shipped device;
+    GPU tables on a CPU. A hardware file of the user's own (a name llmsim does not ship) with GPU tables is taken
+    as given: the user paired them."""
     from pathlib import Path
 
     from ..errors import OptionError
     from ..hardware.measured import load_measured, measured_for
+    from ..shipped import shipped_hardware_names
     from .aiconfigurator import SYSTEMS
 
+    device = hw.name
     if not tables or measured_for(device, tables) is not None or not Path(tables).is_dir():
         return
-    if device not in SYSTEMS.values():
-        return
+    shipped, cpu = device in shipped_hardware_names(), hw.device_type == "cpu"
     for table in load_measured(str(Path(tables).resolve())).tables.values():
         system = table.provenance.get("system")
+        if system is None or not (shipped or cpu):
+            continue
+        gpu = table.provenance.get("gpu", system)
+        if cpu:
+            raise OptionError(f"tables={tables!r}: GPU kernels measured on {gpu} (system {system}) cannot time "
+                              f"the CPU {device!r}; drop tables= (`llmsim calibrate` measures this CPU)")
         if system in SYSTEMS and SYSTEMS[system] != device:
-            raise OptionError(f"tables={tables!r}: measured on {table.provenance.get('gpu', system)} (system "
-                              f"{system}, llmsim hardware {SYSTEMS[system]!r}), not on {device!r}; simulate "
-                              f"--hardware {SYSTEMS[system]} or import tables of {device}")
+            raise OptionError(f"tables={tables!r}: measured on {gpu} (system {system}, llmsim hardware "
+                              f"{SYSTEMS[system]!r}), not on {device!r}; simulate --hardware {SYSTEMS[system]} or "
+                              f"import tables of {device}")
+        if system not in SYSTEMS:
+            raise OptionError(f"tables={tables!r}: measured on {gpu} (system {system}), a GPU llmsim ships no "
+                              f"hardware file for, not on {device!r}; tables time only the GPU they were measured "
+                              f"on: give a hardware file of {gpu} (llmsim calibrate, or a copy of a shipped one "
+                              "with its figures) under a name of its own")

@@ -289,7 +289,32 @@ def _read_hardware_file(path: Path) -> HardwareSpec:
         raise HardwareError(f"hardware file {path}: not valid TOML ({exc})") from None
     data.pop("path", None)
     spec = hardware_from_dict(data, origin=str(path))
+    _warn_if_shadowing_shipped(spec, path)
     return spec.model_copy(update={"path": str(path)})
+
+
+def _warn_if_shadowing_shipped(spec: HardwareSpec, path: Path) -> None:
+    """A file of the user's that takes a shipped device's name but states other figures (an edited copy, or
+    another device renamed) gets that device's measured kernel tables, chosen by name, and they time the ops they
+    cover whatever the file says: the edit would change nothing there, silently. Say so once, when it is read."""
+    import warnings
+
+    from ..errors import AssumptionWarning
+    from .measured import shipped_kernel_sets
+
+    shipped = hardware_dir() / f"{spec.name}.toml"
+    if spec.name not in shipped_kernel_sets() or not shipped.is_file() or path.resolve() == shipped.resolve():
+        return
+    original = _read_hardware_file(shipped)
+    differs = sorted(field for field in HardwareSpec.model_fields if field != "path"
+                     and getattr(spec, field) != getattr(original, field))
+    if differs:
+        warnings.warn(AssumptionWarning(
+            f"hardware file {path}: named {spec.name!r} as a shipped device, but states other figures than the "
+            f"shipped file ({', '.join(differs)}); {spec.name}'s measured kernel tables (engines "
+            f"{', '.join(shipped_kernel_sets()[spec.name])}) still time the ops they cover, so those figures only "
+            "time the rest; give the file a name of its own (its ops then run on its roofline) or pass "
+            "engine='roofline'"), stacklevel=4)
 
 
 _SPECS = Memo(32)
