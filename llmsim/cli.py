@@ -808,6 +808,9 @@ def _run(args: argparse.Namespace) -> int:
         if report.ok_rows():  # the medians per phase, and the machine's speed against a calibrated file
             print()
             print(report.summary_markdown())
+        elif report.rows:  # every case failed: a non-zero exit, as for any other error
+            print(f"llmsim: error: none of the {len(report.rows)} cases ran (see the status column)", file=sys.stderr)
+            return 1
         return 0
     raise LlmsimError(f"unknown command {args.command!r}")
 

@@ -239,6 +239,31 @@ def test_resume_measures_only_new_cases(tmp_path) -> None:
     assert ValidationReport.from_jsonl(results).rows == second.rows
 
 
+def test_a_results_path_that_is_not_a_records_file_is_refused_before_anything_runs(tmp_path) -> None:
+    """An audit's `--results` pointed at a calibrated hardware TOML got JSON lines appended to it (the TOML no longer
+    loaded), and a folder raised IsADirectoryError after the first case was measured."""
+    toml = tmp_path / "mine.toml"
+    toml.write_text('name = "mine"\n[memory]\n')
+    with pytest.raises(LlmsimError, match=r"results file .*mine.toml: line 1 is not a validate record "
+                                          r"\('name = \"mine\"'\); records are appended to this file"):
+        validate(TINY_CONFIGS["qwen2"], HW, results_path=toml, **TINY)
+    assert toml.read_text() == 'name = "mine"\n[memory]\n'  # untouched
+    with pytest.raises(LlmsimError, match=r"results file .*: a folder; give a file"):
+        validate(TINY_CONFIGS["qwen2"], HW, results_path=tmp_path, **TINY)
+    cut = tmp_path / "cut.jsonl"  # a run killed while writing its first record: resumed, the stub skipped
+    cut.write_text('{"model": "q", "pha')
+    assert len(validate(TINY_CONFIGS["qwen2"], HW, results_path=cut, **{**TINY, "kv_lens": ()}).rows) == 1
+
+
+def test_a_prediction_llmsim_cannot_make_is_refused_before_anything_is_measured() -> None:
+    """float16 on a device with no fp16 matrix peak: every case had been measured, recorded as an error row, and
+    the CLI exited 0."""
+    assert "fp16" not in llmsim.load_hardware(HW).matrix_flops_per_s  # cpu-generic: bf16, int8, fp32
+    with pytest.raises(LlmsimError, match=r"validate cannot predict .* at dtype='float16' on 'cpu-generic': "
+                                          r"activation_dtype='float16': hardware 'cpu-generic' has no matrix-unit "
+                                          r"peak for fp16"):
+        validate(TINY_CONFIGS["qwen2"], HW, dtype="float16", **TINY)
+
 def test_out_of_memory_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch) -> None:
     real = hf_model_module.prefill_timer
 
@@ -255,6 +280,25 @@ def test_out_of_memory_is_recorded_and_the_run_goes_on(tmp_path, monkeypatch) ->
     assert report.rows[1].measured_s is None and report.rows[1].predicted_s > 0
     assert len(results.read_text().splitlines()) == 3
     assert report.summary()["prefill"]["count"] == 2
+
+
+def test_the_cli_exits_non_zero_when_no_case_ran(monkeypatch, capsys) -> None:
+    """Every case out of memory: the table of error rows is printed and the exit status says the run failed."""
+    from llmsim.cli import main
+
+    def oom(*args, **kwargs):
+        raise torch.OutOfMemoryError("CPU out of memory: tried to allocate 1 TiB")
+
+    import sys
+
+    validate_module = sys.modules["llmsim.validation.validate"]  # the module (the package exports the function)
+    monkeypatch.setattr(hf_model_module, "prefill_timer", oom)
+    monkeypatch.setattr(validate_module, "time_decode", oom)
+    code = main(["validate", "gpt2", "--hardware", HW, "--num-layers", "1", "--seq-lens", "8", "--kv-lens", "8",
+                 "--batch-sizes", "1", "--repeats", "1", "--warmup", "0", "--threads", "1"])
+    out, err = capsys.readouterr()
+    assert code == 1 and out.count("| oom |") == 2
+    assert "llmsim: error: none of the 2 cases ran (see the status column)" in err
 
 
 def test_progress_bar_only_when_asked_or_on_a_terminal(capsys) -> None:
@@ -288,13 +332,16 @@ def test_a_run_too_noisy_to_time_is_warned_about() -> None:
     assert noisy_cases_warning([_timed_row(0.02)] * 4 + [_timed_row(0.6)]) is None
     # 2 of 5 cases spread more than 25 %: the machine was busy
     warning = noisy_cases_warning([_timed_row(0.02)] * 3 + [_timed_row(0.3, load=5.2), _timed_row(0.6, load=6.1)])
-    assert warning == ("warning: 2 of 5 cases spread more than 25% between repeats ((p90 - p10) / median), "
-                       "1-minute load average up to 6.1: the machine was too busy to time them and their errors "
-                       "are not llmsim's; rerun on a quieter machine")
+    assert warning == ("warning: 2 of 5 cases were noisy (2 spread more than 25% between repeats ((p90 - p10) / "
+                       "median)), 1-minute load average up to 6.1: the machine was too busy to time them and their "
+                       "errors are not llmsim's; rerun on a quieter machine")
     # timed on the wall clock (2 threads), a steady case whose threads waited for a core half the time is noisy:
     # 1 - cpu / (wall * threads) = 1 - 1.0 / (1.0 * 2) = 0.5
     waiting = [_timed_row(0.02, wall_s=1.0, cpu_s=1.0, clock="wall", threads=2)] * 2
-    assert "waiting for a core up to 50% of the wall time" in noisy_cases_warning(waiting)
+    # each reason counted on its own (an audit's run said "2 of 2 cases spread more than 25 %" of cases that spread
+    # 9.2 and 5.6 % and were flagged for waiting)
+    assert noisy_cases_warning(waiting).startswith(
+        "warning: 2 of 2 cases were noisy (2 waited for a core more than 20% of the wall time (up to 50%))")
     # on the CPU clock the waits are left out of the timings: not noisy by themselves
     assert noisy_cases_warning([_timed_row(0.02, wall_s=3.0, cpu_s=1.0)] * 2) is None
 
@@ -355,7 +402,7 @@ def test_validate_checks_the_machine_speed_against_its_calibration(calibrated: t
     fast = llmsim.hardware.hardware_from_dict(data)
     report = validate(TINY_CONFIGS["llama-gqa"], fast, **TINY)
     assert all(r.machine_speed < 0.3 for r in report.rows)  # about 1 / 10
-    assert any(w.startswith("warning: this machine runs llmsim's reference matmul (x[256, K] @ W) at 0.")
+    assert any(w.startswith("warning: this machine ran llmsim's reference matmul (x[256, K] @ W) at 0.")
                for w in report.warnings)
     # a datasheet file (no device recorded): nothing to check against
     assert all(r.machine_speed is None for r in validate(TINY_CONFIGS["llama-gqa"], HW, **TINY).rows)
@@ -373,9 +420,10 @@ def test_the_speed_check_reads_a_point_the_file_measured() -> None:
     assert probe_shape(llmsim.load_hardware(HW), "fp32") is None  # no measured matmul table
     assert drift_warning(amd, 0.96, 1.04) is None  # within 5 %
     assert drift_warning(amd, 0.93, 0.97) == (
-        "warning: this machine runs llmsim's reference matmul (x[256, K] @ W) at 0.93x before the cases, 0.97x after "
-        "them the speed hardware 'cpu-calibrated' was calibrated at (more than 5% off): the errors include this "
-        "drift; calibrate again (`llmsim calibrate --out FILE`) just before validating, on a quiet machine")
+        "warning: this machine ran llmsim's reference matmul (x[256, K] @ W) at 0.93x before the cases and 0.97x "
+        "after them, against the speed hardware 'cpu-calibrated' was calibrated at (1.00x; more than 5% off): the "
+        "errors include this drift; calibrate again (`llmsim calibrate --out FILE`) just before validating, on a "
+        "quiet machine")
 
 
 def test_a_hardware_file_of_another_cpu_is_warned_about(test_gpu_dict: dict) -> None:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import LlmsimError
+
 OP_CLASSES = ("matmul", "attention", "elementwise", "other")
 
 
@@ -187,6 +189,31 @@ def append_result(path: str | Path, row: ValidationRow) -> None:
     with path.open("a") as handle:
         handle.write(row.model_dump_json() + "\n")
         handle.flush()
+
+
+def check_results_file(path: str | Path) -> None:
+    """Refuse a results path that is not a JSON-lines file of validation records (a folder, or a file holding other
+    lines: a hardware TOML given by mistake), before anything is appended to it. A truncated last line (a run killed
+    while writing) is allowed; read_results skips it."""
+    path = Path(path)
+    if path.is_dir():
+        raise LlmsimError(f"results file {path}: a folder; give a file (JSON lines, one record per case)")
+    if not path.is_file():
+        return
+    try:
+        lines = [line.strip() for line in path.read_text().splitlines()]
+    except UnicodeDecodeError:
+        raise LlmsimError(f"results file {path}: not text; give a JSON-lines file of validate's records or a new "
+                          "path") from None
+    lines = [line for line in lines if line]
+    for number, line in enumerate(lines, start=1):
+        try:
+            ValidationRow.model_validate(json.loads(line))
+        except (json.JSONDecodeError, ValueError):
+            if number == len(lines) and line.startswith("{"):  # a record cut short: skipped on reading
+                continue
+            raise LlmsimError(f"results file {path}: line {number} is not a validate record ({line[:40]!r}); records "
+                              "are appended to this file, so it must hold only them: give another path") from None
 
 
 def read_results(*paths: str | Path) -> dict[tuple[Any, ...], ValidationRow]:

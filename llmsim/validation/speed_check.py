@@ -84,7 +84,8 @@ def drift_warning(hardware: HardwareSpec, before: float | None, after: float | N
     read = {when: speed for when, speed in checks.items() if speed is not None}
     if not any(abs(speed - 1.0) > DRIFT_WARN for speed in read.values()):
         return None
-    words = ", ".join(f"{speed:.2f}x {when}" for when, speed in read.items())
-    return (f"warning: this machine runs llmsim's reference matmul (x[256, K] @ W) at {words} the speed hardware "
-            f"{hardware.name!r} was calibrated at (more than {DRIFT_WARN:.0%} off): the errors include this drift; "
+    words = " and ".join(f"{speed:.2f}x {when}" for when, speed in read.items())
+    return (f"warning: this machine ran llmsim's reference matmul (x[256, K] @ W) at {words}, against the speed "
+            f"hardware {hardware.name!r} was calibrated at (1.00x; more than {DRIFT_WARN:.0%} off): the errors "
+            "include this drift; "
             f"calibrate again (`llmsim calibrate --out FILE`) just before validating, on a quiet machine")

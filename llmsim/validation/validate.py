@@ -51,7 +51,15 @@ from .hf_model import (
     time_decode,
     time_prefill,
 )
-from .report import OP_CLASSES, ValidationReport, ValidationRow, append_result, case_key, read_results
+from .report import (
+    OP_CLASSES,
+    ValidationReport,
+    ValidationRow,
+    append_result,
+    case_key,
+    check_results_file,
+    read_results,
+)
 from .speed_check import drift_warning, machine_speed
 
 _KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
@@ -141,16 +149,19 @@ def noisy_cases_warning(rows: Sequence[ValidationRow], threshold: float = NOISY_
     def waited(r: ValidationRow) -> float:
         return waited_share(r.wall_s, r.cpu_s, r.threads or 1) if r.wall_s and r.cpu_s else 0.0
 
-    noisy = [r for r in timed if r.spread > threshold or (r.clock == "wall" and waited(r) > BUSY_WAIT_SHARE)]  # type: ignore[operator]
+    spread = [r for r in timed if r.spread > threshold]  # type: ignore[operator]
+    waiting = [r for r in timed if r.clock == "wall" and waited(r) > BUSY_WAIT_SHARE]
+    noisy = [r for r in timed if r in spread or r in waiting]
     if not timed or len(noisy) <= share * len(timed):
         return None
     loads = [r.load_average for r in noisy if r.load_average is not None]
     load = f", 1-minute load average up to {max(loads):g}" if loads else ""
-    waits = max(waited(r) for r in noisy)
-    wait = f", the process waiting for a core up to {waits:.0%} of the wall time" if waits > 0.05 else ""
-    return (f"warning: {len(noisy)} of {len(timed)} cases spread more than {threshold:.0%} between repeats "
-            f"((p90 - p10) / median){wait}{load}: the machine was too busy to time them and their errors are not "
-            f"llmsim's; rerun on a quieter machine")
+    why = [f"{len(spread)} spread more than {threshold:.0%} between repeats ((p90 - p10) / median)"] if spread else []
+    if waiting:  # each reason counted on its own: a case can be flagged by either
+        why.append(f"{len(waiting)} waited for a core more than {BUSY_WAIT_SHARE:.0%} of the wall time (up to "
+                   f"{max(waited(r) for r in waiting):.0%})")
+    return (f"warning: {len(noisy)} of {len(timed)} cases were noisy ({'; '.join(why)}){load}: the machine was too "
+            "busy to time them and their errors are not llmsim's; rerun on a quieter machine")
 
 
 def hardware_mismatch_warning(hardware: HardwareSpec, running: str) -> str | None:
@@ -262,7 +273,16 @@ def validate(
     for phase, _, _ in cases:
         if phase not in ("prefill", "decode"):
             raise LlmsimError(f"case phase={phase!r}; choose prefill or decode")
+    if results_path is not None:
+        check_results_file(results_path)  # a folder, or a file of other lines, refused before anything is run
     done = read_results(results_path) if results_path is not None else {}
+    pending = [c for c in cases if _recorded(done, case_key(name, *c, dtype, num_layers, overhead, device)) is None]
+    if pending:  # the smallest case: if llmsim cannot predict it (no fp16 peak on the device, a broken config), no
+        phase, batch, length = min(pending, key=lambda c: (c[1], c[2]))  # case can be: said before any is measured
+        try:
+            predict_case(data, hw, phase, batch, length, dtype, overhead, name=name)
+        except LlmsimError as exc:
+            raise LlmsimError(f"validate cannot predict {name} at dtype={dtype!r} on {hw.name!r}: {exc}") from None
     bar = _Progress(len(cases), progress)
     rows: list[ValidationRow] = []
     warnings: list[str] = []
