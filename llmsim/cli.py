@@ -367,12 +367,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true",
                    help="with --from aiconfigurator: keep every measured point and the MoE tables' balanced rows "
                    "(default: the compact shipped grid)")
-    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="the device to measure (default: cpu)")
-    p.add_argument("--dtypes", default="float32,bfloat16",
+    p.add_argument("--device", choices=("cpu", "cuda"), default=None, help="the device to measure (default: cpu)")
+    p.add_argument("--dtypes", default=None,
                    help="comma-separated dtypes whose matmul rates and tables are measured (default: float32,bfloat16)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repeats (seconds instead of minutes): a "
                    "smoke test; validate against a full calibration")
-    p.add_argument("--threads", type=_positive_int, default=1,
+    p.add_argument("--threads", type=_positive_int, default=None,
                    help="torch CPU threads while measuring (default: 1, the steadiest on a shared machine; see "
                    "validation/README.md)")
     p.add_argument("--out", required=True, help="hardware .toml file to write, or with --from aiconfigurator the "
@@ -572,6 +572,11 @@ def _run(args: argparse.Namespace) -> int:
         if not args.system or not args.engine:
             raise LlmsimError("--from aiconfigurator needs --system (e.g. h100_sxm) and --engine (vllm, sglang, "
                               "trtllm)")
+        stray = [flag for flag, given in (("--device", args.device), ("--dtypes", args.dtypes),
+                                          ("--quick", args.quick), ("--threads", args.threads)) if given]
+        if stray:
+            raise LlmsimError(f"{', '.join(stray)}: for measuring this machine only; --from aiconfigurator takes "
+                              "--system, --engine, --full and --out")
         written = import_tables(args.system, args.engine, Path(args.out), full=args.full)
         if not written:  # the package ships the system's folder empty (l4, a30 in aiconfigurator-core 0.12.0)
             raise LlmsimError(f"--system {args.system} --engine {args.engine}: the installed aiconfigurator-core has "
@@ -587,13 +592,13 @@ def _run(args: argparse.Namespace) -> int:
         stray = [flag for flag, given in (("--system", args.system), ("--engine", args.engine), ("--full", args.full))
                  if given]
         if stray:
-            raise LlmsimError(f"{', '.join(stray)} apply to --from aiconfigurator only; measuring this machine takes "
+            raise LlmsimError(f"{', '.join(stray)}: for --from aiconfigurator only; measuring this machine takes "
                               "--device, --dtypes, --quick and --threads")
         if Path(args.out).suffix.lower() != ".toml":
             raise LlmsimError(f"--out {args.out}: a calibrated hardware file is TOML; the name must end in .toml")
         _check_new_file("--out", args.out)
-        result = calibrate(device=args.device, dtypes=tuple(args.dtypes.split(",")), out=args.out, quick=args.quick,
-                           threads=args.threads, progress=True)
+        result = calibrate(device=args.device or "cpu", dtypes=tuple((args.dtypes or "float32,bfloat16").split(",")),
+                           out=args.out, quick=args.quick, threads=args.threads or 1, progress=True)
         print(_table([result.summary_row()]))
         print(f"wrote {args.out}")
         return 0
@@ -941,6 +946,11 @@ def _check_new_file(flag: str, path: str) -> None:
         raise LlmsimError(f"{flag} {path}: that is a folder; give a file name in it")
     if out.exists():
         raise LlmsimError(f"{flag} {path}: the file exists; choose another name (nothing is overwritten)")
+    try:  # writable: said now, not after a run of minutes (the probe is removed at once)
+        out.open("x").close()
+        out.unlink()
+    except OSError as exc:
+        raise LlmsimError(f"{flag} {path}: cannot write there ({exc.strerror or exc}); choose another path") from None
 
 
 def _save(figure: Any, path: str, flag: str = "--out", quiet: bool = False) -> None:

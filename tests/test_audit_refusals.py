@@ -89,7 +89,11 @@ def test_options_of_another_engine_or_mode_are_refused(capsys: pytest.CaptureFix
                            "--kv-transfer-bytes-per-s", "1e9")
     assert "--kv-transfer-bytes-per-s applies to disaggregated serving" in line
     line = _one_line_error(capsys, "calibrate", "--system", "h100_sxm", "--out", "x.toml")
-    assert "--system apply to --from aiconfigurator only" in line
+    assert "--system: for --from aiconfigurator only" in line
+    # the other way round: this machine's flags with --from aiconfigurator had been ignored without a word
+    line = _one_line_error(capsys, "calibrate", "--from", "aiconfigurator", "--system", "l40s", "--engine", "vllm",
+                           "--quick", "--threads", "2", "--out", "tables")
+    assert "--quick, --threads: for measuring this machine only; --from aiconfigurator takes --system" in line
 
 
 def test_analyze_options_that_do_not_apply_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,6 +116,9 @@ def test_output_paths_are_checked_before_the_work(capsys: pytest.CaptureFixture[
     assert "no folder" in line
     line = _one_line_error(capsys, "calibrate", "--quick", "--out", str(tmp_path / "c.txt"))
     assert "the name must end in .toml" in line
+    # a folder that exists but takes no file (/proc): refused before the minutes of measuring, not a traceback
+    line = _one_line_error(capsys, "calibrate", "--quick", "--out", "/proc/llmsim-calibrated.toml")
+    assert "--out /proc/llmsim-calibrated.toml: cannot write there" in line
     line = _one_line_error(capsys, "validate", "gpt2", "--hw", "cpu-generic", "--results",
                            str(tmp_path / "missing" / "r.jsonl"))
     assert "no folder" in line

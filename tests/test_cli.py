@@ -161,7 +161,8 @@ def test_calibrate_threads_default_one_and_passed_on(capsys: pytest.CaptureFixtu
     from llmsim.cli import build_parser
 
     parser = build_parser()
-    assert parser.parse_args(["calibrate", "--out", "x.toml"]).threads == 1  # validation/README.md: 1 thread
+    # not given: None, so that --from aiconfigurator can refuse it when given; measuring takes 1 then
+    assert parser.parse_args(["calibrate", "--out", "x.toml"]).threads is None
     assert parser.parse_args(["calibrate", "--out", "x.toml", "--threads", "4"]).threads == 4
     code, _, err = run(capsys, "calibrate", "--out", "x.toml", "--threads", "0")
     assert code == 2 and "--threads" in err
@@ -174,6 +175,8 @@ def test_calibrate_threads_default_one_and_passed_on(capsys: pytest.CaptureFixtu
     monkeypatch.setattr(llmsim.validation, "calibrate", fake_calibrate)
     code, out, _ = run(capsys, "calibrate", "--quick", "--threads", "3", "--out", str(tmp_path / "cpu.toml"))
     assert code == 0 and seen["threads"] == 3 and seen["progress"] is True and "wrote" in out
+    code, out, _ = run(capsys, "calibrate", "--quick", "--out", str(tmp_path / "cpu1.toml"))
+    assert code == 0 and seen["threads"] == 1  # validation/README.md: 1 thread, the steadiest
 
 
 def test_calibrate_floor_error_names_the_value_and_the_cure() -> None:

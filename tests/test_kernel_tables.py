@@ -289,10 +289,22 @@ def test_importer_on_a_parquet_file_written_here(tmp_path: Path) -> None:
     assert grid.time_s(4096) == pytest.approx(10e-6)  # 2048 elements = 4096 bytes: 0.01 ms
     with pytest.raises(LlmsimError, match="never overwrites"):
         import_tables("test_gpu", "vllm", out, data_root=data)
-    with pytest.raises(OptionError, match="system='nope'"):
+    (data / "empty_gpu").mkdir()  # a folder the package ships without tables is not offered
+    with pytest.raises(OptionError, match=r"system='nope' has no data in .*; systems with measured tables: "
+                                          r"test_gpu$"):
         import_tables("nope", "vllm", tmp_path / "x", data_root=data)
+    with pytest.raises(OptionError, match=r"system='h100-sxm' .* \(llmsim's 'h100-sxm' is aiconfigurator's "
+                                          r"'h100_sxm'\)"):
+        import_tables("h100-sxm", "vllm", tmp_path / "x", data_root=data)
     with pytest.raises(OptionError, match="engine"):
         import_tables("test_gpu", "tgi", tmp_path / "x", data_root=data)
+    # an existing file as the folder, or a folder that cannot be made: one line, no traceback
+    (tmp_path / "a-file").write_text("mine")
+    with pytest.raises(LlmsimError, match=r"out .*a-file: a file; the tables are a folder of CSV files"):
+        import_tables("test_gpu", "vllm", tmp_path / "a-file", data_root=data)
+    assert (tmp_path / "a-file").read_text() == "mine"
+    with pytest.raises(LlmsimError, match=r"out /proc/llmsim-tables: cannot create that folder"):
+        import_tables("test_gpu", "vllm", Path("/proc/llmsim-tables"), data_root=data)
 
 
 def test_importer_reads_the_version_the_package_serves(tmp_path: Path) -> None:

@@ -135,12 +135,23 @@ def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | Non
     check_choice("engine", engine, ENGINES)
     root = data_root if data_root is not None else package_root() / "systems" / "data"
     if not (root / system).is_dir():
-        known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-        raise OptionError(f"system={system!r} has no data in {root}; allowed values: {known}")
+        # the systems with measured tables (the package ships some folders empty: l4, a30 in 0.12.0)
+        known = sorted(p.name for p in root.iterdir() if p.is_dir() and next(p.rglob("*.parquet"), None)) \
+            if root.is_dir() else []
+        named = {device: name for name, device in SYSTEMS.items()}.get(system)  # an llmsim device name given
+        hint = f" (llmsim's {system!r} is aiconfigurator's {named!r})" if named else ""
+        raise OptionError(f"system={system!r} has no data in {root}{hint}; systems with measured tables: "
+                          f"{', '.join(known)}")
     wanted = tuple(families) if families is not None else tuple(FAMILY_COLUMNS)
     for family in wanted:
         check_choice("family", family, tuple(FAMILY_COLUMNS))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise LlmsimError(f"out {out_dir}: a file; the tables are a folder of CSV files: give a folder's path")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LlmsimError(f"out {out_dir}: cannot create that folder ({exc.strerror or exc}); choose another "
+                          "path") from None
     readers = {"gemm": _gemm,
                "prefill_attention": lambda d, e, f: _attention(d, e, f, "context_attention_perf", "isl"),
                "decode_attention": lambda d, e, f: _attention(d, e, f, "generation_attention_perf", "keys"),
