@@ -4,6 +4,7 @@ out-of-memory warning, and the breakdown's per-token decode time and workload ti
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_roofline_ridge_of_the_run_precision(bf16: llmsim.SimulationResult) -> N
     assert any(t.startswith("bf16 ridge 295") for t in ridges), ridges
     assert any(t.startswith("fp16 ridge") for t in ridges), ridges
     assert not any("fp8" in t for t in ridges)
-    assert any("bf16 matrix 989 TFLOP/s" in t and "matmuls" in t for t in texts)
+    assert any("bf16 matrix 989.4 TFLOP/s" in t and "matmuls" in t for t in texts)
     assert any("matmuls bf16" in t for t in texts)  # the title names the precision
 
 
@@ -48,6 +49,29 @@ def test_roofline_ridge_follows_the_precision() -> None:
                              activation_dtype="fp8")
     ridges = [t for t in _texts(roofline_figure(result, GPU)) if "ridge" in t]
     assert any(t.startswith("fp8 ridge 591") for t in ridges) and not any("bf16" in t for t in ridges)
+
+
+def test_roofline_of_a_quantized_checkpoint_draws_its_gemms_roof() -> None:
+    """DeepSeek-V3's block-scaled fp8 GEMMs: the plot had said "matmuls bf16" and marked the fp8 roof unused."""
+    result = llmsim.simulate("deepseek-v3", "h200", batch_size=8, prompt_len=1024, gen_len=4, tensor_parallel=8)
+    assert ", quantized GEMMs fp8," in result.assumptions["dtypes"]
+    texts = _texts(roofline_figure(result, "h200"))
+    # fp8 1979 TFLOP/s over 4.8 TB/s: ridge 412; bf16 989.4 / 4.8: 206
+    assert any(t.startswith("fp8 ridge 412") for t in texts) and any(t.startswith("bf16 ridge 206") for t in texts)
+    assert any("fp8 matrix 1979 TFLOP/s" in t and "quantized matmuls" in t for t in texts)
+    assert not any("fp8" in t and "(not used)" in t for t in texts)
+    assert any("quantized matmuls fp8, the others bf16" in t for t in texts)  # the title
+
+
+def test_roofline_of_a_cpu_labels_its_peaks_in_giga_units() -> None:
+    """A CPU's peaks are GFLOP/s and GB/s: labelled in TFLOP/s they had read "0 TFLOP/s", "0.01 TB/s"."""
+    cpu = Path(__file__).resolve().parent.parent / "validation" / "cpu-calibrated-amd-epyc-s12c.toml"
+    result = llmsim.simulate("llama-3.2-1b", str(cpu), batch_size=1, prompt_len=64, gen_len=4, weight_dtype="float32",
+                             activation_dtype="float32")
+    texts = _texts(roofline_figure(result, str(cpu)))
+    assert not any("TFLOP/s" in t or "TB/s" in t for t in texts), texts
+    assert any(t.startswith("fp32 matrix 95.15 GFLOP/s") for t in texts), texts  # the file's 95.1495e9
+    assert any(t.startswith("memory") and "GB/s" in t for t in texts)
 
 
 def test_roofline_roofs_distinct(bf16: llmsim.SimulationResult) -> None:

@@ -50,7 +50,7 @@ def assumptions_of(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execut
     return {
         "weights": weights_line(model, cost),
         "dtypes": f"weights {'per the weights line' if model.quantization and not cost.weight_dtype else weight}, "
-                  f"activations {act}, KV {kv}",
+                  f"activations {act}{_quantized_matmuls(model, cost, act)}, KV {kv}",
         "kernels": f"attention={cost.attention}, logits={cost.logits}, mla={cost.mla}, fusion={cost.fusion}",
         "matmul_peak": f"{matmul_flops_per_s / 1e12:.1f} TFLOP/s {precision} "
         f"({execution.efficiency}, fraction {fraction:.2f}{without_table})",
@@ -90,3 +90,16 @@ def weights_line(model: ModelSpec, cost: CostOptions) -> str:
     if model.quantization is not None and model.dtype_source and not model.dtype_source.endswith("(config)"):
         line += f"; {model.dtype_source}"
     return line
+
+
+def _quantized_matmuls(model: ModelSpec, cost: CostOptions, activation: str) -> str:
+    """", quantized GEMMs fp8" where a checkpoint's quantized formats run their matmuls at another precision than
+    the activations' (fp8 block-scaled DeepSeek, NVFP4 checkpoints), "" otherwise (report.plot draws that roof)."""
+    from ..dtypes import MATMUL_PRECISION
+    from ..models.quantization import ROLES, compute_precision
+
+    if model.quantization is None or cost.weight_dtype:
+        return ""
+    own = MATMUL_PRECISION[activation]
+    other = sorted({compute_precision(model.quantization.format_of(role), activation) for role in ROLES} - {own})
+    return f", quantized GEMMs {'/'.join(other)}" if other else ""

@@ -42,6 +42,21 @@ def run_precisions(result: SimulationResult, hw: HardwareSpec) -> tuple[str, str
     return matrix, vector
 
 
+def quantized_precisions(result: SimulationResult) -> tuple[str, ...]:
+    """The matrix precisions a checkpoint's quantized GEMMs run at besides the activations' (the result's dtypes
+    assumption: ", quantized GEMMs fp8"), e.g. ("fp8",) for DeepSeek-V3's block-scaled fp8; () for none."""
+    found = re.search(r"quantized GEMMs ([\w/]+)", result.assumptions.get("dtypes", ""))
+    return tuple(found.group(1).split("/")) if found else ()
+
+
+def _rate(value: float, unit: str) -> str:
+    """A peak with the prefix that keeps it readable: 989.4 TFLOP/s, 3.35 TB/s; a CPU's 95.15 GFLOP/s, 11.65 GB/s."""
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):
+        if value >= scale:
+            return f"{value / scale:.4g} {prefix}{unit}"
+    return f"{value:.4g} {unit}"
+
+
 def memory_warning(result: SimulationResult) -> str | None:
     """One line when the run does not fit in the device's memory (None when it does)."""
     m = result.memory
@@ -95,8 +110,12 @@ def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4)
     # unit), the vector unit; sdpa_math attention multiplies in fp32
     used: dict[str, tuple[float, str, str]] = {}  # precision -> (peak, colour, what runs there)
     vector_peak = hw.vector_flops_per_s[vector].value
+    quantized = [p for p in quantized_precisions(result) if p in hw.matrix_flops_per_s and p != matrix]
+    for precision, colour in zip(quantized, ("tab:purple", "tab:brown"), strict=False):  # a checkpoint's fp8/fp4 GEMMs
+        used[f"{precision} matrix"] = (hw.matrix_flops_per_s[precision].value, colour, "quantized matmuls")
     if matrix in hw.matrix_flops_per_s:
-        used[f"{matrix} matrix"] = (hw.matrix_flops_per_s[matrix].value, "tab:red", "matmuls")
+        used[f"{matrix} matrix"] = (hw.matrix_flops_per_s[matrix].value, "tab:red",
+                                    "the other matmuls" if quantized else "matmuls")
     if result.options.attention == "sdpa_math" and matrix != "fp32":
         if "fp32" in hw.matrix_flops_per_s:
             used["fp32 matrix"] = (hw.matrix_flops_per_s["fp32"].value, "tab:blue", "attention scores")
@@ -119,21 +138,22 @@ def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4)
     top_peak = max([*used_peaks, *others])
     # the memory roof once, up to the highest ridge
     ax.plot([x_lo, top_peak / bandwidth], [x_lo * bandwidth, top_peak], color="k", lw=1.6,
-            label=f"memory {bandwidth / 1e12:.2f} TB/s")
+            label=f"memory {_rate(bandwidth, 'B/s')}")
     for (name, (peak, colour, what)) in used.items():
         ridge = peak / bandwidth
         also = f" (= {', '.join(same[peak])})" if peak in same else ""
         ax.plot([ridge, x_hi], [peak, peak], color=colour, lw=2.2,
-                label=f"{name} {peak / 1e12:.0f} TFLOP/s{also}: {what}")
+                label=f"{name} {_rate(peak, 'FLOP/s')}{also}: {what}")
         ax.plot([ridge], [peak], marker="o", color=colour, ms=6)
-        ax.annotate(f"{name.split()[0]} ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points",
+        ax.annotate(f"{name.split()[0]} ridge {ridge:.3g} FLOP/B", (ridge, peak), textcoords="offset points",
                     xytext=(-8, 6), ha="right", fontsize=8, color=colour, fontweight="bold")
     for i, (peak, names) in enumerate(others.items()):
         colour, style = ROOF_STYLES[i % len(ROOF_STYLES)]
         ax.plot([peak / bandwidth, x_hi], [peak, peak], color=colour, ls=style, lw=1.0, alpha=0.8,
-                label=f"{' / '.join(names)} {peak / 1e12:.0f} TFLOP/s (not used)")
+                label=f"{' / '.join(names)} {_rate(peak, 'FLOP/s')} (not used)")
     key: list[str] = []
     marks: list[Any] = []
+    lowest: list[float] = []  # the lowest attained rate of each phase (a CPU's ops sit far below a GPU's 1 GFLOP/s)
     for phase_result in (result.prefill, result.decode):
         chosen = [op for p, op in ops if p is phase_result]
         if not chosen:
@@ -143,6 +163,7 @@ def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4)
         x = [(op.matmul_flops + op.vector_flops) / op.bytes for op in chosen]
         y = [(op.matmul_flops + op.vector_flops) / k for op, k in zip(chosen, kernel_s)]
         sizes = [20 + 600 * op.share for op in chosen]
+        lowest.append(min(y))
         colour = PHASE_COLOURS[phase_result.phase]
         ax.scatter(x, y, s=sizes, alpha=0.55, color=colour, edgecolor="k", lw=0.4,
                    label=f"{phase_result.phase} ops ({phase_result.bound}-bound)")
@@ -164,18 +185,20 @@ def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4)
         for number, members in enumerate(spots.values(), start=1):
             names = [chosen[i].name.removeprefix("layers.") for i in members]
             share = sum(chosen[i].share for i in members)
-            more = f" (+{len(names) - 1} same shape)" if len(names) > 1 else ""
+            more = f" (+{len(names) - 1} at the same point)" if len(names) > 1 else ""
             key.append(f"{letter}{number}  {names[0]}{more}: {share:.0%} of {phase_result.phase}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(min(x_lo * bandwidth, 1e9), top_peak * 3)
+    ax.set_ylim(min(x_lo * bandwidth, 1e9, *(y / 3 for y in lowest)), top_peak * 3)  # every op's point on the plot
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attained FLOP/s")
-    ax.set_title(f"{_workload(result)}, matmuls {matrix}", fontsize=10)
+    quantized = [p for p in quantized_precisions(result) if p != matrix]
+    matmuls = f"quantized matmuls {'/'.join(quantized)}, the others {matrix}" if quantized else f"matmuls {matrix}"
+    ax.set_title(f"{_workload(result)}, {matmuls}", fontsize=10)
     ax.grid(True, which="both", alpha=0.2)
     roofs = ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                      title="roofs (datasheet peaks; bold: used by this run)",
+                      title="roofs (the hardware file's peaks; bold: used by this run)",
                       title_fontsize=8)
     if key:
         ax.add_artist(roofs)
