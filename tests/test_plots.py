@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import llmsim
-from llmsim.report.plot import breakdown_figure, roofline_figure, text_extent
+from llmsim.report.plot import breakdown_figure, roofline_figure, sweep_figure, text_extent
 
 MODEL, GPU = "llama-3.1-8b", "h100-sxm"
 
@@ -140,3 +140,22 @@ def test_roofline_saved_figure_holds_both_legends() -> None:
     for legend in legends:
         box = legend.get_window_extent(renderer).transformed(fig.dpi_scale_trans.inverted())
         assert saved.x0 <= box.x0 and box.x1 <= saved.x1 + 1e-6, (box, saved)
+
+
+def test_sweep_bands_flip_at_the_crossover_on_a_coarse_grid() -> None:
+    """On a coarse grid the bands had flipped halfway between two points (about 37 in an audit's chart) while the
+    crossover line stood at 39.81; the band edge between the two points is now the crossover itself."""
+    fig = sweep_figure(MODEL, GPU, vary="batch_size", values=[1, 16, 256, 4096], metric="tpot", prompt_len=128,
+                       gen_len=16)
+    ax = fig.axes[0]
+    crossover = next(line for line in ax.get_lines() if "memory->compute at" in line.get_label())
+    at = crossover.get_xdata()[0]
+    assert at == pytest.approx(286.1, abs=0.1)  # between the grid's 256 and 4096 (the README's crossover, 286.1)
+    edges = sorted({round(p.get_x() + p.get_width(), 6) for p in ax.patches})
+    assert round(at, 6) in edges
+
+
+def test_a_sweep_chart_of_one_value_is_refused() -> None:
+    with pytest.raises(llmsim.OptionError, match=r"values=\[8\]: a sweep chart needs at least two different "
+                                                  r"batch_size values"):
+        sweep_figure(MODEL, GPU, vary="batch_size", values=[8])

@@ -107,3 +107,12 @@ def test_texts_say_nothing_ran_rather_than_print_empty_tables() -> None:
     p = llmsim.plan("llama-3.1-70b", "h100-sxm", prompt_len=512, gen_len=16, tpot_slo_s=0.03, max_gpus=1,
                     batch_sizes=[1])
     assert p.best is None and "TTFT" not in str(p)
+
+
+def test_first_limit_of_a_model_that_fits_nowhere_says_so() -> None:
+    """Llama-3.1-405B on one 24 GiB L4: "capacity limit met first at kv_len = 1" read as if it fitted below that."""
+    limit = llmsim.first_limit("llama-3.1-405b", "l4")
+    assert limit.limit == "capacity" and limit.value == 1
+    # 405.9e9 parameters x 2 bytes = 756.0 GiB of weights, of the L4's 24.0 GiB
+    assert limit.reason.startswith("decode: capacity limit met first: it does not fit even at kv_len = 1 (757.0 GiB "
+                                   "needed per GPU, 756.0 of them weights, of 24.0; split it with tensor_parallel")

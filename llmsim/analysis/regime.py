@@ -25,6 +25,7 @@ from .fast_simulate import fast_evaluate
 from .memory import footprint
 from .roots import bracketed_roots
 from .simulate import check_workload, evaluate, resolve
+from .text import device_word
 
 VARY = {"prefill": ("batch_size", "seq_len"), "decode": ("batch_size", "kv_len")}
 
@@ -363,13 +364,23 @@ def first_limit(model: Any, hardware: Any, vary: str = "kv_len", phase: str = "d
 
     _, _, cost, _ = resolve(model, hardware, **kwargs)
 
-    def fits(x: float) -> bool:
+    def need(x: float) -> dict[str, Any]:
         args = {"batch_size": 1, "seq_len": 512, "kv_len": 512, **fixed, vary: x}
         context = args["seq_len"] if phase == "prefill" else args["kv_len"] + 1
-        return bool(footprint(spec, hw, cost, args["batch_size"], max(int(context), 1), gen_len)["fits"])
+        return footprint(spec, hw, cost, args["batch_size"], max(int(context), 1), gen_len)
 
+    def fits(x: float) -> bool:
+        return bool(need(x)["fits"])
+
+    never = None  # why nothing fits, when even the start does not
     if not fits(start):
         events["capacity"] = start
+        at = need(start)
+        gib = 1024**3
+        never = (f"{phase}: capacity limit met first: it does not fit even at {vary} = {start:g} "
+                 f"({float(at['total_bytes']) / gib:.1f} GiB needed per {device_word(hw.device_type)}, "
+                 f"{float(at['weights_bytes']) / gib:.1f} of them weights, of {float(at['capacity_bytes']) / gib:.1f}; "
+                 "split it with tensor_parallel or pipeline_parallel, quantize it, or choose a larger device)")
     elif not fits(stop):
         lo_x, hi_x = int(start), int(np.ceil(stop))
         while hi_x - lo_x > 1:
@@ -389,7 +400,8 @@ def first_limit(model: Any, hardware: Any, vary: str = "kv_len", phase: str = "d
     if met:
         limit = min(met, key=lambda k: met[k])
         value: float | None = met[limit]
-        reason = f"{phase}: {limit} limit met first at {vary} = {value:.6g}"
+        reason = never if never is not None and limit == "capacity" else (
+            f"{phase}: {limit} limit met first at {vary} = {value:.6g}")
     else:
         binding = crossover.from_bound
         limit = "compute" if binding == "compute" else "bandwidth" if binding == "memory" else binding

@@ -244,6 +244,11 @@ def sweep_figure(model: Any, hardware: Any, vary: str = "batch_size", values: An
         top = 4096 if vary == "batch_size" else max(spec.max_position_embeddings - gen_len, 2)
         values = geometric_values(1 if vary == "batch_size" else 16, top, 8)
     values = np.asarray(values)
+    if np.unique(values).size < 2:  # a line and its bands need a range
+        from ..errors import OptionError
+
+        raise OptionError(f"values={values.tolist()}: a sweep chart needs at least two different {vary} values "
+                          f"(e.g. 1:256 for a geometric range)")
     args = {"batch_size": batch_size, "prompt_len": prompt_len, "gen_len": gen_len, vary: values}
     s = sweep(spec, hw, **args, **options)
     phase = "prefill" if metric == "ttft" else "decode"
@@ -252,18 +257,24 @@ def sweep_figure(model: Any, hardware: Any, vary: str = "batch_size", values: An
     y = s.columns[column] * (1e3 if metric != "throughput" else 1.0)
     bounds = s.columns[f"{phase}_bound"]
     fig, ax = plt.subplots(figsize=(9, 5))
-    edges = np.concatenate([[x[0]], np.sqrt(x[1:] * x[:-1]), [x[-1]]])
-    for i, bound in enumerate(bounds):
-        ax.axvspan(edges[i], edges[i + 1], color=BOUND_COLOURS.get(str(bound), "white"), lw=0)
-    ax.plot(x, y, color="k", lw=1.6, marker=".", ms=3)
-    for bound in dict.fromkeys(str(b) for b in bounds):
-        ax.fill_between([], [], color=BOUND_COLOURS[bound], label=f"{phase} {bound}-bound")
     cross_var = {"batch_size": "batch_size", "prompt_len": "seq_len" if phase == "prefill" else "kv_len"}[vary]
     fixed = {"batch_size": batch_size, "seq_len": prompt_len, "kv_len": prompt_len}
     fixed.pop(cross_var)
     fixed = {k: v for k, v in fixed.items() if (phase == "prefill") == (k != "kv_len")}
     crossover = find_crossover(spec, hw, phase=phase, vary=cross_var, lo=float(x[0]), hi=float(x[-1]),
                                **fixed, **options)
+    # each point's band reaches halfway (on the log axis) to its neighbours; where the bound flips between two
+    # points, the band edge is the crossover itself, so that the bands and the crossover line agree on a coarse grid
+    edges = np.concatenate([[x[0]], np.sqrt(x[1:] * x[:-1]), [x[-1]]])
+    if crossover.value is not None:
+        flips = [i for i in range(1, len(x)) if bounds[i] != bounds[i - 1] and x[i - 1] <= crossover.value <= x[i]]
+        if flips:
+            edges[flips[0]] = crossover.value
+    for i, bound in enumerate(bounds):
+        ax.axvspan(edges[i], edges[i + 1], color=BOUND_COLOURS.get(str(bound), "white"), lw=0)
+    ax.plot(x, y, color="k", lw=1.6, marker=".", ms=3)
+    for bound in dict.fromkeys(str(b) for b in bounds):
+        ax.fill_between([], [], color=BOUND_COLOURS[bound], label=f"{phase} {bound}-bound")
     if crossover.value is not None:
         ax.axvline(crossover.value, color="tab:green", ls="--", lw=1.2,
                    label=f"{crossover.from_bound}->{crossover.to_bound} at {crossover.value:.4g}")
