@@ -81,3 +81,18 @@ def check_top(top: object) -> int | None:
 class AssumptionWarning(UserWarning):
     """llmsim filled in something the input did not state (e.g. a config without torch_dtype); the message
     says what was assumed and why, and the result records it."""
+
+
+def warn_assumption(message: str) -> None:
+    """Raise an AssumptionWarning attributed to the first frame outside llmsim (the user's call), wherever inside
+    llmsim it is raised: a fixed stacklevel named one of llmsim's own files (analysis/fast_simulate.py:143) when
+    the call went through more frames than the warning's author counted."""
+    import sys
+    import warnings
+    from pathlib import Path
+
+    package = str(Path(__file__).resolve().parent)
+    level, frame = 2, sys._getframe(1)  # stacklevel 1 is this function, 2 its caller
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(AssumptionWarning(message), stacklevel=level)

@@ -435,6 +435,11 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("plan-serving-disaggregated-speculation", _plan_serving(
         disaggregated=True, speculative={"method": "ngram", "num_tokens": 3, "acceptance_rate": 0.5}), OptionError,
      "disaggregated=True: speculative not modelled"),
+    # session 34's audit: transformers' own "module 'torch' has no attribute 'float8'", and a folder given as a file
+    ("config-torch-dtype-not-a-dtype", _config(torch_dtype="float8"), ConfigError,
+     r"torch_dtype='float8' is not a dtype transformers reads; allowed: float32, bfloat16, float16"),
+    ("hardware-folder", lambda: llmsim.load_hardware(str(ROOT / "llmsim")), HardwareError,
+     r"hardware file .*llmsim: a folder; give a hardware \.toml file"),
 ]
 
 

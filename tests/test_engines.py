@@ -419,3 +419,14 @@ def test_an_edited_copy_of_a_shipped_device_warns_that_its_tables_still_time_the
     with pytest.warns(AssumptionWarning, match=r"named 'h100-sxm' as a shipped device, but states other figures "
                                                r"than the shipped file \(memory\); h100-sxm's measured kernel tables"):
         llmsim.load_hardware(str(slow))
+
+
+def test_assumption_warnings_point_at_the_users_line() -> None:
+    """A fixed stacklevel had named llmsim's own analysis/fast_simulate.py:143 as the warning's origin."""
+    from llmsim.errors import AssumptionWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        llmsim.simulate("gpt-oss-20b", "h100-sxm", batch_size=1, prompt_len=16, gen_len=2)  # no torch_dtype stated
+    found = [w for w in caught if issubclass(w.category, AssumptionWarning)]
+    assert found and all(Path(w.filename).resolve() == Path(__file__).resolve() for w in found)

@@ -274,6 +274,9 @@ def load_hardware(source: Any) -> HardwareSpec:
             shipped, stamp = shipped_file_stamp("hardware", source, hardware_dir(), ".toml")
             return _SPECS.get((shipped, shipped), stamp, lambda: _read_hardware_file(Path(shipped)))
         path = Path(source).expanduser()
+        if path.is_dir():
+            raise HardwareError(f"hardware file {path}: a folder; give a hardware .toml file (or a shipped name: "
+                                "`llmsim hardware`)")
         if not path.is_file():
             raise HardwareError(f"hardware file: no file at {path}")
         # memoised while the file is unchanged (a HardwareSpec is frozen: callers share it); the key keeps the
@@ -297,9 +300,7 @@ def _warn_if_shadowing_shipped(spec: HardwareSpec, path: Path) -> None:
     """A file of the user's that takes a shipped device's name but states other figures (an edited copy, or
     another device renamed) gets that device's measured kernel tables, chosen by name, and they time the ops they
     cover whatever the file says: the edit would change nothing there, silently. Say so once, when it is read."""
-    import warnings
-
-    from ..errors import AssumptionWarning
+    from ..errors import warn_assumption
     from .measured import shipped_kernel_sets
 
     shipped = hardware_dir() / f"{spec.name}.toml"
@@ -309,12 +310,12 @@ def _warn_if_shadowing_shipped(spec: HardwareSpec, path: Path) -> None:
     differs = sorted(field for field in HardwareSpec.model_fields if field != "path"
                      and getattr(spec, field) != getattr(original, field))
     if differs:
-        warnings.warn(AssumptionWarning(
+        warn_assumption(
             f"hardware file {path}: named {spec.name!r} as a shipped device, but states other figures than the "
             f"shipped file ({', '.join(differs)}); {spec.name}'s measured kernel tables (engines "
             f"{', '.join(shipped_kernel_sets()[spec.name])}) still time the ops they cover, so those figures only "
             "time the rest; give the file a name of its own (its ops then run on its roofline) or pass "
-            "engine='roofline'"), stacklevel=4)
+            "engine='roofline'")
 
 
 _SPECS = Memo(32)

@@ -15,10 +15,8 @@ the one it is served in:
 
 from __future__ import annotations
 
-import warnings
-
 from ..dtypes import canonical_dtype
-from ..errors import AssumptionWarning
+from ..errors import warn_assumption
 from .spec import ModelSpec
 
 ASSUMED_DTYPE = "bfloat16"
@@ -37,7 +35,7 @@ def config_dtype(value: object, model_type: str) -> tuple[str, str]:
         return dtype, stated(dtype)
     note = (f"the config states no torch_dtype/dtype: assumed {ASSUMED_DTYPE} (serving engines run checkpoints in "
             f"16 bits; pass weight_dtype/activation_dtype to cost another)")
-    warnings.warn(f"model config ({model_type}): {note}", AssumptionWarning, stacklevel=4)
+    warn_assumption(f"model config ({model_type}): {note}")
     return ASSUMED_DTYPE, note
 
 
@@ -52,5 +50,5 @@ def served_model(spec: ModelSpec, serves_float32_as: str | None, engine: str, ex
     note = (f"the config's torch_dtype float32 is the checkpoint's storage dtype; {engine} serves it in "
             f"{serves_float32_as} (vLLM dtype='auto': _resolve_auto_dtype); pass activation_dtype='float32' "
             f"to cost a float32 run")
-    warnings.warn(f"model {spec.name}: {note}", AssumptionWarning, stacklevel=4)
+    warn_assumption(f"model {spec.name}: {note}")
     return spec.model_copy(update={"dtype": serves_float32_as, "dtype_source": note})

@@ -28,6 +28,10 @@ from .modelopt_file import with_quant_file
 from .quantization import quantize_layers
 from .spec import DEEPSEEK_STYLE_ROUTING, AttentionSpec, LayerGroup, LayerSpec, MLPSpec, ModelSpec, MoESpec
 
+# the dtype names a config's torch_dtype / dtype may hold (torch dtypes as transformers reads them; "auto" lets the
+# checkpoint decide)
+CONFIG_DTYPES = ("float32", "bfloat16", "float16", "float64", "float8_e4m3fn", "float8_e5m2", "int8", "uint8", "auto")
+
 # Keys each family's config must state (raw config.json names); the rest have faithful defaults.
 _REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     "llama": ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "vocab_size"),
@@ -71,6 +75,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return with_quant_file(data, file)  # ModelOpt's hf_quant_config.json beside it, if any
 
 
+
 def _text_part(data: dict[str, Any]) -> dict[str, Any]:
     """A multimodal config (e.g. Gemma 3 27B) holds its language model under text_config."""
     if data.get("model_type") not in _supported_types() and isinstance(data.get("text_config"), dict):
@@ -109,13 +114,12 @@ def _warn_towers(outer: Any, text_type: Any, towers: list[str]) -> None:
     """Say, once per load, that a multimodal config is costed as its language model alone: its vision or audio
     encoder (vision_config, audio_config) is not modelled, so its weights, memory and time are left out."""
     if towers and text_type in _ADAPTERS:
-        import warnings
 
-        from ..errors import AssumptionWarning
+        from ..errors import warn_assumption
 
         encoders = " and ".join(t.removesuffix("_config") for t in towers)
-        warnings.warn(f"model config ({outer}): costed as its language model ({text_type}); the {encoders} "
-                      "encoder's weights, memory and time are left out", AssumptionWarning, stacklevel=4)
+        warn_assumption(f"model config ({outer}): costed as its language model ({text_type}); the {encoders} "
+                        "encoder's weights, memory and time are left out")
 
 
 def config_from_dict(data: Mapping[str, Any]) -> Any:
@@ -152,6 +156,11 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
         named = [" or ".join(repr(k) for k in key.split("|")) for key in missing]
         raise ConfigError(f"model config ({model_type}): missing field {named[0]} (needed: {', '.join(missing)})")
     check_fields(data, model_type, family)
+    for key in ("torch_dtype", "dtype"):  # transformers resolves it as getattr(torch, name): its error names torch
+        value = data.get(key)
+        if isinstance(value, str) and value.removeprefix("torch.") not in CONFIG_DTYPES:
+            raise ConfigError(f"model config ({model_type}): {key}={value!r} is not a dtype transformers reads; "
+                              f"allowed: {', '.join(CONFIG_DTYPES)}")
     fields = {k: v for k, v in data.items() if k != "model_type"}
     if family == "falcon":  # transformers derives Falcon's head_dim (a read-only property); checked equal above
         fields.pop("head_dim", None)

@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from ..disk_cache import cached, source_fingerprint
-from ..errors import AssumptionWarning
+from ..errors import AssumptionWarning, warn_assumption
 from .spec import ModelSpec
 
 # a spec and the AssumptionWarnings building it raised (replayed on every load: a cached spec warns as a built one)
@@ -65,5 +65,5 @@ def replay(noted: Noted) -> ModelSpec:
     """The spec, after warning its notes again, at the caller of load_model."""
     spec, notes = noted
     for note in notes:
-        warnings.warn(note, AssumptionWarning, stacklevel=3)
+        warn_assumption(str(note))
     return spec

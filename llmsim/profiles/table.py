@@ -4,10 +4,9 @@ roofline, bound and why, and where FLOPs and bytes came from; the timeline's idl
 from __future__ import annotations
 
 import re
-import warnings
 from typing import Any
 
-from ..errors import AssumptionWarning, check_top
+from ..errors import check_top, warn_assumption
 from ..hardware.spec import load_hardware
 from .bound import classify
 from .model import ProfileData
@@ -83,5 +82,5 @@ def gpu_mismatch(profile: ProfileData, hardware: Any) -> str | None:
         return None
     message = (f"the profile ran on {profile.gpu_name}, but its roofline and bounds are {hw.name}'s: pass the "
                f"hardware file of the GPU that ran it (--hardware)")
-    warnings.warn(AssumptionWarning(message), stacklevel=3)
+    warn_assumption(message)
     return message

@@ -71,13 +71,11 @@ def _from_distribution(field: str, spec: str, count: int, rng: np.random.Generat
     lengths = np.maximum(np.round(values), 1).astype(np.int64)
     raised = float(np.mean(np.round(values) < 1))
     if raised > 0.01:  # a normal wider than its mean: the draws below 1 token become 1, and the mean moves
-        import warnings
 
-        from ..errors import AssumptionWarning
+        from ..errors import warn_assumption
 
-        warnings.warn(f"{field}={spec!r}: {raised:.0%} of the draws fell below 1 token and were raised to 1, so the "
-                      f"mean length is {lengths.mean():.0f}, not {a:g}; narrow the spread or use lognormal",
-                      AssumptionWarning, stacklevel=3)
+        warn_assumption(f"{field}={spec!r}: {raised:.0%} of the draws fell below 1 token and were raised to 1, so "
+                        f"the mean length is {lengths.mean():.0f}, not {a:g}; narrow the spread or use lognormal")
     return lengths
 
 
