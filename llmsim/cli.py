@@ -487,9 +487,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_figure_out(p, "--out", default=None,
                     help="also write the roofline plot of the kernels here (.png/.pdf/.svg)")
 
-    sub.add_parser("models", help="the shipped models")
-    sub.add_parser("hardware", help="the shipped devices")
-    sub.add_parser("engines", help="the engines, what they run and the devices with measured tables for them")
+    p = sub.add_parser("models", help="the shipped models (or the ones named: shipped names, config.json paths)")
+    p.add_argument("names", nargs="*", help="shipped model names or config.json files/folders (default: every "
+                   "shipped model)")
+    p.add_argument("--json", action="store_true", help="one JSON object per model instead of the table")
+    p = sub.add_parser("hardware", help="the shipped devices (or the ones named: shipped names, .toml files)")
+    p.add_argument("names", nargs="*", help="shipped device names or hardware .toml files (default: every shipped "
+                   "device)")
+    p.add_argument("--json", action="store_true", help="one JSON object per device instead of the table")
+    p = sub.add_parser("engines", help="the engines, what they run and the devices with measured tables for them")
+    p.add_argument("--json", action="store_true", help="one JSON object per engine instead of the text")
     return parser
 
 
@@ -535,7 +542,8 @@ def _run(args: argparse.Namespace) -> int:
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", AssumptionWarning)
-            print(_table([model_summary_row(load_model(name)) for name in shipped_model_names()]))
+            rows = [model_summary_row(load_model(name)) for name in args.names or shipped_model_names()]
+        print(json.dumps(rows, indent=2, default=_json_default) if args.json else _table(rows))
         return 0
     if args.command == "engines":
         from .engines.catalog import ENGINES
@@ -548,8 +556,19 @@ def _run(args: argparse.Namespace) -> int:
             families = ", ".join(engine.table_families) if engine.table_families else "all"
             rows.append({"engine": engine.name, "measured tables": f"{engine.tables} ({families})" if engine.tables
                          else "none", "devices with tables": ", ".join(devices) or "-"})
-        print(_table(rows))
         from .serving.engine_limits import FRONTEND
+
+        if args.json:
+            _print_json([{"engine": engine.name, "description": engine.description, "tables": engine.tables,
+                          "table_families": list(engine.table_families) if engine.table_families else None,
+                          "devices_with_tables": [d for d, engines in sets.items() if engine.tables in engines],
+                          "table_note": engine.table_note or None, "step_host_note": engine.step_host_note or None,
+                          "prefill_dispatch_note": engine.prefill_dispatch_note or None,
+                          "frontend_s": FRONTEND[engine.name][0] if engine.name in FRONTEND else None,
+                          "frontend_note": FRONTEND[engine.name][1] if engine.name in FRONTEND else None}
+                         for engine in ENGINES.values()])
+            return 0
+        print(_table(rows))
 
         for engine in ENGINES.values():
             print(f"\n{engine.name}: {engine.description}." + (f" Tables: {engine.table_note}." if engine.table_note
@@ -562,7 +581,11 @@ def _run(args: argparse.Namespace) -> int:
                 f"({FRONTEND[engine.name][1]})." if engine.name in FRONTEND else ""))
         return 0
     if args.command == "hardware":
-        print(_table([load_hardware(name).summary_row() for name in shipped_hardware_names()]))
+        specs = [load_hardware(name) for name in args.names or shipped_hardware_names()]
+        if args.json:  # every figure with its unit and source, as the file states it
+            _print_json([spec.model_dump(mode="json") for spec in specs])
+        else:
+            print(_table([spec.summary_row() for spec in specs]))
         return 0
     if args.command == "calibrate" and args.source == "aiconfigurator":
         from pathlib import Path

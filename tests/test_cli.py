@@ -405,3 +405,26 @@ def test_serve_on_the_cli_takes_trtllm_attention_dp_balance(capsys: pytest.Captu
     code, out, err = run(capsys, "serve", "qwen3-30b-a3b", "--hardware", "h100-sxm", "--engine", "vllm", *load,
                          "--attention-dp-balance")
     assert code != 0 and "attention_dp_balance is TensorRT-LLM's" in err and "Traceback" not in err
+
+
+def test_listings_take_names_files_and_json(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    """`llmsim hardware`, `models` and `engines` had no --json, and `hardware` could not show a user's .toml."""
+    from llmsim.shipped import hardware_dir
+
+    mine = tmp_path / "mine.toml"
+    mine.write_text((hardware_dir() / "l4.toml").read_text().replace('name = "l4"', 'name = "my-l4"'))
+    code, out, _ = run(capsys, "hardware", "h100-sxm", str(mine))
+    assert code == 0 and out.splitlines()[1].startswith("h100-sxm") and out.splitlines()[2].startswith("my-l4")
+    code, out, _ = run(capsys, "hardware", "--json", "h100-sxm")
+    [h100] = json.loads(out)
+    assert h100["memory"]["bandwidth_bytes_per_s"]["value"] == 3.35e12  # with its unit and source
+    assert "source" in h100["memory"]["bandwidth_bytes_per_s"]
+    code, out, _ = run(capsys, "models", "--json", "llama-3.1-8b")
+    [model] = json.loads(out)
+    assert model["name"] == "llama-3.1-8b" and model["parameters"] == 8030261248
+    code, out, _ = run(capsys, "engines", "--json")
+    engines = {e["engine"]: e for e in json.loads(out)}
+    assert set(engines) == {"vllm", "sglang", "trtllm", "torch-compile", "transformers", "roofline"}
+    assert engines["vllm"]["frontend_s"] == 0.004 and "h100-sxm" in engines["vllm"]["devices_with_tables"]
+    code, _, err = run(capsys, "hardware", "nope")
+    assert code == 2 and "hardware 'nope' is not a shipped name" in err

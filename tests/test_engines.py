@@ -430,3 +430,17 @@ def test_assumption_warnings_point_at_the_users_line() -> None:
         llmsim.simulate("gpt-oss-20b", "h100-sxm", batch_size=1, prompt_len=16, gen_len=2)  # no torch_dtype stated
     found = [w for w in caught if issubclass(w.category, AssumptionWarning)]
     assert found and all(Path(w.filename).resolve() == Path(__file__).resolve() for w in found)
+
+
+def test_a_folder_of_another_engines_tables_says_it_stands_in(tmp_path: Path) -> None:
+    """vLLM's tables given to engine sglang timed its ops without a word (an audit's finding)."""
+    folder = tmp_path / "l40s-vllm"
+    folder.mkdir()
+    (folder / "gemm.csv").write_text((kernels_dir() / "l40s" / "vllm" / "gemm.csv").read_text())  # engine: vllm
+    kw = dict(batch_size=1, prompt_len=64, gen_len=4, tables=str(folder))
+    sglang = llmsim.simulate("llama-3.1-8b", "l40s", engine="sglang", **kw)
+    note = (f"tables {folder}: measured under engine vllm; they stand in for engine sglang's kernels, whose own "
+            "differ (approximation)")
+    assert note in sglang.roofline_reasons and f"  tables      {note}" in str(sglang)
+    vllm = llmsim.simulate("llama-3.1-8b", "l40s", engine="vllm", **kw)
+    assert not any("stand in" in why for why in vllm.roofline_reasons)  # its own engine's: nothing to say

@@ -432,8 +432,18 @@ def _measured_timing(hardware: HardwareSpec, execution: ExecutionOptions) -> tup
     """The measured tables of the execution options for this device, and a note when none apply."""
     if not execution.tables or execution.efficiency == "peak":
         return None, ""
-    return _timing_of(hardware.name, execution.tables, execution.table_families, execution.fp8_scales,
-                      execution.mxfp4_moe_kernel, execution.fp8_block_moe_kernel, execution.moe_routing)
+    timing, note = _timing_of(hardware.name, execution.tables, execution.table_families, execution.fp8_scales,
+                              execution.mxfp4_moe_kernel, execution.fp8_block_moe_kernel, execution.moe_routing)
+    if timing is not None and not note and Path(execution.tables).is_dir():  # a folder of the user's
+        from ..engines.catalog import ENGINES
+
+        wanted = ENGINES[execution.engine].tables if execution.engine in ENGINES else None
+        measured = {table.provenance.get("engine") for table in timing.kernels.tables.values()} - {None}
+        if wanted and measured and wanted not in measured:  # another engine's kernels: said, not silent
+            under = ", ".join(sorted(str(e) for e in measured))
+            note = (f"tables {execution.tables}: measured under engine {under}; they stand in for engine "
+                    f"{execution.engine}'s kernels, whose own differ (approximation)")
+    return timing, note
 
 
 STAND_IN_SETS = ("sglang", "trtllm")  # engine table sets that fall back to the device's vLLM set
