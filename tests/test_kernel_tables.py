@@ -33,6 +33,23 @@ def _gemm(tmp_path: Path) -> object:
     return read_table_file(path, "gemm", ("dtype",), ("m", "n", "k")).grids[("bf16",)]
 
 
+def test_a_point_measured_slower_than_a_larger_shape_reads_at_the_larger_ones_time(tmp_path: Path) -> None:
+    """monotone_envelope: a glitch (m = 1, n = k = 4096 measured 200 us where m = 256 took 144 us) is read at the
+    larger shape's time; the points below no larger one keep their measured times."""
+    path = tmp_path / "gemm.csv"
+    path.write_text(GEMM_CSV.replace("bf16,1,4096,4096,16", "bf16,1,4096,4096,200"))
+    grid = read_table_file(path, "gemm", ("dtype",), ("m", "n", "k")).grids[("bf16",)]
+    assert grid.time_s(1, 4096, 4096) == pytest.approx(144e-6, rel=1e-12)  # min(200, m = 256's 144) us
+    assert grid.time_s(1, 4096, 1024) == pytest.approx(8e-6, rel=1e-12)  # untouched: 8 < every larger shape's
+    assert grid.time_s(256, 4096, 4096) == pytest.approx(144e-6, rel=1e-12)
+    # the shipped H200 TensorRT-LLM decode MLA table held fp8, 16 heads, batch 2, 131,072 keys at 1,193 us against
+    # 117.7 us at batch 4: DeepSeek-V3's TPOT at TP8 and 120,000 cached tokens read 53.2 ms at batch 2 and 14.8 ms
+    # at batch 1; it now grows with the batch
+    tpot = [llmsim.simulate("deepseek-v3", "h200", batch_size=b, prompt_len=120000, gen_len=4, tensor_parallel=8,
+                            engine="trtllm", kv_dtype="fp8").tpot_s for b in (1, 2, 3, 4)]
+    assert tpot == sorted(tpot) and tpot[1] < 1.5 * tpot[0]
+
+
 def test_a_measured_point_returns_its_time(tmp_path: Path) -> None:
     grid = _gemm(tmp_path)
     assert grid.time_s(256, 4096, 1024) == pytest.approx(36e-6, rel=1e-12)  # the row bf16,256,4096,1024,36
@@ -178,7 +195,9 @@ def test_wide_gemms_read_the_measured_51200_line_not_a_proportional_guess() -> N
     assert mk is not None
     grid = mk.gemm_table_named("nvfp4_fallback")  # TensorRT-LLM's rows as measured (see UNTUNED_GEMM_LANES)
     assert grid is not None
-    assert grid.time_s(4, 51200, 8192) == pytest.approx(59.06e-6, rel=1e-9)  # the measured point (4 digits kept)
+    # the measured 59.06 us, read at the 57.74 us of m = 64 at the same n and k (monotone_envelope: a kernel is
+    # never slower than on a larger shape)
+    assert grid.time_s(4, 51200, 8192) == pytest.approx(57.74e-6, rel=1e-9)
     # between 16384 and 51200: a straight line in log(time) against log(n), the GEMM rule
     t16, t51 = grid.time_s(4, 16384, 8192), grid.time_s(4, 51200, 8192)
     assert t16 < grid.time_s(4, 28672, 8192) < t51
@@ -364,7 +383,9 @@ def test_importer_writes_static_fp8_gemms(tmp_path: Path) -> None:
     assert "# fp8: static activation scales" in written[0].read_text()
     mk = load_measured(str(tmp_path / "k"))
     assert mk.gemm_s("fp8", 64, 4096, 1024) == pytest.approx((0.050 - 0.001 * 8) * 1e-3)  # 50 us - 8 us = 42 us
-    assert mk.gemm_s("fp8", 1, 4096, 4096) == pytest.approx((0.050 - 0.001) * 1e-3)  # 50 us - 1 us = 49 us
+    assert "fp8,1,4096,4096,49" in written[0].read_text()  # 50 us - 1 us = 49 us, written as measured
+    # read at m = 64's 42 us (monotone_envelope: never slower than a larger shape)
+    assert mk.gemm_s("fp8", 1, 4096, 4096) == pytest.approx((0.050 - 0.001 * 8) * 1e-3)
     assert mk.gemm_s("bf16", 64, 4096, 1024) == pytest.approx(0.050e-3)  # other dtypes as measured
     assert mk.gemm_table_named("fp8_dynamic").time_s(64, 4096, 1024) == pytest.approx(0.050e-3)  # the row as is
 
@@ -391,11 +412,13 @@ def test_tensorrt_llms_untuned_nvfp4_gemm_rows_give_way_to_the_fastest_measured_
     assert mk.gemm_table_named("nvfp4_fallback").time_s(1, 4096, 4096) == pytest.approx(40e-6)  # as measured
     assert mk.gemm_s("bf16", 1, 4096, 4096) == pytest.approx(40e-6)  # other dtypes untouched
     # the shipped B200 table (aiconfigurator-core 0.12.0) at m = 4, n = k = 8192: TensorRT-LLM 1.3.0rc20's row
-    # 22.45 us, vLLM 0.24.0's 12.79 us, SGLang 0.5.14's 13.51 us -> 12.79 us
+    # 22.45 us, vLLM 0.24.0's 12.79 us, SGLang 0.5.14's 13.51 us -> 12.79 us, read at the 12.72 us of m = 16
+    # (monotone_envelope)
     shipped = measured_for("b200", "trtllm")
     assert shipped is not None
-    assert shipped.gemm_s("fp4", 4, 8192, 8192) == pytest.approx(12.79e-6, rel=1e-9)
-    assert shipped.gemm_table_named("nvfp4_fallback").time_s(4, 8192, 8192) == pytest.approx(22.45e-6, rel=1e-9)
+    assert shipped.gemm_s("fp4", 4, 8192, 8192) == pytest.approx(12.72e-6, rel=1e-9)
+    # TensorRT-LLM's own row 22.45 us, read at m = 8's 22.42 us (monotone_envelope)
+    assert shipped.gemm_table_named("nvfp4_fallback").time_s(4, 8192, 8192) == pytest.approx(22.42e-6, rel=1e-9)
     # and the result says where an nvfp4 GEMM's time came from
     r = llmsim.simulate("llama-3.1-70b", "b200", engine="trtllm", batch_size=4, prompt_len=128, gen_len=2,
                         weight_dtype="nvfp4", activation_dtype="nvfp4")
@@ -498,9 +521,10 @@ def test_4_bit_experts_read_their_checkpoints_own_moe_rows() -> None:
     grid = measured_for("h200", "vllm").moe_table("mxfp4_wo", 4, 128, 2880, 2880, 1, 1, "power_law_1.2")
     assert grid.time_s(4) == pytest.approx(0.116077e-3, rel=1e-3)  # the CSV keeps 4 figures: 116.1 us
     # b200_sxm/moe/vllm/0.24.0, nvfp4 (vllm_compressedtensorsw4a4nvfp4moe_flashinfer_trtllm_...), power_law_1.01,
-    # top-8 of 256, hidden 7168, intermediate 2048, moe_tp 1, moe_ep 8, 1 token: 0.040147 ms
+    # top-8 of 256, hidden 7168, intermediate 2048, moe_tp 1, moe_ep 8, 1 token: 0.040147 ms, read at 2 tokens'
+    # 0.03943 ms (monotone_envelope: never slower than more tokens)
     grid = measured_for("b200", "vllm").moe_table("nvfp4", 8, 256, 7168, 2048, 1, 8, "power_law_1.01")
-    assert grid.time_s(1) == pytest.approx(0.040147e-3, rel=1e-4)
+    assert grid.time_s(1) == pytest.approx(0.03943e-3, rel=1e-4)
     # the checkpoints' experts read them: gpt-oss's MXFP4 experts, Kimi-K2.5's int4 weight-only experts
     for model, hardware, tp in (("gpt-oss-120b", "h200", 1), ("kimi-k2.5", "h200", 8)):
         r = llmsim.simulate(model, hardware, batch_size=4, prompt_len=1024, gen_len=64, tensor_parallel=tp)

@@ -13,8 +13,9 @@ their weighted harmonic mean, or 0 where they differ in sign; at the first and l
 estimate, kept to the sign of the secant next to it), applied the last axis first: the last axis's cubic on
 each grid line near the point, then the axis before's cubic through those values, and so on. An axis of
 two points is the straight line (log time linear in log x). So a measured point returns its measured
-time; along an axis the cubic in a cell stays between the values at the cell's two ends (a step stays a
-step, no overshoot); and where a kernel's log-log curve bends (attention: a launch floor that turns into
+time (as the file reader leaves it: at most the least time of any larger shape, table_file.monotone_envelope);
+along an axis the cubic in a cell stays between the values at the cell's two ends (a step stays a step, no
+overshoot); and where a kernel's log-log curve bends (attention: a launch floor that turns into
 linear, then quadratic growth in the length and the batch) the cubic follows the bend that the slopes
 either side show, where a straight line between two measured points cuts the corner.
 The families in STRAIGHT_FAMILIES (GEMM) are read with that straight line on every axis

@@ -123,7 +123,25 @@ def _grid(path: Path, family: str, axes: tuple[str, ...], at: dict[str, int], ro
     if np.isnan(times).any() or len(rows) != measured:
         raise HardwareError(f"{path}: kernel table '{family}' is not a full grid over {axes} "
                             f"({len(rows)} rows for {int(np.prod(shape))} grid points, or repeated points)")
-    return GridTable(axes, points, times, family not in STRAIGHT_FAMILIES)
+    return GridTable(axes, points, monotone_envelope(times), family not in STRAIGHT_FAMILIES)
+
+
+def monotone_envelope(times: np.ndarray) -> np.ndarray:
+    """Each grid point's time, at most the least time measured at any point at least as large on every axis.
+
+    Every axis of every family is a size of the work (rows, columns, depth, batch, tokens, keys, bytes), so a
+    kernel given more work is never faster: the engine could run the smaller problem padded to the larger one
+    (CUDA-graph padding does just that with the batch). A point measured slower than a larger one is read at the
+    larger one's time. The shipped tables hold such points, from measurement glitches more than kernels:
+    an audit found H200 TensorRT-LLM decode MLA at batch 2 and 131,072 keys 1,193 us against 117.7 us at batch 4
+    (DeepSeek-V3 TPOT 53.2 ms at batch 2, 14.8 ms at batch 1), GB300 TensorRT-LLM fp8 decode attention at batch 1
+    and 128 keys 457.8 us against 11 us, and Blackwell vLLM fp8 GEMMs at m = 1 2.4-3x their time at m = 2.
+    Shape: [*grid] -> [*grid]; the suffix minimum along each axis in turn (the minimum over the orthant above)."""
+    out = times
+    for axis in range(times.ndim):
+        flipped = np.flip(out, axis=axis)
+        out = np.flip(np.minimum.accumulate(flipped, axis=axis), axis=axis)
+    return out
 
 
 def _fill_first_axis(times: np.ndarray, first: np.ndarray) -> None:
