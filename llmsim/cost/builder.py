@@ -54,8 +54,9 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks
         weight_dtype, act_dtype, kv_dtype = options.resolved_dtypes(model.dtype)
         self.precision = matmul_precision(act_dtype, weight_dtype)
         # the measured GEMM table the matmuls read: a lane the tables may hold, else the pair named (it has none)
-        self.gemm_lane_measured = _gemm_table_dtype(weight_dtype, act_dtype) is not None
-        self.gemm_dtype = _gemm_table_dtype(weight_dtype, act_dtype) or unmeasured_gemm_lane(weight_dtype, act_dtype)
+        lane = _gemm_table_dtype(weight_dtype, act_dtype)
+        self.gemm_lane_measured = lane is not None
+        self.gemm_dtype = lane or unmeasured_gemm_lane(weight_dtype, act_dtype)
         # the attention tables' cache dtype: bf16 or fp8, else the cache dtype named (no table measures it)
         self.kv_table_dtype = {"bfloat16": "bf16", "float16": "bf16", "fp8": "fp8"}.get(kv_dtype, kv_dtype)
         self.B = Expr.sym("B", B)

@@ -306,7 +306,7 @@ def _warn_if_shadowing_shipped(spec: HardwareSpec, path: Path) -> None:
     shipped = hardware_dir() / f"{spec.name}.toml"
     if spec.name not in shipped_kernel_sets() or not shipped.is_file() or path.resolve() == shipped.resolve():
         return
-    original = _read_hardware_file(shipped)
+    original = load_hardware(spec.name)  # the shipped file, memoised
     differs = sorted(field for field in HardwareSpec.model_fields if field != "path"
                      and getattr(spec, field) != getattr(original, field))
     if differs:

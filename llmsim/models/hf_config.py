@@ -75,7 +75,6 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return with_quant_file(data, file)  # ModelOpt's hf_quant_config.json beside it, if any
 
 
-
 def _text_part(data: dict[str, Any]) -> dict[str, Any]:
     """A multimodal config (e.g. Gemma 3 27B) holds its language model under text_config."""
     if data.get("model_type") not in _supported_types() and isinstance(data.get("text_config"), dict):
@@ -114,7 +113,6 @@ def _warn_towers(outer: Any, text_type: Any, towers: list[str]) -> None:
     """Say, once per load, that a multimodal config is costed as its language model alone: its vision or audio
     encoder (vision_config, audio_config) is not modelled, so its weights, memory and time are left out."""
     if towers and text_type in _ADAPTERS:
-
         from ..errors import warn_assumption
 
         encoders = " and ".join(t.removesuffix("_config") for t in towers)

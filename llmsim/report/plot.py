@@ -110,12 +110,13 @@ def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4)
     # unit), the vector unit; sdpa_math attention multiplies in fp32
     used: dict[str, tuple[float, str, str]] = {}  # precision -> (peak, colour, what runs there)
     vector_peak = hw.vector_flops_per_s[vector].value
-    quantized = [p for p in quantized_precisions(result) if p in hw.matrix_flops_per_s and p != matrix]
-    for precision, colour in zip(quantized, ("tab:purple", "tab:brown"), strict=False):  # a checkpoint's fp8/fp4 GEMMs
+    quantized = [p for p in quantized_precisions(result) if p != matrix]  # a checkpoint's fp8/fp4 GEMMs
+    drawn = [p for p in quantized if p in hw.matrix_flops_per_s]
+    for precision, colour in zip(drawn, ("tab:purple", "tab:brown"), strict=False):
         used[f"{precision} matrix"] = (hw.matrix_flops_per_s[precision].value, colour, "quantized matmuls")
     if matrix in hw.matrix_flops_per_s:
         used[f"{matrix} matrix"] = (hw.matrix_flops_per_s[matrix].value, "tab:red",
-                                    "the other matmuls" if quantized else "matmuls")
+                                    "the other matmuls" if drawn else "matmuls")
     if result.options.attention == "sdpa_math" and matrix != "fp32":
         if "fp32" in hw.matrix_flops_per_s:
             used["fp32 matrix"] = (hw.matrix_flops_per_s["fp32"].value, "tab:blue", "attention scores")
@@ -193,7 +194,6 @@ def roofline_figure(result: SimulationResult, hardware: Any, label_top: int = 4)
     ax.set_ylim(min(x_lo * bandwidth, 1e9, *(y / 3 for y in lowest)), top_peak * 3)  # every op's point on the plot
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("attained FLOP/s")
-    quantized = [p for p in quantized_precisions(result) if p != matrix]
     matmuls = f"quantized matmuls {'/'.join(quantized)}, the others {matrix}" if quantized else f"matmuls {matrix}"
     ax.set_title(f"{_workload(result)}, {matmuls}", fontsize=10)
     ax.grid(True, which="both", alpha=0.2)

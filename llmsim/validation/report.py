@@ -191,47 +191,34 @@ def append_result(path: str | Path, row: ValidationRow) -> None:
         handle.flush()
 
 
-def check_results_file(path: str | Path) -> None:
-    """Refuse a results path that is not a JSON-lines file of validation records (a folder, or a file holding other
-    lines: a hardware TOML given by mistake), before anything is appended to it. A truncated last line (a run killed
-    while writing) is allowed; read_results skips it."""
-    path = Path(path)
-    if path.is_dir():
-        raise LlmsimError(f"results file {path}: a folder; give a file (JSON lines, one record per case)")
-    if not path.is_file():
-        return
-    try:
-        lines = [line.strip() for line in path.read_text().splitlines()]
-    except UnicodeDecodeError:
-        raise LlmsimError(f"results file {path}: not text; give a JSON-lines file of validate's records or a new "
-                          "path") from None
-    lines = [line for line in lines if line]
-    for number, line in enumerate(lines, start=1):
-        try:
-            ValidationRow.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValueError):
-            if number == len(lines) and line.startswith("{"):  # a record cut short: skipped on reading
-                continue
-            raise LlmsimError(f"results file {path}: line {number} is not a validate record ({line[:40]!r}); records "
-                              "are appended to this file, so it must hold only them: give another path") from None
-
-
-def read_results(*paths: str | Path) -> dict[tuple[Any, ...], ValidationRow]:
+def read_results(*paths: str | Path, strict: bool = False) -> dict[tuple[Any, ...], ValidationRow]:
     """Rows recorded in JSON-lines files, by case key (the last record of a case wins).
 
-    A truncated last line (a run killed while writing) is ignored."""
+    A truncated last line (a run killed while writing) is ignored. strict: a file about to be appended to must
+    hold only records: a folder, a file not text, or any other line (a hardware TOML given by mistake) is refused
+    before anything is written to it; otherwise such lines are skipped."""
     rows: dict[tuple[Any, ...], ValidationRow] = {}
     for path in paths:
         path = Path(path)
+        if strict and path.is_dir():
+            raise LlmsimError(f"results file {path}: a folder; give a file (JSON lines, one record per case)")
         if not path.is_file():
             continue
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if not line:
+        try:
+            lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
+        except UnicodeDecodeError:
+            if not strict:
                 continue
+            raise LlmsimError(f"results file {path}: not text; give a JSON-lines file of validate's records or a "
+                              "new path") from None
+        for number, line in enumerate(lines, start=1):
             try:
                 row = ValidationRow.model_validate(json.loads(line))
             except (json.JSONDecodeError, ValueError):
+                if strict and not (number == len(lines) and line.startswith("{")):  # not a record cut short
+                    raise LlmsimError(f"results file {path}: line {number} is not a validate record "
+                                      f"({line[:40]!r}); records are appended to this file, so it must hold only "
+                                      "them: give another path") from None
                 continue
             rows[row.key()] = row
     return rows

@@ -57,7 +57,6 @@ from .report import (
     ValidationRow,
     append_result,
     case_key,
-    check_results_file,
     read_results,
 )
 from .speed_check import drift_warning, machine_speed
@@ -151,7 +150,8 @@ def noisy_cases_warning(rows: Sequence[ValidationRow], threshold: float = NOISY_
 
     spread = [r for r in timed if r.spread > threshold]  # type: ignore[operator]
     waiting = [r for r in timed if r.clock == "wall" and waited(r) > BUSY_WAIT_SHARE]
-    noisy = [r for r in timed if r in spread or r in waiting]
+    flagged = {id(r) for r in (*spread, *waiting)}
+    noisy = [r for r in timed if id(r) in flagged]
     if not timed or len(noisy) <= share * len(timed):
         return None
     loads = [r.load_average for r in noisy if r.load_average is not None]
@@ -273,12 +273,11 @@ def validate(
     for phase, _, _ in cases:
         if phase not in ("prefill", "decode"):
             raise LlmsimError(f"case phase={phase!r}; choose prefill or decode")
-    if results_path is not None:
-        check_results_file(results_path)  # a folder, or a file of other lines, refused before anything is run
-    done = read_results(results_path) if results_path is not None else {}
-    pending = [c for c in cases if _recorded(done, case_key(name, *c, dtype, num_layers, overhead, device)) is None]
-    if pending:  # the smallest case: if llmsim cannot predict it (no fp16 peak on the device, a broken config), no
-        phase, batch, length = min(pending, key=lambda c: (c[1], c[2]))  # case can be: said before any is measured
+    # a folder, or a file of other lines, refused before anything is appended to it
+    done = read_results(results_path, strict=True) if results_path is not None else {}
+    to_run = [c for c in cases if _recorded(done, case_key(name, *c, dtype, num_layers, overhead, device)) is None]
+    if to_run:  # the smallest case: if llmsim cannot predict it (no fp16 peak on the device, a broken config), no
+        phase, batch, length = min(to_run, key=lambda c: (c[1], c[2]))  # case can be: said before any is measured
         try:
             predict_case(data, hw, phase, batch, length, dtype, overhead, name=name)
         except LlmsimError as exc:
@@ -287,7 +286,6 @@ def validate(
     rows: list[ValidationRow] = []
     warnings: list[str] = []
     threads, threads_warning = run_threads(hw, device, threads)
-    to_run = [c for c in cases if _recorded(done, case_key(name, *c, dtype, num_layers, overhead, device)) is None]
     with torch_threads(threads):
         info = {**versions(), "device_name": device_name(device)}
         for warning in (hardware_mismatch_warning(hw, info["device_name"]), threads_warning,
