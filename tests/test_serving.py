@@ -723,6 +723,24 @@ def test_async_scheduling_admits_a_request_arriving_mid_step_one_step_later() ->
         llmsim.serve(MODEL, GPU, async_scheduling="yes", **kwargs)
 
 
+def test_a_closed_loop_request_sent_on_a_last_token_misses_the_decision_taken_then() -> None:
+    """A client sends its next request when its last token comes; the engine has returned that token and gone on to
+    decide its next step before the request is in (TensorRT-LLM's _executor_loop_overlap: responses, then the next
+    fetch and schedule), so with no frontend time the request is first scheduled one decision later: into the step
+    after the next without async scheduling, two steps after with it (not at once, as a tie would have it)."""
+    kwargs = dict(concurrency=2, prompt_len=512, gen_len=[20, 200, 20], num_requests=3,
+                  frontend_s=0)  # request 2 is sent when request 0 finishes, while request 1 decodes
+    for async_scheduling, skipped in ((False, 1), (True, 2)):
+        r = llmsim.serve(MODEL, GPU, async_scheduling=async_scheduling, **kwargs)
+        start, time_s, prefill = r.step_log["start_s"], r.step_log["time_s"], r.step_log["prefill_tokens"]
+        sent = r.requests["arrival_s"][2]
+        assert sent == r.requests["finish_s"][0] > 0
+        k = int(np.flatnonzero(np.isclose(start, sent, rtol=0, atol=1e-12))[0])  # the step starting as it is sent
+        # steps k .. k + skipped - 1 decode request 1 alone; step k + skipped prefills request 2
+        assert np.all(prefill[k:k + skipped] == 0) and prefill[k + skipped] == 512
+        assert r.requests["first_token_s"][2] == pytest.approx(start[k + skipped] + time_s[k + skipped])
+
+
 def test_scheduler_recv_interval_takes_requests_in_every_n_decode_steps() -> None:
     """SGLang's --scheduler-recv-interval N (its SchedulerRecvSkipper: decode steps weigh 1, a step that prefilled
     1000): while requests run, new ones are taken in only after every N decode steps."""

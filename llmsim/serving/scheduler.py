@@ -13,7 +13,9 @@ A request samples a token at the end of the step that computes its last known to
 chunk, then each decode token). It finishes after gen_len tokens. With mixed_batches=False (SGLang's
 default) a step prefills only while prompts can start, and decodes otherwise. With async_scheduling (vLLM's
 async scheduling, SGLang's and TensorRT-LLM's overlap schedulers) a step is decided while the one before it runs:
-while requests run, the step starting at t sees the arrivals up to the start of the step before it. With
+while requests run, the step starting at t sees the arrivals up to the start of the step before it. A closed loop's
+request sent on another's last token reaches a busy engine after the decision taken at that instant (the engine
+returns the token, then decides), so it is first seen by the decision after. With
 recv_interval N (SGLang's --scheduler-recv-interval) arrivals are taken in only after every N decode steps or a
 step that prefilled. With batch_wait_iters (TensorRT-LLM's batch_wait_timeout_iters and batch_wait_max_tokens_ratio,
 tensorrt_llm/_torch/pyexecutor/py_executor.py, PyExecutor._waiting_requests) a step that decodes admits no new
@@ -355,7 +357,10 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             recv_count = 0
             if inbox is not None:
                 waiting.extend(inbox.due(seen))
-            while sent and arrivals[sent[0]] <= seen:
+            # a closed loop's request sent at the instant `seen` (on another's last token, with no frontend time)
+            # reaches a busy engine after the decision taken then: the engine returns a step's tokens and goes on
+            # to decide the next step before the client's new request is in (an idle engine waits for it)
+            while sent and (arrivals[sent[0]] < seen or (arrivals[sent[0]] == seen and not run.m)):
                 waiting.append(sent.popleft())
             while next_arrival < known and arrival_of[next_arrival] <= seen:
                 waiting.append(next_arrival)
