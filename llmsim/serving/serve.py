@@ -378,8 +378,9 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
             "frontend": (f"{frontend_s * 1e3:.1f} ms per request (HTTP, tokenization, hand-offs, streaming) before "
                          "the engine sees it, one request at a time (a FIFO server: requests sent together queue; "
                          "frontend_s; llmsim.serving.engine_limits gives each engine's source)" if frontend_s else
-                         "none (frontend_s=0, or no public figure for this engine): a closed loop's next request, "
-                         "sent on another's last token, reaches the engine just after the decision taken then"),
+                         "none (frontend_s=0, or no public figure for this engine)"
+                         + (": a client's next request, sent on its last token, reaches the engine just after the "
+                            "decision taken then" if concurrency is not None else "")),
             **(extra_assumptions or {}),
         },
     )
