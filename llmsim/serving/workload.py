@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionError, check_choice, check_positive
+from ..errors import OptionError, check_choice, check_positive, warn_assumption
 
 ARRIVALS = ("poisson", "constant", "gamma")
 DISTRIBUTIONS = ("uniform", "normal", "lognormal")
@@ -71,9 +71,6 @@ def _from_distribution(field: str, spec: str, count: int, rng: np.random.Generat
     lengths = np.maximum(np.round(values), 1).astype(np.int64)
     raised = float(np.mean(np.round(values) < 1))
     if raised > 0.01:  # a normal wider than its mean: the draws below 1 token become 1, and the mean moves
-
-        from ..errors import warn_assumption
-
         warn_assumption(f"{field}={spec!r}: {raised:.0%} of the draws fell below 1 token and were raised to 1, so "
                         f"the mean length is {lengths.mean():.0f}, not {a:g}; narrow the spread or use lognormal")
     return lengths
