@@ -125,10 +125,12 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
                        help="MXFP4 experts (gpt-oss): the engine's default fused-MoE kernel, vLLM's Marlin kernel "
                        "(VLLM_MXFP4_USE_MARLIN=1) or MXFP8 activations on FlashInfer's TRTLLM-gen kernel "
                        "(VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1), from the measured tables")
-    group.add_argument("--fp8-block-moe-kernel", dest="fp8_block_moe_kernel", choices=("default", "trtllm-gen"),
-                       help="block-scaled fp8 experts (DeepSeek): the engine's default fused-MoE kernel or "
-                       "FlashInfer's TRTLLM-gen kernel (TensorRT-LLM's moe_config backend TRTLLM; Blackwell), from "
-                       "the measured tables")
+    group.add_argument("--fp8-block-moe-kernel", dest="fp8_block_moe_kernel",
+                       choices=("default", "trtllm-gen", "deepep-normal", "deepep-low-latency"),
+                       help="block-scaled fp8 experts (DeepSeek): the engine's default fused-MoE kernel, "
+                       "FlashInfer's TRTLLM-gen kernel (TensorRT-LLM's moe_config backend TRTLLM; Blackwell), or "
+                       "SGLang's DeepEP experts (--moe-a2a-backend deepep) in normal (prefill) or low-latency "
+                       "(decode) mode, from the measured tables")
     group.add_argument("--moe-routing", dest="moe_routing", choices=("model", "balanced", "power_law_1.01",
                                                                      "power_law_1.2"),
                        help="the expert load the measured MoE tables are read at: the model's (default: a power law "

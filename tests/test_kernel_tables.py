@@ -857,3 +857,69 @@ def test_each_model_family_reads_the_expert_load_aiconfigurator_reads_for_it() -
     other = llmsim.simulate("qwen3-30b-a3b", "h100-sxm", moe_routing="power_law_1.01", **kw)
     assert "power_law_1.2 rows" in str(model) and "power_law_1.01 rows" in str(other)
     assert other.ttft_s != model.ttft_s
+
+
+def test_sglang_deepep_experts_read_the_wide_ep_rows_and_an_unmeasured_ep_size_geometrically() -> None:
+    from llmsim.timing.measured import MeasuredTiming
+
+    # aiconfigurator-core 0.12.0, gb200/moe/sglang/0.5.10/wideep_context_moe_perf.parquet (DeepEP normal mode,
+    # DeepGEMM on DeepSeek's block-fp8 experts, top-8 of 256, 7168 x 2048, power_law_1.01), tokens of every EP rank:
+    # ep 16 at 131072 tokens 6.058 ms; ep 4 at 65536 7.297 ms, ep 16 at 65536 3.581 ms
+    sglang = measured_for("gb200", "sglang")
+
+    def key(ep: int) -> tuple:
+        return ("moe", "fp8_block", 8, 256, 7168, 2048, 1, ep, 1.0, "power_law_1.01")
+
+    read, note, source = MeasuredTiming(sglang, None, fp8_block_moe_kernel="deepep-normal").lookup(key(16))
+    assert source is None and "DeepEP experts in normal mode" in note and "wideep_context_moe_perf" in note
+    assert read(131072, 1.0, 1.0) == pytest.approx(6058e-6, rel=1e-3)
+    # ep 8 (not measured): between ep 4 and ep 16 at the same tokens, w = log(8/4) / log(16/4) = 1/2:
+    # sqrt(7.297 x 3.581) ms = 5.112 ms
+    read, note, _ = MeasuredTiming(sglang, None, fp8_block_moe_kernel="deepep-normal").lookup(key(8))
+    assert read(65536, 1.0, 1.0) == pytest.approx(math.sqrt(7297e-6 * 3581e-6), rel=1e-3)
+    assert "ep 8 not measured: geometric between the measured ep 4 and ep 16" in note
+    # low-latency mode (decode servers): wideep_generation_moe_perf, ep 32 at 4096 tokens 0.1589 ms
+    read, note, _ = MeasuredTiming(sglang, None, fp8_block_moe_kernel="deepep-low-latency").lookup(key(32))
+    assert read(4096, 1.0, 1.0) == pytest.approx(158.9e-6, rel=1e-3) and "low-latency mode" in note
+    # the default kernel is SGLang's fused MoE: other rows (4.35x slower at ep 8 and 16384 tokens)
+    read, note, _ = MeasuredTiming(sglang, None).lookup(key(8))
+    assert "DeepEP" not in note
+    # another engine's tables read SGLang's rows of the device as a proxy, and say so
+    _, note, source = MeasuredTiming(measured_for("gb200", "vllm"), None,
+                                     fp8_block_moe_kernel="deepep-normal").lookup(key(16))
+    assert source == "sglang moe (proxy)"
+    # a device without DeepEP rows: the default kernel's rows, said
+    _, note, _ = MeasuredTiming(measured_for("l40s", "vllm"), None, fp8_block_moe_kernel="deepep-normal").lookup(
+        ("moe", "fp8_block", 8, 256, 7168, 2048, 1, 4, 1.0, "power_law_1.01"))
+    assert "no SGLang DeepEP rows" in note and "the default kernel's rows" in note
+
+
+def test_importer_writes_sglangs_deepep_expert_tables_as_lanes_of_the_moe_table(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    moe = [{"framework": "SGLang", "version": "1.0", "device": "Test GPU", "op_name": "moe",
+            "kernel_source": "sglang_fused_moe_triton", "moe_dtype": "fp8_block", "num_tokens": tokens,
+            "hidden_size": 1024, "inter_size": 512, "topk": 2, "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": 1,
+            "distribution": "power_law_1.01", "latency": 0.010 * tokens} for tokens in (1, 16, 256)]
+    _write_parquet(data / "test_gpu" / "moe" / "sglang" / "1.0" / "moe_perf.parquet", moe)
+    for table, op, ms in (("wideep_context_moe_perf", "moe_context", 0.002),
+                          ("wideep_generation_moe_perf", "moe_generation", 0.001)):
+        rows = [{"framework": "SGLang", "version": "0.9", "device": "Test GPU", "op_name": op,
+                 "kernel_source": "deepepmoe", "moe_dtype": "fp8_block", "num_tokens": tokens, "hidden_size": 1024,
+                 "inter_size": 512, "topk": 2, "num_experts": 8, "moe_tp_size": 1, "moe_ep_size": ep,
+                 "distribution": distribution, "latency": ms * tokens / ep}
+                for ep in (2, 8) for tokens in (64, 65536) for distribution in ("uniform", "power_law_1.01")]
+        _write_parquet(data / "test_gpu" / "moe" / "sglang" / "0.9" / f"{table}.parquet", rows)
+    written = import_tables("test_gpu", "sglang", tmp_path / "k", data_root=data, full=True, families=["moe"])
+    text = written[0].read_text()
+    assert "deepep_files: test_gpu/moe/sglang/0.9/wideep_context_moe_perf.parquet" in text
+    mk = load_measured(str(tmp_path / "k"))
+    # every token count kept (past the compact grid's 16384); the package's uniform load is llmsim's balanced one
+    assert mk.moe_table("fp8_block_deepep_normal", 2, 8, 1024, 512, 1, 8, "balanced").time_s(65536.0) == \
+        pytest.approx(0.002e-3 * 65536 / 8, rel=1e-3)  # the file keeps 4 significant digits
+    assert mk.moe_table("fp8_block_deepep_ll", 2, 8, 1024, 512, 1, 2, "power_law_1.01").time_s(64.0) == \
+        pytest.approx(0.001e-3 * 64 / 2, rel=1e-3)
+    assert mk.moe_table("fp8_block", 2, 8, 1024, 512, 1, 1, "power_law_1.01").time_s(16.0) == pytest.approx(0.16e-3)
+    # another engine: no DeepEP lanes
+    _write_parquet(data / "test_gpu" / "moe" / "vllm" / "1.0" / "moe_perf.parquet", moe)
+    written = import_tables("test_gpu", "vllm", tmp_path / "v", data_root=data, full=True, families=["moe"])
+    assert "deepep" not in written[0].read_text()

@@ -1372,7 +1372,8 @@ def test_an_inferencex_sglang_disaggregated_run_takes_its_srt_slurm_recipes_knob
     assert sglang_disagg_pools(_MID_CURVE_RUN) == {
         "prefill": {"max_num_batched_tokens": 65536,  # min(65536, 4 ranks x 32768 = 131072)
                     "max_num_seqs": 30000},
-        "decode": {"max_num_seqs": 67584, "max_num_batched_tokens": 67584}}  # decodes: no token budget of their own
+        "decode": {"max_num_seqs": 67584, "max_num_batched_tokens": 67584,  # decodes: no token budget of their own
+                   "fp8_block_moe_kernel": "deepep-low-latency"}}  # moe-a2a-backend deepep, deepep-mode low_latency
     # another layout than the recipe's (2 decode workers), another length, another source or engine: none
     assert sglang_disagg_pools({**_MID_CURVE_RUN, "decode_num_workers": "2"}) == {}
     assert recipe_of({**_MID_CURVE_RUN, "isl": "8192"}) is None
@@ -1386,6 +1387,16 @@ def test_an_inferencex_sglang_disaggregated_run_takes_its_srt_slurm_recipes_knob
     max_tpt = {**_MID_CURVE_RUN, "silicon_data_source": "db-dump/2026-04-27; config_id=523", "prefill_num_workers": "2",
                "prefill_attention_dp_size": "8", "decode_attention_dp_size": "32"}
     assert sglang_disagg_pools(max_tpt)["prefill"]["max_num_batched_tokens"] == 131072  # min(131072, 8 x 16384)
+    # its servers run DeepEP (moe-a2a-backend deepep): deepep-mode normal on prefill, low_latency on decode
+    assert sglang_disagg_pools(max_tpt)["prefill"]["fp8_block_moe_kernel"] == "deepep-normal"
+    assert sglang_disagg_pools(max_tpt)["decode"]["fp8_block_moe_kernel"] == "deepep-low-latency"
+    # gb200-fp8/1k1k/low-latency.yaml (config 502): scheduler-recv-interval 10 on both servers, no DeepEP
+    low = {**_MID_CURVE_RUN, "silicon_data_source": "db-dump/2026-04-27; config_id=502", "prefill_num_workers": "1",
+           "prefill_tp_size": "4", "prefill_attention_dp_size": "1", "decode_num_workers": "1", "decode_tp_size": "4",
+           "decode_attention_dp_size": "1"}
+    assert recipe_of(low) == "recipes/gb200-fp8/1k1k/low-latency.yaml"
+    assert {phase: (knobs.get("scheduler_recv_interval"), knobs.get("fp8_block_moe_kernel"))
+            for phase, knobs in sglang_disagg_pools(low).items()} == {"prefill": (10, None), "decode": (10, None)}
 
 
 def test_a_recipes_knobs_reach_the_simulated_pools() -> None:
@@ -1395,8 +1406,8 @@ def test_a_recipes_knobs_reach_the_simulated_pools() -> None:
     row = {**_MID_CURVE_RUN, "silicon_data_source": _MID_CURVE_RUN["silicon_data_source"].replace(
         "silicon_concurrency=512", "silicon_concurrency=8")}  # 8 clients: a quick run
     got = simulate_row(row)
-    assert got["recipe_options"] == ["decode.max_num_batched_tokens", "decode.max_num_seqs",
-                                     "prefill.max_num_batched_tokens", "prefill.max_num_seqs"]
+    assert got["recipe_options"] == ["decode.fp8_block_moe_kernel", "decode.max_num_batched_tokens",
+                                     "decode.max_num_seqs", "prefill.max_num_batched_tokens", "prefill.max_num_seqs"]
     assert got["ttft_ms"] > 0 and got["tpot_ms"] > 0
     assert got["kv_dtype"] == "fp8"  # the recipe's kv-cache-dtype
 
@@ -1418,3 +1429,36 @@ def test_inferencex_gb200_runs_of_november_2025_are_disaggregated_deployments() 
     later = {**row, "silicon_data_source": row["silicon_data_source"].replace("2025-11-17", "2026-03-01")}
     assert _why_not(later) != GB200_DYNAMO_ONLY_NOTE
     assert _why_not({**row, "system": "b200_sxm"}) != GB200_DYNAMO_ONLY_NOTE
+
+
+def test_each_disaggregated_pool_takes_its_own_moe_kernel_and_recv_interval() -> None:
+    """SGLang's prefill servers run DeepEP's normal mode and its decode servers the low-latency one: a pool's
+    fp8_block_moe_kernel times that pool's block-fp8 experts only; a bad value is refused in one line naming the
+    pool and the field."""
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    load = dict(engine="sglang", concurrency=2, prompt_len=256, gen_len=4, num_requests=4)
+    base = serve_disaggregated("deepseek-v3", "gb200", {"tensor_parallel": 16, "expert_parallel": 16},
+                               {"tensor_parallel": 16, "expert_parallel": 16}, **load)
+    prefill = {"tensor_parallel": 16, "expert_parallel": 16, "fp8_block_moe_kernel": "deepep-normal"}
+    decode = {"tensor_parallel": 16, "expert_parallel": 16, "scheduler_recv_interval": 4}
+    deepep = serve_disaggregated("deepseek-v3", "gb200", prefill, decode, **load)
+    assert deepep.assumptions["prefill fp8_block_moe_kernel"] == "deepep-normal (this pool's own)"
+    assert deepep.assumptions["decode scheduler_recv_interval"] == "4 (this pool's own)"
+    assert "decode fp8_block_moe_kernel" not in deepep.assumptions
+
+    def first_step_s(r: object, instance: int, prefill: bool) -> float:
+        steps = r.step_log
+        mine = (steps["instance"] == instance) & ((steps["prefill_tokens"] > 0) == prefill)
+        return float(steps["time_s"][mine][0])
+
+    # the prefill pool's experts (instance 0) on DeepEP's rows; the decode pool's (instance 1) as before
+    assert first_step_s(deepep, 0, True) != pytest.approx(first_step_s(base, 0, True), rel=1e-3)
+    assert first_step_s(deepep, 1, False) == pytest.approx(first_step_s(base, 1, False), rel=1e-9)
+    with pytest.raises(OptionError, match="decode: fp8_block_moe_kernel='deepep'") as info:
+        serve_disaggregated("deepseek-v3", "gb200", {"tensor_parallel": 16},
+                            {"tensor_parallel": 16, "fp8_block_moe_kernel": "deepep"}, **load)
+    assert "\n" not in str(info.value) and "deepep-low-latency" in str(info.value)
+    with pytest.raises(OptionError, match="prefill pool: scheduler_recv_interval"):
+        serve_disaggregated("deepseek-v3", "gb200", {"tensor_parallel": 16, "scheduler_recv_interval": 0},
+                            {"tensor_parallel": 16}, **load)

@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 
 from ..errors import LlmsimError, OptionError, check_choice
-from ..hardware.measured import FAMILIES, MARLIN_MXFP4_LANE, MIN_LATENCY_LANE, MOE_ROUTINGS
+from ..hardware.measured import (
+    DEEPEP_LOW_LATENCY_LANE,
+    DEEPEP_NORMAL_LANE,
+    FAMILIES,
+    MARLIN_MXFP4_LANE,
+    MIN_LATENCY_LANE,
+    MOE_ROUTINGS,
+)
 
 # aiconfigurator system name -> llmsim hardware file name
 SYSTEMS = {
@@ -55,6 +62,14 @@ MOE_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4
 # the compact grid keeps the two loads models read by default (MoESpec.routing); balanced rows (expert-parallel load
 # balancing, ExecutionOptions.moe_routing="balanced") come with full=True, to keep the shipped files small
 COMPACT_MOE_ROUTINGS = ("power_law_1.01", "power_law_1.2")
+# SGLang's wide-EP expert tables (aiconfigurator collector/wideep/sglang/collect_deepep_moe.py): DeepEP's
+# run_moe_core (DeepGEMM grouped GEMMs on block-fp8 experts, the dispatch faked, not timed) on one GPU holding
+# num_experts / moe_ep_size experts, each of moe_ep_size ranks sending it num_tokens / moe_ep_size tokens:
+# `num_tokens` counts the tokens of every EP rank, as the fused-MoE rows' tokens count a call's tokens
+DEEPEP_NOTE = (f"{DEEPEP_NORMAL_LANE} and {DEEPEP_LOW_LATENCY_LANE}: SGLang's DeepEP experts (DeepGEMM grouped "
+               "GEMMs on block-fp8 experts after DeepEP's dispatch, which is not timed) in normal mode "
+               "(wideep_context_moe_perf) and low-latency mode (wideep_generation_moe_perf); tokens: those of every "
+               "EP rank together; every measured token count and EP size kept")
 MOE_ROUTING_NOTE = ("the routing column: balanced (T x topk assignments spread evenly over min(E, T topk) experts), "
                     "power_law_1.01 and power_law_1.2 (tokens per expert drawn from a power law of that exponent, as "
                     "aiconfigurator's collector draws them); the compact grid keeps the power laws only")
@@ -411,9 +426,38 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
     if not full:
         out = [r for r in out if r["tokens"] in COMPACT_TOKENS and r["tp"] in COMPACT_PARALLEL
                and r["ep"] in COMPACT_PARALLEL]
+    extra = {"kernel_sources": _sources(picked), "routing": MOE_ROUTING_NOTE}
+    deepep, files = _deepep_moe(system_dir, engine, routings)
+    if deepep:
+        out += deepep
+        extra["deepep_files"] = " ".join(str(f.relative_to(system_dir.parent)) for f in files)
+        extra["deepep_lanes"] = DEEPEP_NOTE
     keys, axes = FAMILY_COLUMNS["moe"]
-    return (_full_grids(out, keys, axes), path,
-            {"kernel_sources": _sources(picked), "routing": MOE_ROUTING_NOTE})
+    return _full_grids(out, keys, axes), path, extra
+
+
+def _deepep_moe(system_dir: Path, engine: str, routings: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[Path]]:
+    """SGLang's DeepEP expert rows (DEEPEP_NOTE) as two MoE lanes, every measured token count and EP size (the
+    tables are small, and wide EP lives past the compact grid's 16,384 tokens and 8 GPUs); ([], []) for another
+    engine or where the package has no such table."""
+    if engine != "sglang":
+        return [], []
+    out: list[dict[str, Any]] = []
+    files = []
+    for table, lane in (("wideep_context_moe_perf", DEEPEP_NORMAL_LANE),
+                        ("wideep_generation_moe_perf", DEEPEP_LOW_LATENCY_LANE)):
+        found = _table(system_dir, "moe", engine, table)
+        if found is None:
+            continue
+        rows, path = found
+        files.append(path)
+        # its `uniform` load is llmsim's balanced one (every local expert the same tokens)
+        out += [{"dtype": lane, "routing": routing, "topk": r["topk"], "num_experts": r["num_experts"],
+                 "hidden": r["hidden_size"], "inter": r["inter_size"], "tp": r["moe_tp_size"], "ep": r["moe_ep_size"],
+                 "tokens": r["num_tokens"], "latency_ms": r["latency"]}
+                for r in rows for routing in ["balanced" if r["distribution"] == "uniform" else r["distribution"]]
+                if r["moe_dtype"] == "fp8_block" and routing in routings]
+    return out, files
 
 
 def _all_reduce(system_dir: Path, engine: str, full: bool) -> Any:

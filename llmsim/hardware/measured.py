@@ -48,6 +48,12 @@ MIN_LATENCY_LANE = "nvfp4_min_latency"
 # for them with VLLM_MXFP4_USE_MARLIN=1, and for compressed-tensors MXFP4 experts on Hopper): written by the
 # importer apart from the engine's default MXFP4 kernel, read with ExecutionOptions.mxfp4_moe_kernel="marlin"
 MARLIN_MXFP4_LANE = "mxfp4_wo_marlin"
+# the MoE lanes of SGLang's DeepEP experts (--moe-a2a-backend deepep: DeepGEMM's grouped GEMMs on the tokens DeepEP
+# dispatched, block-scaled fp8), from aiconfigurator's wide-EP tables: normal mode (prefill servers, the contiguous
+# layout: wideep_context_moe_perf) and low-latency mode (decode servers, the masked layout:
+# wideep_generation_moe_perf); written by the importer, read with ExecutionOptions.fp8_block_moe_kernel
+DEEPEP_NORMAL_LANE = "fp8_block_deepep_normal"
+DEEPEP_LOW_LATENCY_LANE = "fp8_block_deepep_ll"
 # the MoE tables' token-to-expert loads (their `routing` key column; MoESpec.routing names the one a model reads)
 MOE_ROUTINGS = ("balanced", "power_law_1.01", "power_law_1.2")
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from ..analysis.simulate import resolve
 from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError, check_positive
+from ..timing.execution import FP8_BLOCK_MOE_KERNELS, ExecutionOptions
 from .data_parallel import rank_options
 from .engine_limits import check_prompts_fit, frontend_seconds, scheduler_limits
 from .frontend import Frontend, frontend_queue
@@ -139,6 +140,11 @@ class Pool(BaseModel):
     attention_data_parallel: int = 1
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    # this pool's own engine settings where its servers differ (None: the call's): SGLang's prefill servers run
+    # DeepEP's normal mode and its decode servers the low-latency one (fp8_block_moe_kernel "deepep-normal" /
+    # "deepep-low-latency"); a recipe may set --scheduler-recv-interval on one pool only
+    fp8_block_moe_kernel: str | None = None
+    scheduler_recv_interval: int | None = None
 
 
 def _pool(name: str, value: Any) -> Pool:
@@ -149,7 +155,8 @@ def _pool(name: str, value: Any) -> Pool:
             pool = Pool(**value)
         except Exception as exc:  # pydantic's message is long: name the field and the allowed keys
             raise OptionError(f"{name}: give replicas, tensor_parallel, expert_parallel, attention_data_parallel, "
-                              "max_num_seqs, max_num_batched_tokens as integers "
+                              "max_num_seqs, max_num_batched_tokens, scheduler_recv_interval as integers and "
+                              f"fp8_block_moe_kernel as one of {', '.join(FP8_BLOCK_MOE_KERNELS)} "
                               f"({str(exc).splitlines()[0]})") from None
     else:
         raise OptionError(f"{name} must be a Pool or a dict like {{'replicas': 2, 'tensor_parallel': 4}}")
@@ -198,16 +205,19 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                    "expert_parallel": pool.expert_parallel})
         try:
             cost, dp = rank_options(spec, cost, pool.attention_data_parallel)
+            pool_execution = execution if pool.fp8_block_moe_kernel is None else ExecutionOptions.make(
+                **{**execution.model_dump(), "fp8_block_moe_kernel": pool.fp8_block_moe_kernel})
         except OptionError as exc:
             raise OptionError(f"{name}: {exc}") from None
+        recv = scheduler_recv_interval if pool.scheduler_recv_interval is None else pool.scheduler_recv_interval
         try:
             limits = scheduler_limits(spec, hw, cost, engine_name, longest, pool.max_num_seqs,
                                       pool.max_num_batched_tokens, gpu_memory_utilization, block_size,
                                       data_parallel=dp, async_scheduling=async_scheduling,
-                                      recv_interval=scheduler_recv_interval, chunked_prefill=chunked_prefill)
+                                      recv_interval=recv, chunked_prefill=chunked_prefill)
         except OptionError as exc:  # which pool (a KV cache too small for the requests is one pool's)
             raise OptionError(f"{name} pool: {exc}") from None
-        step = _step_cost(spec, hw, cost, execution, limits.max_num_batched_tokens, limits.max_num_seqs,
+        step = _step_cost(spec, hw, cost, pool_execution, limits.max_num_batched_tokens, limits.max_num_seqs,
                           max(longest, 2), data_parallel=dp)
         return step, limits, cost, pool.replicas * pool.attention_data_parallel
 
@@ -275,6 +285,10 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                        "closed loop": ("the next request sent the moment any request finishes, both pools "
                                        "simulated together, event by event")
                        if clients is not None else "not used",
+                       **{f"{name} {key}": f"{getattr(pool, key)} (this pool's own)"
+                          for name, pool in (("prefill", pre), ("decode", dec))
+                          for key in ("fp8_block_moe_kernel", "scheduler_recv_interval")
+                          if getattr(pool, key) is not None},
                        **{f"{name} max_num_seqs": limits.note for name, limits in (("prefill", pre_limits),
                                                                                    ("decode", dec_limits))
                           if limits.note},

@@ -15,7 +15,7 @@ EFFICIENCY_MODES = ("achievable", "peak")
 OVERHEAD_MODES = ("graph", "eager", "none")
 OVERLAP_POLICIES = ("max", "sum")
 MXFP4_MOE_KERNELS = ("default", "marlin", "mxfp8")
-FP8_BLOCK_MOE_KERNELS = ("default", "trtllm-gen")
+FP8_BLOCK_MOE_KERNELS = ("default", "trtllm-gen", "deepep-normal", "deepep-low-latency")
 CLOCKS = ("sustained", "boost")
 MOE_ROUTING_CHOICES = ("model", *MOE_ROUTINGS)
 
@@ -59,7 +59,10 @@ class ExecutionOptions(BaseModel):
     - fp8_block_moe_kernel="default": block-scaled fp8 experts (DeepSeek-V3/R1) on the engine's default fused-MoE
       kernel, as its measured tables time it (TensorRT-LLM on Blackwell: DeepGEMM); "trtllm-gen": FlashInfer's
       TRTLLM-gen FP8 block-scale MoE kernel (TensorRT-LLM's `moe_config: backend: TRTLLM`), the rows vLLM's
-      tables of the device time it with (Blackwell), at expert tensor parallelism only (timing.measured).
+      tables of the device time it with (Blackwell), at expert tensor parallelism only (timing.measured);
+      "deepep-normal" / "deepep-low-latency": SGLang's DeepEP experts (--moe-a2a-backend deepep, DeepGEMM grouped
+      GEMMs) in its normal mode (prefill servers, --deepep-mode normal) or low-latency mode (decode servers), the
+      SGLang tables' wide-EP rows of the device (timing.measured.deepep_moe_grid).
     - moe_routing="model" (default): the measured MoE rows read at the model's expert load (MoESpec.routing: a
       power law of exponent 1.01 for DeepSeek-style routers, 1.2 for the others, as aiconfigurator reads them);
       "balanced": every expert loaded evenly (expert-parallel load balancing, EPLB), the balanced rows with
@@ -85,7 +88,7 @@ class ExecutionOptions(BaseModel):
     pipeline_decode: str = "steady"  # decode under pipeline parallelism: micro-batches kept in flight, or "lockstep"
     fp8_scales: str = "static"  # per-tensor fp8 GEMMs' activation scales: "static" or "dynamic"
     mxfp4_moe_kernel: str = "default"  # MXFP4 experts: the engine's default kernel, "marlin" or "mxfp8"
-    fp8_block_moe_kernel: str = "default"  # block-scaled fp8 experts: the engine's default kernel or "trtllm-gen"
+    fp8_block_moe_kernel: str = "default"  # block-scaled fp8 experts: FP8_BLOCK_MOE_KERNELS
     clock: str = "sustained"  # long prefill passes at the sustained (power-limited) clock, or "boost"
     moe_routing: str = "model"  # MoE rows read: the model's expert load, "balanced" or a power law's
 

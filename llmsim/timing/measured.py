@@ -27,6 +27,8 @@ import numpy as np
 from ..cost.formulas.matmul import experts_read_fraction
 from ..hardware.kernel_table import GridTable
 from ..hardware.measured import (
+    DEEPEP_LOW_LATENCY_LANE,
+    DEEPEP_NORMAL_LANE,
     MARLIN_MXFP4_LANE,
     MIN_LATENCY_LANE,
     MeasuredKernels,
@@ -70,6 +72,15 @@ MARLIN_NOTE = "Marlin MXFP4 MoE kernel (vLLM's VLLM_MXFP4_USE_MARLIN=1)"
 # (at ep > 1 the engines' collectors disagree: TRTLLM-gen 5.7x DeepGEMM at 4096 tokens, tp 1 x ep 8, on the B200)
 TRTLLM_GEN_FP8_BLOCK_NOTE = ("FlashInfer's TRTLLM-gen FP8 block-scale MoE kernel (TensorRT-LLM's moe_config backend "
                              "TRTLLM), as vLLM's rows of this device time it")
+# SGLang's DeepEP experts (fp8_block_moe_kernel "deepep-normal" / "deepep-low-latency"): the lane of SGLang's
+# tables of the device (aiconfigurator's wide-EP rows, hardware.measured.DEEPEP_NORMAL_LANE), read at the call's
+# tokens; its EP sizes are 2, 4, 16, 32, ... (the package measured no 8), so an EP size between two measured ones
+# reads the two at the same tokens, geometric in the EP size (deepep_moe_grid)
+DEEPEP_LANES = {"deepep-normal": DEEPEP_NORMAL_LANE, "deepep-low-latency": DEEPEP_LOW_LATENCY_LANE}
+DEEPEP_NOTE = {"deepep-normal": "SGLang's DeepEP experts in normal mode (DeepGEMM grouped GEMMs, contiguous layout; "
+                                "--moe-a2a-backend deepep --deepep-mode normal), its wide-EP rows",
+               "deepep-low-latency": "SGLang's DeepEP experts in low-latency mode (DeepGEMM masked grouped GEMMs; "
+                                     "--deepep-mode low_latency), its wide-EP rows"}
 FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attention",
              "decode_attention": "decode_attention", "encoder_attention": "encoder_attention",
              "prefill_mla": "prefill_mla", "decode_mla": "decode_mla", "prefill_gdn": "prefill_gdn",
@@ -245,6 +256,22 @@ class MeasuredTiming:
                 missed = (f"fp8_block_moe_kernel='trtllm-gen' but no TRTLLM-gen fp8_block MoE rows at tp {tp}, "
                           f"ep {ep} on {k.device}" + (" (read at expert tensor parallelism only, ep 1)" if ep > 1
                                                       else ""))
+            if dtype == "fp8_block" and self.fp8_block_moe_kernel in DEEPEP_LANES:
+                kernel = self.fp8_block_moe_kernel
+                own = deepep_moe_grid(k, DEEPEP_LANES[kernel], topk, experts, hidden, inter, tp, ep, routing)
+                other = measured_for(k.device, "sglang") if own is None and k.engine != "sglang" else None
+                found = own or (deepep_moe_grid(other, DEEPEP_LANES[kernel], topk, experts, hidden, inter, tp, ep,
+                                                routing) if other is not None else None)
+                if found is not None:
+                    grid, how = found
+                    files = str(((k if own is not None else other).tables["moe"].provenance).get("deepep_files", ""))
+                    how = f" ({files}){how}" if files else how
+                    if own is not None:
+                        return read(grid), f"{label}; {DEEPEP_NOTE[kernel]}{how}; {routing_note}", None
+                    return read(grid), (f"sglang moe table ({kernel}), a proxy: {DEEPEP_NOTE[kernel]}{how}; "
+                                        f"{routing_note}"), "sglang moe (proxy)"
+                missed = (f"fp8_block_moe_kernel='{kernel}' but no SGLang DeepEP rows for top-{topk} of {experts} "
+                          f"experts, hidden {hidden}, intermediate {inter} at {tp * ep} GPUs on {k.device}")
             if missed:  # said, never silent: the default kernel's rows, read as below
                 label = f"{label}; {missed}: the default kernel's rows"
             grid = k.moe_table(dtype, topk, experts, hidden, inter, tp, ep, routing)
@@ -359,6 +386,45 @@ def moe_split_table(kernels: MeasuredKernels, lane: str, topk: int, experts: int
         if grid is not None:
             return grid, f"; moe tp {tp} x ep {ep} read from the measured tp {tp_s} x ep {ep_s} rows ({SPLIT_NOTE})"
     return None, ""
+
+
+def deepep_moe_grid(kernels: MeasuredKernels, lane: str, topk: int, experts: int, hidden: int, inter: int, tp: int,
+                    ep: int, routing: str = "balanced") -> tuple[GridTable, str] | None:
+    """A DeepEP lane's grid (tokens -> seconds) at this expert shape on tp x ep GPUs, and how it was read, or None.
+
+    DeepEP runs the experts with expert parallelism only, so tp x ep GPUs read the lane's rows at EP size
+    G = tp x ep (SPLIT_NOTE where tp > 1). A G the package did not measure, between measured E_lo < G < E_hi,
+    reads both at the same tokens T (every EP rank's together), geometric in the EP size. Shape: [T] grid.
+
+        w = log(G / E_lo) / log(E_hi / E_lo)
+        time(T) = time_lo(T)^(1 - w) x time_hi(T)^w
+
+    on the tokens both measured. approximation: the per-GPU time between two EP sizes follows a power of the EP
+    size (each GPU holds E / G experts and receives T topk / G of the assignments: a power -1 where compute-bound,
+    flatter where the grouped GEMM's fixed costs dominate, as the measured rows go from one to the other)."""
+    table = kernels.tables.get("moe")
+    if table is None:
+        return None
+    gpus = tp * ep
+    split = f" (tp {tp} x ep {ep} read at ep {gpus}: {SPLIT_NOTE})" if tp > 1 else ""
+    exact = kernels.moe_table(lane, topk, experts, hidden, inter, 1, gpus, routing)
+    if exact is not None:
+        return exact, split
+    sizes = sorted(key[7] for key in table.grids if key[:7] == (lane, routing, topk, experts, hidden, inter, 1))
+    below, above = [e for e in sizes if e < gpus], [e for e in sizes if e > gpus]
+    if not below or not above:
+        return None
+    e_lo, e_hi = below[-1], above[0]
+    lo = kernels.moe_table(lane, topk, experts, hidden, inter, 1, e_lo, routing)
+    hi = kernels.moe_table(lane, topk, experts, hidden, inter, 1, e_hi, routing)
+    tokens = np.array(sorted(set(lo.points[0]) & set(hi.points[0])), dtype=float)
+    if len(tokens) == 0:
+        return None
+    w = math.log(gpus / e_lo) / math.log(e_hi / e_lo)
+    times = np.exp((1 - w) * np.log(lo.time_s(tokens)) + w * np.log(hi.time_s(tokens)))  # [T]
+    grid = GridTable(lo.axes, (tokens,), times, lo.smooth)
+    return grid, (f"{split}; ep {gpus} not measured: geometric between the measured ep {e_lo} and ep {e_hi} at the "
+                  "same tokens (approximation)")
 
 
 def trtllm_gen_fp8_block_moe(device: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int,

@@ -27,8 +27,16 @@ How they map onto serve_disaggregated's pools:
 - the KV cache: every recipe here passes `kv-cache-dtype: fp8_e4m3` to both servers except
   recipes/h200/8k1k/bs128-1p1d-dep.yaml (none: the checkpoint's dtype), so those runs take kv_dtype="fp8"
   (sglang_disagg_kv_dtype).
-approximation: the recipes' max-total-tokens (a KV pool cap), mem-fraction-static, CUDA-graph batch sizes and MoE
-back ends are not read (serve_disaggregated takes one memory fraction for both pools).
+- DeepEP (from session 36): where a server runs `moe-a2a-backend: deepep`, its block-fp8 experts take SGLang's DeepEP
+  rows of its `deepep-mode` (pool fp8_block_moe_kernel "deepep-normal" on the prefill servers, "deepep-low-latency"
+  on the decode servers: the gb200-fp8 max-tpt, ultra-tpt and 8k1k mid-curve recipes and the gb300-fp8 stp max,
+  stp mid and 8k1k stp mid ones; the fp4 mid-curve and max-tpt decode servers too, whose nvfp4 experts it leaves
+  alone). A server's `scheduler-recv-interval` is the pool's scheduler_recv_interval (10 on both servers of the
+  gb200 and gb300-fp4 low-latency recipes; 10 on prefill and 1 on decode in the gb300-fp8 stp low-latency ones).
+approximation: the recipes' max-total-tokens (a KV pool cap), mem-fraction-static, CUDA-graph batch sizes and the
+other MoE back ends (moe-runner-backend) are not read (serve_disaggregated takes one memory fraction for both
+pools); DeepEP's dispatch and combine are priced as the attention data-parallel all-gather and reduce-scatter
+(serving.data_parallel), not from the package's DeepEP tables.
 
 Runs not covered keep SGLang's defaults: InferenceX's December 2025 runs (launched by SCRIPT_MODE, before its
 CONFIG_FILE recipes), and a run whose pools' workers, tensor size or attention ranks differ from its recipe's
@@ -92,6 +100,8 @@ class PoolRecipe(NamedTuple):
     chunked_prefill_size: int | None
     max_prefill_tokens: int | None
     max_running_requests: int | None
+    deepep_mode: str | None = None  # with moe-a2a-backend deepep: its deepep-mode ("normal", "low_latency")
+    recv_interval: int | None = None  # scheduler-recv-interval
 
 
 # recipe -> (NVIDIA/srt-slurm commit, prefill server, decode server)
@@ -127,48 +137,82 @@ RECIPES: dict[str, tuple[str, PoolRecipe, PoolRecipe]] = {
     "recipes/b200-fp8/8k1k_stp_maxtpt_3.yaml": (
         "591779112", PoolRecipe(3, 8, 8, True, 65536, 8192, 8), PoolRecipe(1, 8, 8, True, None, None, 1024)),
     "recipes/gb200-fp4/1k1k/low-latency.yaml": (
-        "7c50317d3", PoolRecipe(1, 4, 1, None, 8192, None, 512), PoolRecipe(2, 4, None, None, 8192, None, None)),
+        "7c50317d3",
+        PoolRecipe(1, 4, 1, None, 8192, None, 512, recv_interval=10),
+        PoolRecipe(2, 4, None, None, 8192, None, None, recv_interval=10)),
     "recipes/gb200-fp4/1k1k/mid-curve.yaml": (
-        "07fbab130", PoolRecipe(4, 4, 4, True, 65536, 32768, 30000), PoolRecipe(1, 32, 32, True, 786432, None, 67584)),
+        "07fbab130",
+        PoolRecipe(4, 4, 4, True, 65536, 32768, 30000),
+        PoolRecipe(1, 32, 32, True, 786432, None, 67584, deepep_mode="low_latency")),
     "recipes/gb200-fp4/8k1k/low-latency.yaml": (
-        "b26af4b64", PoolRecipe(1, 4, 1, False, 24576, None, 512), PoolRecipe(4, 4, None, False, 8192, None, None)),
+        "b26af4b64",
+        PoolRecipe(1, 4, 1, False, 24576, None, 512, recv_interval=10),
+        PoolRecipe(4, 4, None, False, 8192, None, None, recv_interval=10)),
     "recipes/gb200-fp4/8k1k/max-tpt.yaml": (
         "975f228f3", PoolRecipe(10, 4, 1, False, 131072, 524288, 30000),
-        PoolRecipe(1, 32, 32, True, 24576, None, 16384)),
+        PoolRecipe(1, 32, 32, True, 24576, None, 16384, deepep_mode="low_latency")),
     "recipes/gb200-fp8/1k1k/low-latency.yaml": (
-        "96f34420a", PoolRecipe(1, 4, 1, None, 8192, None, 512), PoolRecipe(1, 4, 1, None, 8192, None, 128)),
+        "96f34420a",
+        PoolRecipe(1, 4, 1, None, 8192, None, 512, recv_interval=10),
+        PoolRecipe(1, 4, 1, None, 8192, None, 128, recv_interval=10)),
     "recipes/gb200-fp8/1k1k/max-tpt.yaml": (
-        "07fbab130", PoolRecipe(2, 8, 8, True, 131072, None, 30000), PoolRecipe(1, 32, 32, True, 36864, None, 45000)),
+        "07fbab130",
+        PoolRecipe(2, 8, 8, True, 131072, None, 30000, deepep_mode="normal"),
+        PoolRecipe(1, 32, 32, True, 36864, None, 45000, deepep_mode="low_latency")),
     "recipes/gb200-fp8/1k1k/ultra-tpt.yaml": (
-        "07fbab130", PoolRecipe(1, 8, 8, True, 131072, None, 8192), PoolRecipe(1, 8, 8, True, 36864, None, 5120)),
+        "07fbab130",
+        PoolRecipe(1, 8, 8, True, 131072, None, 8192, deepep_mode="normal"),
+        PoolRecipe(1, 8, 8, True, 36864, None, 5120, deepep_mode="low_latency")),
     # base + variants of 3 or 7 decode workers: no variant is its runs' layout (1 decode worker)
     "recipes/gb200-fp8/8k1k/low-latency.yaml": (
-        "eb889c08a", PoolRecipe(1, 8, 1, None, None, None, 32), PoolRecipe(None, 8, 1, None, None, None, 32)),
+        "eb889c08a",
+        PoolRecipe(1, 8, 1, None, None, None, 32, recv_interval=10),
+        PoolRecipe(None, 8, 1, None, None, None, 32, recv_interval=10)),
     "recipes/gb200-fp8/8k1k/mid-curve.yaml": (
-        "eb889c08a", PoolRecipe(5, 8, 8, True, 131072, None, 30000), PoolRecipe(1, 32, 32, True, 36864, None, 8192)),
+        "eb889c08a",
+        PoolRecipe(5, 8, 8, True, 131072, None, 30000, deepep_mode="normal"),
+        PoolRecipe(1, 32, 32, True, 36864, None, 8192, deepep_mode="low_latency")),
     "recipes/gb300-fp4/1k1k/low_latency.yaml": (
-        "04ff0a0a0", PoolRecipe(1, 4, 1, None, 8192, None, 512), PoolRecipe(2, 4, None, None, 8192, None, None)),
+        "04ff0a0a0",
+        PoolRecipe(1, 4, 1, None, 8192, None, 512, recv_interval=10),
+        PoolRecipe(2, 4, None, None, 8192, None, None, recv_interval=10)),
     "recipes/gb300-fp4/1k1k/mid_curve.yaml": (
-        "04ff0a0a0", PoolRecipe(4, 4, 4, True, 65536, 32768, 30000), PoolRecipe(1, 32, 32, True, 786432, None, 67584)),
+        "04ff0a0a0",
+        PoolRecipe(4, 4, 4, True, 65536, 32768, 30000),
+        PoolRecipe(1, 32, 32, True, 786432, None, 67584, deepep_mode="low_latency")),
     "recipes/gb300-fp4/8k1k/low_latency.yaml": (
-        "04ff0a0a0", PoolRecipe(1, 4, 1, False, 24576, None, 512), PoolRecipe(4, 4, None, False, 8192, None, None)),
+        "04ff0a0a0",
+        PoolRecipe(1, 4, 1, False, 24576, None, 512, recv_interval=10),
+        PoolRecipe(4, 4, None, False, 8192, None, None, recv_interval=10)),
     "recipes/gb300-fp4/8k1k/max_tpt.yaml": (
         "04ff0a0a0", PoolRecipe(10, 4, 1, False, 131072, 524288, 30000),
-        PoolRecipe(1, 32, 32, True, 24576, None, 16384)),
+        PoolRecipe(1, 32, 32, True, 24576, None, 16384, deepep_mode="low_latency")),
     "recipes/gb300-fp8/1k1k/stp/low-latency.yaml": (
-        "04ff0a0a0", PoolRecipe(1, 4, 1, None, 8192, 8192, 128), PoolRecipe(4, 4, 1, None, -1, None, 128)),
+        "04ff0a0a0",
+        PoolRecipe(1, 4, 1, None, 8192, 8192, 128, recv_interval=10),
+        PoolRecipe(4, 4, 1, None, -1, None, 128, recv_interval=1)),
     "recipes/gb300-fp8/1k1k/stp/max.yaml": (
-        "04ff0a0a0", PoolRecipe(1, 8, 8, True, 131072, None, 30000), PoolRecipe(1, 8, 8, True, 36864, None, 45000)),
+        "04ff0a0a0",
+        PoolRecipe(1, 8, 8, True, 131072, None, 30000, deepep_mode="normal"),
+        PoolRecipe(1, 8, 8, True, 36864, None, 45000, deepep_mode="low_latency")),
     "recipes/gb300-fp8/1k1k/stp/mid.yaml": (
-        "04ff0a0a0", PoolRecipe(2, 8, 8, True, 131072, None, 30000), PoolRecipe(1, 32, 32, True, 36864, None, 45000)),
+        "04ff0a0a0",
+        PoolRecipe(2, 8, 8, True, 131072, None, 30000, deepep_mode="normal"),
+        PoolRecipe(1, 32, 32, True, 36864, None, 45000, deepep_mode="low_latency")),
     "recipes/gb300-fp8/8k1k/stp/low-latency.yaml": (
-        "04ff0a0a0", PoolRecipe(1, 4, 1, None, 32768, 32768, 128), PoolRecipe(1, 4, 1, None, -1, None, 128)),
+        "04ff0a0a0",
+        PoolRecipe(1, 4, 1, None, 32768, 32768, 128, recv_interval=10),
+        PoolRecipe(1, 4, 1, None, -1, None, 128, recv_interval=1)),
     "recipes/gb300-fp8/8k1k/stp/mid.yaml": (
-        "04ff0a0a0", PoolRecipe(5, 8, 8, True, 131072, None, 30000), PoolRecipe(1, 32, 32, True, 36864, None, 45000)),
+        "04ff0a0a0",
+        PoolRecipe(5, 8, 8, True, 131072, None, 30000, deepep_mode="normal"),
+        PoolRecipe(1, 32, 32, True, 36864, None, 45000, deepep_mode="low_latency")),
     "recipes/h200/8k1k/bs128-1p1d-dep.yaml": (
         "04ff0a0a0", PoolRecipe(1, 8, 1, None, 163840, 163840, 16), PoolRecipe(1, 8, 8, True, None, None, 256)),
 }
 KV_CACHE_CHECKPOINT_DTYPE = frozenset({"recipes/h200/8k1k/bs128-1p1d-dep.yaml"})  # no kv-cache-dtype: "auto"
+# deepep-mode -> serve's fp8_block_moe_kernel (llmsim.timing.measured.deepep_moe_grid)
+DEEPEP_KERNEL = {"normal": "deepep-normal", "low_latency": "deepep-low-latency"}
 SGLANG_MAX_PREFILL_TOKENS = 16384  # ServerArgs.max_prefill_tokens's default (python/sglang/srt/server_args.py)
 
 
@@ -227,4 +271,9 @@ def sglang_disagg_pools(row: dict[str, str]) -> dict[str, dict[str, Any]]:
     if decode.max_running_requests:
         knobs["decode"] = {"max_num_seqs": decode.max_running_requests,
                            "max_num_batched_tokens": decode.max_running_requests}
+    for phase, pool in (("prefill", prefill), ("decode", decode)):
+        if pool.deepep_mode is not None:  # block-fp8 experts on DeepEP (other expert dtypes: their own kernel)
+            knobs[phase]["fp8_block_moe_kernel"] = DEEPEP_KERNEL[pool.deepep_mode]
+        if pool.recv_interval is not None:
+            knobs[phase]["scheduler_recv_interval"] = pool.recv_interval
     return knobs
