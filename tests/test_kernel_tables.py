@@ -789,10 +789,28 @@ def test_a_moe_split_the_tables_lack_reads_the_same_gpus_other_split_and_says_so
                                                               "power_law_1.2"))
         assert f"moe tp {tp} x ep {ep} read from the measured tp 1 x ep 4 rows" in note
         assert read(4, 1.0, 1.0) == pytest.approx(99.83e-6, rel=1e-3)
-    # a split no table has on any GPU count stays refused with its reason
-    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 16, 2, 1.0,
+    # a split no table has on any GPU count stays refused with its reason (128 GPUs: the compact grid keeps
+    # expert parallelism to 64)
+    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "mxfp4_wo", 4, 128, 2880, 2880, 16, 8, 1.0,
                                                           "power_law_1.2"))
     assert read is None and "no mxfp4_wo MoE table row" in note
+
+
+def test_wide_expert_parallelism_reads_measured_rows() -> None:
+    from llmsim.timing.measured import MeasuredTiming
+
+    # aiconfigurator-core 0.12.0, b200_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet: DeepSeek's block-fp8 experts
+    # (top-8 of 256, 7168 x 2048) at moe tp 1 x ep 32, 256 tokens, power_law_1.01, DeepGEMM: 0.09199 ms; the compact
+    # grid keeps tp 1 x ep 16, 32, 64 (before session 36 such splits had no row and ran on the roofline)
+    kernels = measured_for("b200", "trtllm")
+    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "fp8_block", 8, 256, 7168, 2048, 1, 32, 1.0,
+                                                          "power_law_1.01"))
+    assert read(256, 1.0, 1.0) == pytest.approx(91.99e-6, rel=1e-3)
+    # tp 2 x ep 16 holds the same expert weights per GPU: the tp 1 x ep 32 rows, said
+    read, note, _ = MeasuredTiming(kernels, None).lookup(("moe", "fp8_block", 8, 256, 7168, 2048, 2, 16, 1.0,
+                                                          "power_law_1.01"))
+    assert "read from the measured tp 1 x ep 32 rows" in note and read(256, 1.0, 1.0) == pytest.approx(91.99e-6,
+                                                                                                      rel=1e-3)
 
 
 def test_tensorrt_llms_blackwell_mxfp8_lane_takes_the_other_split_too() -> None:

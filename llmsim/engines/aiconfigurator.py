@@ -110,6 +110,10 @@ COMPACT_KEYS = (2, 8, 32, 128, 512, 1024, 2048, 4096, 8192, 16384, 32768, 131072
 COMPACT_BATCH = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 COMPACT_TOKENS = (1, 2, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 COMPACT_PARALLEL = (1, 2, 4, 8)
+# wide expert parallelism on the compact grid's MoE tables: expert-parallel-only splits (tp 1) over more GPUs than
+# one HGX board, as disaggregated decode pools and multi-node deployments run them (DeepSeek and Kimi at ep 16-64
+# on GB200 / GB300 NVL72 racks); without them a MoE split of 16+ GPUs had no measured row and ran on the roofline
+COMPACT_WIDE_EP = (16, 32, 64)
 COMPACT_KV_HEADS = (1, 2, 4, 8, 16, 32, 64)
 COMPACT_HEADS = (1, 2, 4, 8, 16, 32, 64, 128)
 COMPACT_HEAD_DIMS = (64, 128, 256)
@@ -424,8 +428,9 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
             "hidden": r["hidden_size"], "inter": r["inter_size"], "tp": r["moe_tp_size"], "ep": r["moe_ep_size"],
             "tokens": r["num_tokens"], "latency_ms": r["latency"]} for r in picked]
     if not full:
-        out = [r for r in out if r["tokens"] in COMPACT_TOKENS and r["tp"] in COMPACT_PARALLEL
-               and r["ep"] in COMPACT_PARALLEL]
+        out = [r for r in out if r["tokens"] in COMPACT_TOKENS and (
+            (r["tp"] in COMPACT_PARALLEL and r["ep"] in COMPACT_PARALLEL)
+            or (r["tp"] == 1 and r["ep"] in COMPACT_WIDE_EP))]
     extra = {"kernel_sources": _sources(picked), "routing": MOE_ROUTING_NOTE}
     deepep, files = _deepep_moe(system_dir, engine, routings)
     if deepep:
