@@ -173,7 +173,10 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                         block_size: int | None = None, async_scheduling: bool | None = None,
                         scheduler_recv_interval: int | None = None, frontend_s: float | None = None,
                         chunked_prefill: bool | None = None, **options: Any) -> ServingResult:
-    """Prefill on the `prefill` pool, decode on the `decode` pool (each a Pool or a dict of its fields).
+    """Prefill on the `prefill` pool, decode on the `decode` pool (each a Pool or a dict of its fields: replicas,
+    tensor_parallel, expert_parallel, attention_data_parallel, max_num_seqs, max_num_batched_tokens, and where a
+    pool's servers differ from the call's settings its own fp8_block_moe_kernel and scheduler_recv_interval, e.g.
+    SGLang's DeepEP prefill {"fp8_block_moe_kernel": "deepep-normal"} and decode "deepep-low-latency").
     Load, lengths, async_scheduling, scheduler_recv_interval, chunked_prefill (both pools) and frontend_s as
     serve(); options as
     simulate() (dtypes, tables, ...; the pools set the parallelism)."""
