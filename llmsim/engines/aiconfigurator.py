@@ -66,7 +66,7 @@ COMPACT_MOE_ROUTINGS = ("power_law_1.01", "power_law_1.2")
 # run_moe_core (DeepGEMM grouped GEMMs on block-fp8 experts, the dispatch faked, not timed) on one GPU holding
 # num_experts / moe_ep_size experts, each of moe_ep_size ranks sending it num_tokens / moe_ep_size tokens:
 # `num_tokens` counts the tokens of every EP rank, as the fused-MoE rows' tokens count a call's tokens
-DEEPEP_NOTE = (f"{DEEPEP_NORMAL_LANE} and {DEEPEP_LOW_LATENCY_LANE}: SGLang's DeepEP experts (DeepGEMM grouped "
+DEEPEP_FILE_NOTE = (f"{DEEPEP_NORMAL_LANE} and {DEEPEP_LOW_LATENCY_LANE}: SGLang's DeepEP experts (DeepGEMM grouped "
                "GEMMs on block-fp8 experts after DeepEP's dispatch, which is not timed) in normal mode "
                "(wideep_context_moe_perf) and low-latency mode (wideep_generation_moe_perf); tokens: those of every "
                "EP rank together; every measured token count and EP size kept")
@@ -436,13 +436,13 @@ def _moe(system_dir: Path, engine: str, full: bool) -> Any:
     if deepep:
         out += deepep
         extra["deepep_files"] = " ".join(str(f.relative_to(system_dir.parent)) for f in files)
-        extra["deepep_lanes"] = DEEPEP_NOTE
+        extra["deepep_lanes"] = DEEPEP_FILE_NOTE
     keys, axes = FAMILY_COLUMNS["moe"]
     return _full_grids(out, keys, axes), path, extra
 
 
 def _deepep_moe(system_dir: Path, engine: str, routings: tuple[str, ...]) -> tuple[list[dict[str, Any]], list[Path]]:
-    """SGLang's DeepEP expert rows (DEEPEP_NOTE) as two MoE lanes, every measured token count and EP size (the
+    """SGLang's DeepEP expert rows (DEEPEP_FILE_NOTE) as two MoE lanes, every measured token count and EP size (the
     tables are small, and wide EP lives past the compact grid's 16,384 tokens and 8 GPUs); ([], []) for another
     engine or where the package has no such table."""
     if engine != "sglang":

@@ -258,18 +258,20 @@ class MeasuredTiming:
                                                       else ""))
             if dtype == "fp8_block" and self.fp8_block_moe_kernel in DEEPEP_LANES:
                 kernel = self.fp8_block_moe_kernel
-                own = deepep_moe_grid(k, DEEPEP_LANES[kernel], topk, experts, hidden, inter, tp, ep, routing)
-                other = measured_for(k.device, "sglang") if own is None and k.engine != "sglang" else None
-                found = own or (deepep_moe_grid(other, DEEPEP_LANES[kernel], topk, experts, hidden, inter, tp, ep,
-                                                routing) if other is not None else None)
+
+                def deepep(kernels: MeasuredKernels) -> tuple[GridTable, str] | None:
+                    return deepep_moe_grid(kernels, DEEPEP_LANES[kernel], topk, experts, hidden, inter, tp, ep,
+                                           routing)
+
+                found = deepep(k)
                 if found is not None:
                     grid, how = found
-                    files = str(((k if own is not None else other).tables["moe"].provenance).get("deepep_files", ""))
-                    how = f" ({files}){how}" if files else how
-                    if own is not None:
-                        return read(grid), f"{label}; {DEEPEP_NOTE[kernel]}{how}; {routing_note}", None
-                    return read(grid), (f"sglang moe table ({kernel}), a proxy: {DEEPEP_NOTE[kernel]}{how}; "
-                                        f"{routing_note}"), "sglang moe (proxy)"
+                    return read(grid), f"{label}; {DEEPEP_NOTE[kernel]}{how}; {routing_note}", None
+                other = _other_engine_grid(k.device, k.engine, deepep, first="sglang")  # SGLang's rows, a proxy
+                if other is not None:
+                    name, (grid, how) = other
+                    return read(grid), (f"{name} moe table ({kernel}), a proxy: {DEEPEP_NOTE[kernel]}{how}; "
+                                        f"{routing_note}"), f"{name} moe (proxy)"
                 missed = (f"fp8_block_moe_kernel='{kernel}' but no SGLang DeepEP rows for top-{topk} of {experts} "
                           f"experts, hidden {hidden}, intermediate {inter} at {tp * ep} GPUs on {k.device}")
             if missed:  # said, never silent: the default kernel's rows, read as below
@@ -406,7 +408,9 @@ def deepep_moe_grid(kernels: MeasuredKernels, lane: str, topk: int, experts: int
     if table is None:
         return None
     gpus = tp * ep
-    split = f" (tp {tp} x ep {ep} read at ep {gpus}: {SPLIT_NOTE})" if tp > 1 else ""
+    files = str(table.provenance.get("deepep_files", ""))  # the package files the lanes came from
+    split = (f" ({files})" if files else "") + (f" (tp {tp} x ep {ep} read at ep {gpus}: {SPLIT_NOTE})" if tp > 1
+                                               else "")
     exact = kernels.moe_table(lane, topk, experts, hidden, inter, 1, gpus, routing)
     if exact is not None:
         return exact, split
