@@ -185,6 +185,25 @@ def test_fp8_weight_only_reads_the_int8_weight_only_kernel() -> None:
     assert any("int8_wo rows stand in for fp8_wo" in source for source in fp8.measured_tables.values())
 
 
+def test_serving_engines_run_mla_q_a_and_kv_a_as_one_gemm() -> None:
+    # vLLM's and SGLang's fused_qkv_a_proj, TensorRT-LLM's fused kv_a_proj_with_mqa: x [4, 7168] @ [7168, 1536 +
+    # 512 + 64] per layer, replicated over the tensor ranks: 2 x 4 x 7168 x 2112 = 121,110,528 FLOPs, the two
+    # GEMMs' sum, in one kernel (one launch fewer in each of DeepSeek-V3's 61 layers)
+    kw = dict(batch_size=4, prompt_len=64, gen_len=2, tensor_parallel=8)
+    fused, split = (llmsim.simulate("deepseek-v3", "h200", fused_projections=f, **kw) for f in (True, False))
+    one = _op(fused, "decode", "layers.moe.attn.fused_qkv_a_proj")
+    q_a, kv_a = (_op(split, "decode", f"layers.moe.attn.{name}") for name in ("q_a_proj", "kv_a_proj"))
+    assert one.matmul_flops / one.count == 2 * 4 * 7168 * 2112 == (q_a.matmul_flops + kv_a.matmul_flops) / q_a.count
+    assert sum(op.matmul_flops for op in fused.decode.ops) == sum(op.matmul_flops for op in split.decode.ops)
+    assert one.count == q_a.count == kv_a.count == 58  # the MoE layers; the 3 dense ones fuse them too
+    names = {op.name for op in fused.decode.ops}
+    assert "layers.dense.attn.fused_qkv_a_proj" in names and not names & {"layers.moe.attn.q_a_proj",
+                                                                           "layers.moe.attn.kv_a_proj"}
+    # no q_lora_rank (DeepSeek-V2-Lite): its q_proj and kv_a_proj stay two GEMMs
+    lite = {op.name for op in llmsim.simulate("deepseek-v2-lite", "h200", **{**kw, "tensor_parallel": 1}).decode.ops}
+    assert {"layers.moe.attn.q_proj", "layers.moe.attn.kv_a_proj"} <= lite
+
+
 def test_engines_set_defaults_and_explicit_options_win() -> None:
     served = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=64, gen_len=2)
     assert served.options.fused_projections and served.execution.tables == "vllm"

@@ -41,7 +41,7 @@ def test_prefill_flips_to_compute_below_ridge_point() -> None:
 
 
 def test_an_uncaptured_prefill_of_a_short_prompt_is_overhead_bound() -> None:
-    # SGLang runs prefill without a CUDA graph (59.4 us of host dispatch per kernel, engines.catalog): a short
+    # SGLang runs prefill without a CUDA graph (62.2 us of host dispatch per kernel, engines.catalog): a short
     # prompt's small kernels finish before the host has dispatched the next, a long prompt's outlast it
     c = find_crossover("llama-3.1-8b", "h100-sxm", phase="prefill", vary="seq_len", batch_size=1, engine="sglang")
     assert (c.from_bound, c.to_bound) == ("overhead", "compute")

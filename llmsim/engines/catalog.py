@@ -75,11 +75,11 @@ _VLLM_GRAPH_TOKENS = 512  # min(2 x max_num_seqs, 512) at its default max_num_se
 _VLLM_PREFILL_NOTE = ("vllm-project/vllm issue #45709 (2026-08): Qwen3-30B-A3B bf16, TP4 on 4x L20, vLLM 0.28.1rc1, "
                       "torch.compile with cudagraph_mode=NONE: TPOT 34.4 ms at 8 clients (11.8 ms with PIECEWISE "
                       "graphs); 34.4 ms / the 773 kernels llmsim counts for that decode step = 44.5 us per kernel")
-_SGLANG_PREFILL_DISPATCH_S = 59.4e-6
+_SGLANG_PREFILL_DISPATCH_S = 62.2e-6
 _SGLANG_PREFILL_NOTE = ("sgl-project/sglang PR #12160 (2025-10): DeepSeek-V3 prefill of 1 new token, 'forward cost' "
-                        "82.6 ms eager (23.1 ms with a prefill CUDA graph); 82.6 ms / the 1,390 kernels llmsim counts "
-                        "for that pass at TP8 = 59.4 us per kernel (approximation: the pass taken as host-bound; the "
-                        "PR states no GPU or TP)")
+                        "82.6 ms eager (23.1 ms with a prefill CUDA graph); 82.6 ms / the 1,329 kernels llmsim counts "
+                        "for that pass at TP8 (its q_a and kv_a projections one GEMM) = 62.2 us per kernel "
+                        "(approximation: the pass taken as host-bound; the PR states no GPU or TP)")
 _TRTLLM_PREFILL_DISPATCH_S = 35e-6
 _TRTLLM_PREFILL_NOTE = ("NVIDIA/TensorRT-LLM PR #12653 (2026-04): in its PyTorch flow 'small kernels (~24us) are "
                         "shorter than CPU dispatch interval (~35us)' (8 GPUs, LTX-2): 35 us per kernel")

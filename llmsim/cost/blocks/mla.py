@@ -19,14 +19,24 @@ class MLABlocks:
         dn, dr = Expr.sym("dn", attn.qk_nope_head_dim), Expr.sym("dr", attn.qk_rope_head_dim)
         dv, r = Expr.sym("dv", attn.v_head_dim), Expr.sym("r", attn.kv_lora_rank)
         low_rank = "mla_projections"  # the quantization role of every projection but o_proj
+        fused_a = bool(attn.q_lora_rank) and self.options.fused_projections
         if attn.q_lora_rank:
             qr = Expr.sym("qr", attn.q_lora_rank)
-            self.linear(f"{prefix}.q_a_proj", n, T, h, qr, bias=attn.qkv_bias, role=low_rank)
+            if fused_a:
+                # x [T, h] @ [h, qr + r + dr] -> query latent, KV latent and shared rope key in one GEMM: q_a_proj
+                # and kv_a_proj_with_mqa read the same input and are both replicated over the tensor ranks, so
+                # serving engines run them as one (vLLM's and SGLang's fused_qkv_a_proj[_with_mqa] in
+                # models/deepseek_v2.py; TensorRT-LLM's kv_a_proj_with_mqa of width q_lora_rank + kv_lora_rank +
+                # qk_rope_head_dim in _torch/modules/attention.py)
+                self.linear(f"{prefix}.fused_qkv_a_proj", n, T, h, qr + r + dr, bias=attn.qkv_bias, role=low_rank)
+            else:
+                self.linear(f"{prefix}.q_a_proj", n, T, h, qr, bias=attn.qkv_bias, role=low_rank)
             self.norm(f"{prefix}.q_a_norm", n, qr, params_per_norm=attn.q_lora_rank)
             self.linear(f"{prefix}.q_b_proj", n, T, qr, H * (dn + dr), role=low_rank)
         else:
             self.linear(f"{prefix}.q_proj", n, T, h, H * (dn + dr), role=low_rank)
-        self.linear(f"{prefix}.kv_a_proj", n, T, h, r + dr, bias=attn.qkv_bias, role=low_rank)
+        if not fused_a:
+            self.linear(f"{prefix}.kv_a_proj", n, T, h, r + dr, bias=attn.qkv_bias, role=low_rank)
         self.norm(f"{prefix}.kv_a_norm", n, r, params_per_norm=attn.kv_lora_rank)
         self.elementwise(f"{prefix}.rotary", n, T * (H + 1) * dr, 1, 1, 3)
         one = Expr.sym("kvh", 1)
