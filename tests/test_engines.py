@@ -292,9 +292,9 @@ def test_deepseek_mla_attention_from_the_engines_mla_tables() -> None:
     assert next(op for op in vllm.decode.ops if op.name.endswith(".flash")).source == "sglang decode_mla (proxy)"
     assert "a proxy: aiconfigurator ships no op-level MLA table for vllm" in vllm.measured_tables[
         "sglang decode_mla (proxy)"]
-    on_b300 = llmsim.simulate("deepseek-v3", "b300", engine="vllm", batch_size=8, prompt_len=1024, gen_len=3,
-                              tensor_parallel=8)  # no engine has an MLA table shipped for the B300: the roofline
-    assert "no decode_mla table for engine vllm on b300" in on_b300.roofline_reasons
+    on_rtx = llmsim.simulate("deepseek-v3", "rtx-pro-6000-server", engine="vllm", batch_size=8, prompt_len=1024,
+                             gen_len=3, tensor_parallel=8)  # no engine ships an MLA table for it: the roofline
+    assert "no decode_mla table for engine vllm on rtx-pro-6000-server" in on_rtx.roofline_reasons
 
 
 def test_a_sweep_with_measured_tables_equals_simulate_point_by_point() -> None:
