@@ -1462,3 +1462,40 @@ def test_each_disaggregated_pool_takes_its_own_moe_kernel_and_recv_interval() ->
     with pytest.raises(OptionError, match="prefill pool: scheduler_recv_interval"):
         serve_disaggregated("deepseek-v3", "gb200", {"tensor_parallel": 16, "scheduler_recv_interval": 0},
                             {"tensor_parallel": 16}, **load)
+
+
+_GB200_TEP8_RUN = dict(zip(_MID_CURVE_RUN, [  # InferenceX's GB200 DeepSeek-R1 fp8 1k/1k run at 27 clients, as the file
+    "dsr1_gb200_trtllm_fp8_disagg_1024x1024_c27_cfg386", "db-dump/2026-04-27; config_id=386; silicon_concurrency=27; "
+    "measured=2026-02-05T00:00:00.000Z; workflow_run_id=259; nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:0.8.1.post2",
+    "trtllm", "0.8.1.post2", "deepseek-ai/DeepSeek-V3", "gb200", "fp8", "disagg", "1024", "1024", "fp8", "fp8", "", "",
+    "", "", "", "", "1", "1", "1", "1", "8", "1", "8", "9", "3", "8", "1", "1", "1", "8", "1562.33", "10.88"]))
+
+
+def test_an_inferencex_trtllm_disaggregated_run_takes_its_srt_slurm_recipes_knobs() -> None:
+    """NVIDIA/srt-slurm 75f6e32a3 recipes/trtllm/gb200-fp8/1k1k/stp/ctx1_gen3_tep8_batch8_eplb0_mtp0_27.yaml (named by
+    InferenceX's nvidia-master.yaml of 2026-02-05): one context server, attention DP 8 x EP 8, max_batch_size 16,
+    max_num_tokens 16384, DEEPGEMM MoE; three generation servers TP 8 x EP 8, max_batch_size 8, max_num_tokens 8,
+    TRTLLM MoE, KV cache fp8 at free_gpu_memory_fraction 0.9; concurrencies ['27']."""
+    from llmsim.validation.trtllm_disagg_recipes import (
+        RECIPE_OF_RUN,
+        RECIPES,
+        trtllm_disagg_kv_dtype,
+        trtllm_disagg_memory,
+        trtllm_disagg_pools,
+        trtllm_recipe_of,
+    )
+
+    assert set(RECIPE_OF_RUN.values()) <= set(RECIPES)  # every run's recipe is read
+    run = _GB200_TEP8_RUN
+    assert trtllm_recipe_of(run) == "trtllm/gb200-fp8/1k1k/stp/ctx1_gen3_tep8_batch8_eplb0_mtp0_27.yaml@75f6e32a3"
+    assert trtllm_disagg_pools(run) == {
+        "prefill": {"max_num_seqs": 16, "max_num_batched_tokens": 16384},  # per attention-DP rank; DEEPGEMM: default
+        "decode": {"max_num_seqs": 8, "max_num_batched_tokens": 8, "fp8_block_moe_kernel": "trtllm-gen"}}
+    assert trtllm_disagg_kv_dtype(run) == "fp8" and trtllm_disagg_memory(run) == {"gpu_memory_utilization": 0.9}
+    # another layout than the recipe's (2 decode workers, expert size 1), clients, source or engine: no recipe
+    for other in ({"decode_num_workers": "2"}, {"prefill_moe_ep_size": "1"}, {"backend": "sglang"},
+                  {"silicon_data_source": run["silicon_data_source"].replace("concurrency=27", "concurrency=28")},
+                  {"silicon_data_source": "source_file=2026-04-06.csv"}):
+        assert trtllm_recipe_of({**run, **other}) is None
+    assert trtllm_disagg_pools({**run, "decode_num_workers": "2"}) == {} and trtllm_disagg_kv_dtype(
+        {**run, "decode_num_workers": "2"}) is None

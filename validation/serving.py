@@ -100,6 +100,11 @@ def main() -> None:
     fp8_cache = sum(r.get("kv_dtype") == "fp8" for r in c.rows)
     recipe_rows = sum(bool(r.get("recipe_options")) and r["protocol"] == "inferencex" for r in c.rows)
     generated_rows = sum(bool(r.get("recipe_options")) and r["protocol"] == "fixed" for r in c.rows)
+
+    def pool_recipe_rows(engine: str) -> int:
+        """InferenceX disaggregated rows of `engine` that took pool knobs from their srt-slurm recipe."""
+        return sum(r["engine"] == engine and r["protocol"] == "inferencex"
+                   and any(k.startswith(("prefill.", "decode.")) for k in r.get("recipe_options", [])) for r in c.rows)
     lines = [
         "# serve() against measured serving runs",
         "",
@@ -153,8 +158,13 @@ def main() -> None:
         "(kv-cache-dtype fp8_e4m3) all but one of them set, from the NVIDIA/srt-slurm "
         "recipe InferenceX launched them with (`llmsim.validation.srt_slurm_recipes`: the recipe its "
         "nvidia-master.yaml named for the run's configuration on the day it was measured, each with its commit; "
-        f"{sum(any(k.startswith(('prefill.', 'decode.')) for k in r.get('recipe_options', [])) for r in c.rows)} "
-        "rows; before session 30 they ran SGLang's defaults).",
+        f"{pool_recipe_rows('sglang')} rows; before session 30 they ran SGLang's defaults). InferenceX's "
+        "TensorRT-LLM disaggregated runs likewise take each pool's max_batch_size and max_num_tokens (per attention "
+        "data-parallel rank), the TRTLLM-gen MoE of the servers that ran `moe_config: backend: TRTLLM` on block-fp8 "
+        "experts, the fp8 KV cache and the generation servers' free_gpu_memory_fraction from their srt-slurm recipe "
+        "(`llmsim.validation.trtllm_disagg_recipes`, from session 37, each with its commit: "
+        f"{pool_recipe_rows('trtllm')} rows; a run that matches both an MTP and a plain recipe, or whose pools "
+        "differ from its recipe's, keeps the defaults).",
         "",
         "The load is the one each run's benchmark client sent, where its source states it "
         "(`llmsim.validation.serving.client_protocol`): rows from InferenceX (SemiAnalysis's "

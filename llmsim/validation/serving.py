@@ -84,6 +84,7 @@ from .inferencex_recipes import (
 )
 from .silicon_rows import _concurrency, _count, _from_inferencex, _is_one, _measured_on, _ranks
 from .srt_slurm_recipes import sglang_disagg_kv_dtype, sglang_disagg_pools
+from .trtllm_disagg_recipes import trtllm_disagg_kv_dtype, trtllm_disagg_memory, trtllm_disagg_pools
 
 REQUESTS_PER_CLIENT = 10  # genai_perf_runner.py: --request-count v * 10 (module docstring)
 INFERENCEX_RANGE_RATIO = 0.8  # every InferenceX recipe that sets RANDOM_RANGE_RATIO sets 0.8
@@ -312,7 +313,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
         options.update(weight_dtype=dtype, activation_dtype=dtype)
         if dtype != "bf16":
             options["kv_dtype"] = "bf16"  # approximation: the KV cache at the checkpoint's 16-bit dtype
-    kv_dtype = inferencex_kv_dtype(row) or sglang_disagg_kv_dtype(row)
+    kv_dtype = inferencex_kv_dtype(row) or sglang_disagg_kv_dtype(row) or trtllm_disagg_kv_dtype(row)
     if kv_dtype is not None:
         options["kv_dtype"] = kv_dtype
     concurrency = _concurrency(row)
@@ -321,7 +322,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
                 gen_len=client["gen_len"], num_requests=client["num_requests"])
     recv_interval = inferencex_recv_interval(row)
     # knobs the row's InferenceX recipe or aiconfigurator's generated deployment set beyond the engine's defaults
-    recipe: dict[str, Any] = aiconfigurator_engine_options(row)
+    recipe: dict[str, Any] = {**aiconfigurator_engine_options(row), **trtllm_disagg_memory(row)}
     options.update(recipe)
     if row["mode"] == "disagg":
         from ..serving.disaggregated import serve_disaggregated
@@ -331,7 +332,8 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
                          "expert_parallel": _count(row[f"{phase}_moe_ep_size"]),
                          "attention_data_parallel": _ranks(row, f"{phase}_")}
                  for phase in ("prefill", "decode")}
-        for phase, knobs in {**sglang_disagg_pools(row), **aiconfigurator_disagg_pools(row)}.items():
+        for phase, knobs in {**sglang_disagg_pools(row), **trtllm_disagg_pools(row),
+                             **aiconfigurator_disagg_pools(row)}.items():
             # the run's srt-slurm recipe or aiconfigurator's generated deployment, where it is known
             pools[phase].update(knobs)
             recipe.update({f"{phase}.{k}": v for k, v in knobs.items()})
