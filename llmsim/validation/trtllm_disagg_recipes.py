@@ -24,7 +24,11 @@ used NVIDIA/srt-slurm's sa-submission-q2-2026 branch (94903bdb6).
 
 How they map onto serve_disaggregated's pools:
 - max_num_seqs = max_batch_size and max_num_batched_tokens = max_num_tokens, per attention data-parallel rank (each
-  rank of a TensorRT-LLM attention-DP server is its own executor with these limits: llmsim's per-rank limits).
+  rank of a TensorRT-LLM attention-DP server is its own executor with these limits: llmsim's per-rank limits); a
+  generation server's max_num_seqs is min(max_batch_size, max_num_tokens) (approximation: TensorRT-LLM's micro-batch
+  scheduler fits at most max_num_tokens one-token decodes into a step, holding the rest of its max_batch_size
+  requests for later steps; llmsim keeps them waiting instead: one recipe, b200-fp8 8k1k
+  ctx2_gen1_dep8_batch640_eplb0_mtp0_640, max_batch_size 640 and max_num_tokens 512).
 - every recipe runs an fp8 KV cache on both servers (`kv_cache_config.dtype: fp8`): kv_dtype="fp8".
 - `moe_config.backend: TRTLLM` on a server of a block-fp8 (DeepSeek-R1 fp8) run: the pool's fp8_block_moe_kernel
   "trtllm-gen" (TensorRT-LLM's TRTLLM-gen fused MoE, read from vLLM's Blackwell rows of that kernel at expert tensor
@@ -455,7 +459,10 @@ def trtllm_disagg_pools(row: dict[str, str]) -> dict[str, dict[str, Any]]:
         return {}
     knobs: dict[str, dict[str, Any]] = {}
     for phase, pool in zip(("prefill", "decode"), RECIPES[name]):
-        knobs[phase] = {"max_num_seqs": pool.max_batch_size, "max_num_batched_tokens": pool.max_num_tokens}
+        # shape: scalar requests a step runs: a generation server runs at most max_num_tokens of its
+        # max_batch_size requests a step (one token each)
+        seqs = pool.max_batch_size if phase == "prefill" else min(pool.max_batch_size, pool.max_num_tokens)
+        knobs[phase] = {"max_num_seqs": seqs, "max_num_batched_tokens": pool.max_num_tokens}
         if pool.moe_backend == "TRTLLM" and row["moe_quant_mode"] in ("fp8", "fp8_block"):  # DeepSeek-R1's fp8
             knobs[phase]["fp8_block_moe_kernel"] = "trtllm-gen"
     return knobs
