@@ -1022,6 +1022,11 @@ def test_a_token_budget_below_max_num_seqs_follows_vllms_rule(capsys: pytest.Cap
     assert err == ("llmsim: error: max_num_batched_tokens=10 is below max_num_seqs=64: the engine refuses it (vLLM: "
                    "max_num_batched_tokens must be >= max_num_seqs); raise max_num_batched_tokens or lower "
                    "max_num_seqs")
+    assert main([*cli, "--max-num-seqs", "64", "--engine", "trtllm"]) == 2  # TensorRT-LLM accepts it; llmsim can't
+    assert capsys.readouterr().err.strip() == (
+        "llmsim: error: max_num_batched_tokens=10 is below max_num_seqs=64: llmsim's scheduler gives every running "
+        "decode a token of each step's budget, so it cannot hold more sequences than tokens (trtllm would run at most "
+        "10 of them a step); lower max_num_seqs to 10 or raise max_num_batched_tokens")
     assert main(cli) == 0
     out = capsys.readouterr().out
     assert "max_num_seqs 10, max_num_batched_tokens 10" in out and "vllm's default 1024 lowered to 10" in out

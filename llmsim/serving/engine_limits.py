@@ -313,10 +313,15 @@ def _seqs_within_token_budget(engine: str, seqs: int, tokens: int, seqs_given: b
     a note when the default was lowered)."""
     if tokens >= seqs:
         return seqs, ""
-    if seqs_given:
+    if seqs_given and engine == "vllm":
         raise OptionError(f"max_num_batched_tokens={tokens} is below max_num_seqs={seqs}: the engine refuses it "
                           f"(vLLM: max_num_batched_tokens must be >= max_num_seqs); raise max_num_batched_tokens or "
                           f"lower max_num_seqs")
+    if seqs_given:  # another engine may accept it (TensorRT-LLM runs at most that many decodes a step)
+        raise OptionError(f"max_num_batched_tokens={tokens} is below max_num_seqs={seqs}: llmsim's scheduler gives "
+                          f"every running decode a token of each step's budget, so it cannot hold more sequences "
+                          f"than tokens ({engine} would run at most {tokens} of them a step); lower max_num_seqs to "
+                          f"{tokens} or raise max_num_batched_tokens")
     return tokens, (f"{engine}'s default {seqs} lowered to {tokens}, the max_num_batched_tokens given, as vLLM sets "
                     "an unset max_num_seqs (at most one token per running request each step)")
 
