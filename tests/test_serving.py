@@ -1504,3 +1504,25 @@ def test_an_inferencex_trtllm_disaggregated_run_takes_its_srt_slurm_recipes_knob
         assert trtllm_recipe_of({**run, **other}) is None
     assert trtllm_disagg_pools({**run, "decode_num_workers": "2"}) == {} and trtllm_disagg_kv_dtype(
         {**run, "decode_num_workers": "2"}) is None
+
+
+def test_each_disaggregated_pool_takes_its_own_memory_fraction() -> None:
+    """A pool's gpu_memory_utilization sizes that pool's KV cache only (context servers often get less): Llama-3.1-70B
+    in bf16 on H100s at TP2 holds 70.6 GB of weights per 80 GB GPU (141.1e9 / 2), so a 0.3 share leaves no KV cache
+    (0.3 x 85.9e9 bytes = 25.8 GB < the weights) and is refused naming the pool that has it."""
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    load = dict(concurrency=2, prompt_len=64, gen_len=4, num_requests=4)
+    two = {"tensor_parallel": 2}
+    with pytest.raises(OptionError, match="^prefill pool: the KV cache holds 0 tokens .* gpu_memory_utilization=0.3"):
+        serve_disaggregated("llama-3.1-70b", "h100-sxm", {**two, "gpu_memory_utilization": 0.3}, two, **load)
+    # the call's share for both pools, the prefill pool's own overriding it: now the decode pool is the one short
+    with pytest.raises(OptionError, match="^decode pool: the KV cache holds 0 tokens .* gpu_memory_utilization=0.3"):
+        serve_disaggregated("llama-3.1-70b", "h100-sxm", {**two, "gpu_memory_utilization": 0.9}, two,
+                            gpu_memory_utilization=0.3, **load)
+    r = serve_disaggregated("llama-3.1-70b", "h100-sxm", two, {**two, "gpu_memory_utilization": 0.95}, **load)
+    assert r.assumptions["decode gpu_memory_utilization"] == "0.95 (this pool's own)"
+    for bad in (True, "most", 1.5):
+        with pytest.raises(OptionError, match="gpu_memory_utilization") as info:
+            serve_disaggregated("llama-3.1-70b", "h100-sxm", {**two, "gpu_memory_utilization": bad}, two, **load)
+        assert "\n" not in str(info.value)

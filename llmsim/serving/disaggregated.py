@@ -25,7 +25,7 @@ import heapq
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..analysis.simulate import resolve
 from ..cost.workload import CostOptions, check_count
@@ -145,6 +145,26 @@ class Pool(BaseModel):
     # "deepep-low-latency"); a recipe may set --scheduler-recv-interval on one pool only
     fp8_block_moe_kernel: str | None = None
     scheduler_recv_interval: int | None = None
+    # the share of GPU memory this pool's engine takes (vLLM's gpu_memory_utilization, SGLang's mem-fraction-static,
+    # TensorRT-LLM's free_gpu_memory_fraction as serve() reads them); None: the call's. Disaggregated deployments
+    # often give the context servers less KV cache than the generation servers (their KV holds prompts in flight)
+    gpu_memory_utilization: float | None = None
+
+    @field_validator("gpu_memory_utilization", mode="before")
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # pydantic would read True as 1.0
+            raise ValueError("a number in (0, 1], not a bool")
+        return value
+
+
+def _first_error(exc: Exception) -> str:
+    """'field: message' of pydantic's first validation error (its whole text is several lines)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+    return str(exc).splitlines()[0]
 
 
 def _pool(name: str, value: Any) -> Pool:
@@ -155,9 +175,10 @@ def _pool(name: str, value: Any) -> Pool:
             pool = Pool(**value)
         except Exception as exc:  # pydantic's message is long: name the field and the allowed keys
             raise OptionError(f"{name}: give replicas, tensor_parallel, expert_parallel, attention_data_parallel, "
-                              "max_num_seqs, max_num_batched_tokens, scheduler_recv_interval as integers and "
+                              "max_num_seqs, max_num_batched_tokens, scheduler_recv_interval as integers, "
+                              "gpu_memory_utilization as a number in (0, 1] and "
                               f"fp8_block_moe_kernel as one of {', '.join(FP8_BLOCK_MOE_KERNELS)} "
-                              f"({str(exc).splitlines()[0]})") from None
+                              f"({_first_error(exc)})") from None
     else:
         raise OptionError(f"{name} must be a Pool or a dict like {{'replicas': 2, 'tensor_parallel': 4}}")
     for key in ("replicas", "tensor_parallel", "expert_parallel", "attention_data_parallel"):
@@ -175,7 +196,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                         chunked_prefill: bool | None = None, **options: Any) -> ServingResult:
     """Prefill on the `prefill` pool, decode on the `decode` pool (each a Pool or a dict of its fields: replicas,
     tensor_parallel, expert_parallel, attention_data_parallel, max_num_seqs, max_num_batched_tokens, and where a
-    pool's servers differ from the call's settings its own fp8_block_moe_kernel and scheduler_recv_interval, e.g.
+    pool's servers differ from the call's settings its own fp8_block_moe_kernel, scheduler_recv_interval and
+    gpu_memory_utilization, e.g.
     SGLang's DeepEP prefill {"fp8_block_moe_kernel": "deepep-normal"} and decode "deepep-low-latency").
     Load, lengths, async_scheduling, scheduler_recv_interval, chunked_prefill (both pools) and frontend_s as
     serve(); options as
@@ -213,9 +235,10 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         except OptionError as exc:
             raise OptionError(f"{name}: {exc}") from None
         recv = scheduler_recv_interval if pool.scheduler_recv_interval is None else pool.scheduler_recv_interval
+        memory = gpu_memory_utilization if pool.gpu_memory_utilization is None else pool.gpu_memory_utilization
         try:
             limits = scheduler_limits(spec, hw, cost, engine_name, longest, pool.max_num_seqs,
-                                      pool.max_num_batched_tokens, gpu_memory_utilization, block_size,
+                                      pool.max_num_batched_tokens, memory, block_size,
                                       data_parallel=dp, async_scheduling=async_scheduling,
                                       recv_interval=recv, chunked_prefill=chunked_prefill)
         except OptionError as exc:  # which pool (a KV cache too small for the requests is one pool's)
@@ -290,7 +313,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                        if clients is not None else "not used",
                        **{f"{name} {key}": f"{getattr(pool, key)} (this pool's own)"
                           for name, pool in (("prefill", pre), ("decode", dec))
-                          for key in ("fp8_block_moe_kernel", "scheduler_recv_interval")
+                          for key in ("fp8_block_moe_kernel", "scheduler_recv_interval", "gpu_memory_utilization")
                           if getattr(pool, key) is not None},
                        **{f"{name} max_num_seqs": limits.note for name, limits in (("prefill", pre_limits),
                                                                                    ("decode", dec_limits))
