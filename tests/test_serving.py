@@ -1514,10 +1514,10 @@ def test_each_disaggregated_pool_takes_its_own_memory_fraction() -> None:
 
     load = dict(concurrency=2, prompt_len=64, gen_len=4, num_requests=4)
     two = {"tensor_parallel": 2}
-    with pytest.raises(OptionError, match="^prefill pool: the KV cache holds 0 tokens .* gpu_memory_utilization=0.3"):
+    with pytest.raises(OptionError, match=r"^prefill pool: the KV cache holds 0 tokens .* gpu_memory_utilization=0\.3"):
         serve_disaggregated("llama-3.1-70b", "h100-sxm", {**two, "gpu_memory_utilization": 0.3}, two, **load)
     # the call's share for both pools, the prefill pool's own overriding it: now the decode pool is the one short
-    with pytest.raises(OptionError, match="^decode pool: the KV cache holds 0 tokens .* gpu_memory_utilization=0.3"):
+    with pytest.raises(OptionError, match=r"^decode pool: the KV cache holds 0 tokens .* gpu_memory_utilization=0\.3"):
         serve_disaggregated("llama-3.1-70b", "h100-sxm", {**two, "gpu_memory_utilization": 0.9}, two,
                             gpu_memory_utilization=0.3, **load)
     r = serve_disaggregated("llama-3.1-70b", "h100-sxm", two, {**two, "gpu_memory_utilization": 0.95}, **load)
