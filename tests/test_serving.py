@@ -1480,12 +1480,11 @@ def test_an_inferencex_trtllm_disaggregated_run_takes_its_srt_slurm_recipes_knob
     """NVIDIA/srt-slurm 75f6e32a3 recipes/trtllm/gb200-fp8/1k1k/stp/ctx1_gen3_tep8_batch8_eplb0_mtp0_27.yaml (named by
     InferenceX's nvidia-master.yaml of 2026-02-05): one context server, attention DP 8 x EP 8, max_batch_size 16,
     max_num_tokens 16384, DEEPGEMM MoE; three generation servers TP 8 x EP 8, max_batch_size 8, max_num_tokens 8,
-    TRTLLM MoE, KV cache fp8 at free_gpu_memory_fraction 0.9; concurrencies ['27']."""
+    TRTLLM MoE, KV cache fp8 at free_gpu_memory_fraction 0.5 (context) and 0.9 (generation); concurrencies ['27']."""
     from llmsim.validation.trtllm_disagg_recipes import (
         RECIPE_OF_RUN,
         RECIPES,
         trtllm_disagg_kv_dtype,
-        trtllm_disagg_memory,
         trtllm_disagg_pools,
         trtllm_recipe_of,
     )
@@ -1494,9 +1493,11 @@ def test_an_inferencex_trtllm_disaggregated_run_takes_its_srt_slurm_recipes_knob
     run = _GB200_TEP8_RUN
     assert trtllm_recipe_of(run) == "trtllm/gb200-fp8/1k1k/stp/ctx1_gen3_tep8_batch8_eplb0_mtp0_27.yaml@75f6e32a3"
     assert trtllm_disagg_pools(run) == {
-        "prefill": {"max_num_seqs": 16, "max_num_batched_tokens": 16384},  # per attention-DP rank; DEEPGEMM: default
-        "decode": {"max_num_seqs": 8, "max_num_batched_tokens": 8, "fp8_block_moe_kernel": "trtllm-gen"}}
-    assert trtllm_disagg_kv_dtype(run) == "fp8" and trtllm_disagg_memory(run) == {"gpu_memory_utilization": 0.9}
+        "prefill": {"max_num_seqs": 16, "max_num_batched_tokens": 16384,  # per attention-DP rank; DEEPGEMM: default
+                    "gpu_memory_utilization": 0.5},
+        "decode": {"max_num_seqs": 8, "max_num_batched_tokens": 8, "gpu_memory_utilization": 0.9,
+                   "fp8_block_moe_kernel": "trtllm-gen"}}
+    assert trtllm_disagg_kv_dtype(run) == "fp8"
     # another layout than the recipe's (2 decode workers, expert size 1), clients, source or engine: no recipe
     for other in ({"decode_num_workers": "2"}, {"prefill_moe_ep_size": "1"}, {"backend": "sglang"},
                   {"silicon_data_source": run["silicon_data_source"].replace("concurrency=27", "concurrency=28")},

@@ -161,7 +161,7 @@ def main() -> None:
         f"{pool_recipe_rows('sglang')} rows; before session 30 they ran SGLang's defaults). InferenceX's "
         "TensorRT-LLM disaggregated runs likewise take each pool's max_batch_size and max_num_tokens (per attention "
         "data-parallel rank), the TRTLLM-gen MoE of the servers that ran `moe_config: backend: TRTLLM` on block-fp8 "
-        "experts, the fp8 KV cache and the generation servers' free_gpu_memory_fraction from their srt-slurm recipe "
+        "experts, the fp8 KV cache and each pool's free_gpu_memory_fraction from their srt-slurm recipe "
         "(`llmsim.validation.trtllm_disagg_recipes`, from session 37, each with its commit: "
         f"{pool_recipe_rows('trtllm')} rows; a run that matches both an MTP and a plain recipe, or whose pools "
         "differ from its recipe's, keeps the defaults).",

@@ -84,7 +84,7 @@ from .inferencex_recipes import (
 )
 from .silicon_rows import _concurrency, _count, _from_inferencex, _is_one, _measured_on, _ranks
 from .srt_slurm_recipes import sglang_disagg_kv_dtype, sglang_disagg_pools
-from .trtllm_disagg_recipes import trtllm_disagg_kv_dtype, trtllm_disagg_memory, trtllm_disagg_pools
+from .trtllm_disagg_recipes import trtllm_disagg_kv_dtype, trtllm_disagg_pools
 
 REQUESTS_PER_CLIENT = 10  # genai_perf_runner.py: --request-count v * 10 (module docstring)
 INFERENCEX_RANGE_RATIO = 0.8  # every InferenceX recipe that sets RANDOM_RANGE_RATIO sets 0.8
@@ -322,7 +322,7 @@ def simulate_row(row: dict[str, str]) -> dict[str, Any]:
                 gen_len=client["gen_len"], num_requests=client["num_requests"])
     recv_interval = inferencex_recv_interval(row)
     # knobs the row's InferenceX recipe or aiconfigurator's generated deployment set beyond the engine's defaults
-    recipe: dict[str, Any] = {**aiconfigurator_engine_options(row), **trtllm_disagg_memory(row)}
+    recipe: dict[str, Any] = aiconfigurator_engine_options(row)
     options.update(recipe)
     if row["mode"] == "disagg":
         from ..serving.disaggregated import serve_disaggregated

@@ -34,9 +34,8 @@ How they map onto serve_disaggregated's pools:
   "trtllm-gen" (TensorRT-LLM's TRTLLM-gen fused MoE, read from vLLM's Blackwell rows of that kernel at expert tensor
   parallelism: timing.measured.trtllm_gen_fp8_block_moe); DEEPGEMM, CUTLASS and WIDEEP: the default kernel (the
   package's TensorRT-LLM fp8_block rows, DeepGEMM). nvfp4 experts keep their own table.
-- gpu_memory_utilization = the generation servers' free_gpu_memory_fraction (serve_disaggregated takes one for both
-  pools; approximation: the context servers' own fraction, 0.1 to 0.85, is not read: their KV cache holds the prompts
-  in flight only).
+- each pool's gpu_memory_utilization = its servers' free_gpu_memory_fraction (the context servers' 0.1 to 0.85, the
+  generation servers' 0.7 to 0.9; before session 37's last change, the generation servers' for both pools).
 approximation: the recipes' CUDA-graph batch sizes, stream_interval (100 on most generation servers: TensorRT-LLM
 streams a request's first token at its first decoding iteration and then every stream_interval iterations, which
 leaves the mean TTFT and TPOT the client measures unchanged to within one chunk), allreduce_strategy (MNNVL),
@@ -445,15 +444,10 @@ def trtllm_disagg_kv_dtype(row: dict[str, str]) -> str | None:
     return "fp8" if trtllm_recipe_of(row) is not None else None
 
 
-def trtllm_disagg_memory(row: dict[str, str]) -> dict[str, Any]:
-    """{"gpu_memory_utilization": the generation servers' free_gpu_memory_fraction} for a row with a recipe, else {}."""
-    name = trtllm_recipe_of(row)
-    return {} if name is None else {"gpu_memory_utilization": RECIPES[name][1].kv_fraction}
-
-
 def trtllm_disagg_pools(row: dict[str, str]) -> dict[str, dict[str, Any]]:
     """{"prefill": {...}, "decode": {...}}: serve_disaggregated's pool knobs (max_num_seqs, max_num_batched_tokens
-    per rank, the block-fp8 MoE kernel) from the row's recipe; {} without one (module docstring)."""
+    per rank, the memory share, the block-fp8 MoE kernel) from the row's recipe; {} without one (module
+    docstring)."""
     name = trtllm_recipe_of(row)
     if name is None:
         return {}
@@ -462,7 +456,8 @@ def trtllm_disagg_pools(row: dict[str, str]) -> dict[str, dict[str, Any]]:
         # shape: scalar requests a step runs: a generation server runs at most max_num_tokens of its
         # max_batch_size requests a step (one token each)
         seqs = pool.max_batch_size if phase == "prefill" else min(pool.max_batch_size, pool.max_num_tokens)
-        knobs[phase] = {"max_num_seqs": seqs, "max_num_batched_tokens": pool.max_num_tokens}
+        knobs[phase] = {"max_num_seqs": seqs, "max_num_batched_tokens": pool.max_num_tokens,
+                        "gpu_memory_utilization": pool.kv_fraction}
         if pool.moe_backend == "TRTLLM" and row["moe_quant_mode"] in ("fp8", "fp8_block"):  # DeepSeek-R1's fp8
             knobs[phase]["fp8_block_moe_kernel"] = "trtllm-gen"
     return knobs
