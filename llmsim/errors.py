@@ -24,6 +24,16 @@ class OptionError(LlmsimError):
     """An option value outside its allowed set or range."""
 
 
+def first_validation_error(exc: Exception) -> str:
+    """'field: message' of a pydantic ValidationError's first error on one line (its own text is several lines;
+    the field left out when it has none); another exception's first line."""
+    if not callable(getattr(exc, "errors", None)):
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    err = exc.errors()[0]  # type: ignore[attr-defined]
+    loc = ".".join(str(p) for p in err["loc"])
+    return f"{loc}: " * bool(loc) + str(err["msg"]).removeprefix("Value error, ")
+
+
 def choice_error(field: str, value: object, allowed: Iterable[str]) -> OptionError:
     """An OptionError for `value` not in `allowed`, with the closest allowed names as suggestions."""
     allowed_list = sorted(allowed)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import ConfigError
+from ..errors import ConfigError, first_validation_error
 from .config_checks import check_fields, head_split
 from .config_fields import activation as _activation
 from .config_fields import get as _get
@@ -229,10 +229,7 @@ def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:
             **fields,
         )
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = "".join(f"{p}: " for p in (".".join(str(p) for p in err["loc"]),) if p)
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"model config ({model_type}): {loc}{msg}") from None
+        raise ConfigError(f"model config ({model_type}): {first_validation_error(exc)}") from None
 
 
 def _group_layers(layers: list[LayerSpec]) -> tuple[tuple[LayerGroup, ...], tuple[int, ...]]:

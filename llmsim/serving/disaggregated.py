@@ -25,11 +25,11 @@ import heapq
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..analysis.simulate import resolve
 from ..cost.workload import CostOptions, check_count
-from ..errors import OptionError, check_positive
+from ..errors import OptionError, check_positive, first_validation_error
 from ..timing.execution import FP8_BLOCK_MOE_KERNELS, ExecutionOptions
 from .data_parallel import rank_options
 from .engine_limits import check_prompts_fit, frontend_seconds, scheduler_limits
@@ -158,27 +158,18 @@ class Pool(BaseModel):
         return value
 
 
-def _first_error(exc: Exception) -> str:
-    """'field: message' of pydantic's first validation error (its whole text is several lines)."""
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        return f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
-    return str(exc).splitlines()[0]
-
-
 def _pool(name: str, value: Any) -> Pool:
     if isinstance(value, Pool):
         pool = value
     elif isinstance(value, dict):
         try:
             pool = Pool(**value)
-        except Exception as exc:  # pydantic's message is long: name the field and the allowed keys
+        except (ValidationError, TypeError) as exc:  # pydantic's message is long: name the field and the keys
             raise OptionError(f"{name}: give replicas, tensor_parallel, expert_parallel, attention_data_parallel, "
                               "max_num_seqs, max_num_batched_tokens, scheduler_recv_interval as integers, "
                               "gpu_memory_utilization as a number in (0, 1] and "
                               f"fp8_block_moe_kernel as one of {', '.join(FP8_BLOCK_MOE_KERNELS)} "
-                              f"({_first_error(exc)})") from None
+                              f"({first_validation_error(exc)})") from None
     else:
         raise OptionError(f"{name} must be a Pool or a dict like {{'replicas': 2, 'tensor_parallel': 4}}")
     for key in ("replicas", "tensor_parallel", "expert_parallel", "attention_data_parallel"):
