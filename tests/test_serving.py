@@ -633,6 +633,25 @@ def test_disaggregated_at_low_rate_is_prefill_then_transfer_then_decode() -> Non
     assert r.tpot_s.p50 == pytest.approx(dec.decode.time_s / 64, rel=1e-3)  # the 64 later tokens
 
 
+def test_disaggregated_mla_sends_its_whole_latent_over_every_gpu_link() -> None:
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    kw = dict(request_rate=0.001, arrival="constant", prompt_len=2048, gen_len=2, num_requests=2, frontend_s=0)
+    pre = llmsim.simulate("deepseek-v2-lite", GPU, batch_size=1, prompt_len=2048, gen_len=2, tensor_parallel=2)
+    r = serve_disaggregated("deepseek-v2-lite", GPU, {"tensor_parallel": 2}, {"tensor_parallel": 2}, **kw)
+    # MLA caches one latent per token that every GPU of the TP group holds whole (not split by heads): 27 layers x
+    # (kv_lora_rank 512 + rope 64) x 2 bytes x 2048 tokens = 63,700,992 bytes on each GPU, so each of the 2 GPU
+    # pairs sends all of it over its own NVLink (450e9 byte/s; 4 GPUs fit the HGX board): 0.14 ms, not half of it
+    transfer_s = 27 * (512 + 64) * 2 * 2048 / 450e9
+    assert r.ttft_s.p50 == pytest.approx(pre.ttft_s + transfer_s, rel=1e-3)
+    assert "each of 2 GPU pairs sends its share at 450 GB/s" in r.assumptions["KV transfer"]
+    # a KV head shared by GPUs is sent whole too: gemma-3-1b has 1 KV head, held by both GPUs of a TP2 group
+    one = serve_disaggregated("gemma-3-1b", GPU, {"tensor_parallel": 1}, {"tensor_parallel": 1}, **kw)
+    two = serve_disaggregated("gemma-3-1b", GPU, {"tensor_parallel": 2}, {"tensor_parallel": 2}, **kw)
+    transfer = [float(x.assumptions["KV transfer"].split(" ms")[0]) for x in (one, two)]
+    assert transfer[0] == pytest.approx(transfer[1], abs=0.01)  # the same bytes per GPU link at TP1 and TP2
+
+
 def test_disaggregated_pools_beyond_one_node_send_the_kv_cache_over_the_network() -> None:
     from llmsim.serving.disaggregated import serve_disaggregated
 

@@ -5,11 +5,13 @@ Each request is routed round robin (approximation: an even split, no load awaren
 which runs it to its first token (an engine with gen_len = 1: continuous batching of prefills, chunked within
 its token budget); its KV cache then travels to a decode instance,
 
-    transfer_s = kv_bytes(prompt) / (min(prefill TP, decode TP) x per-GPU link bandwidth)
+    transfer_s = kv_bytes_per_gpu(prompt, TP = min(prefill TP, decode TP)) / per-GPU link bandwidth
 
-(each GPU pair sends its share of the heads at once; the default link is the device's intra-node (NVLink)
-bandwidth when both pools together fit one NVLink domain (gpus_per_node: 8 on an HGX board, 72 on a GB200
-NVL72 rack), else its inter-node bandwidth, the pools then being on separate nodes), and joins that instance's
+(each GPU pair sends its share at once: its share of the KV heads, or the whole MLA latent, which every GPU of
+a tensor-parallel group holds, as it holds a whole KV head when there are fewer heads than GPUs; the default
+link is the device's intra-node (NVLink) bandwidth when both pools together fit one NVLink domain
+(gpus_per_node: 8 on an HGX board, 72 on a GB200 NVL72 rack), else its inter-node bandwidth, the pools then
+being on separate nodes), and joins that instance's
 continuous batch already prefilled, decoding its remaining tokens. A closed loop of c clients couples the two
 pools through the finish times: the next request is sent the moment any request finishes (benchmark_serving's
 --max-concurrency semaphore), so both pools run together in one discrete-event simulation (_coupled_run: the
@@ -242,10 +244,12 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
     check_prompts_fit(pre_limits, int(prompts.max()), "prefill pool: ")
     dec_step, dec_limits, dec_cost, dec_engines = engine_of(dec, "decode", int(np.max(prompts + gens - 1)))
     _, _, kv_dtype = base.resolved_dtypes(spec.dtype)
-    kv_bytes = np.asarray(spec.kv_cache_bytes(batch_size=1, seq_len=prompts, kv_dtype=kv_dtype, tensor_parallel=1),
-                          dtype=float)
     senders = min(pre_cost.tensor_parallel, dec_cost.tensor_parallel)  # GPUs of a (rank's) attention group
-    transfer_s = kv_bytes / (senders * link)  # [requests]
+    # [requests] the KV bytes one GPU of the narrower pool sends or receives: its heads' share, or the whole
+    # MLA latent (and a KV head shared by several GPUs) that every GPU of the group holds
+    kv_bytes_per_gpu = np.asarray(spec.kv_cache_bytes(batch_size=1, seq_len=prompts, kv_dtype=kv_dtype,
+                                                      tensor_parallel=senders), dtype=float)
+    transfer_s = kv_bytes_per_gpu / link  # [requests]: every GPU pair sends its share at once
 
     def run(arrival_s: np.ndarray) -> tuple[RequestLog, dict[str, np.ndarray]]:
         """The deployment with request i sent at arrival_s[i] (requests 0 .. len(arrival_s) - 1)."""
@@ -294,8 +298,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                 f"{dec.replicas} x TP{dec.tensor_parallel}{_ranks(dec)}; requests routed round robin"
                                 + (" over the attention data-parallel ranks (each an engine: ranks symmetric)"
                                    if pre_engines > pre.replicas or dec_engines > dec.replicas else ""),
-                       "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request at "
-                                     f"{link / 1e9:.0f} GB/s per GPU x {senders} "
+                       "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request: each of "
+                                     f"{senders} GPU pairs sends its share at {link / 1e9:.0f} GB/s "
                                      f"({link_name})",
                        **{f"{name} kernel times": step.kernel_sources for name, step in (("prefill", pre_step),
                                                                                          ("decode", dec_step))},
