@@ -289,3 +289,20 @@ def test_multi_node_all_reduce_is_the_faster_of_nccls_ring_and_tree() -> None:
     # within one node nothing changes: the NVLink ring, 2*7/8 * M / 900e9 + 14 * 0.6e-6
     assert roofline.collective_s("all_reduce", small, 8) == pytest.approx(2 * 7 / 8 * small / 900e9 + 14 * 0.6e-6,
                                                                           rel=1e-12)
+
+
+def test_an_all_reduce_the_gb200_tables_lack_reads_the_gb300s_on_the_same_nvlink_fabric() -> None:
+    # kernels/gb200/trtllm/all_reduce.csv measures 2 and 4 GPUs (one compute tray); kernels/gb300/trtllm measures
+    # 8 and 16 too (across trays of the same NVLink 5 rack fabric): row "8,16384,4.408" (TensorRT-LLM's MNNVL kernel)
+    roofline = Roofline(llmsim.load_hardware("gb200"), ExecutionOptions.make(engine="trtllm", tables="trtllm"))
+    assert roofline.collective_s("all_reduce", 16384, 8) == pytest.approx(4.408e-6, rel=1e-9)
+    assert roofline.collective_s("all_reduce", 16384, 4) == pytest.approx(4.95e-6, rel=1e-9)  # its own row
+    # (the alpha-beta ring it read before: 2*7/8 * 16384 / 900e9 + 14 * 0.6e-6 = 8.43e-6)
+    # a count neither device measures stays on that model, and the result names the stand-in
+    assert roofline.collective_s("all_reduce", 16384, 32) == pytest.approx(2 * 31 / 32 * 16384 / 900e9 + 62 * 0.6e-6)
+    r = llmsim.simulate("llama-3.1-70b", "gb200", engine="trtllm", batch_size=8, prompt_len=512, gen_len=4,
+                        tensor_parallel=8)
+    assert "same NVLink fabric" in r.measured_tables["trtllm gb300 all_reduce (proxy)"]
+    sources = {op.name: op.source for op in r.decode.ops if op.kind == "communication"}
+    assert sources["layers.attn.all_reduce"] == sources["layers.mlp.all_reduce"] == "trtllm gb300 all_reduce (proxy)"
+    assert sources["lm_head.all_gather"] == "roofline"  # NCCL's all-gather: neither device measures 8 GPUs

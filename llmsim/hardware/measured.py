@@ -254,6 +254,15 @@ TABLE_SIBLINGS: dict[str, str] = {
     "h100-pcie": "h100-sxm", "h100-nvl": "h100-sxm",
 }
 
+# A device -> the device on the same NVLink fabric whose collective tables stand in for a GPU count its own tables
+# lack (timing.measured.MeasuredTiming.collective: the same engine's all-reduce or NCCL table, as measured there).
+# NVIDIA's GB200 NVL72 and GB300 NVL72 pages: one 72-GPU NVLink 5 domain of 18 compute trays of 4 GPUs behind the
+# same NVLink Switch trays, 1.8 TB/s per GPU and 130 TB/s per rack on both (hardware/gb200.toml, gb300.toml: the same
+# NVLink bandwidth and latency). aiconfigurator-core 0.12.0 measures all-reduce within one tray (2 and 4 GPUs) on
+# the GB200 and across trays (8 and 16 GPUs) on the GB300 only. approximation: a collective's time at a group size
+# depends on the fabric and the engine's kernel, not on which Blackwell GPU drives it.
+FABRIC_SIBLINGS: dict[str, str] = {"gb200": "gb300", "gb300": "gb200"}
+
 
 def measured_for(device: str, engine: str) -> MeasuredKernels | None:
     """The shipped tables of a device (hardware file name) under an engine; None where none are shipped."""

@@ -20,6 +20,7 @@ An op no table covers keeps the roofline; `reason` says why, per op.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from ..hardware.kernel_table import GridTable
 from ..hardware.measured import (
     DEEPEP_LOW_LATENCY_LANE,
     DEEPEP_NORMAL_LANE,
+    FABRIC_SIBLINGS,
     MARLIN_MXFP4_LANE,
     MIN_LATENCY_LANE,
     MeasuredKernels,
@@ -327,16 +329,37 @@ class MeasuredTiming:
 
     def collective(self, kind: str, group: int) -> tuple[Any, str]:
         """(time function of a collective among `group` GPUs by message bytes, or None; its family): the
-        engine's own all-reduce, else NCCL's table of that collective."""
-        if kind == "all_reduce" and "all_reduce" in self.families:
-            grid = self.kernels.all_reduce_table(group)
-            if grid is not None:
-                return grid.time_s, "all_reduce"
-        if "nccl" in self.families:
-            grid = self.kernels.nccl_table(kind, group)
-            if grid is not None:
-                return grid.time_s, "nccl"
+        engine's own all-reduce, else NCCL's table of that collective; where this device's tables lack the group
+        size, the same engine's tables of the device on its NVLink fabric (FABRIC_SIBLINGS) that measured it."""
+        found = _collective_in(self.kernels, self.families, kind, group)
+        if found[0] is None and self.kernels.device in FABRIC_SIBLINGS:
+            return _fabric_sibling_collective(self.kernels.device, self.kernels.engine, self.families, kind, group)
+        return found
+
+
+@lru_cache(maxsize=256)
+def _fabric_sibling_collective(device: str, engine: str, families: tuple[str, ...], kind: str, group: int
+                               ) -> tuple[Any, str]:
+    """The collective of the device's NVLink-fabric sibling's `engine` tables (FABRIC_SIBLINGS), or (None, "")."""
+    sibling = FABRIC_SIBLINGS[device]
+    other = measured_for(sibling, engine)
+    if other is None:
         return None, ""
+    time_s, family = _collective_in(other, families, kind, group)
+    return (time_s, f"{sibling} {family} (proxy)") if time_s is not None else (None, "")
+
+
+def _collective_in(kernels: MeasuredKernels, families: tuple[str, ...], kind: str, group: int) -> tuple[Any, str]:
+    """(time function by message bytes, family) of one table set's collective among `group` GPUs, or (None, "")."""
+    if kind == "all_reduce" and "all_reduce" in families:
+        grid = kernels.all_reduce_table(group)
+        if grid is not None:
+            return grid.time_s, "all_reduce"
+    if "nccl" in families:
+        grid = kernels.nccl_table(kind, group)
+        if grid is not None:
+            return grid.time_s, "nccl"
+    return None, ""
 
 
 def _encoder_lookup(k: MeasuredKernels, label: str, key: tuple) -> tuple[Any, str, str | None]:
