@@ -15,18 +15,22 @@ from .tiny_configs import TINY_CONFIGS
 
 
 def test_all_reduce_time_equals_ring_closed_form() -> None:
-    # 8 GPUs in one node, 400e9 byte/s per direction, 5 us per hop; a [4096 tokens, 8192] bf16 message
-    # = 4096*8192*2 = 67108864 bytes: 2*(8-1)/8 * 67108864 / 400e9 + 2*(8-1)*5e-6 = 363.6 us
+    # 8 GPUs in one node, 400e9 byte/s per direction, 5 us per hop, NCCL's LL base latency 6.6 us per ring
+    # collective (tuning.cc); a [4096 tokens, 8192] bf16 message = 4096*8192*2 = 67108864 bytes:
+    # 6.6e-6 + 2*(8-1)/8 * 67108864 / 400e9 + 2*(8-1)*5e-6 = 370.2 us
     roofline = Roofline(hardware_from_dict(TEST_GPU), ExecutionOptions.make(overhead="none"))
     message = 4096 * 8192 * 2
     assert roofline.collective_s("all_reduce", message, 8) == pytest.approx(
-        2 * 7 / 8 * 67108864 / 400e9 + 2 * 7 * 5e-6, rel=1e-12)
+        6.6e-6 + 2 * 7 / 8 * 67108864 / 400e9 + 2 * 7 * 5e-6, rel=1e-12)
     # 16 GPUs span two 8-GPU nodes (inter-node link 50e9 byte/s, 10 us): NCCL's ring, 2 of its 30 steps over the
-    # network, 2*15/16 * 67108864 / 50e9 + 28 * 5e-6 + 2 * 10e-6 = 2676.6 us, beats its tree,
-    # 2 * 67108864 / 50e9 + 2 * (7 * 5e-6 + 1 * 10e-6) = 2774.4 us
+    # network, 6.6e-6 + 2*15/16 * 67108864 / 50e9 + 28 * 5e-6 + 2 * 10e-6 = 2683.2 us, beats its tree,
+    # 6.8e-6 + 2 * 67108864 / 50e9 + 2 * (7 * 5e-6 + 1 * 10e-6) = 2781.2 us
     assert roofline.collective_s("all_reduce", message, 16) == pytest.approx(
-        2 * 15 / 16 * 67108864 / 50e9 + 28 * 5e-6 + 2 * 10e-6, rel=1e-12)
-    assert roofline.collective_s("all_gather", message, 4) == pytest.approx(3 / 4 * message / 400e9 + 3 * 5e-6)
+        6.6e-6 + 2 * 15 / 16 * 67108864 / 50e9 + 28 * 5e-6 + 2 * 10e-6, rel=1e-12)
+    assert roofline.collective_s("all_gather", message, 4) == pytest.approx(
+        6.6e-6 + 3 / 4 * message / 400e9 + 3 * 5e-6)
+    # all-to-all and p2p: NCCL's grouped sends and receives, outside its tuning model: no base latency
+    assert roofline.collective_s("all_to_all", message, 4) == pytest.approx(3 / 4 * message / 400e9 + 3 * 5e-6)
     assert roofline.collective_s("p2p", message, 2) == pytest.approx(message / 400e9 + 5e-6)
     op = formula("collective")("x", 1, kind="all_reduce", message_bytes=Expr.const(message), group=8)
     assert op.kind == "communication" and op.comm_bytes == message
@@ -276,19 +280,21 @@ def test_pipeline_decode_in_steady_state_pays_no_bubble_per_token() -> None:
 
 
 def test_multi_node_all_reduce_is_the_faster_of_nccls_ring_and_tree() -> None:
-    # b200.toml: 8 GPUs per node, NVLink hop 0.6 us, network hop 2.7 us at 50e9 byte/s; measured tables off
+    # b200.toml: 8 GPUs per node, NVLink hop 0.6 us, network hop 2.7 us at 50e9 byte/s; NCCL's LL base latency
+    # 6.8 us (tree) and 6.6 us (ring) per collective (tuning.cc); measured tables off
     roofline = Roofline(llmsim.load_hardware("b200"), ExecutionOptions.make(tables=None))
     small = 4 * 7168 * 2  # one decode step's [4, 7168] bf16 activations: 57,344 bytes, over 64 GPUs = 8 nodes
-    # tree: 2 * 57344 / 50e9 + 2 * ((64/8 - 1) * 0.6e-6 + log2(8) * 2.7e-6) = 2.29376e-6 + 24.6e-6 = 26.89376e-6
-    # ring: 2*63/64 * 57344 / 50e9 + (126 - 14) * 0.6e-6 + 14 * 2.7e-6 = 107.25792e-6 (the old ring model, every
-    # step over the network: 2*63 * 2.7e-6 + 2.25792e-6 = 342.46e-6)
-    assert roofline.collective_s("all_reduce", small, 64) == pytest.approx(26.89376e-6, rel=1e-12)
-    large = 2**28  # 256 MiB: the ring's bandwidth term wins, 2*63/64 * 2**28 / 50e9 + 112 * 0.6e-6 + 14 * 2.7e-6
+    # tree: 6.8e-6 + 2 * 57344 / 50e9 + 2 * ((64/8 - 1) * 0.6e-6 + log2(8) * 2.7e-6) = 6.8e-6 + 2.29376e-6
+    # + 24.6e-6 = 33.69376e-6; ring: 6.6e-6 + 2*63/64 * 57344 / 50e9 + (126 - 14) * 0.6e-6 + 14 * 2.7e-6
+    # = 113.85792e-6 (the old ring model, every step over the network: 2*63 * 2.7e-6 + 2.25792e-6 = 342.46e-6)
+    assert roofline.collective_s("all_reduce", small, 64) == pytest.approx(33.69376e-6, rel=1e-12)
+    large = 2**28  # 256 MiB: the ring's bandwidth term wins, 6.6e-6 + 2*63/64 * 2**28 / 50e9 + 112 * 0.6e-6
+    # + 14 * 2.7e-6
     assert roofline.collective_s("all_reduce", large, 64) == pytest.approx(
-        2 * 63 / 64 * 2**28 / 50e9 + 112 * 0.6e-6 + 14 * 2.7e-6, rel=1e-12)
-    # within one node nothing changes: the NVLink ring, 2*7/8 * M / 900e9 + 14 * 0.6e-6
-    assert roofline.collective_s("all_reduce", small, 8) == pytest.approx(2 * 7 / 8 * small / 900e9 + 14 * 0.6e-6,
-                                                                          rel=1e-12)
+        6.6e-6 + 2 * 63 / 64 * 2**28 / 50e9 + 112 * 0.6e-6 + 14 * 2.7e-6, rel=1e-12)
+    # within one node: the NVLink ring, 6.6e-6 + 2*7/8 * M / 900e9 + 14 * 0.6e-6
+    assert roofline.collective_s("all_reduce", small, 8) == pytest.approx(
+        6.6e-6 + 2 * 7 / 8 * small / 900e9 + 14 * 0.6e-6, rel=1e-12)
 
 
 def test_an_all_reduce_the_gb200_tables_lack_reads_the_gb300s_on_the_same_nvlink_fabric() -> None:
@@ -297,9 +303,10 @@ def test_an_all_reduce_the_gb200_tables_lack_reads_the_gb300s_on_the_same_nvlink
     roofline = Roofline(llmsim.load_hardware("gb200"), ExecutionOptions.make(engine="trtllm", tables="trtllm"))
     assert roofline.collective_s("all_reduce", 16384, 8) == pytest.approx(4.408e-6, rel=1e-9)
     assert roofline.collective_s("all_reduce", 16384, 4) == pytest.approx(4.95e-6, rel=1e-9)  # its own row
-    # (the alpha-beta ring it read before: 2*7/8 * 16384 / 900e9 + 14 * 0.6e-6 = 8.43e-6)
+    # (the alpha-beta ring it read before: 2*7/8 * 16384 / 900e9 + 14 * 0.6e-6 = 8.43e-6, without NCCL's base)
     # a count neither device measures stays on that model, and the result names the stand-in
-    assert roofline.collective_s("all_reduce", 16384, 32) == pytest.approx(2 * 31 / 32 * 16384 / 900e9 + 62 * 0.6e-6)
+    assert roofline.collective_s("all_reduce", 16384, 32) == pytest.approx(
+        6.6e-6 + 2 * 31 / 32 * 16384 / 900e9 + 62 * 0.6e-6)
     r = llmsim.simulate("llama-3.1-70b", "gb200", engine="trtllm", batch_size=8, prompt_len=512, gen_len=4,
                         tensor_parallel=8)
     assert "same NVLink fabric" in r.measured_tables["trtllm gb300 all_reduce (proxy)"]

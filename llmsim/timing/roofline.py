@@ -44,6 +44,14 @@ __all__ = ["BOUNDS", "EFFICIENCY_MODES", "ELEMENTWISE_KINDS", "OVERHEAD_MODES", 
 
 BOUNDS = ("compute", "memory", "overhead", "communication")
 
+# NCCL's base latency of one collective under its LL protocol, by algorithm, in seconds: the software cost its
+# tuning model adds to the per-step hardware latencies (NVIDIA/nccl src/graph/tuning.cc, ncclTunerConstantsDefaults
+# baseLatencies: Tree {6.8, 14.0, 8.4}, Ring {6.6, 14.0, 8.4} us for LL / LL128 / Simple; the hardware files'
+# NVLink and network latencies, 0.6 and 2.7 us, are the same table's hwLatencies for LL). The measured NCCL tables
+# show it: an 8-GPU all-gather of 512 bytes takes 10.1 us on the H100 (kernels/h100-sxm/vllm/nccl.csv), where
+# 7 steps x 0.6 us give 4.2 us and 6.6 + 4.2 = 10.8 us.
+NCCL_BASE_LATENCY_S = {"ring": 6.6e-6, "tree": 6.8e-6}
+
 
 @dataclass(frozen=True)
 class OpCost:
@@ -325,23 +333,27 @@ class Roofline:
     def collective_s(self, kind: str | None, message_bytes: Any, group: int) -> Any:
         """Time of a collective among `group` GPUs (ring algorithms; alpha-beta model).
 
-        With n GPUs, link bandwidth BW (one direction) and latency a, for a message of M bytes:
-            all_reduce  2*(n-1)/n * M/BW + 2*(n-1)*a   (ring: reduce-scatter then all-gather)
-            all_gather    (n-1)/n * M/BW +   (n-1)*a   (reduce_scatter the same: M the gathered size)
-            all_to_all    (n-1)/n * M/BW +   (n-1)*a
-            p2p                     M/BW +          a
+        With n GPUs, link bandwidth BW (one direction), latency a per step and NCCL's base latency b_ring of a
+        ring collective, for a message of M bytes:
+            all_reduce  b_ring + 2*(n-1)/n * M/BW + 2*(n-1)*a   (ring: reduce-scatter then all-gather)
+            all_gather  b_ring +   (n-1)/n * M/BW +   (n-1)*a   (reduce_scatter the same: M the gathered size)
+            all_to_all             (n-1)/n * M/BW +   (n-1)*a
+            p2p                              M/BW +          a
         Sources: the bus-bandwidth factors of NCCL's tests (nccl-tests doc/PERFORMANCE.md: all-reduce
         2(n-1)/n, all-gather and all-to-all (n-1)/n); Thakur, Rabenseifner and Gropp, "Optimization of
-        collective communication operations in MPICH" (2005) for the ring latency terms. The link is
-        NVLink (intra-node) when the group fits one node, else the inter-node network.
+        collective communication operations in MPICH" (2005) for the ring latency terms; b (NCCL_BASE_LATENCY_S)
+        from NCCL's tuning model. The link is NVLink (intra-node) when the group fits one node, else the
+        inter-node network.
         An all-reduce over N nodes (n / gpus_per_node, rounded up) is timed as NCCL's own tuning model times
         its two algorithms (NVIDIA/nccl src/graph/tuning.cc, ncclTopoTuneModel), the faster one taken:
-            ring  2*(n-1)/n * M/BW_net + (2(n-1) - 2(N-1)) * a_nvlink + 2(N-1) * a_net
-            tree  2 * M/BW_net + 2 * ((n/N - 1) * a_nvlink + floor(log2 N) * a_net)
+            ring  b_ring + 2*(n-1)/n * M/BW_net + (2(n-1) - 2(N-1)) * a_nvlink + 2(N-1) * a_net
+            tree  b_tree + 2 * M/BW_net + 2 * ((n/N - 1) * a_nvlink + floor(log2 N) * a_net)
         (ring: only 2(N-1) of its steps cross the network; tree: algorithm bandwidth half the bus bandwidth,
         latency in the depth of the tree across nodes).
-        approximation: the link runs at its datasheet bandwidth (no achievable fraction); NCCL's base latency
-        per collective and its per-protocol factors are left out, as for one node.
+        approximation: the link runs at its datasheet bandwidth (no achievable fraction); the LL protocol's base
+        and per-step latencies at every size (NCCL's Simple protocol has more of each and more bandwidth: at
+        the sizes where it wins, the bandwidth term dominates); all-to-all and p2p, which NCCL runs as grouped
+        sends and receives outside that tuning model, take no base latency.
         """
         if kind is None or group <= 1:
             return 0.0
@@ -357,14 +369,16 @@ class Roofline:
         if kind == "all_reduce" and where == "inter_node" and "intra_node_latency_s" in hw.interconnect:
             nodes = -(-n // per_node)
             nvlink = hw.interconnect_value("intra_node_latency_s")
-            ring = 2 * (n - 1) / n * message_bytes / bandwidth + (2 * (n - 1) - 2 * (nodes - 1)) * nvlink \
-                + 2 * (nodes - 1) * latency
-            tree = 2 * message_bytes / bandwidth + 2 * ((n / nodes - 1) * nvlink + math.floor(math.log2(nodes))
-                                                        * latency)
+            ring = NCCL_BASE_LATENCY_S["ring"] + 2 * (n - 1) / n * message_bytes / bandwidth \
+                + (2 * (n - 1) - 2 * (nodes - 1)) * nvlink + 2 * (nodes - 1) * latency
+            tree = NCCL_BASE_LATENCY_S["tree"] + 2 * message_bytes / bandwidth \
+                + 2 * ((n / nodes - 1) * nvlink + math.floor(math.log2(nodes)) * latency)
             return np.minimum(ring, tree) if isinstance(ring, np.ndarray) else min(ring, tree)
         if kind == "all_reduce":
-            return 2 * (n - 1) / n * message_bytes / bandwidth + 2 * (n - 1) * latency
-        if kind in ("all_gather", "reduce_scatter", "all_to_all"):
+            return NCCL_BASE_LATENCY_S["ring"] + 2 * (n - 1) / n * message_bytes / bandwidth + 2 * (n - 1) * latency
+        if kind in ("all_gather", "reduce_scatter"):
+            return NCCL_BASE_LATENCY_S["ring"] + (n - 1) / n * message_bytes / bandwidth + (n - 1) * latency
+        if kind == "all_to_all":
             return (n - 1) / n * message_bytes / bandwidth + (n - 1) * latency
         return message_bytes / bandwidth + latency
 
