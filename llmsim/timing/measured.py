@@ -327,26 +327,30 @@ class MeasuredTiming:
             return TableRead(grid, 2, x_factor=factor, window=(w, chunked)), label, None
         return TableRead(grid, 2, x_factor=factor), label, None
 
-    def collective(self, kind: str, group: int) -> tuple[Any, str]:
-        """(time function of a collective among `group` GPUs by message bytes, or None; its family): the
-        engine's own all-reduce, else NCCL's table of that collective; where this device's tables lack the group
-        size, the same engine's tables of the device on its NVLink fabric (FABRIC_SIBLINGS) that measured it."""
-        found = _collective_in(self.kernels, self.families, kind, group)
-        if found[0] is None and self.kernels.device in FABRIC_SIBLINGS:
+    def collective(self, kind: str, group: int) -> tuple[Any, str, str]:
+        """(time function of a collective among `group` GPUs by message bytes, or None; its family; why another
+        device's table stands in, or ""): the engine's own all-reduce, else NCCL's table of that collective; where
+        this device's tables lack the group size, the same engine's tables of the device on its NVLink fabric
+        (FABRIC_SIBLINGS) that measured it, its family then "<sibling> <family> (proxy)"."""
+        time_s, family = _collective_in(self.kernels, self.families, kind, group)
+        if time_s is None and self.kernels.device in FABRIC_SIBLINGS:
             return _fabric_sibling_collective(self.kernels.device, self.kernels.engine, self.families, kind, group)
-        return found
+        return time_s, family, ""
 
 
 @lru_cache(maxsize=256)
 def _fabric_sibling_collective(device: str, engine: str, families: tuple[str, ...], kind: str, group: int
-                               ) -> tuple[Any, str]:
-    """The collective of the device's NVLink-fabric sibling's `engine` tables (FABRIC_SIBLINGS), or (None, "")."""
+                               ) -> tuple[Any, str, str]:
+    """MeasuredTiming.collective from the device's NVLink-fabric sibling's `engine` tables (FABRIC_SIBLINGS), or
+    (None, "", "")."""
     sibling = FABRIC_SIBLINGS[device]
     other = measured_for(sibling, engine)
-    if other is None:
-        return None, ""
-    time_s, family = _collective_in(other, families, kind, group)
-    return (time_s, f"{sibling} {family} (proxy)") if time_s is not None else (None, "")
+    time_s, family = _collective_in(other, families, kind, group) if other is not None else (None, "")
+    if time_s is None:
+        return None, "", ""
+    return time_s, f"{sibling} {family} (proxy)", (
+        f"{kind} among {group} GPUs, which the {device} tables do not measure: the same engine's table of "
+        f"{sibling}, on the same NVLink fabric, stands in (approximation: the fabric and the kernel set the time)")
 
 
 def _collective_in(kernels: MeasuredKernels, families: tuple[str, ...], kind: str, group: int) -> tuple[Any, str]:

@@ -299,14 +299,9 @@ class Roofline:
         """(where the op's time comes from: "<tables> <family>" or "roofline"; why no table, if one was meant)."""
         if self.measured is not None:
             if op.collective and op.group_size > 1:
-                found, family = self.measured.collective(op.collective, op.group_size)
-                if found is not None and family.endswith("(proxy)"):  # the NVLink-fabric sibling's table
-                    return f"{self.measured.kernels.engine} {family}", (
-                        f"{op.collective} among {op.group_size} GPUs, which the {self.measured.kernels.device} "
-                        f"tables do not measure: the same engine's table of {family.split(' ')[0]}, on the same "
-                        f"NVLink fabric, stands in (approximation: the fabric and the kernel set the time)")
+                found, family, stand_in = self.measured.collective(op.collective, op.group_size)
                 if found is not None:
-                    return f"{self.measured.kernels.engine} {family}", ""
+                    return f"{self.measured.kernels.engine} {family}", stand_in
                 return "roofline", f"no {op.collective} table for {op.group_size} GPUs (alpha-beta model)"
             if op.kernel_key is not None:
                 time_at, label, other = self.measured.lookup(group_key(op.kernel_key))
