@@ -626,18 +626,45 @@ def test_disaggregated_at_low_rate_is_prefill_then_transfer_then_decode() -> Non
     # KV of 2048 tokens: 80 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes x 2048 = 671,088,640 bytes over
     # min(4, 2) = 2 GPU links; 4 + 2 = 6 GPUs fit one 8-GPU HGX board, so NVLink at 450e9 byte/s each = 0.75 ms
     transfer_s = 671_088_640 / (2 * 450e9)
-    # the first token is streamed from the decode side: once the KV cache has arrived and the idle decode
-    # instance admits the request
+    # vLLM's decode instance recomputes the last prompt token (NixlConnector): once the KV cache has arrived the
+    # idle instance admits the request and runs it for one decode step, whose token is the client's first; then
+    # 64 more steps for the 64 later tokens: 65 decode steps, the 64 of a static decode at batch 1 and one more
+    step_s = dec.decode.time_s / 64  # one decode step at batch 1 near a 2048-token context
+    assert r.ttft_s.p50 == pytest.approx(pre.ttft_s + transfer_s + step_s, rel=1e-3)
+    assert r.e2e_s.p50 == pytest.approx(pre.ttft_s + transfer_s + 65 * step_s, rel=1e-3)
+    assert r.tpot_s.p50 == pytest.approx(step_s, rel=1e-3)  # the 64 later tokens
+    assert "recomputes the last prompt token" in r.assumptions["first token"]
+    closed = serve_disaggregated("llama-3.1-70b", GPU, prefill={"tensor_parallel": 4}, decode={"tensor_parallel": 2},
+                                 concurrency=1, prompt_len=2048, gen_len=65, num_requests=3, frontend_s=0)
+    assert closed.ttft_s.p50 == pytest.approx(r.ttft_s.p50, rel=1e-9)  # one client: the event-driven run agrees
+    assert closed.e2e_s.p50 == pytest.approx(r.e2e_s.p50, rel=1e-9)
+
+
+def test_disaggregated_sglang_streams_the_prefill_token_once_the_decode_instance_admits_it() -> None:
+    from llmsim.serving.disaggregated import serve_disaggregated
+
+    kw = dict(engine="sglang", tensor_parallel=4)
+    pre = llmsim.simulate("llama-3.1-70b", GPU, batch_size=1, prompt_len=2048, gen_len=2, **kw)
+    dec = llmsim.simulate("llama-3.1-70b", GPU, batch_size=1, prompt_len=2048, gen_len=65, **kw)
+    r = serve_disaggregated("llama-3.1-70b", GPU, prefill={"tensor_parallel": 4}, decode={"tensor_parallel": 4},
+                            engine="sglang", request_rate=0.001, arrival="constant", prompt_len=2048, gen_len=65,
+                            num_requests=3, frontend_s=0)
+    # 80 layers x 2 x 8 KV heads x 128 x 2 bytes x 2048 tokens = 671,088,640 bytes over 4 NVLinks at 450e9 byte/s
+    transfer_s = 671_088_640 / (4 * 450e9)
+    # the prefill's token reaches the client when the idle decode instance admits the request, which then decodes
+    # the 64 later tokens in the 64 steps of a static decode at batch 1
     assert r.ttft_s.p50 == pytest.approx(pre.ttft_s + transfer_s, rel=1e-3)
     assert r.e2e_s.p50 == pytest.approx(pre.ttft_s + transfer_s + dec.decode.time_s, rel=1e-3)
-    assert r.tpot_s.p50 == pytest.approx(dec.decode.time_s / 64, rel=1e-3)  # the 64 later tokens
+    assert r.assumptions["first token"] == "streamed once the decode instance admits the request"
 
 
 def test_disaggregated_mla_sends_its_whole_latent_over_every_gpu_link() -> None:
     from llmsim.serving.disaggregated import serve_disaggregated
 
-    kw = dict(request_rate=0.001, arrival="constant", prompt_len=2048, gen_len=2, num_requests=2, frontend_s=0)
-    pre = llmsim.simulate("deepseek-v2-lite", GPU, batch_size=1, prompt_len=2048, gen_len=2, tensor_parallel=2)
+    kw = dict(request_rate=0.001, arrival="constant", prompt_len=2048, gen_len=2, num_requests=2, frontend_s=0,
+              engine="sglang")  # SGLang streams the prefill's token at admission: TTFT = prefill + transfer
+    pre = llmsim.simulate("deepseek-v2-lite", GPU, batch_size=1, prompt_len=2048, gen_len=2, tensor_parallel=2,
+                          engine="sglang")
     r = serve_disaggregated("deepseek-v2-lite", GPU, {"tensor_parallel": 2}, {"tensor_parallel": 2}, **kw)
     # MLA caches one latent per token that every GPU of the TP group holds whole (not split by heads): 27 layers x
     # (kv_lora_rank 512 + rope 64) x 2 bytes x 2048 tokens = 63,700,992 bytes on each GPU, so each of the 2 GPU

@@ -18,12 +18,14 @@ pools through the finish times: the next request is sent the moment any request 
 engine whose clock is earliest steps next, once every request due to it has arrived). A request's first token
 reaches its client when the decode instance admits it (after the prefill, the KV transfer and any wait for a
 decode slot): disaggregated engines stream the prefill's token from the decode side (SGLang PD, Dynamo route
-the request to a decode worker first).
+the request to a decode worker first), except vLLM's, whose decode instance recomputes the last prompt token and
+streams the token it samples at the end of that step (RECOMPUTES_FIRST_TOKEN).
 """
 
 from __future__ import annotations
 
 import heapq
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +41,15 @@ from .frontend import Frontend, frontend_queue
 from .results import ServingResult
 from .scheduler import Inbox, RequestLog, StepLog, coupled_engine, engine_lists, simulate_engine
 from .serve import _result, _step_cost, make_workload
+
+# Engines whose decode instance recomputes the last prompt token of a request that arrives prefilled, rather than
+# streaming the prefill's sampled token: vLLM's NixlConnector loads the KV cache of all but that token and runs it
+# in a full forward of the decode instance, whose sampled token is the client's first (vllm-project/vllm PR #51919,
+# 2026-08, and its RFC issue #50913: the baseline "recomput[es] a token the prefill already sampled" with "a full
+# forward", about 58 ms p50 of its 197 ms hand-over on its 3P1D L20 setup). Its first token then reaches the client
+# at the end of the decode instance's first step with it, and that instance emits all gen_len tokens.
+# approximation: the other engines stream the prefill's token once the decode instance admits the request.
+RECOMPUTES_FIRST_TOKEN = ("vllm",)
 
 # An open loop's sends do not depend on the decode pool: the prefill pool runs first, then the decode pool, each
 # engine on its own (faster than the coupled run, and the same; the tests run both)
@@ -60,7 +71,8 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
     (pre_step, pre_limits, pre_n), (dec_step, dec_limits, dec_n) = pools
     log = RequestLog(prompts, gens, np.full(n, np.inf))
     pre_log = RequestLog(prompts, np.ones(n, np.int64), np.zeros(n))  # the prefill pool: each to its first token
-    dec_log = RequestLog(prompts, gens, np.zeros(n))  # the decode pool: the rest
+    extra = 1 if dec_limits.recompute_first_token else 0  # the decode pool emits the first token again
+    dec_log = RequestLog(prompts, gens + extra, np.zeros(n))  # the decode pool: the rest
     sends: list[tuple[float, int]] = []  # (time, request): sent by a client, not yet at a prefill engine
     readies: list[tuple[float, int]] = []  # (time, request): KV cache arriving at the decode pool
     released = n if clients is None else min(clients, n)
@@ -242,7 +254,10 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
 
     pre_step, pre_limits, pre_cost, pre_engines = engine_of(pre, "prefill", int(prompts.max()))
     check_prompts_fit(pre_limits, int(prompts.max()), "prefill pool: ")
-    dec_step, dec_limits, dec_cost, dec_engines = engine_of(dec, "decode", int(np.max(prompts + gens - 1)))
+    recompute = engine_name in RECOMPUTES_FIRST_TOKEN
+    dec_step, dec_limits, dec_cost, dec_engines = engine_of(dec, "decode", int(np.max(prompts + gens - 1 + recompute)))
+    if recompute:
+        dec_limits = replace(dec_limits, recompute_first_token=True)
     _, _, kv_dtype = base.resolved_dtypes(spec.dtype)
     senders = min(pre_cost.tensor_parallel, dec_cost.tensor_parallel)  # GPUs of a (rank's) attention group
     # [requests] the KV bytes one GPU of the narrower pool sends or receives: its heads' share, or the whole
@@ -276,9 +291,10 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         for i in range(dec_engines):  # decode: the rest of the tokens, arriving prefilled
             ids = decoding[i::dec_engines]
             if len(ids):
-                part, steps = simulate_engine(dec_step, dec_limits, prompts_n[ids], gens_n[ids], ready[ids], None,
-                                              prefilled=True)
-                log.first_token_s[ids] = part.first_token_s  # streamed once the decode instance admits it
+                part, steps = simulate_engine(dec_step, dec_limits, prompts_n[ids], gens_n[ids] + recompute,
+                                              ready[ids], None, prefilled=True)
+                log.first_token_s[ids] = part.first_token_s  # streamed once the decode instance admits it (or ends
+                # its first step with it: RECOMPUTES_FIRST_TOKEN)
                 log.finish_s[ids] = part.finish_s
                 log.preemptions[ids] += part.preemptions
                 step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), pre_engines + i)))
@@ -303,6 +319,9 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                      f"({link_name})",
                        **{f"{name} kernel times": step.kernel_sources for name, step in (("prefill", pre_step),
                                                                                          ("decode", dec_step))},
+                       "first token": ("the decode instance recomputes the last prompt token: the first token "
+                                       "reaches the client at the end of its first step with the request"
+                                       if recompute else "streamed once the decode instance admits the request"),
                        "closed loop": ("the next request sent the moment any request finishes, both pools "
                                        "simulated together, event by event")
                        if clients is not None else "not used",

@@ -83,6 +83,10 @@ class SchedulerLimits:
     # TensorRT-LLM's attention data-parallel balance (attention_dp_config enable_balance) as (ranks, timeout_iters,
     # batching_wait_iters), serving.adp_balance; None: off
     adp_balance: tuple[int, int, int] | None = None
+    # True: a prefilled arrival (a disaggregated decode instance) recomputes its last prompt token in its first step,
+    # so its first token reaches the client at the end of that step, not at its admission (vLLM's NixlConnector:
+    # serving.disaggregated.RECOMPUTES_FIRST_TOKEN); the caller then gives it one token more to emit
+    recompute_first_token: bool = False
     note: str = ""  # a default changed to fit the caller's settings, and why (empty: none)
     rank_note: str = ""  # how the engine split its limits over attention data-parallel ranks (empty: not split)
 
@@ -343,6 +347,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     recv_count = recv_every  # SGLang's SchedulerRecvSkipper counter: decode steps since it last took requests in
     wait_iters, wait_tokens = limits.batch_wait_iters, limits.batch_wait_tokens
     wait_count = 0  # TensorRT-LLM's batch_wait_iters_count: steps that held the waiting prompts back
+    seeded: list[int] = []  # prefilled arrivals admitted this step whose first token is its end (recompute)
     adp = lockstep.adp if lockstep is not None else None  # TensorRT-LLM's balance over the lockstep ranks
 
     while finished < n or inbox is not None:
@@ -499,7 +504,10 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             waiting.popleft()
             free_blocks -= need - shared + states
             if prefilled and log.first_token_s[r] != log.first_token_s[r]:  # NaN: its first admission
-                log.first_token_s[r] = clock
+                if limits.recompute_first_token:
+                    seeded.append(r)  # its first token: at the end of this step
+                else:
+                    log.first_token_s[r] = clock
             run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need, shared)
             scheduled.append((run.m - 1, new))
             budget -= new
@@ -531,6 +539,9 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         steps.add(clock, time_s, prefill_tokens, n_decode, run.m, len(waiting), limits.kv_blocks - free_blocks)
         clock += time_s
         last_step_s = time_s
+        if seeded:
+            log.first_token_s[seeded] = clock
+            seeded.clear()
         recv_count += 1 if not chunks else recv_every  # a step that prefilled: take requests in next time
         run.advanced[:, :lead] += 1  # computed and emitted
         run.cached_tokens += lead
