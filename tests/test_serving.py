@@ -1488,7 +1488,9 @@ def test_each_disaggregated_pool_takes_its_own_moe_kernel_and_recv_interval() ->
     pool and the field."""
     from llmsim.serving.disaggregated import serve_disaggregated
 
-    load = dict(engine="sglang", concurrency=2, prompt_len=256, gen_len=4, num_requests=4)
+    # 4096-token prompts: a prefill pass whose kernels outlast its host dispatch (shorter ones are host-bound,
+    # timing.host_bound, and their MoE kernel does not show)
+    load = dict(engine="sglang", concurrency=2, prompt_len=4096, gen_len=4, num_requests=4)
     base = serve_disaggregated("deepseek-v3", "gb200", {"tensor_parallel": 16, "expert_parallel": 16},
                                {"tensor_parallel": 16, "expert_parallel": 16}, **load)
     prefill = {"tensor_parallel": 16, "expert_parallel": 16, "fp8_block_moe_kernel": "deepep-normal"}

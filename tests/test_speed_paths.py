@@ -291,8 +291,12 @@ def test_serving_prices_linear_attention_scans_by_their_new_tokens() -> None:
     assert float(attention) == pytest.approx(float(by_name["layers.full.attn.flash"]), rel=1e-12)
     assert float(by_name["layers.linear.attn.scan"]) > 0  # priced with the step's tokens (in `rest`)
     step = StepCost(spec, roofline, cost, 8192, 16, 40_000)
-    q, c = 1024, 16384
+    # a 1,024-token chunk's pass is host-bound (vLLM runs it uncaptured: its kernels take less than their host
+    # dispatch, timing.host_bound), after a cached prefix or not: both steps take the host's time
+    assert step.step_s(0.0, 0, [(1024, 0)], 1) == step.step_s(0.0, 0, [(1024, 16384)], 1) == step._pass_host_s
+    q, c = 8192, 16384  # one whose kernels outlast the dispatch
     fresh, after = step.step_s(0.0, 0, [(q, 0)], 1), step.step_s(0.0, 0, [(q, c)], 1)
+    assert fresh > step._pass_host_s
     # pairs q*c + q*q/2 as one fresh prefill of sqrt(2 * pairs) tokens: only the attention core moves (and with it
     # the step's compute-bound seconds past the onset of the sustained clock, timing.sustained)
     core = step.prefill_attention(1, q * c + q * q / 2) - step.prefill_attention(1, q * q / 2)

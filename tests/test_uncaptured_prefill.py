@@ -53,7 +53,7 @@ def test_decode_keeps_its_graphs_and_a_long_prefill_its_kernels() -> None:
         uncaptured = llmsim.simulate("llama-3.1-70b", "b200", prompt_len=prompt_len, **kw)
         graphed = llmsim.simulate("llama-3.1-70b", "b200", prompt_len=prompt_len, prefill_dispatch_s=0, **kw)
         assert uncaptured.decode.time_s == graphed.decode.time_s  # decode batches replay CUDA graphs
-        # each prefill op: max(kernel + 2.7 us eager launch, kernels x 44.5 us) against kernel + 0.9 us replay
+        # the pass: max(its kernels + 2.7 us eager launch each, its kernels x 44.5 us) against kernel + 0.9 us replay
         assert uncaptured.ttft_s > graphed.ttft_s
     # 8192 tokens: the GEMMs outlast their dispatch, so the pass is longer by a small share only; at 256 tokens
     # host dispatch is most of it
@@ -112,3 +112,40 @@ def test_bad_graph_token_counts_name_the_field() -> None:
     for bad in (-1, 1.5, True, "512"):
         with pytest.raises(OptionError, match="prefill_graph_tokens"):
             llmsim.simulate("llama-3.1-8b", "h100-sxm", prefill_graph_tokens=bad)
+
+
+def test_an_uncaptured_pass_takes_the_longer_of_its_kernels_and_its_host_dispatch_as_a_whole() -> None:
+    """CUDA launches are asynchronous: the host queues a pass's kernels ahead, so long kernels hide the dispatch of
+    short ones (timing.host_bound). MiniMax-M2.5 NVFP4 on 4 B300s under vLLM, 1,024 tokens (uncaptured above 512):
+    per layer, the two expert GEMMs (about 113 and 58 us) outlast their 44.5 us of dispatch, the 14 other kernels
+    do not; per op the longer of the two would count every expert GEMM whole on top of 14 x 44.5 us."""
+    from llmsim.timing.host_bound import host_excess_s, with_host_dispatch
+
+    spec, hw, cost, ex = resolve("minimax-m2.5-nvfp4", "b300", engine="vllm", tensor_parallel=4)
+    totals = prefill_totals(spec, Roofline(hw, ex), cost, 1, 1024)
+    kernels = _kernels(totals)
+    assert kernels == 997  # 16 in each of 62 layers; the embedding, its all-reduce, the norm, LM head, its all-gather
+    # host-bound: the pass takes 997 x 44.5 us = 44.367 ms, its kernels (about 20 ms) hidden behind it
+    assert totals.total("time_s") == pytest.approx(997 * 44.5e-6, rel=1e-9)
+    kernels_only = prefill_totals(spec, Roofline(hw, ex), cost, 1, 1024, host_bound=False)
+    assert 15e-3 < kernels_only.total("time_s") < 25e-3
+    # the excess, 44.367 ms - the kernels' time, is charged by launches: the gate/up GEMM's 62 launches get 62 / 997
+    excess = 997 * 44.5e-6 - kernels_only.total("time_s")
+    by_name = dict(zip(totals.names, totals.per_op["time_s"]))
+    kernels_by_name = dict(zip(kernels_only.names, kernels_only.per_op["time_s"]))
+    gate_up = "layers.mlp.experts.gate_up_proj"
+    assert by_name[gate_up] == pytest.approx(kernels_by_name[gate_up] + excess * 62 / 997, rel=1e-9)
+    # the serving step of the same pass, composed from its parts, takes the same
+    served = llmsim.serve("minimax-m2.5-nvfp4", "b300", engine="vllm", tensor_parallel=4, concurrency=1,
+                          prompt_len=1024, gen_len=4, num_requests=2, frontend_s=0)
+    assert served.step_log["time_s"][0] == pytest.approx(997 * 44.5e-6, rel=1e-9)
+    # 8,192 tokens: the kernels outlast the dispatch, and the pass is its kernels alone
+    long = prefill_totals(spec, Roofline(hw, ex), cost, 1, 8192)
+    long_kernels = prefill_totals(spec, Roofline(hw, ex), cost, 1, 8192, host_bound=False)
+    assert long_kernels.total("time_s") > 997 * 44.5e-6
+    assert long.total("time_s") == long_kernels.total("time_s")
+    # the rule itself: max(gpu, host) on a GPU's asynchronous queue, gpu + host where there is none
+    assert host_excess_s(0.03, 0.05, True) == pytest.approx(0.02) and host_excess_s(0.06, 0.05, True) == 0.0
+    assert host_excess_s(0.06, 0.05, False) == 0.05
+    times, overheads = with_host_dispatch([1.0, 3.0], [0.0, 0.5], [1.0, 3.0], 2.0, True)  # host 8 s, kernels 4 s
+    assert times == [2.0, 6.0] and overheads == [1.0, 3.5]  # the 4 s excess split 1 : 3 by launches

@@ -62,7 +62,8 @@ def assumptions_of(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execut
             "; prefill without a CUDA graph"
             + (f" above {roofline.prefill_graph_tokens} tokens" if roofline.prefill_graph_tokens else "")
             + f": launch {roofline.for_prefill().launch_s * 1e6:.1f} us, dispatch "
-            f"{roofline.prefill_dispatch_s * 1e6:.1f} us per kernel" if roofline.prefill_dispatch_s else ""),
+            f"{roofline.prefill_dispatch_s * 1e6:.1f} us per kernel, the pass the longer of its kernels and its "
+              "dispatch" if roofline.prefill_dispatch_s else ""),
         "overlap": execution.overlap,
         "clock": clock_line(hw, roofline),
     }

@@ -80,7 +80,7 @@ class AttentionDataParallel:
         d = self.ranks
         gathered = d * tokens  # [T]: the tokens of all ranks, entering every GPU's experts
         if phase == "prefill":
-            everything = prefill_totals(model, roofline, self.expert_options, 1, gathered)
+            everything = prefill_totals(model, roofline, self.expert_options, 1, gathered, host_bound=False)
         else:
             everything = decode_totals(model, roofline, self.expert_options, gathered, 1, 1)
         experts: Any = 0.0

@@ -15,9 +15,10 @@ composed from per-op totals evaluated once, on grids, by the same cost model `si
   A step without prefill tokens is priced by the decode graph at batch T, one with prefill tokens by the
   prefill graph at T tokens (the two agree for every model but MLA, whose decode runs weight-absorbed).
   A step with prefill tokens is one pass that the serving engines run without a CUDA graph: all its parts,
-  the LM head and the decode requests' attention too, are priced under Roofline.for_prefill (host dispatch
-  per kernel, ExecutionOptions.prefill_dispatch_s), unless its tokens are within the engine's captured sizes
-  (ExecutionOptions.prefill_graph_tokens: vLLM's piecewise graphs); a decode-only step replays graphs.
+  the LM head and the decode requests' attention too, are priced under Roofline.for_prefill (eager launches),
+  and the step takes the longer of that and its host dispatch, every kernel of the prefill graph at
+  ExecutionOptions.prefill_dispatch_s (timing.host_bound), unless its tokens are within the engine's captured
+  sizes (ExecutionOptions.prefill_graph_tokens: vLLM's piecewise graphs); a decode-only step replays graphs.
   approximation: the prefill attention core is priced by its own chunks' tokens against that limit.
 - lm_head_s(n): the LM head (and its gather) over the n requests that emit a token this step.
 - decode_attention_s(n, L): the attention core of n decode requests at L cached tokens each.
@@ -52,6 +53,7 @@ import numpy as np
 
 from ..cost.workload import CostOptions
 from ..models.spec import ModelSpec
+from ..timing.host_bound import host_excess_s
 from ..timing.phases import PhaseTotals, decode_totals, prefill_totals
 from ..timing.roofline import Roofline
 from ..timing.sustained import sustained_extra_s
@@ -184,7 +186,7 @@ class StepCost:
         self.lengths = length_grid(max_len)
 
         # prefill graph at B = 1, S = T: GEMMs at m = T; its attention core at S = T is unused here
-        totals = prefill_totals(model, roofline, options, 1, tokens)
+        totals = prefill_totals(model, roofline, options, 1, tokens, host_bound=False)  # kernels: see _one_pass
         _, _, rest = _split(totals)
         self._gathered_lists: tuple[list[float], list[float]] | None = None  # attention DP: (prefill, decode)
         if data_parallel is not None:  # attention data parallelism: experts over every rank's tokens
@@ -216,6 +218,11 @@ class StepCost:
         # its LM head and its decode requests' attention then pay that pass's launches and host dispatch too
         self.mixed_lm_head_s, self.mixed_decode_attention_s = self.lm_head_s, self.decode_attention_s
         uncaptured = roofline.for_prefill()
+        # an uncaptured step's host dispatch, for the pass as a whole (timing.host_bound): every kernel of the
+        # prefill graph once (approximation: a mixed step's decode attention rides in the pass's attention kernel)
+        self._pass_host_s = uncaptured.pass_dispatch_s * sum(
+            float(count) * float(op.launches) for count, op in zip(totals.counts, totals.fixed.ops))
+        self._async_host = uncaptured.async_host
         self.prefill_graph_tokens = roofline.prefill_graph_tokens  # steps up to this many tokens replay graphs
         self._captured = roofline.prefill_captured  # whether a step of T tokens replays graphs
         if uncaptured is not roofline:
@@ -226,7 +233,8 @@ class StepCost:
             self.mixed_decode_attention_s = np.broadcast_to(attention, (len(self.batches), len(self.lengths))).copy()
         # the attention core of k prefills of S tokens from nothing, k on the batch grid, S on the length grid
         self.prefill_batches = self.batches
-        prefills = prefill_totals(model, roofline, options, self.prefill_batches[:, None], self.lengths[None, :])
+        prefills = prefill_totals(model, roofline, options, self.prefill_batches[:, None], self.lengths[None, :],
+                                  host_bound=False)
         attention, _, _ = _split(prefills)
         self.prefill_attention_s = np.broadcast_to(attention, (len(self.prefill_batches), len(self.lengths))).copy()
         if self.sustained is not None:
@@ -406,6 +414,7 @@ class StepCost:
         else:
             prefill_tokens = sum(q for q, _ in chunks) if chunks else 0
             pairs = sum(q * c + q * q / 2 for q, c in chunks) if chunks else 0
+        uncaptured = False
         if prefill_tokens == 0:
             time_s = self._decode_tokens_list[n_decode * query]
             time_s += self._lm_head_list[n_emit + n_decode * (query - 1)]
@@ -418,6 +427,7 @@ class StepCost:
             else:
                 time_s += self._mixed_lm_head_list[n_emit + n_decode * (query - 1)]
                 table = self.mixed_decode_attention_s
+                uncaptured = True
         mean_len = decode_lengths_sum / n_decode if n_decode else 0.0
         if n_decode:
             # approximation: with speculation the query tokens of a request read its KV cache once, as one
@@ -428,6 +438,8 @@ class StepCost:
             time_s += self.prefill_attention(len(chunks), pairs)
             if self.sustained is not None:
                 time_s += self.sustained_s(prefill_tokens + n_decode * query, len(chunks), pairs)
+        if uncaptured and self._pass_host_s:  # the pass's host dispatch beyond its kernels (timing.host_bound)
+            time_s += host_excess_s(time_s, self._pass_host_s, self._async_host)
         return time_s
 
     def sustained_s(self, tokens: int, chunks: int, pairs: float) -> float:

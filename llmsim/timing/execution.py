@@ -42,8 +42,9 @@ class ExecutionOptions(BaseModel):
       switches it off.
     - prefill_dispatch_s: host seconds per kernel of a forward pass the engine runs without a CUDA graph: its
       prefill and mixed steps (serving engines replay graphs for decode batches only; llmsim.engines sets it,
-      with its source). With overhead="graph", every prefill op is then timed as an eager op on a GPU:
-      max(kernel + launches x launch, launches x prefill_dispatch_s); 0 (default): prefill replays graphs too.
+      with its source). With overhead="graph", every prefill op then pays the eager launch, and the pass takes
+      the longer of its kernels and its kernels x prefill_dispatch_s of host dispatch (timing.host_bound: the
+      host queues kernels ahead of the GPU); 0 (default): prefill replays graphs too.
       prefill_graph_tokens: a prefill pass of at most this many tokens (all its sequences together) replays
       graphs all the same (vLLM's piecewise CUDA graphs up to its largest captured size); 0: none does.
     - fp8_scales="static" (default): per-tensor fp8 GEMMs read with static activation scales, as the fp8

@@ -24,6 +24,7 @@ from ..cost.graph import graph_template
 from ..cost.workload import CostOptions
 from ..hardware.spec import HardwareSpec
 from ..models.spec import ModelSpec
+from .host_bound import with_host_dispatch
 from .measured import TableRead
 from .op_columns import ELEMENTWISE_KINDS, group_key
 from .op_fields import _template_fields
@@ -350,13 +351,21 @@ class ScalarPlan:
         # runs = count x 1 step = count
         totals = [steady(v, count) for (steady, count), v in zip(self.prefill_steady(B, P), values)]
         sustained = self.roofline.sustained
-        if sustained is None or not totals:
-            return totals, values
-        # phases._sustained: each op's compute part stretched by the pass's sustained_scale
-        scale = sustained_scale(sum(t[1] for t in totals), *sustained)
-        if scale == 1.0:
-            return totals, values
-        return [(*throttled_parts(t[0], t[1], scale), *t[2:]) for t in totals], values
+        if sustained is not None and totals:
+            # phases._sustained: each op's compute part stretched by the pass's sustained_scale
+            scale = sustained_scale(sum(t[1] for t in totals), *sustained)
+            if scale != 1.0:
+                totals = [(*throttled_parts(t[0], t[1], scale), *t[2:]) for t in totals]
+        if self.prefill_uncaptured and totals and not self.roofline.prefill_captured(B * P):
+            # phases._host_dispatch: the pass's host dispatch beyond its kernels, spread over the ops
+            uncaptured = self.roofline.for_prefill()
+            times, overheads = with_host_dispatch(
+                [t[0] for t in totals], [t[3] for t in totals],
+                [float(p.count) * float(p.launches) for p in self.prefill.ops], uncaptured.pass_dispatch_s,
+                uncaptured.async_host)
+            totals = [(time_s, t[1], t[2], overhead_s, *t[4:]) for t, time_s, overhead_s in zip(totals, times,
+                                                                                               overheads)]
+        return totals, values
 
     def decode_totals(self, B: int, P: int, G: int) -> list[tuple[float, ...]]:
         """The same over the G - 1 decode steps (decode_totals' exact sums)."""

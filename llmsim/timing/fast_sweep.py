@@ -17,6 +17,7 @@ import numpy as np
 
 from .decode_sum import segments
 from .fast_path import ScalarPhase, ScalarPlan, _OpPlan
+from .host_bound import host_excess_s
 from .op_totals import PARTS
 from .roofline import crossing_offsets, crossing_pairs
 from .sustained import sustained_scale, throttled_parts
@@ -65,7 +66,16 @@ class VectorPhases:
         if np.any(captured):  # some points within prefill_graph_tokens: their parts as a replayed graph's
             replayed = totals(None)
             uncaptured = {key: np.where(captured, replayed[key], value) for key, value in uncaptured.items()}
-        return BlockTotals(self._sustained(uncaptured)), values
+        uncaptured = self._sustained(uncaptured)
+        # phases._host_dispatch on the pass's sums: its host dispatch beyond its kernels (timing.host_bound)
+        prefill = plan.roofline.for_prefill()
+        host_s = sum(p.count * p.launches for p in phase.ops) * prefill.pass_dispatch_s
+        if host_s:
+            excess = host_excess_s(uncaptured["time_s"], host_s, prefill.async_host)
+            excess = np.where(captured, 0.0, excess) if np.any(captured) else excess
+            uncaptured = {**uncaptured, "time_s": uncaptured["time_s"] + excess,
+                          "overhead_s": uncaptured["overhead_s"] + excess}
+        return BlockTotals(uncaptured), values
 
     def _sustained(self, totals: dict[str, Any]) -> dict[str, Any]:
         """phases._sustained on the pass's sums (the same stretch of the sum of the ops' compute parts)."""

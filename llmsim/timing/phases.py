@@ -29,6 +29,7 @@ from ..cost.op import Op
 from ..cost.workload import CostOptions
 from ..models.spec import ModelSpec
 from .decode_sum import trapezoid_totals
+from .host_bound import with_host_dispatch
 from .op_fields import OpFields, PhaseGraph, values_of
 from .op_totals import PARTS, SUMS, collective_time_s, parts_of, steady_totals
 from .roofline import Roofline
@@ -69,23 +70,35 @@ class PhaseTotals:
 
 
 def prefill_totals(model: ModelSpec, roofline: Roofline, options: CostOptions, batch_size: Any,
-                   seq_len: Any) -> PhaseTotals:
+                   seq_len: Any, host_bound: bool = True) -> PhaseTotals:
     """Totals of one forward pass over `seq_len` tokens of each of `batch_size` sequences: replaying CUDA
     graphs where Roofline.prefill_captured says so, else under Roofline.for_prefill (arrays: per point);
-    its compute-bound work past the onset at the device's sustained clock (timing.sustained)."""
+    its compute-bound work past the onset at the device's sustained clock (timing.sustained); an uncaptured
+    pass at the longer of its kernels and its host dispatch (timing.host_bound; host_bound=False: its kernels
+    alone, for a caller that adds the dispatch of a pass it composes itself)."""
     shape = _shape_of(batch_size, seq_len)
     captured = roofline.prefill_captured(np.multiply(batch_size, seq_len))
     graph = PhaseGraph(model, "prefill", batch_size, seq_len, 0, options)
-    if np.all(captured) or not np.any(captured):
-        return _sustained(_one_pass(roofline if np.all(captured) else roofline.for_prefill(), graph, shape),
-                          roofline)
-    # some points each way: both, each point's parts taken from its own (FLOPs and bytes are the same)
-    replayed = _one_pass(roofline, graph, shape)
+    if np.all(captured):
+        return _sustained(_one_pass(roofline, graph, shape), roofline)
     uncaptured = _one_pass(roofline.for_prefill(), graph, shape)
-    for key in PARTS:
-        uncaptured.per_op[key] = [np.where(captured, a, b) for a, b in zip(replayed.per_op[key],
-                                                                            uncaptured.per_op[key])]
-    return _sustained(uncaptured, roofline)
+    if np.any(captured):  # some points each way: each point's parts from its own (FLOPs and bytes are the same)
+        replayed = _one_pass(roofline, graph, shape)
+        for key in PARTS:
+            uncaptured.per_op[key] = [np.where(captured, a, b) for a, b in zip(replayed.per_op[key],
+                                                                                uncaptured.per_op[key])]
+    totals = _sustained(uncaptured, roofline)
+    if host_bound:
+        _host_dispatch(totals, roofline.for_prefill(), True if not np.any(captured) else ~np.asarray(captured))
+    return totals
+
+
+def _host_dispatch(totals: PhaseTotals, uncaptured: Roofline, where: Any) -> None:
+    """An uncaptured pass's host dispatch, its excess over the kernels spread over the ops (timing.host_bound)."""
+    launches = [float(count) * float(op.launches) for count, op in zip(totals.counts, totals.fixed.ops)]
+    per_op = totals.per_op
+    per_op["time_s"], per_op["overhead_s"] = with_host_dispatch(
+        per_op["time_s"], per_op["overhead_s"], launches, uncaptured.pass_dispatch_s, uncaptured.async_host, where)
 
 
 def _sustained(totals: PhaseTotals, roofline: Roofline) -> PhaseTotals:

@@ -16,9 +16,11 @@ Per run of an op:
                                                             (overhead="eager" on a GPU)
               | kernel_s                                   (overhead="none")
 A prefill pass that the engine runs without a CUDA graph (ExecutionOptions.prefill_dispatch_s > 0, with
-overhead="graph") is timed as eager on a GPU with that dispatch per kernel (Roofline.for_prefill).
-approximation: on a GPU in eager mode the host queues kernels ahead; the GPU idles only when an op's
-host dispatch outlasts its kernel, so per op the longer of the two counts.
+overhead="graph") launches each kernel eagerly (Roofline.for_prefill: its ops pay kernel_launch_s) and its host
+dispatch counts for the whole pass (Roofline.pass_dispatch_s; timing.host_bound): the host queues kernels ahead,
+so the pass takes the longer of its kernels' time and its kernels x prefill_dispatch_s.
+approximation: in eager mode (overhead="eager") on a GPU the host dispatch counts per op, the longer of an op's
+kernel and its dispatch.
 The op's bound is the largest of its compute, memory and overhead terms.
 """
 
@@ -141,6 +143,7 @@ class Roofline:
         # host dispatch per kernel; only where the rest replays graphs
         self.prefill_dispatch_s = execution.prefill_dispatch_s if mode == "graph" else 0.0
         self.prefill_graph_tokens = execution.prefill_graph_tokens  # passes up to this many tokens replay graphs
+        self.pass_dispatch_s = 0.0  # host seconds per kernel counted for a whole pass (for_prefill's; host_bound)
         self._prefill: Roofline | None = None
         self.async_host = hardware.device_type == "gpu"
         self.measured, self.tables_note = _measured_timing(hardware, execution)
@@ -157,13 +160,15 @@ class Roofline:
     def for_prefill(self) -> Roofline:
         """The roofline a prefill pass runs under: this one, or, where the engine runs its prefill without a
         CUDA graph (prefill_dispatch_s > 0), a copy whose ops pay the eager launch (overhead.kernel_launch_s)
-        and prefill_dispatch_s of host time per kernel, timed as eager ops on a GPU (the module docstring)."""
+        and whose passes pay prefill_dispatch_s of host time per kernel as a whole (pass_dispatch_s: the pass
+        takes the longer of its kernels and its host dispatch, timing.host_bound; the module docstring)."""
         if self.prefill_dispatch_s == 0:
             return self
         if self._prefill is None:
             prefill = copy.copy(self)
             prefill.launch_s = self.hardware.overhead_s("kernel_launch_s")
-            prefill.dispatch_s = self.prefill_dispatch_s
+            prefill.dispatch_s = 0.0  # per op: none (counted for the pass)
+            prefill.pass_dispatch_s = self.prefill_dispatch_s
             prefill.prefill_dispatch_s = 0.0  # already the prefill's: for_prefill() of it is itself
             prefill._prefill = None
             self._prefill = prefill
