@@ -223,6 +223,9 @@ class StepCost:
         self._pass_host_s = uncaptured.pass_dispatch_s * sum(
             float(count) * float(op.launches) for count, op in zip(totals.counts, totals.fixed.ops))
         self._async_host = uncaptured.async_host
+        # the engine's own host work per step, on the same host thread before it dispatches: outside the maximum
+        self._step_host_s = uncaptured.step_host_s * sum(
+            float(count) for count, op in zip(totals.counts, totals.fixed.ops) if op.kind == "host")
         self.prefill_graph_tokens = roofline.prefill_graph_tokens  # steps up to this many tokens replay graphs
         self._captured = roofline.prefill_captured  # whether a step of T tokens replays graphs
         if uncaptured is not roofline:
@@ -439,7 +442,7 @@ class StepCost:
             if self.sustained is not None:
                 time_s += self.sustained_s(prefill_tokens + n_decode * query, len(chunks), pairs)
         if uncaptured and self._pass_host_s:  # the pass's host dispatch beyond its kernels (timing.host_bound)
-            time_s += host_excess_s(time_s, self._pass_host_s, self._async_host)
+            time_s += host_excess_s(time_s - self._step_host_s, self._pass_host_s, self._async_host)
         return time_s
 
     def sustained_s(self, tokens: int, chunks: int, pairs: float) -> float:

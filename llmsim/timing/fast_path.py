@@ -362,7 +362,7 @@ class ScalarPlan:
             times, overheads = with_host_dispatch(
                 [t[0] for t in totals], [t[3] for t in totals],
                 [float(p.count) * float(p.launches) for p in self.prefill.ops], uncaptured.pass_dispatch_s,
-                uncaptured.async_host)
+                uncaptured.async_host, True, [p.op.kind == "host" for p in self.prefill.ops])
             totals = [(time_s, t[1], t[2], overhead_s, *t[4:]) for t, time_s, overhead_s in zip(totals, times,
                                                                                                overheads)]
         return totals, values

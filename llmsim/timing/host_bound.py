@@ -8,7 +8,9 @@ alike layers therefore takes
     pass_s = max(gpu_s, host_s),   gpu_s = sum over ops of (kernel + launches x launch_s)
                                    host_s = (sum over ops of count x launches) x pass_dispatch_s
 
-(on a device without an asynchronous queue, a CPU, the two add: pass_s = gpu_s + host_s). The excess,
+(on a device without an asynchronous queue, a CPU, the two add: pass_s = gpu_s + host_s). The engine's own host
+work per step (an "engine.step" op, ExecutionOptions.step_host_s) runs on the same host thread before it dispatches
+the pass, so it stays outside the maximum: pass_s = step_host_s + max(gpu_s, host_s). The excess,
 max(0, host_s - gpu_s), is the GPU's idle time; each op is charged its share of it by its share of the pass's
 launches, as overhead, so the ops still sum to the pass.
 approximation: the layers alike (the host's lead built in a GPU-heavy layer carries over to a host-heavy one);
@@ -31,14 +33,17 @@ def host_excess_s(gpu_s: Any, host_s: float, async_host: bool) -> Any:
 
 
 def with_host_dispatch(times: list[Any], overheads: list[Any], launches: list[float], dispatch_s: float,
-                       async_host: bool, uncaptured: Any = True) -> tuple[list[Any], list[Any]]:
+                       async_host: bool, uncaptured: Any = True, host_work: list[bool] | None = None
+                       ) -> tuple[list[Any], list[Any]]:
     """Per-op times and overhead parts of one pass with its host dispatch's excess spread over the ops by their
     launches (the module docstring). launches: per op, its count x launches per run; uncaptured: where the pass
-    runs without a graph (an array mask, or True); the others are left as they are."""
+    runs without a graph (an array mask, or True), the others left as they are; host_work: per op, whether its time
+    is the engine's host work (kind "host"), outside the maximum."""
     total = sum(launches)
     if dispatch_s == 0 or total == 0:
         return times, overheads
-    excess = host_excess_s(sum(times), total * dispatch_s, async_host)
+    gpu_s = sum(t for i, t in enumerate(times) if not (host_work and host_work[i]))  # the kernels' side
+    excess = host_excess_s(gpu_s, total * dispatch_s, async_host)
     if uncaptured is not True:
         excess = np.where(uncaptured, excess, 0.0)
     shares = [excess * (n / total) for n in launches]

@@ -98,7 +98,8 @@ def _host_dispatch(totals: PhaseTotals, uncaptured: Roofline, where: Any) -> Non
     launches = [float(count) * float(op.launches) for count, op in zip(totals.counts, totals.fixed.ops)]
     per_op = totals.per_op
     per_op["time_s"], per_op["overhead_s"] = with_host_dispatch(
-        per_op["time_s"], per_op["overhead_s"], launches, uncaptured.pass_dispatch_s, uncaptured.async_host, where)
+        per_op["time_s"], per_op["overhead_s"], launches, uncaptured.pass_dispatch_s, uncaptured.async_host, where,
+        [kind == "host" for kind in totals.kinds])
 
 
 def _sustained(totals: PhaseTotals, roofline: Roofline) -> PhaseTotals:
