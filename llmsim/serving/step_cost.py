@@ -215,7 +215,8 @@ class StepCost:
         attention, _, _ = _split(grid)
         self.decode_attention_s = np.broadcast_to(attention, (len(self.batches), len(self.lengths))).copy()
         # a step with prefill tokens is one pass the engine may run without a CUDA graph (Roofline.for_prefill):
-        # its LM head and its decode requests' attention then pay that pass's launches and host dispatch too
+        # its LM head and its decode requests' attention then pay that pass's eager launches too (its host dispatch:
+        # the step as a whole, _one_pass)
         self.mixed_lm_head_s, self.mixed_decode_attention_s = self.lm_head_s, self.decode_attention_s
         uncaptured = roofline.for_prefill()
         # an uncaptured step's host dispatch, for the pass as a whole (timing.host_bound): every kernel of the
