@@ -440,6 +440,31 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      r"torch_dtype='float8' is not a dtype transformers reads; allowed: float32, bfloat16, float16"),
     ("hardware-folder", lambda: llmsim.load_hardware(str(ROOT / "llmsim")), HardwareError,
      r"hardware file .*llmsim: a folder; give a hardware \.toml file"),
+    # session 41's audit: each of these ran out of memory, raised an AttributeError or TypeError, or answered with
+    # a plan whose every row read 0 ms
+    ("serve-a-billion-requests", _serve(request_rate=1.0, num_requests=10**9), OptionError,
+     r"num_requests=1000000000 must be an integer in 1\.\.10000000"),  # was: numpy _ArrayMemoryError (7.45 GiB)
+    ("serve-a-million-proposed-tokens", _serve(request_rate=1.0, speculative={
+        "method": "ngram", "num_tokens": 10**6, "acceptance_rate": 0.7}), OptionError,
+     r"speculative num_tokens=1000000 must be an integer in 1\.\.32"),  # was: the process killed for memory
+    ("serve-lengths-csv-not-a-path", lambda: llmsim.serve(MODEL, GPU, request_rate=1.0, lengths_csv=123),
+     OptionError, "lengths_csv=123 must be a path"),  # was: TypeError naming no field
+    ("plan-serving-executor-not-an-executor", _plan_serving(executor="threads"), OptionError,
+     "executor='threads' must be a concurrent.futures.Executor"),  # was: AttributeError 'str' ... 'map'
+    ("plan-serving-tensor-parallel-not-splitting", _plan_serving(tensor_parallel=[3]), OptionError,
+     "tensor_parallel=3: num_key_value_heads=8 is neither"),  # was: exit 0, rows of 0 ms
+    ("disaggregated-pool-option-at-the-call", lambda: llmsim.serve_disaggregated(
+        MODEL, GPU, {"replicas": 1}, {"replicas": 1}, request_rate=1.0, num_requests=2, max_num_seqs=4),
+     OptionError, "max_num_seqs is a per-pool setting"),  # was: "not allowed; choose one of activation_dtype..."
+    ("disaggregated-speculation", lambda: llmsim.serve_disaggregated(
+        MODEL, GPU, {"replicas": 1}, {"replicas": 1}, request_rate=1.0, num_requests=2,
+        speculative={"method": "ngram", "num_tokens": 2, "acceptance_rate": 0.5}),
+     OptionError, "speculative is not modelled for disaggregated serving"),
+    ("serve-mtp-without-mtp-layers", _serve(request_rate=1.0, speculative={
+        "method": "mtp", "num_tokens": 1, "acceptance_rate": 0.8}), OptionError,
+     "speculative method 'mtp' needs the model's multi-token-prediction layers"),  # was: a TPOT gain made up
+    ("serve-token-budget-eats-the-kv-cache", _serve(request_rate=1.0, max_num_batched_tokens=3 * 10**6), OptionError,
+     "and a pass of max_num_batched_tokens=3000000 tokens"),  # was: named only the weights as the cause
 ]
 
 

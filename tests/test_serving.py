@@ -1575,3 +1575,35 @@ def test_each_disaggregated_pool_takes_its_own_memory_fraction() -> None:
         with pytest.raises(OptionError, match="gpu_memory_utilization") as info:
             serve_disaggregated("llama-3.1-70b", "h100-sxm", {**two, "gpu_memory_utilization": bad}, two, **load)
         assert "\n" not in str(info.value)
+
+
+def test_a_run_of_one_token_requests_says_tpot_is_not_defined() -> None:
+    # session 41's audit: with gen_len=1 no request has a second token, so TPOT and ITL have nothing to summarise;
+    # the table showed "mean 0.0 ... ms" as if measured. The summary now counts its samples and says n/a.
+    r = llmsim.serve(MODEL, GPU, request_rate=4.0, num_requests=20, prompt_len=64, gen_len=1)
+    assert r.tpot_s.samples == 0 and r.itl_s.samples == 0
+    assert str(r.tpot_s) == "n/a: no request generated a second token"
+    assert "TPOT  n/a" in str(r) and "nan" not in str(r).lower()
+    assert r.ttft_s.samples == 20  # one TTFT per request
+    # two tokens each: one gap per request, 20 TPOT samples and 20 inter-token gaps (1 x 20)
+    two = llmsim.serve(MODEL, GPU, request_rate=4.0, num_requests=20, prompt_len=64, gen_len=2)
+    assert two.tpot_s.samples == 20 and two.itl_s.samples == 20
+
+
+def test_plan_serving_reads_percentile_99_0_as_99() -> None:
+    # session 41's audit: 99.0 passed the check (99.0 == 99) and then crashed looking up the attribute "p99.0"
+    p = llmsim.plan_serving(MODEL, GPU, 2.0, ttft_slo_s=1.0, tpot_slo_s=0.05, num_requests=40, max_gpus=1,
+                            max_num_seqs=[16], percentile=99.0)
+    assert p.percentile == 99 and isinstance(p.percentile, int)
+
+
+def test_the_spec_counts_the_multi_token_prediction_layers_its_config_ships() -> None:
+    # the shipped configs (model_configs/*.json): DeepSeek-V3 "num_nextn_predict_layers": 1, Kimi-K2.5's text config
+    # 0, Qwen3.5 "mtp_num_hidden_layers": 1, MiniMax-M2.5 "use_mtp": true with "num_mtp_modules": 3; Llama none
+    counts = {m: llmsim.load_model(m).mtp_layers
+              for m in ("deepseek-v3", "kimi-k2.5", "qwen3.5-397b-a17b", "minimax-m2.5", "llama-3.1-8b")}
+    assert counts == {"deepseek-v3": 1, "kimi-k2.5": 0, "qwen3.5-397b-a17b": 1, "minimax-m2.5": 3,
+                      "llama-3.1-8b": 0}
+    with pytest.raises(OptionError, match=r"kimi-k2\.5 states none"):
+        llmsim.serve("kimi-k2.5", "h200", tensor_parallel=8, request_rate=1.0, num_requests=2, prompt_len=64,
+                     gen_len=4, speculative={"method": "mtp", "num_tokens": 1, "acceptance_rate": 0.8})

@@ -226,10 +226,24 @@ def spec_from_hf_config(config: Any, name: str | None = None) -> ModelSpec:
             quantization=quantization,
             layer_groups=groups,
             layer_pattern=pattern,
+            mtp_layers=_mtp_layers(config),
             **fields,
         )
     except ValidationError as exc:
         raise ConfigError(f"model config ({model_type}): {first_validation_error(exc)}") from None
+
+
+def _mtp_layers(config: Any) -> int:
+    """The multi-token-prediction modules a config states (DeepSeek-V3, GLM-4.5, MiMo: num_nextn_predict_layers;
+    Qwen3-Next, Qwen3.5: mtp_num_hidden_layers; MiniMax-M2: num_mtp_modules where use_mtp), 0 where it states none."""
+    for key in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    modules = getattr(config, "num_mtp_modules", None)
+    if getattr(config, "use_mtp", False) is True and isinstance(modules, int) and modules > 0:
+        return modules
+    return 0
 
 
 def _group_layers(layers: list[LayerSpec]) -> tuple[tuple[LayerGroup, ...], tuple[int, ...]]:

@@ -257,6 +257,9 @@ class ModelSpec(_Frozen):
     logit_softcap: bool = Field(default=False, description="the logits capped as c * tanh(logits / c) (Gemma 2's "
                                 "final_logit_softcapping)")
     lm_head_bias: bool = False
+    mtp_layers: int = Field(default=0, ge=0, description="the multi-token-prediction modules the checkpoint ships "
+                            "(num_nextn_predict_layers, mtp_num_hidden_layers, MiniMax's num_mtp_modules): not "
+                            "costed in a forward pass, what serve()'s speculative method 'mtp' runs")
     dtype: str = "bfloat16"
     dtype_source: str = Field(default="", description="where dtype came from, or what was assumed and why")
     quantization: QuantizationSpec | None = Field(default=None, description="the weight formats of a quantized "

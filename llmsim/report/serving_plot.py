@@ -23,11 +23,14 @@ def serving_figure(result: Any, path: str | Path | None = None) -> Figure:
         values = req[key] * 1e3
         ax.scatter(req["arrival_s"], values, s=4, alpha=0.5, color="tab:blue")
         summary = getattr(result, key)
-        for q, style in (("p50", "-"), ("p99", "--")):
+        if summary.samples == 0:  # TPOT with every request one token long: nothing to draw
+            ax.text(0.5, 0.5, str(summary), transform=ax.transAxes, ha="center", va="center")
+        for q, style in (("p50", "-"), ("p99", "--")) if summary.samples else ():
             ax.axhline(getattr(summary, q) * 1e3, color="tab:red", linestyle=style, linewidth=1,
                        label=f"{q} {getattr(summary, q) * 1e3:.1f} ms")
         ax.set_ylabel(f"{label} (ms)")
-        ax.legend(loc="upper left", fontsize=8)
+        if summary.samples:
+            ax.legend(loc="upper left", fontsize=8)
     ax = axes[2]
     kv = ax.twinx()
     # one engine instance, or (disaggregated serving: an `instance` column) each of them on its own

@@ -211,6 +211,19 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         if key in options:
             raise OptionError(f"{key}: give it per pool (prefill={{'tensor_parallel': ...}}, decode={{...}})")
     pre, dec = _pool("prefill", prefill), _pool("decode", decode)
+    per_pool = sorted(set(options) & set(Pool.model_fields))
+    if per_pool:  # a pool's own setting given to the call: say where it goes, not the cost options' list
+        raise OptionError(f"{per_pool[0]} is a per-pool setting in serve_disaggregated: give it inside the prefill "
+                          f"and/or decode dict (e.g. decode={{'replicas': 1, '{per_pool[0]}': ...}})")
+    import inspect
+
+    from .serve import serve
+
+    not_modelled = sorted(set(options) & (set(inspect.signature(serve).parameters)
+                                          - set(inspect.signature(serve_disaggregated).parameters)))
+    if not_modelled:  # serve()'s own options (ramp_s, speculative, prefix caching...): not in this model
+        raise OptionError(f"{not_modelled[0]} is not modelled for disaggregated serving; drop it, or use serve() "
+                          "for one aggregated replica")
     spec, hw, base, execution = resolve(model, hardware, engine, **options)
     frontend = frontend_seconds(execution.engine or "vllm", frontend_s)
     prompts, gens, arrivals, clients = make_workload(spec, request_rate, concurrency, prompt_len, gen_len,

@@ -224,12 +224,20 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     if blocks < need:
         holds = (f"{max(blocks, 0) * block} tokens" if per_token > 0 else f"{max(blocks, 0)} sequence states")
         with_state = f" plus its fixed-size state ({state / _GIB:.2f} GiB)" if state else ""
+        # the activations of a pass of max_num_batched_tokens tokens come off the KV cache too (SGLang's reserve
+        # aside); where they, not the weights, leave it short, say so, naming the budget and the block size
+        costly = engine != "sglang" and transient > 0.1 * capacity
+        activations = (f" and a pass of max_num_batched_tokens={tokens} tokens ({transient / _GIB:.1f} GiB of "
+                       f"activations and workspace)" if costly else "")
+        and_budget = ", or lower max_num_batched_tokens" if costly else ""
+        if block_bytes > 0.1 * capacity:
+            and_budget += f", or lower block_size={block}"
         raise OptionError(
             f"the KV cache holds {holds} per {device_word(hardware.device_type)} after the weights "
-            f"({weights / _GIB:.1f} GiB{', the draft model' + chr(39) + 's included' if draft is not None else ''}) "
-            f"at gpu_memory_utilization={util}, fewer than the longest request's "
+            f"({weights / _GIB:.1f} GiB{', the draft model' + chr(39) + 's included' if draft is not None else ''})"
+            f"{activations} at gpu_memory_utilization={util}, fewer than the longest request's "
             f"{longest_request} tokens"
-            f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths")
+            f"{with_state}: raise tensor_parallel, gpu_memory_utilization or lower the lengths{and_budget}")
     return SchedulerLimits(max_num_seqs=int(seqs), max_num_batched_tokens=int(tokens), kv_blocks=blocks,
                            block_size=int(block), state_blocks=state_blocks, note=note, rank_note=split,
                            mixed_batches=defaults["mixed_batches"] if mixed_batches is None else mixed_batches,

@@ -212,6 +212,21 @@ def _evaluate_disaggregated(job: dict[str, Any]) -> ServingCandidate:
                             reason="" if meets else "the pools sized apart miss the objectives together")
 
 
+def _check_split(spec: Any, hw: Any, engine: str | None, tps: list[int], options: dict[str, Any]) -> None:
+    """Refuse a tensor-parallel degree the model cannot be split by, naming it (as serve() does), rather than a
+    plan row whose every figure is 0."""
+    import inspect
+
+    from ..analysis.evaluation import resolve
+    from ..cost.graph import build_ops_unchecked
+
+    serve_only = set(inspect.signature(serve).parameters)
+    model_options = {k: v for k, v in options.items() if k not in serve_only or k == "expert_parallel"}
+    for tp in tps:
+        split_spec, _, cost, _ = resolve(spec, hw, engine, **{**model_options, "tensor_parallel": tp})
+        build_ops_unchecked(split_spec, "decode", 1, 1, 1, cost)  # the split check (ParallelBlocks) runs here
+
+
 def _check_shared(spec: Any, hw: Any, engine: str | None, prompt_len: Any, gen_len: Any, num_requests: Any,
                   seed: Any, options: dict[str, Any]) -> None:
     """What every replica shape shares, checked once up front: a bad engine, option or length is an error naming
@@ -246,8 +261,12 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     spec, hw = load_model(model), load_hardware(hardware)
     check_positive("request_rate", request_rate, "requests per second")
     _check_shared(spec, hw, engine, prompt_len, gen_len, num_requests, seed, options)
-    if percentile not in (50, 90, 95, 99):
+    if isinstance(percentile, bool) or percentile not in (50, 90, 95, 99):
         raise OptionError(f"percentile={percentile!r} must be one of 50, 90, 95, 99")
+    percentile = int(percentile)  # 99.0 names the same percentile as 99 (its attribute is p99)
+    if executor is not None and not callable(getattr(executor, "map", None)):
+        raise OptionError(f"executor={executor!r} must be a concurrent.futures.Executor (anything with a map "
+                          "method: ThreadPoolExecutor(), a dask Client's get_executor()) or None")
     if ttft_slo_s is None and tpot_slo_s is None:
         raise OptionError("give ttft_slo_s, tpot_slo_s or both: the objectives the plan must meet")
     for name, value in (("ttft_slo_s", ttft_slo_s), ("tpot_slo_s", tpot_slo_s)):
@@ -267,6 +286,8 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     for name, values in (("tensor_parallel", tps), ("max_num_seqs", seqs), ("pipeline_parallel", pps)):
         if isinstance(values, (int, str)) or not values or not all(type(v) is int and v >= 1 for v in values):
             raise OptionError(f"{name}={values!r} must be a non-empty list of integers >= 1")
+    if tensor_parallel is not None:  # a degree the user named that the model cannot be split by is an error
+        _check_split(spec, hw, engine, tps, options)
     if type(num_requests) is int and num_requests < max(seqs):
         # a replica's saturated throughput is a closed loop of max_num_seqs clients: fewer requests than clients
         # measure one request's latency, not the throughput (20 requests at 64 sequences: 15.8 req/s of ~30)

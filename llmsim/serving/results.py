@@ -11,7 +11,8 @@ from ..errors import OptionError, check_positive
 
 
 class Percentiles(BaseModel):
-    """A latency distribution in seconds."""
+    """A latency distribution in seconds. samples: how many values it summarises; 0 where there is nothing to
+    measure (TPOT and ITL when every request generated one token), its figures then 0, shown as n/a."""
 
     model_config = ConfigDict(frozen=True)
     mean: float
@@ -20,8 +21,11 @@ class Percentiles(BaseModel):
     p95: float
     p99: float
     max: float
+    samples: int
 
     def __str__(self) -> str:
+        if self.samples == 0:
+            return "n/a: no request generated a second token"
         return (f"mean {self.mean * 1e3:8.1f}  p50 {self.p50 * 1e3:8.1f}  p90 {self.p90 * 1e3:8.1f}  "
                 f"p99 {self.p99 * 1e3:8.1f} ms")
 

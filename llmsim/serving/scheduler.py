@@ -672,22 +672,23 @@ _NONE, _NONE_INT = np.zeros(0), np.zeros(0, dtype=np.int64)  # a run of fewer th
 
 
 def percentile_summary(values: Any, weights: Any = None) -> dict[str, float]:
-    """mean, p50, p90, p95, p99, max of `values` (each counted `weights` times when given)."""
+    """mean, p50, p90, p95, p99, max of `values` (each counted `weights` times when given) and samples, how many
+    values (weighted: the weights' sum); none (every request one token long, no gap between tokens): all 0."""
     v = np.asarray(values, dtype=float)
     if v.size == 0:
-        return dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max"), 0.0)
+        return {**dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max"), 0.0), "samples": 0}
     if weights is None:
         q = np.percentile(v, [50, 90, 95, 99])
         return {"mean": float(v.mean()), "p50": float(q[0]), "p90": float(q[1]), "p95": float(q[2]),
-                "p99": float(q[3]), "max": float(v.max())}
+                "p99": float(q[3]), "max": float(v.max()), "samples": int(v.size)}
     w = np.asarray(weights, dtype=float)
     keep = w > 0
     v, w = v[keep], w[keep]
     if v.size == 0:  # nothing weighted (e.g. no decode steps: every request one token long)
-        return dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max"), 0.0)
+        return {**dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max"), 0.0), "samples": 0}
     order = np.argsort(v, kind="stable")
     v, w = v[order], w[order]
     cdf = np.cumsum(w) / w.sum()
     pick = [float(v[min(int(np.searchsorted(cdf, p / 100, side="left")), len(v) - 1)]) for p in (50, 90, 95, 99)]
     return {"mean": float(np.sum(v * w) / w.sum()), "p50": pick[0], "p90": pick[1], "p95": pick[2],
-            "p99": pick[3], "max": float(v.max())}
+            "p99": pick[3], "max": float(v.max()), "samples": round(float(w.sum()))}

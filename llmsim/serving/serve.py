@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,12 @@ from .token_gaps import inter_token_gaps
 from .workload import arrival_times, draw_lengths, lengths_from_csv
 
 DEFAULT_PROMPT_LEN, DEFAULT_GEN_LEN = 512, 128  # serve()'s lengths when neither they nor lengths_csv are given
+# The most requests one run simulates: 10 M requests take minutes and a few GB (arrays of one entry per request);
+# a larger count is a typo or a job for sampling, refused with this bound rather than run out of memory.
+MAX_REQUESTS = 10_000_000
+# The most tokens a speculative method proposes per step: the step cost and its arrays grow with k, and published
+# setups propose a handful (vLLM's n-gram and EAGLE examples 2-5; MTP 1-3), so a larger k is refused as a typo.
+MAX_SPECULATIVE_TOKENS = 32
 
 _STEP_COSTS: dict[tuple, StepCost] = {}
 
@@ -198,13 +205,15 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
                   num_requests: Any, arrival: str, burstiness: Any, lengths_csv: Any, seed: Any,
                   ramp_s: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
     """Checked lengths and arrival times (a closed loop's: its clients' first requests) of every request."""
-    count = check_one("num_requests", num_requests, 1)
+    count = check_one("num_requests", num_requests, 1, MAX_REQUESTS)
     if (request_rate is None) == (concurrency is None):
         raise OptionError("give exactly one of request_rate (requests per second) and concurrency (clients)")
     _check_load_options(request_rate is not None, arrival, burstiness, ramp_s)
     seed = check_one("seed", seed, 0)
     rng = np.random.default_rng(int(seed))
     if lengths_csv is not None:
+        if not isinstance(lengths_csv, (str, Path)):
+            raise OptionError(f"lengths_csv={lengths_csv!r} must be a path to a CSV file (a str or pathlib.Path)")
         given = [name for name, v in (("prompt_len", prompt_len), ("gen_len", gen_len)) if v is not None]
         if given:  # the CSV's lengths would silently replace them
             raise OptionError(f"lengths_csv={str(lengths_csv)!r} gives every request's lengths: drop "
@@ -275,7 +284,7 @@ def _speculation(given: Any, spec: ModelSpec, hw: HardwareSpec, cost: CostOption
                           f"acceptance_rate, draft_model")
     method = given.get("method", "ngram")
     check_choice("speculative method", method, SPECULATION_METHODS)
-    k = check_one("speculative num_tokens", given.get("num_tokens", 4), 1)
+    k = check_one("speculative num_tokens", given.get("num_tokens", 4), 1, MAX_SPECULATIVE_TOKENS)
     a = given.get("acceptance_rate")
     if isinstance(a, bool) or not isinstance(a, (int, float)) or not 0 <= a <= 1:
         raise OptionError(f"speculative acceptance_rate={a!r} must be a number in [0, 1] (the chance each "
@@ -297,6 +306,10 @@ def _speculation(given: Any, spec: ModelSpec, hw: HardwareSpec, cost: CostOption
                          limits.max_num_batched_tokens, limits.max_num_seqs, max_len)
     elif "draft_model" in given:
         raise OptionError(f"speculative draft_model is for method 'draft', not {method!r}")
+    if method == "mtp" and spec.mtp_layers == 0:  # no MTP head to propose with: an answer would be made up
+        raise OptionError(f"speculative method 'mtp' needs the model's multi-token-prediction layers; {spec.name} "
+                          "states none (num_nextn_predict_layers, mtp_num_hidden_layers or num_mtp_modules in its "
+                          "config): use method 'ngram' or 'draft'")
     return Speculation(method=method, num_tokens=int(k), acceptance_rate=float(a), draft=draft,
                        num_layers=spec.num_layers)
 
