@@ -198,6 +198,11 @@ def test_calibrate_floor_error_names_the_value_and_the_cure() -> None:
     for value in (1.39e10, 9.9e9):
         data["memory"]["bandwidth_bytes_per_s"]["value"] = value
         check_plausible(data, threads=1, load=None)
+    # torch's bf16 matmul on a CPU without bf16 instructions (AVX2 only): 8.513e8 flop/s measured by one thread of an
+    # AMD EPYC in session 41, a true figure the former 1e10 floor refused as "the machine was likely loaded"
+    check_plausible({"matrix_flops_per_s": {"bf16": {"value": 8.513e8, "unit": "flop/s"}}}, threads=1, load=1.2)
+    with pytest.raises(llmsim.LlmsimError, match=r"matrix_flops_per_s\.bf16 = 989 flop/s is below"):  # TFLOP/s typed
+        check_plausible({"matrix_flops_per_s": {"bf16": {"value": 989, "unit": "flop/s"}}}, threads=1, load=None)
 
 
 def test_option_spellings_and_their_defaults_in_help(capsys: pytest.CaptureFixture[str]) -> None:
