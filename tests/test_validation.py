@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 
 import llmsim  # noqa: E402
 from llmsim.errors import LlmsimError  # noqa: E402
+from llmsim.hardware.spec import _CURVE_FRACTION_RANGE  # noqa: E402
 from llmsim.profiles.classify import aten_class  # noqa: E402
 from llmsim.validation import ValidationReport, ValidationRow, calibrate, hardware_toml, validate  # noqa: E402
 from llmsim.validation import hf_model as hf_model_module  # noqa: E402
@@ -54,8 +55,8 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
     assert back.name == spec.name == "cpu-calibrated"
     assert back.device_type == "cpu"
     assert 1e9 <= back.memory_bandwidth_bytes_per_s <= 1e13
-    for precision in ("fp32", "bf16"):
-        assert 1e9 <= back.matrix_peak_flops_per_s(precision) <= 1e15
+    for precision in ("fp32", "bf16"):  # bf16 on a CPU without bf16 instructions: 0.85e9 measured (AVX2 AMD EPYC)
+        assert 1e8 <= back.matrix_peak_flops_per_s(precision) <= 1e15
     assert 1e9 <= back.vector_peak_flops_per_s("fp32") <= 1e15
     assert back.memory_capacity_bytes > 1e9
     assert back.overhead_s("kernel_launch_s") == 0.0
@@ -77,7 +78,9 @@ def test_calibrate_quick_writes_a_file_load_hardware_reads(calibrated: tuple) ->
     for precision in ("fp32", "bf16"):
         curve = back.matmul_rows[precision]
         assert curve == spec.matmul_rows[precision] and len(curve.rows) >= 4 and len(curve.cols) >= 2
-        assert all(0.01 <= f <= 4.0 for line in curve.fraction for f in line) and "F.linear" in curve.source
+        # above 1 where small F.linear beats the square matmul stored as the peak (8.45x for bf16 on AVX2 only)
+        low, high = _CURVE_FRACTION_RANGE
+        assert all(low <= f <= high for line in curve.fraction for f in line) and "F.linear" in curve.source
         in_out = back.matmul_rows_in_out[precision]
         assert in_out == spec.matmul_rows_in_out[precision] and "torch.matmul(x[M, 512], W[512, N])" in in_out.source
     # element-wise bandwidth by size: fp32 and the 16-bit rate (stored as fp16)
