@@ -258,7 +258,7 @@ def test_row_table_by_output_width() -> None:
     ({"cols": [1024, 512], "fraction": [[0.5, 0.5], [0.5, 0.5]]}, "cols must be strictly increasing"),
     ({"cols": [1024, 4096], "fraction": [0.5, 0.5]}, "with cols, fraction must be 2 lists"),
     ({"cols": [1024, 4096], "fraction": [[0.5, 0.5], [0.5]]}, "same length"),
-    ({"cols": [1024, 4096], "fraction": [[0.5, 0.5], [0.5, 9.0]]}, "plausible range"),
+    ({"cols": [1024, 4096], "fraction": [[0.5, 0.5], [0.5, 17.0]]}, "plausible range"),
 ])
 def test_row_table_refusals_name_the_field(table: dict, message: str) -> None:
     data = copy.deepcopy(TEST_GPU)
