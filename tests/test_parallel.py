@@ -227,6 +227,21 @@ def test_plan_best_meets_targets_when_resimulated() -> None:
     assert not any(c.fits for c in p.candidates if c.gpus_per_replica == 1)
 
 
+def test_plan_of_one_generated_token_trades_ttft_not_a_zero_tpot() -> None:
+    """gen_len = 1: the prefill samples the only token, so every candidate's TPOT is 0 (simulate's too). The table
+    says n/a, not 0.00ms, and the Pareto front trades TTFT against throughput (with TPOT, all 0, it held one point)."""
+    p = llmsim.plan("llama-3.2-1b", "h100-sxm", prompt_len=512, gen_len=1, max_gpus=2, batch_sizes=[1, 4, 16, 64])
+    assert p.front_latency == "ttft_s" and all(c.tpot_s == 0 for c in p.candidates)
+    # the front: TTFT rising, throughput rising, no candidate better on both
+    assert [c.ttft_s for c in p.pareto] == sorted(c.ttft_s for c in p.pareto) and len(p.pareto) >= 2
+    assert all(not (o.ttft_s < c.ttft_s and o.tokens_per_s_per_gpu > c.tokens_per_s_per_gpu)
+               for c in p.pareto for o in p.candidates if o.meets_targets)
+    text = str(p)
+    assert "0.00ms" not in text and "n/a" in text and "Pareto front (TTFT against" in text
+    assert llmsim.plan("llama-3.2-1b", "h100-sxm", prompt_len=512, gen_len=2, max_gpus=1,
+                       batch_sizes=[1, 4]).front_latency == "tpot_s"
+
+
 def test_experts_touched_under_expert_parallelism_count_all_experts() -> None:
     """Mixtral (8 experts, top-2) at tensor 8 = expert 8: one local expert per GPU; a decode token picks 2 of
     all 8, so a GPU's expert is touched with probability 1 - (1 - 2/8)^1 = 0.25 (the old formula used 2 of the

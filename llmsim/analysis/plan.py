@@ -46,6 +46,9 @@ class Plan(BaseModel):
     pareto: list[PlanCandidate]
     reason: str
     device_type: Literal["gpu", "cpu"] = "gpu"  # the hardware's: text counts per GPU or per CPU
+    # the latency the Pareto front trades against tokens/s per device: TPOT, or TTFT when gen_len = 1 (the prefill
+    # samples the only token: no decode step, every TPOT 0)
+    front_latency: Literal["tpot_s", "ttft_s"] = "tpot_s"
 
     def to_pandas(self) -> Any:
         """One row per candidate: its fields, and columns `best` and `pareto`."""
@@ -62,12 +65,16 @@ class Plan(BaseModel):
         rows = ([self.best] if self.best else []) + [c for c in self.pareto if c != self.best]
         if rows:  # (no header over nothing)
             lines.append(header)
+        latency = "TPOT" if self.front_latency == "tpot_s" else "TTFT"
         for i, c in enumerate(rows):
             if i == 1:
-                lines.append(f"  Pareto front (latency against throughput per {device}):")
+                lines.append(f"  Pareto front ({latency} against throughput per {device}):")
+            tpot = f"{c.tpot_s * 1e3:>8.2f}ms" if self.front_latency == "tpot_s" else f"{'n/a':>10}"
             lines.append(f"  {c.tensor_parallel:>3} {c.pipeline_parallel:>3} {c.batch_size:>6} "
-                         f"{c.ttft_s * 1e3:>8.1f}ms {c.tpot_s * 1e3:>8.2f}ms {c.tokens_per_s_per_gpu:>10.1f} "
+                         f"{c.ttft_s * 1e3:>8.1f}ms {tpot} {c.tokens_per_s_per_gpu:>10.1f} "
                          f"{c.gpus_needed:>6}")
+        if self.front_latency == "ttft_s" and rows:
+            lines.append("  TPOT n/a: generate 1, the prefill samples the only token (no decode step)")
         return "\n".join(lines)
 
 
@@ -139,7 +146,8 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
         more = f" (and {len(reasons) - 1} more)" if reasons[1:] else ""
         raise OptionError(f"no tensor/pipeline split divides this model within max_gpus={max_gpus}: {reasons[0]}{more}")
     best = max(feasible, key=lambda c: (c.tokens_per_s_per_gpu, -(c.usd_per_million_tokens or 0)), default=None)
-    pareto = _pareto(feasible)
+    front_latency = "tpot_s" if gen_len > 1 else "ttft_s"
+    pareto = _pareto(feasible, front_latency)
     device = device_word(hw.device_type)
     if best is None:
         reason = f"no configuration fits and meets the targets; relax the targets or allow more {device}s"
@@ -150,7 +158,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
             reason += (f"; {best.replicas} replicas ({best.gpus_needed} {device}s) for {target_tokens_per_s:g} "
                        "tokens/s")
     return Plan(model=spec.name, hardware=hw.name, best=best, candidates=candidates, pareto=pareto, reason=reason,
-                device_type=hw.device_type)
+                device_type=hw.device_type, front_latency=front_latency)
 
 
 def _choices(field: str, given: Any, default: list[int], maximum: int = COUNT_MAX) -> list[int]:
@@ -163,10 +171,11 @@ def _choices(field: str, given: Any, default: list[int], maximum: int = COUNT_MA
     return [int(v) for v in values]
 
 
-def _pareto(candidates: list[PlanCandidate]) -> list[PlanCandidate]:
-    """Configurations no other beats on both TPOT (lower) and tokens/s per GPU (higher)."""
+def _pareto(candidates: list[PlanCandidate], latency: str = "tpot_s") -> list[PlanCandidate]:
+    """Configurations no other beats on both latency (lower: TPOT, or TTFT with no decode step) and tokens/s per
+    GPU (higher)."""
     front = []
-    for c in sorted(candidates, key=lambda c: (c.tpot_s, -c.tokens_per_s_per_gpu)):
+    for c in sorted(candidates, key=lambda c: (getattr(c, latency), -c.tokens_per_s_per_gpu)):
         if not front or c.tokens_per_s_per_gpu > front[-1].tokens_per_s_per_gpu:
             front.append(c)
     return front

@@ -337,17 +337,19 @@ def breakdown_figure(result: SimulationResult) -> Figure:
 
 
 def pareto_figure(plan: Any) -> Figure:
-    """Every candidate of a capacity plan: TPOT against tokens/s per GPU, the Pareto front and the best."""
+    """Every candidate of a capacity plan: TPOT (TTFT when gen_len = 1: no decode step) against tokens/s per GPU,
+    the Pareto front and the best."""
+    key = plan.front_latency
     fig, ax = plt.subplots(figsize=(8, 5))
     markers = {1: "o", 2: "s", 4: "^", 8: "D", 16: "P"}
     for c in plan.candidates:
-        ax.scatter(c.tokens_per_s_per_gpu, c.tpot_s * 1e3, marker=markers.get(c.tensor_parallel, "x"),
+        ax.scatter(c.tokens_per_s_per_gpu, getattr(c, key) * 1e3, marker=markers.get(c.tensor_parallel, "x"),
                    color="tab:blue" if c.meets_targets else "0.75", s=18 + 4 * c.pipeline_parallel, alpha=0.8)
     if plan.pareto:
-        ax.plot([c.tokens_per_s_per_gpu for c in plan.pareto], [c.tpot_s * 1e3 for c in plan.pareto],
+        ax.plot([c.tokens_per_s_per_gpu for c in plan.pareto], [getattr(c, key) * 1e3 for c in plan.pareto],
                 color="tab:orange", lw=1.5, label="Pareto front")
     if plan.best:
-        ax.scatter([plan.best.tokens_per_s_per_gpu], [plan.best.tpot_s * 1e3], s=160, facecolor="none",
+        ax.scatter([plan.best.tokens_per_s_per_gpu], [getattr(plan.best, key) * 1e3], s=160, facecolor="none",
                    edgecolor="tab:red", lw=2, label=f"best: TP{plan.best.tensor_parallel} PP"
                    f"{plan.best.pipeline_parallel} batch {plan.best.batch_size}")
     for tp, marker in markers.items():
@@ -356,7 +358,7 @@ def pareto_figure(plan: Any) -> Figure:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(f"generated tokens/s per {device_word(plan.device_type)}")
-    ax.set_ylabel("TPOT (ms)")
+    ax.set_ylabel("TPOT (ms)" if key == "tpot_s" else "TTFT (ms): generate 1, no decode step")
     ax.set_title(f"{plan.model} on {plan.hardware}: capacity plan (grey: misses a target or does not fit)",
                  fontsize=10)
     ax.grid(True, which="both", alpha=0.25)
