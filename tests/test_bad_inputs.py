@@ -465,6 +465,11 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "speculative method 'mtp' needs the model's multi-token-prediction layers"),  # was: a TPOT gain made up
     ("serve-token-budget-eats-the-kv-cache", _serve(request_rate=1.0, max_num_batched_tokens=3 * 10**6), OptionError,
      "and a pass of max_num_batched_tokens=3000000 tokens"),  # was: named only the weights as the cause
+    ("serve-fractional-length-as-text", _serve(concurrency=1, prompt_len="12.5"), OptionError,
+     r"prompt_len='12.5' is not a whole number of tokens >= 1"),  # was: "distribution='12.5' is not allowed"
+    ("serve-negative-length-as-text", _serve(concurrency=1, gen_len="-3"), OptionError,
+     r"gen_len='-3' is not a whole number of tokens >= 1"),
+    ("serve-zero-length-as-text", _serve(concurrency=1, prompt_len="0"), OptionError, r"prompt_len=0 must be >= 1"),
 ]
 
 

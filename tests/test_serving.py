@@ -1607,3 +1607,16 @@ def test_the_spec_counts_the_multi_token_prediction_layers_its_config_ships() ->
     with pytest.raises(OptionError, match=r"kimi-k2\.5 states none"):
         llmsim.serve("kimi-k2.5", "h200", tensor_parallel=8, request_rate=1.0, num_requests=2, prompt_len=64,
                      gen_len=4, speculative={"method": "mtp", "num_tokens": 1, "acceptance_rate": 0.8})
+
+
+def test_a_length_written_as_text_is_that_integer() -> None:
+    """'512' (a length as text, as the CLI reads --prompt-len) draws 512 for every request, as 512 does; before, it
+    was refused as an unknown distribution named '512'."""
+    from llmsim.serving.workload import draw_lengths
+
+    rng = np.random.default_rng(0)
+    assert draw_lengths("prompt_len", "512", 3, rng).tolist() == [512, 512, 512]
+    assert draw_lengths("gen_len", " 64 ", 2, rng).tolist() == [64, 64]
+    text = llmsim.serve("llama-3.2-1b", "h100-sxm", concurrency=2, prompt_len="512", gen_len=8, num_requests=4)
+    number = llmsim.serve("llama-3.2-1b", "h100-sxm", concurrency=2, prompt_len=512, gen_len=8, num_requests=4)
+    assert text.ttft_s.mean == number.ttft_s.mean and text.to_pandas()["prompt_len"].tolist() == [512] * 4

@@ -28,6 +28,14 @@ DISTRIBUTIONS = ("uniform", "normal", "lognormal")
 MAX_LENGTH = 100_000_000  # tokens: above any model's context (each is checked against it after the draw)
 
 
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def draw_lengths(field: str, spec: Any, count: int, rng: np.random.Generator) -> np.ndarray:
     """`count` lengths (integers >= 1) from an integer, a sequence or a distribution string."""
     if isinstance(spec, bool):
@@ -49,6 +57,11 @@ def draw_lengths(field: str, spec: Any, count: int, rng: np.random.Generator) ->
 
 
 def _from_distribution(field: str, spec: str, count: int, rng: np.random.Generator) -> np.ndarray:
+    if spec.strip().isdecimal():  # '512': a length written as text (as the CLI reads it), checked as the integer
+        return draw_lengths(field, int(spec), count, rng)
+    if ":" not in spec and _is_number(spec):  # '12.5' or '-3': a number, not a distribution's name
+        raise OptionError(f"{field}={spec!r} is not a whole number of tokens >= 1: give an integer, or a distribution "
+                          f"'uniform:LOW:HIGH', 'normal:MEAN:STD' or 'lognormal:MEAN:STD'")
     parts = spec.split(":")
     check_choice(f"{field} distribution", parts[0], DISTRIBUTIONS)
     try:
