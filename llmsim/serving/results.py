@@ -63,7 +63,8 @@ class ServingResult(BaseModel):
     requests_per_s: float
     output_tokens_per_s: float
     input_tokens_per_s: float
-    mean_running: float
+    mean_running: float  # requests in a step, weighted by step time over the engine's busy time (idle gaps left
+    # out: the batch it runs, not Little's-law requests in the system, which also counts queued and idle time)
     peak_kv_fraction: float
     preemptions: int
     steps: int
@@ -128,7 +129,7 @@ class ServingResult(BaseModel):
             f"  E2E   {self.e2e_s}",
             f"  throughput {self.output_tokens_per_s:,.0f} output tok/s, {self.input_tokens_per_s:,.0f} input tok/s, "
             f"{self.requests_per_s:.2f} req/s over {self.duration_s:.1f} s",
-            f"  batch: {self.mean_running:.1f} requests running on average, peak KV use "
+            f"  batch: {self.mean_running:.1f} requests running on average while busy, peak KV use "
             f"{100 * self.peak_kv_fraction:.0f} %, {self.preemptions} preemptions, {self.steps:,} steps",
         ]
         lines += [f"  assumption: {k}: {v}" for k, v in self.assumptions.items()]
