@@ -728,3 +728,24 @@ def test_serving_report_sets_aiconfigurators_estimates_beside_llmsims(tmp_path) 
     # rows a and b: llmsim TTFT errors 10 % and 30 % (median 20.0), aiconfigurator's 50 % and 50 % (50.0);
     # TPOT: llmsim 0 and 0, aiconfigurator 20 % and 20 %
     assert "| **all** | 2 | 20.0 | 50.0 | 0.0 | 20.0 |" in lines
+
+
+def test_a_quick_calibration_skips_a_matmul_size_past_its_budget() -> None:
+    """bf16 on a CPU without bf16 instructions ran 0.94 GFLOP/s at N = 1024 (AVX2-only AMD EPYC, one thread): a
+    2048^3 matmul takes ~18 s a call, so the quick run's 6 calls of it (5 repeats, 1 warm-up) took most of the
+    test suite's 10 minutes. At the rate measured so far a larger size is skipped past the budget, and said."""
+    ran = []
+
+    def run(n: int) -> tuple[float, list[float]]:
+        ran.append(n)
+        return {1024: 0.94e9, 2048: 0.9e9}[n], [1.0]
+
+    # N = 2048 at 0.94e9 flop/s: 6 calls x 2 x 2048^3 / 0.94e9 = 6 x 18.28 = 109.7 s > 10 s
+    best, rate, _, detail = calibrate_module._best_of_sizes((1024, 2048), run, lambda n: 2 * n**3, 6, 10.0)
+    assert ran == [1024] and best == 1024 and rate == 0.94e9
+    assert detail == "N=1024: 0.9 G/s, N=2048 skipped: 6 calls would take ~110 s"
+    ran.clear()  # within the budget (fp32 at 57.9e9: 6 x 17.18 / 57.9 = 1.8 s) every size runs, the best kept
+    best, rate, _, _ = calibrate_module._best_of_sizes((1024, 2048), lambda n: (ran.append(n) or
+                                                                               {1024: 57.9e9, 2048: 81.5e9}[n], [1.0]),
+                                                       lambda n: 2 * n**3, 6, 10.0)
+    assert ran == [1024, 2048] and best == 2048 and rate == 81.5e9

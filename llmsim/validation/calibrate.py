@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -91,10 +92,11 @@ def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32", "bfloat16
               threads: int | None = 1, progress: bool = False) -> HardwareSpec:
     """Measure `device` ("cpu" or "cuda") and return its HardwareSpec; write it as TOML to `out` if given.
 
-    quick=True uses smaller sizes and fewer repeats (a few seconds on a small CPU; for tests): a smoke test, not a
-    calibration to validate with. Its matmul tables stop at K = 512 and N = 1024, so an LM head's width is read far
-    beyond them: on an AMD EPYC guest gpt2 (2 layers) validated at -21 % prefill and +82 % decode with a quick file
-    and at -8.5 % and -2.3 % with the full one, minutes apart.
+    quick=True uses smaller sizes and fewer repeats (a few seconds on a small CPU; for tests; a square-matmul size
+    whose calls would take over 10 s at the rate measured so far is skipped, as bf16 without bf16 instructions): a
+    smoke test, not a calibration to validate with. Its matmul tables stop at K = 512 and N = 1024, so an LM head's
+    width is read far beyond them: on an AMD EPYC guest gpt2 (2 layers) validated at -21 % prefill and +82 % decode
+    with a quick file and at -8.5 % and -2.3 % with the full one, minutes apart.
     dispatch: what overhead.eager_dispatch_s holds. "hf" (default): the host time per llmsim op of a tiny
     transformers Llama decode step (the model code's Python included), which is what eager transformers (and
     so `validate`) really pays per op llmsim counts (14.2 us on a loaded 2-core AMD EPYC, 6.8 us on the
@@ -269,11 +271,25 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
 
 
 # ---- the measurements ------------------------------------------------------------------------------
-def _best_of_sizes(sizes: Sequence[int],
-                   run: Callable[[int], tuple[float, list[float]]]) -> tuple[int, float, list[float], str]:
-    results = {n: run(n) for n in sizes}
+def _best_of_sizes(sizes: Sequence[int], run: Callable[[int], tuple[float, list[float]]],
+                   flops_of: Callable[[int], float] | None = None, calls: int = 1,
+                   budget_s: float = math.inf) -> tuple[int, float, list[float], str]:
+    """The size with the best rate. flops_of, calls, budget_s: a larger size whose `calls` calls would take more
+    than budget_s at the best rate measured so far is skipped, and the detail says so (bf16 on a CPU without bf16
+    instructions: 0.85 GFLOP/s measured on an AVX2-only AMD EPYC, where a 2048^3 matmul takes ~20 s a call)."""
+    results: dict[int, tuple[float, list[float]]] = {}
+    skipped = []
+    for n in sizes:
+        if results and flops_of is not None:
+            fastest = max(rate for rate, _ in results.values())
+            # shape: scalar seconds the size's calls would take at the fastest rate measured so far
+            estimate_s = calls * flops_of(n) / fastest
+            if estimate_s > budget_s:
+                skipped.append(f"N={n} skipped: {calls} calls would take ~{estimate_s:.0f} s")
+                continue
+        results[n] = run(n)
     best = max(results, key=lambda n: results[n][0])
-    detail = ", ".join(f"N={n}: {results[n][0] / 1e9:.1f} G/s" for n in sizes)
+    detail = ", ".join([f"N={n}: {results[n][0] / 1e9:.1f} G/s" for n in results] + skipped)
     return best, results[best][0], results[best][1], detail
 
 
@@ -292,7 +308,9 @@ def _matmul(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warm
             times = time_call(lambda: torch.matmul(a, b), device, repeats, warmup, queue_ahead=True)
         return 2 * n**3 / median(times), times
 
-    _, rate, times, detail = _best_of_sizes(sizes, run)
+    # quick: sizes past a 10 s budget are skipped (a slow dtype); a full run measures every size
+    _, rate, times, detail = _best_of_sizes(sizes, run, lambda n: 2 * n**3, repeats + warmup,
+                                            10.0 if quick else math.inf)
     how = (f"torch.matmul {dtype} square N x N (2*N^3 FLOPs), best of sizes ({detail}); stored as the peak, "
            f"efficiency.matmul = 1.0")
     return _Measure(rate, how, times)
