@@ -308,9 +308,11 @@ def _matmul(torch: Any, device: str, dtype: str, quick: bool, repeats: int, warm
             times = time_call(lambda: torch.matmul(a, b), device, repeats, warmup, queue_ahead=True)
         return 2 * n**3 / median(times), times
 
-    # quick: sizes past a 10 s budget are skipped (a slow dtype); a full run measures every size
+    # sizes past a budget are skipped (a slow dtype): 10 s quick, 120 s full. On an AVX2-only EPYC guest (one thread)
+    # fp32 ran 81.5 GFLOP/s at N = 2048, so N = 4096 takes 18 calls x 137.4 GFLOP / 81.5e9 = 30 s; bf16 ran
+    # 0.94 GFLOP/s at N = 1024, so 18 x 137.4 / 0.94 = 2,631 s (44 minutes): skipped
     _, rate, times, detail = _best_of_sizes(sizes, run, lambda n: 2 * n**3, repeats + warmup,
-                                            10.0 if quick else math.inf)
+                                            10.0 if quick else 120.0)
     how = (f"torch.matmul {dtype} square N x N (2*N^3 FLOPs), best of sizes ({detail}); stored as the peak, "
            f"efficiency.matmul = 1.0")
     return _Measure(rate, how, times)
