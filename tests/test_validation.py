@@ -749,3 +749,13 @@ def test_a_quick_calibration_skips_a_matmul_size_past_its_budget() -> None:
                                                                                {1024: 57.9e9, 2048: 81.5e9}[n], [1.0]),
                                                        lambda n: 2 * n**3, 6, 10.0)
     assert ran == [1024, 2048] and best == 2048 and rate == 81.5e9
+
+
+def test_calibrate_says_when_a_16_bit_dtype_is_far_slower_than_fp32() -> None:
+    # this machine: bf16 0.94 GFLOP/s, fp32 81.5 GFLOP/s; 81.5 / 0.94 = 86.7 -> "87x"
+    notes = calibrate_module.slow_dtype_notes({"fp32": 81.5e9, "bf16": 0.94e9})
+    assert notes == ["bf16 matmul runs 87x slower than fp32 here (0.94 against 81.5 GFLOP/s: this CPU has no bf16 "
+                     "instructions) and its tables take longer than fp32's; --dtypes float32 leaves it out"]
+    # a CPU with bf16 instructions (AMX: bf16 faster than fp32) or bf16 alone: nothing to say
+    assert calibrate_module.slow_dtype_notes({"fp32": 81.5e9, "bf16": 300e9}) == []
+    assert calibrate_module.slow_dtype_notes({"bf16": 0.94e9}) == []

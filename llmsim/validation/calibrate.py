@@ -116,6 +116,22 @@ def calibrate(device: str = "cpu", dtypes: Sequence[str] = ("float32", "bfloat16
         return _calibrate(torch, device, tuple(dtypes), out, quick, name, dispatch, progress)
 
 
+def slow_dtype_notes(peaks_flops_per_s: dict[str, float]) -> list[str]:
+    """A line for each 16-bit dtype whose square matmul runs under a tenth of fp32's: its row and depth tables,
+    sized for fp32's rate, take longer (bf16 on an AVX2-only AMD EPYC, one thread: 0.94 against 81.5 GFLOP/s
+    square; small F.linear calls ran 8x that square rate, about a tenth of fp32's)."""
+    fp32 = peaks_flops_per_s.get("fp32")
+    notes = []
+    for precision, rate in peaks_flops_per_s.items():
+        if fp32 and precision != "fp32" and rate < fp32 / 10:
+            # shape: scalar, how many times slower than fp32
+            slower = fp32 / rate
+            notes.append(f"{precision} matmul runs {slower:.0f}x slower than fp32 here ({rate / 1e9:.3g} against "
+                         f"{fp32 / 1e9:.3g} GFLOP/s: this CPU has no {precision} instructions) and its tables take "
+                         f"longer than fp32's; --dtypes float32 leaves it out")
+    return notes
+
+
 def _say(progress: bool, text: str) -> None:
     if progress:
         print(f"calibrate: {text}", file=sys.stderr, flush=True)
@@ -175,6 +191,8 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
         say(f"matmul peak, {dtype}")
         m = _matmul(torch, device, dtype, quick, repeats, warmup)
         matrix[_PRECISION[dtype]] = q(m.value, "flop/s", source(m))
+    for note in slow_dtype_notes({_PRECISION[d]: matrix[_PRECISION[d]]["value"] for d in dtypes}):
+        say(note)
     vector: dict[str, Any] = {}
     vector_dtypes = [d for d in dtypes if d == "float32"] or ["float32"]
     sixteen = [d for d in ("bfloat16", "float16") if d in dtypes]
