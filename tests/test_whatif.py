@@ -52,3 +52,13 @@ def test_cli_whatif(capsys: pytest.CaptureFixture[str]) -> None:
     assert "baseline fusion=none, overhead=eager, tensor_parallel=1" in out and "tensor_parallel=2" in out
     assert main(["whatif", MODEL, "--hardware", GPU, "--fusion", "full", "--vary", "fusion=none,full"]) == 2
     assert "fusion='full' is both fixed and varied" in capsys.readouterr().err
+
+
+def test_one_generated_token_says_tpot_n_a_not_zero() -> None:
+    """gen_len = 1: no decode step, so TPOT (0 in the rows, as simulate's), its speedup (1) and the decode bytes saved
+    (0) mean nothing; the table says n/a (it printed "0.00 us" and "x TPOT 1.00")."""
+    r = llmsim.whatif(MODEL, GPU, {"tensor_parallel": [1, 2]}, prompt_len=512, gen_len=1)
+    assert [row.tpot_s for row in r.rows] == [0.0, 0.0]
+    text = str(r)
+    assert "us" not in text.split("\n")[2] and text.count("n/a") == 2 * 3 + 1 and "no decode step" in text
+    assert "n/a" not in str(llmsim.whatif(MODEL, GPU, {"tensor_parallel": [1, 2]}, gen_len=2))

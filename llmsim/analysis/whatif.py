@@ -64,11 +64,16 @@ class WhatIfResult(BaseModel):
                  f"{self.gen_len}; {how} (baseline {base})",
                  f"  {'choice':<34} {'TTFT':>10} {'TPOT':>10} {'x TTFT':>7} {'x TPOT':>7} {'x e2e':>7} "
                  f"{'prefill MB saved':>16} {'MB saved/token':>14}"]
+        decodes = self.gen_len > 1  # generate 1: the prefill samples the only token, no decode step to compare
         for row in self.rows:
-            lines.append(f"  {row.label:<34} {_fmt_s(row.ttft_s):>10} {_fmt_s(row.tpot_s):>10} "
-                         f"{row.ttft_speedup:>7.2f} {row.tpot_speedup:>7.2f} {row.e2e_speedup:>7.2f} "
-                         f"{row.prefill_bytes_saved / 1e6:>16.1f} {row.decode_bytes_saved_per_token / 1e6:>14.2f}"
+            tpot, x_tpot, saved = ((_fmt_s(row.tpot_s), f"{row.tpot_speedup:.2f}",
+                                    f"{row.decode_bytes_saved_per_token / 1e6:.2f}") if decodes else ("n/a",) * 3)
+            lines.append(f"  {row.label:<34} {_fmt_s(row.ttft_s):>10} {tpot:>10} "
+                         f"{row.ttft_speedup:>7.2f} {x_tpot:>7} {row.e2e_speedup:>7.2f} "
+                         f"{row.prefill_bytes_saved / 1e6:>16.1f} {saved:>14}"
                          + ("" if row.fits else "  (does not fit)"))
+        if not decodes:
+            lines.append("  TPOT n/a: generate 1, the prefill samples the only token (no decode step)")
         return "\n".join(lines)
 
     def to_pandas(self) -> Any:
