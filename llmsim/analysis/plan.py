@@ -13,7 +13,7 @@ from ..cost.blocks.parallel import check_expert_parallel
 from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_positive
 from .simulate import check_workload, default_microbatches, resolve, simulate
-from .text import device_word
+from .text import NO_DECODE_NOTE, device_word
 
 
 class PlanCandidate(BaseModel):
@@ -74,7 +74,7 @@ class Plan(BaseModel):
                          f"{c.ttft_s * 1e3:>8.1f}ms {tpot} {c.tokens_per_s_per_gpu:>10.1f} "
                          f"{c.gpus_needed:>6}")
         if self.front_latency == "ttft_s" and rows:
-            lines.append("  TPOT n/a: generate 1, the prefill samples the only token (no decode step)")
+            lines.append(f"  {NO_DECODE_NOTE}")
         return "\n".join(lines)
 
 
@@ -171,7 +171,7 @@ def _choices(field: str, given: Any, default: list[int], maximum: int = COUNT_MA
     return [int(v) for v in values]
 
 
-def _pareto(candidates: list[PlanCandidate], latency: str = "tpot_s") -> list[PlanCandidate]:
+def _pareto(candidates: list[PlanCandidate], latency: str) -> list[PlanCandidate]:
     """Configurations no other beats on both latency (lower: TPOT, or TTFT with no decode step) and tokens/s per
     GPU (higher)."""
     front = []

@@ -15,3 +15,7 @@ def device_word(device_type: str) -> str:
     """What a result counts its devices in: "GPU", or "CPU" on a CPU (one socket, as a hardware file describes
     it): "tokens/s per CPU", "GiB per CPU"."""
     return "CPU" if device_type == "cpu" else "GPU"
+
+
+# a table's footnote where gen_len = 1: TPOT and what derives from it have no decode step to measure
+NO_DECODE_NOTE = "TPOT n/a: generate 1, the prefill samples the only token (no decode step)"

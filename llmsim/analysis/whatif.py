@@ -56,6 +56,7 @@ class WhatIfResult(BaseModel):
         return self.rows[0]
 
     def __str__(self) -> str:
+        from .text import NO_DECODE_NOTE
         from .text import fmt_s as _fmt_s
 
         how = "every combination" if self.product else "one choice at a time against the baseline"
@@ -73,7 +74,7 @@ class WhatIfResult(BaseModel):
                          f"{row.prefill_bytes_saved / 1e6:>16.1f} {saved:>14}"
                          + ("" if row.fits else "  (does not fit)"))
         if not decodes:
-            lines.append("  TPOT n/a: generate 1, the prefill samples the only token (no decode step)")
+            lines.append(f"  {NO_DECODE_NOTE}")
         return "\n".join(lines)
 
     def to_pandas(self) -> Any:

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -290,15 +289,15 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
 
 # ---- the measurements ------------------------------------------------------------------------------
 def _best_of_sizes(sizes: Sequence[int], run: Callable[[int], tuple[float, list[float]]],
-                   flops_of: Callable[[int], float] | None = None, calls: int = 1,
-                   budget_s: float = math.inf) -> tuple[int, float, list[float], str]:
+                   flops_of: Callable[[int], float], calls: int,
+                   budget_s: float) -> tuple[int, float, list[float], str]:
     """The size with the best rate. flops_of, calls, budget_s: a larger size whose `calls` calls would take more
     than budget_s at the best rate measured so far is skipped, and the detail says so (bf16 on a CPU without bf16
     instructions: 0.85 GFLOP/s measured on an AVX2-only AMD EPYC, where a 2048^3 matmul takes ~20 s a call)."""
     results: dict[int, tuple[float, list[float]]] = {}
     skipped = []
     for n in sizes:
-        if results and flops_of is not None:
+        if results:
             fastest = max(rate for rate, _ in results.values())
             # shape: scalar seconds the size's calls would take at the fastest rate measured so far
             estimate_s = calls * flops_of(n) / fastest
