@@ -1620,3 +1620,30 @@ def test_a_length_written_as_text_is_that_integer() -> None:
     text = llmsim.serve("llama-3.2-1b", "h100-sxm", concurrency=2, prompt_len="512", gen_len=8, num_requests=4)
     number = llmsim.serve("llama-3.2-1b", "h100-sxm", concurrency=2, prompt_len=512, gen_len=8, num_requests=4)
     assert text.ttft_s.mean == number.ttft_s.mean and text.to_pandas()["prompt_len"].tolist() == [512] * 4
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_disaggregated_itl_is_the_decode_step_when_requests_come_one_at_a_time(engine) -> None:
+    """Requests 2 s apart, 4 tokens each: every one decodes alone on the decode instance, so each gap between
+    two of its tokens is one decode step of batch 1, its TPOT (the idle time between requests is no gap; vLLM's
+    decode instance samples the first token in a step of its own, which holds no gap either)."""
+    r = llmsim.serve_disaggregated(MODEL, GPU, prefill={}, decode={}, engine=engine, request_rate=0.5,
+                                   arrival="constant", prompt_len=512, gen_len=4, num_requests=6)
+    assert r.itl_s.samples == 6 * 3  # 3 gaps per request
+    # (the slowest gap, at the longest cache, is a hair over the slowest request's mean: 1e-4)
+    assert r.itl_s.max == pytest.approx(r.tpot_s.max, rel=1e-4)
+    assert r.itl_s.mean == pytest.approx(r.tpot_s.mean, rel=1e-6)
+
+
+def test_disaggregated_batch_kv_and_steps_are_the_decode_pools() -> None:
+    """The limits a disaggregated result reports are the decode pool's, and so are its peak KV use (a share of the
+    decode instance's blocks), batch and step count; the step log keeps both pools' steps (instance column,
+    prefill instances first)."""
+    r = llmsim.serve_disaggregated(MODEL, GPU, prefill={"tensor_parallel": 8, "max_num_batched_tokens": 200_000},
+                                   decode={"gpu_memory_utilization": 0.3}, prompt_len=30_000, gen_len=2,
+                                   request_rate=100.0, num_requests=40)
+    log = r.step_log
+    decode = log["instance"] >= 1  # one prefill instance (instance 0), then the decode one
+    assert 0 < r.peak_kv_fraction <= 1.0  # the prefill instance's 30k-token prompts held 3.7x the decode pool's KV
+    assert r.peak_kv_fraction == pytest.approx(log["kv_blocks_used"][decode].max() * r.block_size / r.kv_cache_tokens)
+    assert r.steps == int(decode.sum()) < len(log["time_s"])

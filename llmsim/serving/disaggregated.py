@@ -58,7 +58,7 @@ _OPEN_LOOP_IN_SEQUENCE = True
 
 def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: np.ndarray, transfer_s: np.ndarray,
                  sent_s: np.ndarray, clients: int | None,
-                 frontend: Frontend | None = None) -> tuple[RequestLog, dict[str, np.ndarray]]:
+                 frontend: Frontend | None = None) -> tuple[RequestLog, dict[str, np.ndarray], np.ndarray]:
     """Both pools in one event-driven run: pools = [(step cost, limits, engines)] for prefill then decode.
     Requests are sent at sent_s (open loop: all of them; closed loop: the first `clients`, then the next one the
     moment any request finishes, as benchmark_serving's --max-concurrency semaphore sends them), go round robin
@@ -66,10 +66,13 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
     decode engine. The engine whose clock is earliest is resumed next, once every request due to it by then has
     been delivered, so each scheduling decision sees every arrival before it (conservative discrete-event
     simulation: a request only reaches an engine at or after the clock of the engine that sent it). frontend: the
-    serving frontend a request passes between its client and the prefill pool (as simulate_engine's)."""
+    serving frontend a request passes between its client and the prefill pool (as simulate_engine's). Returns the
+    request log, the step log of every engine (an `instance` column: its index in pools' order) and the engine each
+    request decoded on (-1: none)."""
     n = len(prompts)
     (pre_step, pre_limits, pre_n), (dec_step, dec_limits, dec_n) = pools
     log = RequestLog(prompts, gens, np.full(n, np.inf))
+    decoded_on = np.full(n, -1)
     pre_log = RequestLog(prompts, np.ones(n, np.int64), np.zeros(n))  # the prefill pool: each to its first token
     extra = 1 if dec_limits.recompute_first_token else 0  # the decode pool emits the first token again
     dec_log = RequestLog(prompts, gens + extra, np.zeros(n))  # the decode pool: the rest
@@ -123,6 +126,8 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
             target = turn[pool] % (pre_n, dec_n)[pool] + (0, pre_n)[pool]
             turn[pool] += 1
             inboxes[target].put(t, i)
+            if pool == 1:
+                decoded_on[i] = target
             if not busy[target]:
                 due[target] = max(clocks[target], t)
             continue
@@ -140,7 +145,7 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
     log.finish_s[:] = np.where(decoding, dec_log.finish_s, pre_log.finish_s)  # side once it admits the request
     log.preemptions[:] = pre_log.preemptions + dec_log.preemptions
     merged = [dict(steps.arrays(), instance=np.full(len(steps.time_s), e)) for e, steps in enumerate(step_logs)]
-    return log, {k: np.concatenate([s[k] for s in merged]) for k in merged[0]}
+    return log, {k: np.concatenate([s[k] for s in merged]) for k in merged[0]}, decoded_on
 
 
 class Pool(BaseModel):
@@ -279,11 +284,13 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                                       tensor_parallel=senders), dtype=float)
     transfer_s = kv_bytes_per_gpu / link  # [requests]: every GPU pair sends its share at once
 
-    def run(arrival_s: np.ndarray) -> tuple[RequestLog, dict[str, np.ndarray]]:
-        """The deployment with request i sent at arrival_s[i] (requests 0 .. len(arrival_s) - 1)."""
+    def run(arrival_s: np.ndarray) -> tuple[RequestLog, dict[str, np.ndarray], np.ndarray]:
+        """The deployment with request i sent at arrival_s[i] (requests 0 .. len(arrival_s) - 1), as
+        _coupled_run returns it."""
         n = len(arrival_s)
         prompts_n, gens_n = prompts[:n], gens[:n]
         log = RequestLog(prompts_n, gens_n, arrival_s.copy())
+        decoded_on = np.full(n, -1)
         step_logs: list[dict[str, np.ndarray]] = []
         by_arrival = np.argsort(arrival_s, kind="stable")
         queue = frontend_queue(frontend)
@@ -310,18 +317,21 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                 # its first step with it: RECOMPUTES_FIRST_TOKEN)
                 log.finish_s[ids] = part.finish_s
                 log.preemptions[ids] += part.preemptions
+                decoded_on[ids] = pre_engines + i
                 step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), pre_engines + i)))
         merged = {k: np.concatenate([s[k] for s in step_logs]) for k in step_logs[0]}
-        return log, merged
+        return log, merged, decoded_on
 
     if clients is None and _OPEN_LOOP_IN_SEQUENCE:
-        log, steps = run(arrivals)
+        log, steps, decoded_on = run(arrivals)
     else:
-        log, steps = _coupled_run([(pre_step, pre_limits, pre_engines), (dec_step, dec_limits, dec_engines)],
-                                  prompts, gens, transfer_s, arrivals, clients, frontend_queue(frontend))
+        log, steps, decoded_on = _coupled_run(
+            [(pre_step, pre_limits, pre_engines), (dec_step, dec_limits, dec_engines)], prompts, gens, transfer_s,
+            arrivals, clients, frontend_queue(frontend))
         request_rate = None
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
-                   frontend_s=frontend, mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,
+                   frontend_s=frontend, instance_of=decoded_on, decode_from=pre_engines,
+                   first_in_step=recompute, mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,
                    assumptions={
                        "pools": f"prefill {pre.replicas} x TP{pre.tensor_parallel}{_ranks(pre)}, decode "
                                 f"{dec.replicas} x TP{dec.tensor_parallel}{_ranks(dec)}; requests routed round robin"

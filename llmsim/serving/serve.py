@@ -333,11 +333,17 @@ def prefix_groups_of(prompts: np.ndarray, shared_prefix_len: Any, prefix_groups:
 def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, request_rate: float | None,
             concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any,
             prefix_note: str = "off (every prompt computed in full)", extra_assumptions: dict[str, str] | None = None,
-            frontend_s: float = 0.0, **overrides: Any) -> ServingResult:
+            frontend_s: float = 0.0, instance_of: Any = None, decode_from: int = 0,
+            first_in_step: bool = False, **overrides: Any) -> ServingResult:
     """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's). frontend_s: the
     serving frontend's time per request (engine_limits), which the simulation ran as one FIFO server in front of the
-    engine (serving.frontend): each TTFT and end-to-end latency runs from when the client sent the request."""
+    engine (serving.frontend): each TTFT and end-to-end latency runs from when the client sent the request.
+    A step log of several instances (an `instance` column: disaggregated serving) has the prefill pool's instances
+    first: the batch, KV use and step count are those of the instances from decode_from on (the decode pool's, whose
+    `limits` these are), and instance_of says which instance each request decoded on (-1: none); first_in_step: the
+    decode instances sample each first token in a step of their own (token_gaps)."""
     step = steps if isinstance(steps, dict) else steps.arrays()
+    pool = step if "instance" not in step else {k: v[step["instance"] >= decode_from] for k, v in step.items()}
     ttft = log.first_token_s - log.arrival_s
     e2e = log.finish_s - log.arrival_s
     several = log.gen_len > 1
@@ -345,7 +351,7 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
     tpot[several] = (log.finish_s[several] - log.first_token_s[several]) / (log.gen_len[several] - 1)
     start = float(np.min(log.arrival_s))
     duration = float(np.max(log.finish_s)) - start
-    busy = float(np.sum(step["time_s"]))
+    busy = float(np.sum(pool["time_s"]))
     requests = {"arrival_s": log.arrival_s, "first_token_s": log.first_token_s, "finish_s": log.finish_s,
                 "prompt_len": log.prompt_len, "gen_len": log.gen_len, "ttft_s": ttft, "tpot_s": tpot,
                 "e2e_s": e2e, "preemptions": log.preemptions}
@@ -356,14 +362,15 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
         max_num_seqs=limits.max_num_seqs, max_num_batched_tokens=limits.max_num_batched_tokens,
         kv_cache_tokens=limits.kv_blocks * limits.block_size, block_size=limits.block_size,
         ttft_s=Percentiles(**percentile_summary(ttft)), tpot_s=Percentiles(**percentile_summary(tpot[several])),
-        itl_s=Percentiles(**percentile_summary(*inter_token_gaps(step, log.first_token_s, log.gen_len))),
+        itl_s=Percentiles(**percentile_summary(*inter_token_gaps(step, log.first_token_s, log.gen_len,
+                                                                  instance_of, first_in_step))),
         e2e_s=Percentiles(**percentile_summary(e2e)),
         duration_s=duration, requests_per_s=len(ttft) / duration if duration > 0 else 0.0,
         output_tokens_per_s=float(log.gen_len.sum()) / duration if duration > 0 else 0.0,
         input_tokens_per_s=float(log.prompt_len.sum()) / duration if duration > 0 else 0.0,
-        mean_running=float(np.sum(step["running"] * step["time_s"]) / busy) if busy > 0 else 0.0,
-        peak_kv_fraction=float(np.max(step["kv_blocks_used"]) / limits.kv_blocks) if len(step["time_s"]) else 0.0,
-        preemptions=int(log.preemptions.sum()), steps=len(step["time_s"]),
+        mean_running=float(np.sum(pool["running"] * pool["time_s"]) / busy) if busy > 0 else 0.0,
+        peak_kv_fraction=float(np.max(pool["kv_blocks_used"]) / limits.kv_blocks) if len(pool["time_s"]) else 0.0,
+        preemptions=int(log.preemptions.sum()), steps=len(pool["time_s"]),
         assumptions={
             "scheduler": ("vLLM V1 continuous batching: running requests first, then waiting ones first come "
                           "first served; " + ("chunked prefill within max_num_batched_tokens" if limits.chunked_prefill
