@@ -418,6 +418,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "within p99 TTFT/TPOT objectives (llmsim.plan_serving)")
     p.add_argument("--percentile", type=int, help="serving mode: the objectives' percentile (default 99)")
     p.add_argument("--disaggregated", action="store_true", help="serving mode: also size prefill and decode pools")
+    p.add_argument("--max-num-seqs", type=_int_list, help="serving mode: the engine's max_num_seqs searched, e.g. "
+                   "64,256 (the default)")
+    p.add_argument("--max-num-batched-tokens", type=_positive_int, help="serving mode: the engine's token budget "
+                   "per step (default: the engine's)")
+    p.add_argument("--gpu-memory-utilization", type=float, help="serving mode: the engine's memory share (default: "
+                   "the engine's)")
+    p.add_argument("--chunked-prefill", action=argparse.BooleanOptionalAction, default=None,
+                   help="serving mode: prefill long prompts in chunks (default: the engine's)")
     p.add_argument("--max-gpus", type=_positive_int, default=64)
     p.add_argument("--usd-per-gpu-hour", type=float)
     p.add_argument("--batch-sizes", type=_int_list, help="batch sizes searched, e.g. 1,8,64 or 1:1024 (default: "
@@ -787,6 +795,11 @@ def _run(args: argparse.Namespace) -> int:
                               percentile=99 if args.percentile is None else args.percentile,
                               max_gpus=args.max_gpus, disaggregated=args.disaggregated,
                               usd_per_gpu_hour=args.usd_per_gpu_hour, pipeline_parallel=args.pipeline_parallel,
+                              max_num_seqs=args.max_num_seqs,
+                              **{key: value for key, value in (
+                                  ("max_num_batched_tokens", args.max_num_batched_tokens),
+                                  ("gpu_memory_utilization", args.gpu_memory_utilization),
+                                  ("chunked_prefill", args.chunked_prefill)) if value is not None},
                               **options)
         print(result.model_dump_json(indent=2) if args.json else result)
         if args.out:
@@ -798,7 +811,11 @@ def _run(args: argparse.Namespace) -> int:
         from .analysis.plan import plan
 
         serving = [flag for flag, given in (("--disaggregated", args.disaggregated),
-                                            ("--percentile", args.percentile is not None)) if given]
+                                            ("--percentile", args.percentile is not None),
+                                            ("--max-num-seqs", args.max_num_seqs is not None),
+                                            ("--max-num-batched-tokens", args.max_num_batched_tokens is not None),
+                                            ("--gpu-memory-utilization", args.gpu_memory_utilization is not None),
+                                            ("--chunked-prefill", args.chunked_prefill is not None)) if given]
         if serving:  # they would be silently ignored
             raise LlmsimError(f"{serving[0]} belongs to the serving plan: give --request-rate too (the static plan "
                               "searches batch sizes against --ttft-slo-s / --tpot-slo-s)")

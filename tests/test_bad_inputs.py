@@ -453,6 +453,16 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "executor='threads' must be a concurrent.futures.Executor"),  # was: AttributeError 'str' ... 'map'
     ("plan-serving-tensor-parallel-not-splitting", _plan_serving(tensor_parallel=[3]), OptionError,
      "tensor_parallel=3: num_key_value_heads=8 is neither"),  # was: exit 0, rows of 0 ms
+    ("plan-serving-concurrency", _plan_serving(concurrency=4), OptionError,
+     "concurrency: plan_serving sets the load itself"),  # was: TypeError, multiple values for 'concurrency'
+    ("plan-serving-lengths-csv", _plan_serving(lengths_csv="io.csv"), OptionError,
+     "takes the lengths as prompt_len and gen_len"),  # was: every shape refused, "relax the objectives"
+    ("plan-serving-nan-memory", _plan_serving(gpu_memory_utilization=float("nan"), tensor_parallel=[1, 2],
+                                              max_num_seqs=[8], num_requests=40), OptionError,
+     "gpu_memory_utilization=nan must be a number in"),  # was: every shape refused, "relax the objectives"
+    ("plan-serving-budget-below-sequences", _plan_serving(max_num_batched_tokens=4, tensor_parallel=[1],
+                                                          max_num_seqs=[8], num_requests=40), OptionError,
+     "max_num_batched_tokens=4 is below max_num_seqs=8"),  # was: exit 0, "relax them or allow more GPUs"
     ("disaggregated-pool-option-at-the-call", lambda: llmsim.serve_disaggregated(
         MODEL, GPU, {"replicas": 1}, {"replicas": 1}, request_rate=1.0, num_requests=2, max_num_seqs=4),
      OptionError, "max_num_seqs is a per-pool setting"),  # was: "not allowed; choose one of activation_dtype..."
@@ -525,6 +535,9 @@ def test_cli_bad_input_is_one_line(args: list[str], tmp_path: Path) -> None:
     (["plan", MODEL, "--hardware", GPU, "--prompt-len", "1000000"], "exceeds the model's context"),
     (["plan", MODEL, "--hardware", GPU, "--disaggregated"], "--disaggregated belongs to the serving plan"),
     (["plan", MODEL, "--hardware", GPU, "--percentile", "90"], "--percentile belongs to the serving plan"),
+    (["plan", MODEL, "--hardware", GPU, "--max-num-seqs", "8"], "--max-num-seqs belongs to the serving plan"),
+    (["plan", MODEL, "--hardware", GPU, "--request-rate", "2", "--ttft-slo-s", "1", "--tensor-parallel", "1",
+      "--max-num-seqs", "8", "--max-num-batched-tokens", "4"], "max_num_batched_tokens=4 is below max_num_seqs=8"),
     (["plan", MODEL, "--hardware", GPU, "--request-rate", "2", "--tpot-slo-s", "0.05", "--engine", "roofline",
       "--weight-dtype", "int4", "--activation-dtype", "int4"], "activation_dtype='int4'"),
     (["crossover", MODEL, "--hardware", GPU, "--hi", "1e300"], "past the largest batch"),

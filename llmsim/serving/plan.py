@@ -41,6 +41,7 @@ class ServingCandidate(BaseModel):
     gpus: int | None
     usd_per_hour: float | None
     reason: str = ""
+    refused: bool = False  # serve() refused the shape's settings (reason: its error), rather than evaluated it
     decode_tensor_parallel: int | None = None
     prefill_replicas: int | None = None
     decode_replicas: int | None = None
@@ -106,7 +107,7 @@ def _evaluate(job: dict[str, Any]) -> ServingCandidate:
     except OptionError as exc:
         return ServingCandidate(tensor_parallel=tp, pipeline_parallel=pp, max_num_seqs=seqs, max_rate_per_replica=0.0,
                                 ttft_p_s=0.0, tpot_p_s=0.0, replicas=None, gpus=None, usd_per_hour=None,
-                                reason=str(exc))
+                                reason=str(exc), refused=True)
     # no replica sustains more than its saturated throughput
     rate, (ttft, tpot) = _largest_rate(meets, saturated.requests_per_s)
     if rate == 0:
@@ -154,10 +155,10 @@ def _evaluate_disaggregated(job: dict[str, Any]) -> ServingCandidate:
     ep = common.pop("expert_parallel", None)
     pools_ep = {} if ep is None else {"expert_parallel": ep}
 
-    def fail(reason: str) -> ServingCandidate:
+    def fail(reason: str, refused: bool = False) -> ServingCandidate:
         return ServingCandidate(mode="disaggregated", tensor_parallel=tp_p, decode_tensor_parallel=tp_d,
                                 max_num_seqs=seqs, max_rate_per_replica=0.0, ttft_p_s=0.0, tpot_p_s=0.0,
-                                replicas=None, gpus=None, usd_per_hour=None, reason=reason)
+                                replicas=None, gpus=None, usd_per_hour=None, reason=reason, refused=refused)
 
     try:
         pre_hi = serve(job["model"], job["hardware"], concurrency=seqs, gen_len=1, tensor_parallel=tp_p,
@@ -199,7 +200,7 @@ def _evaluate_disaggregated(job: dict[str, Any]) -> ServingCandidate:
                                             **pools_ep},
                                     request_rate=job["request_rate"], gen_len=job["gen_len"], **common)
     except OptionError as exc:
-        return fail(str(exc))
+        return fail(str(exc), refused=True)
     ttft, tpot = getattr(whole.ttft_s, f"p{pct}"), getattr(whole.tpot_s, f"p{pct}")
     meets = (ttft_slo is None or ttft <= ttft_slo) and (tpot_slo is None or tpot <= tpot_slo)
     gpus = n_p * tp_p + n_d * tp_d
@@ -220,11 +221,21 @@ def _check_split(spec: Any, hw: Any, engine: str | None, tps: list[int], options
     from ..analysis.evaluation import resolve
     from ..cost.graph import build_ops_unchecked
 
+    for key in _PLAN_SETS:
+        if key in options:
+            raise OptionError(f"{key}: plan_serving sets the load itself (Poisson arrivals at the rates it bisects, "
+                              "a closed loop of max_num_seqs clients for a replica's saturated throughput) and "
+                              "takes the lengths as prompt_len and gen_len (an integer, a list or a distribution); "
+                              f"drop {key}")
     serve_only = set(inspect.signature(serve).parameters)
     model_options = {k: v for k, v in options.items() if k not in serve_only or k == "expert_parallel"}
     for tp in tps:
         split_spec, _, cost, _ = resolve(spec, hw, engine, **{**model_options, "tensor_parallel": tp})
         build_ops_unchecked(split_spec, "decode", 1, 1, 1, cost)  # the split check (ParallelBlocks) runs here
+
+
+# serve()'s load and workload options, which the plan sets for every replica shape it evaluates
+_PLAN_SETS = ("concurrency", "arrival", "burstiness", "ramp_s", "lengths_csv")
 
 
 def _check_shared(spec: Any, hw: Any, engine: str | None, prompt_len: Any, gen_len: Any, num_requests: Any,
@@ -237,6 +248,12 @@ def _check_shared(spec: Any, hw: Any, engine: str | None, prompt_len: Any, gen_l
     from ..cost.blocks.parallel import check_expert_parallel
     from .serve import make_workload
 
+    for key in _PLAN_SETS:
+        if key in options:
+            raise OptionError(f"{key}: plan_serving sets the load itself (Poisson arrivals at the rates it bisects, "
+                              "a closed loop of max_num_seqs clients for a replica's saturated throughput) and "
+                              "takes the lengths as prompt_len and gen_len (an integer, a list or a distribution); "
+                              f"drop {key}")
     serve_only = set(inspect.signature(serve).parameters)
     model_options = {k: v for k, v in options.items() if k not in serve_only and k != "expert_parallel"}
     spec, _, _, _ = resolve(spec, hw, engine, **model_options)
@@ -318,6 +335,9 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
              for tp_p in tps for tp_d in tps] if disaggregated else []
     run = executor.map if executor is not None else map
     candidates = list(run(_evaluate, jobs)) + list(run(_evaluate_disaggregated, split))
+    reasons = {c.reason for c in candidates if c.refused}
+    if len(reasons) == 1 and all(c.refused for c in candidates):  # the same refusal for every shape: the
+        raise OptionError(reasons.pop())  # settings the shapes share, not the shapes, are at fault
     feasible = [c for c in candidates if c.gpus is not None and c.gpus <= max_gpus]
     best = min(feasible, key=lambda c: (c.gpus, c.usd_per_hour or 0, -c.max_rate_per_replica), default=None)
     front: list[ServingCandidate] = []  # fewer GPUs against a lower latency percentile
