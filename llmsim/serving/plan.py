@@ -221,12 +221,6 @@ def _check_split(spec: Any, hw: Any, engine: str | None, tps: list[int], options
     from ..analysis.evaluation import resolve
     from ..cost.graph import build_ops_unchecked
 
-    for key in _PLAN_SETS:
-        if key in options:
-            raise OptionError(f"{key}: plan_serving sets the load itself (Poisson arrivals at the rates it bisects, "
-                              "a closed loop of max_num_seqs clients for a replica's saturated throughput) and "
-                              "takes the lengths as prompt_len and gen_len (an integer, a list or a distribution); "
-                              f"drop {key}")
     serve_only = set(inspect.signature(serve).parameters)
     model_options = {k: v for k, v in options.items() if k not in serve_only or k == "expert_parallel"}
     for tp in tps:
