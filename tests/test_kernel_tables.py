@@ -941,3 +941,20 @@ def test_importer_writes_sglangs_deepep_expert_tables_as_lanes_of_the_moe_table(
     _write_parquet(data / "test_gpu" / "moe" / "vllm" / "1.0" / "moe_perf.parquet", moe)
     written = import_tables("test_gpu", "vllm", tmp_path / "v", data_root=data, full=True, families=["moe"])
     assert "deepep" not in written[0].read_text()
+
+
+def test_a_moe_line_of_one_measured_token_count_is_no_curve() -> None:
+    """The b200 vLLM table's bf16 top-1-of-16 line (Llama-4-Scout's experts) at tp 1 x ep 8 holds one row, at 1
+    token (49.43 us; the package's collection stopped there). Read past its largest point (x tokens / 1) it priced
+    Scout's 4 x 1000-token prefill at 9.5 s; it is read as absent, and the experts come from the same GPUs' tp 8 x
+    ep 1 rows, which measure the whole token range, with the reason said."""
+    kernels = measured_for("b200", "vllm")
+    shape = ("bf16", 1, 16, 5120, 8192, 1, 8, "power_law_1.01")
+    stored = kernels.moe_single_point(*shape)
+    assert stored is not None and list(stored.points[0]) == [1.0]
+    assert stored.time_s(1) == pytest.approx(49.43e-6)
+    assert kernels.moe_table(*shape) is None
+    r = llmsim.simulate("llama-4-scout", "b200", tensor_parallel=8, expert_parallel=8, batch_size=4, prompt_len=1000,
+                        gen_len=10)
+    assert r.ttft_s < 0.2  # 0.040 s here; 9.518 s from the one-row line; TensorRT-LLM's tables: 0.046 s
+    assert "moe tp 1 x ep 8 read from the measured tp 8 x ep 1 rows" in str(r)

@@ -167,7 +167,16 @@ class MeasuredKernels:
     def moe_table(self, dtype: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int,
                   routing: str = "balanced") -> GridTable | None:
         """The fused-MoE grid (tokens -> seconds) of one expert shape and split under one token-to-expert
-        distribution (`routing`: "balanced", "power_law_1.01" or "power_law_1.2"), or None."""
+        distribution (`routing`: "balanced", "power_law_1.01" or "power_law_1.2"), or None. A line of one measured
+        token count is None too (moe_single_point): one point is no curve, and the rule past the largest point
+        (time x tokens / largest) from a launch-bound single token priced a 4,000-token prefill 100x too slow."""
+        grid = self.moe_single_point(dtype, topk, experts, hidden, inter, tp, ep, routing)
+        return None if grid is None or len(grid.points[0]) < 2 else grid
+
+    def moe_single_point(self, dtype: str, topk: int, experts: int, hidden: int, inter: int, tp: int, ep: int,
+                         routing: str = "balanced") -> GridTable | None:
+        """The MoE line as stored, however few its points (aiconfigurator-core's collection stopped at one token
+        on 10-14 lines of each Blackwell vLLM table: bf16 top-1 of 16 or 128 experts, Llama-4's shapes)."""
         table = self.tables.get("moe")
         name = _GEMM_TABLE_OF.get(dtype, dtype)
         return None if table is None else table.grids.get((name, routing, topk, experts, hidden, inter, tp, ep))

@@ -296,7 +296,8 @@ class MeasuredTiming:
             if grid is None:
                 return None, (f"no {dtype} MoE table row for top-{topk} of {experts} experts, hidden {hidden}, "
                               f"intermediate {inter}, tp {tp}, ep {ep}, {routing} routing (engine {k.engine} on "
-                              f"{k.device}){_no_routing_hint(k, routing)}"), None
+                              f"{k.device}){_no_routing_hint(k, routing)}{_single_point_hint(k, key[1:-2], routing)}"
+                              ), None
             fast = (k.moe_table(MIN_LATENCY_LANE, topk, experts, hidden, inter, tp, ep, routing) if dtype == "nvfp4"
                     else None)
             if fast is not None:  # TensorRT-LLM at few tokens: its min-latency kernel
@@ -401,6 +402,15 @@ def _no_routing_hint(kernels: MeasuredKernels, routing: str) -> str:
         return ""
     return (f"; the table holds no {routing} rows (compact imports keep the power-law loads; `llmsim calibrate "
             f"--from aiconfigurator --full` writes the balanced ones too)")
+
+
+def _single_point_hint(kernels: MeasuredKernels, shape: tuple[Any, ...], routing: str) -> str:
+    """Where the line was measured at one token count only (MeasuredKernels.moe_table reads it as absent)."""
+    grid = kernels.moe_single_point(*shape, routing)
+    if grid is None:
+        return ""
+    return (f"; its only measured row is at {grid.points[0][0]:g} tokens (the package's collection stopped there): "
+            "no curve to read")
 
 
 def moe_split_table(kernels: MeasuredKernels, lane: str, topk: int, experts: int, hidden: int, inter: int, tp: int,
