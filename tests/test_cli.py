@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import site
 import subprocess
@@ -433,3 +434,22 @@ def test_listings_take_names_files_and_json(capsys: pytest.CaptureFixture[str], 
     assert engines["vllm"]["frontend_s"] == 0.004 and "h100-sxm" in engines["vllm"]["devices_with_tables"]
     code, _, err = run(capsys, "hardware", "nope")
     assert code == 2 and "hardware 'nope' is not a shipped name" in err
+
+
+def test_a_plan_searches_only_the_gpus_a_file_links() -> None:
+    """rtx-4090.toml says gpus_per_node 1 and names no link between nodes; l4.toml gpus_per_node 8. A plan's
+    default search (TP 1..16, PP 1..8) ended in "more GPUs than its gpus_per_node=1 need a link between nodes";
+    it now stays within what the file links, and a split asked for by name past it is still refused."""
+    from llmsim.errors import HardwareError
+
+    assert llmsim.load_hardware("rtx-4090").linked_gpus == 1 and llmsim.load_hardware("l4").linked_gpus == 8
+    assert llmsim.load_hardware("h100-sxm").linked_gpus == math.inf  # an inter-node link: no bound
+    one = llmsim.plan("llama-3.1-8b", "rtx-4090", tpot_slo_s=0.05, batch_sizes=[1, 16])
+    assert {(c.tensor_parallel, c.pipeline_parallel) for c in one.candidates} == {(1, 1)}
+    box = llmsim.plan("llama-3.1-8b", "l4", tpot_slo_s=0.05, batch_sizes=[1, 16])
+    assert max(c.tensor_parallel * c.pipeline_parallel for c in box.candidates) == 8
+    serving = llmsim.plan_serving("llama-3.1-8b", "rtx-4090", request_rate=1.0, tpot_slo_s=0.05, prompt_len=256,
+                                  gen_len=16, num_requests=20, max_num_seqs=[8])
+    assert [c.tensor_parallel for c in serving.candidates] == [1]
+    with pytest.raises(HardwareError, match="more GPUs than its gpus_per_node=1 need a link between nodes"):
+        llmsim.plan("llama-3.1-8b", "rtx-4090", tpot_slo_s=0.05, batch_sizes=[1], tensor_parallel=[2])

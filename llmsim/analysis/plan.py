@@ -102,18 +102,19 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
     if price is None and "usd_per_hour" in hw.price:
         price = hw.price["usd_per_hour"].value
     batches = _choices("batch_sizes", batch_sizes, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], BATCH_MAX)
-    # a device whose file has no [interconnect] (cpu-generic: one socket) is not split unless asked (then the
-    # missing link is named)
-    linked = bool(hw.interconnect)
+    # by default a replica stays within what the file links (cpu-generic, one socket: 1; a PCIe box without an
+    # inter-node link: gpus_per_node); a split past it asked for by name is refused, the missing link named
+    linked = hw.linked_gpus
     tps = _choices("tensor_parallel", tensor_parallel, [t for t in (1, 2, 4, 8, 16) if t <= max_gpus and (
-        linked or t == 1)])
+        t <= linked)])
     pps = _choices("pipeline_parallel", pipeline_parallel, [p for p in (1, 2, 4, 8) if p <= max_gpus and (
-        linked or p == 1)])
+        p <= linked)])
     candidates: list[PlanCandidate] = []
     skipped: dict[str, None] = {}  # why a split was left out (it does not divide the model)
     for tp in tps:
         for pp in pps:
-            if tp * pp > max_gpus:
+            asked = (tp if tensor_parallel is not None else 1) * (pp if pipeline_parallel is not None else 1)
+            if tp * pp > max_gpus or (asked <= linked < tp * pp):  # a default degree past the link: left out
                 continue
             for batch in batches:
                 try:

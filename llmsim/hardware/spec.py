@@ -19,6 +19,7 @@ and values outside a plausibility range (a bandwidth written in GB/s instead of 
 
 from __future__ import annotations
 
+import math
 import os
 from itertools import pairwise
 from pathlib import Path
@@ -215,6 +216,19 @@ class HardwareSpec(BaseModel):
         if key == "graph_replay_per_kernel_s":
             return self.overhead["kernel_launch_s"].value
         return 0.0
+
+    @property
+    def linked_gpus(self) -> float:
+        """The most devices the file can link into one replica: 1 without an [interconnect]; gpus_per_node
+        without an inter-node link (an L4's or RTX 4090's PCIe box: no NVLink between nodes named); else no bound
+        (inf). A plan's default search stays within it; a split past it asked for by name is refused
+        (interconnect_value names the missing link)."""
+        if not self.interconnect:
+            return 1
+        per_node = self.interconnect.get("gpus_per_node")
+        if per_node is not None and "inter_node_bandwidth_bytes_per_s" not in self.interconnect:
+            return per_node.value
+        return math.inf
 
     def interconnect_value(self, key: str) -> float:
         if not self.interconnect:  # no section at all (a one-device file: cpu-generic, a copy without it)

@@ -289,9 +289,9 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
     price = usd_per_gpu_hour
     if price is None and "usd_per_hour" in hw.price:
         price = hw.price["usd_per_hour"].value
-    # a device whose file has no [interconnect] (cpu-generic: one socket) is not split unless asked
+    # by default a replica stays within what the file links (HardwareSpec.linked_gpus); one asked for is checked
     tps = tensor_parallel if tensor_parallel is not None else [
-        t for t in (1, 2, 4, 8) if t <= max_gpus and (t == 1 or hw.interconnect)]
+        t for t in (1, 2, 4, 8) if t <= max_gpus and t <= hw.linked_gpus]
     seqs = max_num_seqs if max_num_seqs is not None else [64, 256]
     pps = [1] if pipeline_parallel is None else pipeline_parallel
     for name, values in (("tensor_parallel", tps), ("max_num_seqs", seqs), ("pipeline_parallel", pps)):
