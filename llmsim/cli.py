@@ -263,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "lognormal:MEAN:STD (default: 512)")
     p.add_argument("--gen-len", default=None, help="as --prompt-len (default: 128)")
     p.add_argument("--lengths-csv", help="a CSV of prompt_len,gen_len (or input_len,output_len) pairs")
-    p.add_argument("--num-requests", type=_positive_int, default=1000)
+    p.add_argument("--num-requests", type=_positive_int, help="default 1000, or each row of --lengths-csv once")
     p.add_argument("--arrival", choices=("poisson", "constant", "gamma"), default="poisson")
     p.add_argument("--burstiness", type=float, default=1.0, help="gamma arrivals' shape (1: Poisson)")
     p.add_argument("--ramp-s", type=float, default=0.0, help="closed loop: clients start evenly over this many s")

@@ -286,6 +286,18 @@ def test_lengths_from_csv(tmp_path) -> None:
     excel.write_bytes("prompt_len, gen_len\r\n100, 5\r\n300, 7\r\n".encode("utf-8-sig"))
     r = llmsim.serve(MODEL, GPU, concurrency=2, lengths_csv=str(excel), num_requests=3)
     assert r.requests["prompt_len"].tolist() == [100, 300, 100] and r.requests["gen_len"].tolist() == [5, 7, 5]
+    # without num_requests, every row once (it was the first 1000 rows of any trace, silently)
+    r = llmsim.serve(MODEL, GPU, concurrency=2, lengths_csv=str(excel))
+    assert r.num_requests == 2 and r.requests["prompt_len"].tolist() == [100, 300]
+    # which column to read would be a guess: refused, naming what is wrong
+    for text, match in (("prompt_len,gen_len,prompt_len\n100,10,5\n", "names the column 'prompt_len' twice"),
+                        ("prompt_len,gen_len,input_len,output_len\n100,10,5,5\n", "has both prompt_len/gen_len"),
+                        ("prompt_len,gen_len\n100,10,5\n", "line 2 has 3 fields, the header 2"),
+                        ("prompt_len,gen_len\n100,10\n200\n", "line 3 has 1 fields, the header 2")):
+        bad = tmp_path / "bad.csv"
+        bad.write_text(text)
+        with pytest.raises(OptionError, match=match):
+            llmsim.serve(MODEL, GPU, concurrency=2, lengths_csv=str(bad))
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

@@ -198,7 +198,7 @@ def _pool(name: str, value: Any) -> Pool:
 
 def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *, engine: str | None = None,
                         request_rate: float | None = None, concurrency: int | None = None, prompt_len: Any = None,
-                        gen_len: Any = None, num_requests: int = 1000, arrival: str = "poisson",
+                        gen_len: Any = None, num_requests: int | None = None, arrival: str = "poisson",
                         burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
                         kv_transfer_bytes_per_s: float | None = None, gpu_memory_utilization: float | None = None,
                         block_size: int | None = None, async_scheduling: bool | None = None,

@@ -26,6 +26,7 @@ from .token_gaps import inter_token_gaps
 from .workload import arrival_times, draw_lengths, lengths_from_csv
 
 DEFAULT_PROMPT_LEN, DEFAULT_GEN_LEN = 512, 128  # serve()'s lengths when neither they nor lengths_csv are given
+DEFAULT_NUM_REQUESTS = 1000  # serve()'s requests without lengths_csv (with it: each row once)
 # The most requests one run simulates: 10 M requests take minutes and a few GB (arrays of one entry per request);
 # a larger count is a typo or a job for sampling, refused with this bound rather than run out of memory.
 MAX_REQUESTS = 10_000_000
@@ -51,7 +52,7 @@ def _step_cost(model: ModelSpec, hardware: HardwareSpec, cost: CostOptions, exec
 
 
 def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate: float | None = None,
-          concurrency: int | None = None, prompt_len: Any = None, gen_len: Any = None, num_requests: int = 1000,
+          concurrency: int | None = None, prompt_len: Any = None, gen_len: Any = None, num_requests: int | None = None,
           arrival: str = "poisson", burstiness: float = 1.0, lengths_csv: str | None = None, seed: int = 0,
           max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
           gpu_memory_utilization: float | None = None, block_size: int | None = None, ramp_s: float = 0.0,
@@ -71,7 +72,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     loop's clients send their first requests evenly over ramp_s seconds (0: all at once).
     Lengths: prompt_len and gen_len (default 512 and 128), each an integer, a list, or "uniform:LOW:HIGH" /
     "normal:MEAN:STD" / "lognormal:MEAN:STD"; or lengths_csv, a CSV of (prompt_len, gen_len) pairs (not with
-    prompt_len or gen_len). seed: the draws.
+    prompt_len or gen_len). num_requests: default 1000, or each row of lengths_csv once (given: the rows repeated in
+    order, or the first num_requests). seed: the draws.
     shared_prefix_len, prefix_groups: every prompt starts with one of prefix_groups shared prefixes (a system
     prompt, a few-shot preamble) of that many tokens, drawn per request; prefix_caching (on, as vLLM V1,
     SGLang's radix cache and TensorRT-LLM's block reuse run by default) computes each prefix once.
@@ -205,7 +207,6 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
                   num_requests: Any, arrival: str, burstiness: Any, lengths_csv: Any, seed: Any,
                   ramp_s: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int | None]:
     """Checked lengths and arrival times (a closed loop's: its clients' first requests) of every request."""
-    count = check_one("num_requests", num_requests, 1, MAX_REQUESTS)
     if (request_rate is None) == (concurrency is None):
         raise OptionError("give exactly one of request_rate (requests per second) and concurrency (clients)")
     _check_load_options(request_rate is not None, arrival, burstiness, ramp_s)
@@ -218,8 +219,13 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
         if given:  # the CSV's lengths would silently replace them
             raise OptionError(f"lengths_csv={str(lengths_csv)!r} gives every request's lengths: drop "
                               f"{' and '.join(given)}, or drop lengths_csv")
-        prompts, gens = lengths_from_csv(lengths_csv, count)
+        prompts, gens = lengths_from_csv(lengths_csv)
+        # every row once by default; num_requests more rows repeats them in order, fewer takes the first ones
+        count = len(prompts) if num_requests is None else check_one("num_requests", num_requests, 1, MAX_REQUESTS)
+        prompts, gens = np.resize(prompts, count), np.resize(gens, count)
     else:
+        count = check_one("num_requests", DEFAULT_NUM_REQUESTS if num_requests is None else num_requests, 1,
+                          MAX_REQUESTS)
         prompt_len = DEFAULT_PROMPT_LEN if prompt_len is None else prompt_len
         gen_len = DEFAULT_GEN_LEN if gen_len is None else gen_len
         sizes = [np.size(v) for v in (prompt_len, gen_len) if isinstance(v, (list, tuple, np.ndarray))]

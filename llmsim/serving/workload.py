@@ -89,34 +89,48 @@ def _from_distribution(field: str, spec: str, count: int, rng: np.random.Generat
     return lengths
 
 
-def lengths_from_csv(path: str | Path, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """(prompt_len, gen_len) of `count` requests from a CSV of measured pairs, repeated in order."""
+def lengths_from_csv(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """(prompt_len, gen_len) of every row of a CSV of measured pairs, in order. Its header names one pair of
+    columns, prompt_len and gen_len or input_len and output_len (other columns are left alone); a header that
+    names a column twice or both pairs, or a row with more fields than the header, is refused (which to read
+    would be a guess)."""
     path = Path(path)
     if not path.is_file():
         raise OptionError(f"lengths_csv={str(path)!r} is not a file")
     try:
         # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the first column's name
         with path.open(newline="", encoding="utf-8-sig") as f:
-            rows = [{(k or "").strip(): v for k, v in row.items()} for row in csv.DictReader(f, skipinitialspace=True)]
+            table = list(csv.reader(f, skipinitialspace=True))
     except UnicodeDecodeError:
         raise OptionError(f"lengths_csv={str(path)!r} is not a UTF-8 text CSV") from None
-    if not rows:
+    table = [row for row in table if row]  # blank lines
+    header = [name.strip() for name in table[0]] if table else []
+    if len(table) < 2:
         raise OptionError(f"lengths_csv={str(path)!r} has no rows")
-    columns = set(rows[0])
-    for prompt_col, gen_col in (("prompt_len", "gen_len"), ("input_len", "output_len")):
-        if {prompt_col, gen_col} <= columns:
-            break
-    else:
+    twice = sorted({name for name in header if header.count(name) > 1 and name})
+    if twice:
+        raise OptionError(f"lengths_csv={str(path)!r} names the column {twice[0]!r} twice; name each column once")
+    pairs = [pair for pair in (("prompt_len", "gen_len"), ("input_len", "output_len")) if set(pair) <= set(header)]
+    if not pairs:
         raise OptionError(f"lengths_csv={str(path)!r} needs columns prompt_len and gen_len (or input_len and "
-                          f"output_len); it has {sorted(columns)}")
+                          f"output_len); it has {sorted(header)}")
+    if len(pairs) == 2:
+        raise OptionError(f"lengths_csv={str(path)!r} has both prompt_len/gen_len and input_len/output_len: keep "
+                          "one pair")
+    prompt_col, gen_col = pairs[0]
+    at_prompt, at_gen = header.index(prompt_col), header.index(gen_col)
+    for line, row in enumerate(table[1:], start=2):
+        if len(row) > len(header) or len(row) <= max(at_prompt, at_gen):
+            raise OptionError(f"lengths_csv={str(path)!r} line {line} has {len(row)} fields, the header "
+                              f"{len(header)}")
     try:
-        prompt = np.array([int(r[prompt_col]) for r in rows])
-        gen = np.array([int(r[gen_col]) for r in rows])
-    except (TypeError, ValueError):
+        prompt = np.array([int(row[at_prompt]) for row in table[1:]])
+        gen = np.array([int(row[at_gen]) for row in table[1:]])
+    except (TypeError, ValueError, IndexError):
         raise OptionError(f"lengths_csv={str(path)!r}: {prompt_col} and {gen_col} must be whole numbers") from None
     if np.any(prompt < 1) or np.any(gen < 1):
         raise OptionError(f"lengths_csv={str(path)!r}: every length must be >= 1")
-    return np.resize(prompt, count), np.resize(gen, count)
+    return prompt, gen
 
 
 MIN_REQUEST_RATE = 1e-5  # requests per second: about one a day
