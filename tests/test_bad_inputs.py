@@ -359,6 +359,11 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("serve-ramp-open-loop", _serve(request_rate=1, ramp_s=5), OptionError,
      "ramp_s=5 applies to a closed loop"),  # was: ignored
     ("serve-negative-ramp-open-loop", _serve(request_rate=1, ramp_s=-5), OptionError, "ramp_s=-5 applies to a"),
+    ("serve-ramp-past-rounding", _serve(concurrency=4, ramp_s=1e20), OptionError,
+     r"ramp_s=1e\+20 must be a number of seconds in 0\.\.1e\+07"),  # was: TTFT mean 14.5 below p50 17.0 (0s)
+    ("disaggregated-kv-link-past-rounding", lambda: llmsim.serve_disaggregated(
+        MODEL, GPU, {}, {}, request_rate=1.0, num_requests=2, kv_transfer_bytes_per_s=1e-300), OptionError,
+     "kv_transfer_bytes_per_s=1e-300 must be at least 1e\\+06 byte/s"),  # was: overflow warning, TTFT inf, TPOT 0
     ("serve-burstiness-poisson", _serve(request_rate=1, burstiness=3.0), OptionError,
      "burstiness=3.0 applies to arrival='gamma' only"),  # was: ignored (Poisson arrivals)
     ("serve-arrival-closed-loop", _serve(concurrency=2, arrival="gamma"), OptionError,

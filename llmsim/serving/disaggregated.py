@@ -51,6 +51,8 @@ from .serve import _result, _step_cost, make_workload
 # approximation: the other engines stream the prefill's token once the decode instance admits the request.
 RECOMPUTES_FIRST_TOKEN = ("vllm",)
 
+MIN_KV_TRANSFER_BYTES_PER_S = 1e6  # a KV link slower than 1 MB/s is no deployment (1e-300: inf TTFTs, 0 TPOTs)
+
 # An open loop's sends do not depend on the decode pool: the prefill pool runs first, then the decode pool, each
 # engine on its own (faster than the coupled run, and the same; the tests run both)
 _OPEN_LOOP_IN_SEQUENCE = True
@@ -244,6 +246,9 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                      else f"the inter-node link: {gpus} GPUs exceed one node of {per_node:g}")
     else:
         link = check_positive("kv_transfer_bytes_per_s", kv_transfer_bytes_per_s, "byte/s")
+        if link < MIN_KV_TRANSFER_BYTES_PER_S:  # slower, a transfer's seconds swallow the steps in float rounding
+            raise OptionError(f"kv_transfer_bytes_per_s={kv_transfer_bytes_per_s!r} must be at least "
+                              f"{MIN_KV_TRANSFER_BYTES_PER_S:g} byte/s (1 MB/s)")
         link_name = "kv_transfer_bytes_per_s as given"
 
     def engine_of(pool: Pool, name: str, longest: int) -> tuple[Any, Any, CostOptions, int]:

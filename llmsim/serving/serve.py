@@ -26,6 +26,7 @@ from .token_gaps import inter_token_gaps
 from .workload import arrival_times, draw_lengths, lengths_from_csv
 
 DEFAULT_PROMPT_LEN, DEFAULT_GEN_LEN = 512, 128  # serve()'s lengths when neither they nor lengths_csv are given
+MAX_RAMP_S = 1e7  # seconds: a closed loop's ramp, at most about 4 months (the clock keeps 1e-9 s resolution)
 DEFAULT_NUM_REQUESTS = 1000  # serve()'s requests without lengths_csv (with it: each row once)
 # The most requests one run simulates: 10 M requests take minutes and a few GB (arrays of one entry per request);
 # a larger count is a typo or a job for sampling, refused with this bound rather than run out of memory.
@@ -241,8 +242,9 @@ def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_l
     if request_rate is not None:
         return prompts, gens, arrival_times(request_rate, count, arrival, burstiness, rng), None
     concurrency = check_one("concurrency", concurrency, 1)
-    if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not (np.isfinite(ramp_s) and ramp_s >= 0):
-        raise OptionError(f"ramp_s={ramp_s!r} must be a finite number of seconds >= 0")
+    if isinstance(ramp_s, bool) or not isinstance(ramp_s, (int, float)) or not 0 <= ramp_s <= MAX_RAMP_S:
+        # past it the first requests' send times swallow the steps in float rounding (1e20 s: TTFTs of 0)
+        raise OptionError(f"ramp_s={ramp_s!r} must be a number of seconds in 0..{MAX_RAMP_S:g} (about 4 months)")
     return prompts, gens, np.arange(min(concurrency, count)) * (ramp_s / concurrency), concurrency
 
 
