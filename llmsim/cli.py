@@ -638,6 +638,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "profile":
         return _profile(args)
     options = _options(args)
+    if options.get("pipeline_decode") is not None and args.command not in ("simulate", "plan"):
+        raise LlmsimError(f"--pipeline-decode applies to simulate --pipeline-parallel (and plan's pipeline splits); "
+                          f"{args.command} runs no pipeline stages of its own, so it would be ignored")
     from .cli_whatif import run
 
     code = run(args, options)

@@ -15,7 +15,7 @@ from ..engines.catalog import check_tables_device, engine_on
 from ..hardware.spec import HardwareSpec, load_hardware
 from ..models.dtype_default import served_model
 from ..models.loading import load_model
-from ..models.spec import ModelSpec
+from ..models.spec import ModelSpec, MoESpec
 from ..timing.phases import PhaseTotals, decode_totals, pipelined, prefill_totals
 from ..timing.roofline import BOUNDS, ExecutionOptions, Roofline
 from .memory import footprint, stage_weights_bytes
@@ -56,7 +56,23 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
                           "measured tables; give efficiency='achievable' to time ops from them")
     check_tables_device(hw, execution.tables)
     _check_precision(spec, hw, cost)
+    check_moe_options(spec, given)
     return spec, hw, cost, execution
+
+
+# the execution options that choose how experts run, and their defaults: on a model without experts they would be
+# reported and ignored
+MOE_ONLY_OPTIONS = {"mxfp4_moe_kernel": "default", "fp8_block_moe_kernel": "default", "moe_routing": "model"}
+
+
+def check_moe_options(spec: ModelSpec, given: dict[str, Any]) -> None:
+    """Refuse an option of MOE_ONLY_OPTIONS changed from its default on a model without experts."""
+    from ..errors import OptionError
+
+    changed = [k for k, default in MOE_ONLY_OPTIONS.items() if k in given and given[k] != default]
+    if changed and not any(isinstance(g.layer.mlp, MoESpec) for g in spec.layer_groups):
+        raise OptionError(f"{changed[0]}={given[changed[0]]!r}: the model has no experts (every MLP is dense); "
+                          f"leave {changed[0]} at {MOE_ONLY_OPTIONS[changed[0]]!r}")
 
 
 def _check_precision(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions) -> None:

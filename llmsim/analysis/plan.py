@@ -111,6 +111,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
         p <= linked)])
     candidates: list[PlanCandidate] = []
     skipped: dict[str, None] = {}  # why a split was left out (it does not divide the model)
+    unpipelined = {k: v for k, v in options.items() if k != "pipeline_decode"}  # one stage: nothing in flight
     for tp in tps:
         for pp in pps:
             asked = (tp if tensor_parallel is not None else 1) * (pp if pipeline_parallel is not None else 1)
@@ -120,7 +121,8 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
                 try:
                     r = simulate(spec, hw, batch_size=batch, prompt_len=prompt_len, gen_len=gen_len,
                                  tensor_parallel=tp, pipeline_parallel=pp,
-                                 num_microbatches=default_microbatches(batch, pp), **options)
+                                 num_microbatches=default_microbatches(batch, pp),
+                                 **(options if pp > 1 else unpipelined))
                 except OptionError as exc:  # all but the split was checked above: this split does not divide
                     skipped[str(exc)] = None  # the model; larger batches will not help
                     break

@@ -61,6 +61,12 @@ def simulate(model: Any, hardware: Any, batch_size: int = 1, prompt_len: int = 5
     times), the result's assumptions say which (see timing.phases.pipelined); data_parallel=r runs r replicas,
     each with `batch_size` sequences. Times are per replica; throughput counts all replicas; memory is per GPU.
     """
+    if options.get("pipeline_decode") == "lockstep" and pipeline_parallel == 1 and num_microbatches in (
+            None, 1):  # one stage, one micro-batch: nothing is in flight, the option would be ignored
+        from ..errors import OptionError
+
+        raise OptionError(f"pipeline_decode={options['pipeline_decode']!r} applies under pipeline_parallel > 1 (or "
+                          "num_microbatches > 1); give pipeline_parallel, or leave pipeline_decode")
     fast = fast_simulate(model, hardware, batch_size, prompt_len, gen_len, pipeline_parallel, num_microbatches,
                          data_parallel, options)
     if fast is not None:  # one workload by the scalar fast path: the same result (tests/test_fast_paths.py)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from ..analysis.evaluation import check_moe_options
 from ..analysis.simulate import resolve
 from ..cost.workload import CostOptions, check_count
 from ..errors import OptionError, check_positive, first_validation_error
@@ -256,6 +257,11 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         of one rank each (approximation: ranks symmetric, serving.data_parallel)."""
         cost = CostOptions.make(**{**base.model_dump(), "tensor_parallel": pool.tensor_parallel,
                                    "expert_parallel": pool.expert_parallel})
+        if pool.fp8_block_moe_kernel is not None:  # as resolve() checks the call's own
+            try:
+                check_moe_options(spec, {"fp8_block_moe_kernel": pool.fp8_block_moe_kernel})
+            except OptionError as exc:
+                raise OptionError(f"{name}: {exc}") from None
         try:
             cost, dp = rank_options(spec, cost, pool.attention_data_parallel)
             pool_execution = execution if pool.fp8_block_moe_kernel is None else ExecutionOptions.make(

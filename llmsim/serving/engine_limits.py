@@ -260,6 +260,10 @@ def _adp_balance(engine: str, data_parallel: Any, enable: Any, timeout_iters: An
     timeout = check_one("attention_dp_timeout_iters", timeout_iters, 0)
     batching = check_one("attention_dp_batching_wait_iters", batching_wait_iters, 0)
     if not enable:
+        if (timeout, batching) != (50, 10):  # TensorRT-LLM's defaults: a changed counter would be ignored
+            raise OptionError(f"attention_dp_timeout_iters={timeout} / attention_dp_batching_wait_iters={batching} "
+                              "tune TensorRT-LLM's attention data-parallel balance: give attention_dp_balance=True "
+                              "too, or leave them at 50 / 10")
         return None
     if engine != "trtllm":
         raise OptionError(f"attention_dp_balance is TensorRT-LLM's attention_dp_config enable_balance; engine "

@@ -118,6 +118,10 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     ranks' tokens; the per-request table holds every request, the step table sums the ranks.
     options: as simulate() (tensor_parallel, expert_parallel, dtypes, tables, ...).
     """
+    if options.get("pipeline_decode") == "lockstep":  # StepCost.step_s: micro-batches always in flight
+        raise OptionError(f"pipeline_decode={options['pipeline_decode']!r}: serve() runs pipeline stages with "
+                          "micro-batches in flight across steps, as vLLM does (steady); pipeline_decode is "
+                          "simulate()'s")
     spec, hw, cost, execution = resolve(model, hardware, engine, **options)
     frontend = frontend_seconds(execution.engine or "vllm", frontend_s)
     stages = check_one("pipeline_parallel", pipeline_parallel, 1)
