@@ -464,3 +464,14 @@ def test_a_folder_of_another_engines_tables_says_it_stands_in(tmp_path: Path) ->
     assert note in sglang.roofline_reasons and f"  tables      {note}" in str(sglang)
     vllm = llmsim.simulate("llama-3.1-8b", "l40s", engine="vllm", **kw)
     assert not any("stand in" in why for why in vllm.roofline_reasons)  # its own engine's: nothing to say
+
+
+def test_one_op_says_why_it_is_on_the_roofline() -> None:
+    """`llmsim op` timed an attention of head dim 96 on the roofline (19.69 us) without saying why, while head dim
+    128 read SGLang's prefill attention table (74.83 us): the result now carries the reason, as simulate() does."""
+    off = llmsim.op_cost("attention", "h100-sxm", batch=8, heads=16, head_dim=96, q_len=577, engine="sglang")
+    on = llmsim.op_cost("attention", "h100-sxm", batch=8, heads=16, head_dim=128, q_len=577, engine="sglang")
+    assert off.source == "roofline" and off.source_reason == "no prefill attention table for head dim 96 (engine " \
+        "sglang on h100-sxm)"
+    assert "timed by roofline (no prefill attention table for head dim 96" in str(off)
+    assert on.source == "sglang prefill_attention" and on.source_reason == ""

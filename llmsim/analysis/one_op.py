@@ -55,6 +55,7 @@ class OneOpCost(BaseModel):
     flops_share_of_peak: float  # achieved / peak FLOP/s
     bandwidth_share_of_peak: float  # achieved / peak bytes/s
     source: str  # "roofline" or the measured table it was read from ("vllm gemm")
+    source_reason: str = ""  # on the roofline: why no measured table timed it (empty: none asked, or a table did)
     fused_bytes_saved: float  # fused with a neighbour: its output's write + read back (attention: see fused_what)
     fused_time_saved_s: float
     fused_what: str  # what the fusion saving is against
@@ -71,7 +72,8 @@ class OneOpCost(BaseModel):
             f"FLOP/B ({self.peak_flops_per_s / 1e12:.4g} TFLOP/s / {self.peak_bandwidth_bytes_per_s / 1e12:.3g} TB/s); "
             f"{self.achievable_ridge_point:.3g} at the achievable rates, where the bound below flips",
             f"  time        {_fmt_s(self.time_s)}, {self.bound}-bound (of which compute {_fmt_s(self.compute_s)}, "
-            f"memory {_fmt_s(self.memory_s)}, overhead {_fmt_s(self.overhead_s)}); timed by {self.source}",
+            f"memory {_fmt_s(self.memory_s)}, overhead {_fmt_s(self.overhead_s)}); timed by {self.source}"
+            + (f" ({self.source_reason})" if self.source == "roofline" and self.source_reason else ""),
             f"  reaches     {self.achieved_flops_per_s / 1e12:.4g} TFLOP/s ({self.flops_share_of_peak:.1%} of peak), "
             f"{self.achieved_bandwidth_bytes_per_s / 1e12:.4g} TB/s ({self.bandwidth_share_of_peak:.1%} of peak): "
             f"{reach:.1%} of peak {of}",
@@ -151,6 +153,7 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
                                         outputs=outs, flops_per_element=flops, ab=ab)
             words = f"{list(dims)} x {flops} FLOP/element, {ins} in, {outs} out"
     totals = _one_pass(roofline, _OneOp(op), ())
+    where, why = roofline.source_of(op)
     part = {key: float(values[0]) for key, values in totals.per_op.items()}
     matrix = part["matmul_flops"] > 0  # matmuls and attention run on the matrix unit
     peak = hw.matrix_peak_flops_per_s(op.precision) if matrix else hw.vector_peak_flops_per_s(op.precision)
@@ -168,7 +171,8 @@ def op_cost(kind: str, hardware: Any, dtype: str = "bfloat16", *, shape: Any = N
         bound=max(terms, key=lambda t: terms[t]), time_s=time_s, compute_s=terms["compute"], memory_s=terms["memory"],
         overhead_s=terms["overhead"], achieved_flops_per_s=flops_total / time_s,
         achieved_bandwidth_bytes_per_s=moved / time_s, flops_share_of_peak=flops_total / time_s / peak,
-        bandwidth_share_of_peak=moved / time_s / bandwidth, source=roofline.source_of(op)[0],
+        bandwidth_share_of_peak=moved / time_s / bandwidth, source=where,
+        source_reason=why if where == "roofline" else "",
         fused_bytes_saved=saved, fused_what=_FUSED_WHAT["attention" if kind == "attention" else "other"],
         fused_time_saved_s=saved / roofline.bandwidth_for(op.kind) + fused_launches * roofline.launch_s,
     )
