@@ -172,6 +172,11 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("ops-seq-past-context", _build_ops(seq_len=10**7), OptionError, "exceeds the model's context"),
     ("misspelt-option", _build_ops(atention="math"), OptionError, "option='atention' is not allowed"),
     ("simulate-zero-batch", _simulate(batch_size=0), OptionError, r"batch_size=0 must be an integer in 1\.\."),
+    # Qwen3-235B-A22B-FP8's experts (1536 wide, 128x128 scale blocks) at TP 8 without EP: 192 per GPU, which vLLM
+    # refuses ("output_size ... = 192 is not divisible by weight quantization block_n = 128"); was: TPOT 43.95 ms
+    ("simulate-tp-cuts-fp8-scale-blocks", lambda: llmsim.simulate("qwen3-235b-a22b-fp8", "h200", tensor_parallel=8,
+                                                                 batch_size=1, prompt_len=16, gen_len=2), OptionError,
+     "expert intermediate_size=1536 over 8 GPUs is 192 per GPU, not whole 128x128 scale blocks"),
     # options that would be reported and ignored (the same numbers) are refused by name
     ("simulate-moe-kernel-on-dense", _simulate(mxfp4_moe_kernel="marlin"), OptionError,
      "mxfp4_moe_kernel='marlin': the model has no experts"),

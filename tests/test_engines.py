@@ -464,6 +464,14 @@ def test_a_folder_of_another_engines_tables_says_it_stands_in(tmp_path: Path) ->
     assert note in sglang.roofline_reasons and f"  tables      {note}" in str(sglang)
     vllm = llmsim.simulate("llama-3.1-8b", "l40s", engine="vllm", **kw)
     assert not any("stand in" in why for why in vllm.roofline_reasons)  # its own engine's: nothing to say
+    # a shipped set by name, another engine's: said the same way (it was silent)
+    named = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="sglang", batch_size=1, prompt_len=64, gen_len=4,
+                            tables="trtllm")
+    assert ("tables trtllm: measured under engine trtllm; they stand in for engine sglang's kernels, whose own "
+            "differ (approximation)") in named.roofline_reasons
+    own = llmsim.simulate("llama-3.1-8b", "h100-sxm", engine="sglang", batch_size=1, prompt_len=64, gen_len=4,
+                          tables="sglang")
+    assert not any("stand in" in why for why in own.roofline_reasons)
 
 
 def test_one_op_says_why_it_is_on_the_roofline() -> None:

@@ -328,3 +328,11 @@ def test_an_all_reduce_the_gb200_tables_lack_reads_the_gb300s_on_the_same_nvlink
     sources = {op.name: op.source for op in r.decode.ops if op.kind == "communication"}
     assert sources["layers.attn.all_reduce"] == sources["layers.mlp.all_reduce"] == "trtllm gb300 all_reduce (proxy)"
     assert sources["lm_head.all_gather"] == "roofline"  # NCCL's all-gather: neither device measures 8 GPUs
+
+
+def test_a_split_into_whole_fp8_scale_blocks_runs() -> None:
+    """The same checkpoint at TP 8 with EP 8 (each GPU 16 whole experts) or at TP 4 (1536 / 4 = 384 = 3 blocks of
+    128 per GPU) is what engines run; TP 8 alone is refused (tests/test_bad_inputs.py)."""
+    for split in ({"tensor_parallel": 8, "expert_parallel": 8}, {"tensor_parallel": 4}):
+        r = llmsim.simulate("qwen3-235b-a22b-fp8", "h200", batch_size=1, prompt_len=16, gen_len=2, **split)
+        assert r.tpot_s > 0

@@ -279,7 +279,8 @@ def test_nvfp4_runs_on_fp4_tensor_cores_and_the_measured_table() -> None:
 
 
 def test_fp8_checkpoint_on_a_gpu_without_fp8_runs_weight_only() -> None:
-    r = llmsim.simulate("qwen3-235b-a22b-fp8", "a100-80gb-sxm", tensor_parallel=8, batch_size=1, prompt_len=64,
+    # (TP 4: 1536 / 4 = 384 per GPU, whole 128-wide scale blocks; vLLM checks them on the Marlin path too)
+    r = llmsim.simulate("qwen3-235b-a22b-fp8", "a100-80gb-sxm", tensor_parallel=4, batch_size=1, prompt_len=64,
                         gen_len=2)
     assert "run weight-only" in r.assumptions["weights"] and "no fp8 matrix unit" in r.assumptions["weights"]
     # fp8 Marlin (weight-only): the A100's TensorRT-LLM int8 weight-only GEMM rows stand in, and say so

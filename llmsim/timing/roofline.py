@@ -453,11 +453,14 @@ def _measured_timing(hardware: HardwareSpec, execution: ExecutionOptions) -> tup
         return None, ""
     timing, note = _timing_of(hardware.name, execution.tables, execution.table_families, execution.fp8_scales,
                               execution.mxfp4_moe_kernel, execution.fp8_block_moe_kernel, execution.moe_routing)
-    if timing is not None and not note and Path(execution.tables).is_dir():  # a folder of the user's
+    if timing is not None and not note:
         from ..engines.catalog import ENGINES
 
         wanted = ENGINES[execution.engine].tables if execution.engine in ENGINES else None
-        measured = {table.provenance.get("engine") for table in timing.kernels.tables.values()} - {None}
+        if Path(execution.tables).is_dir():  # a folder of the user's
+            measured = {table.provenance.get("engine") for table in timing.kernels.tables.values()} - {None}
+        else:  # a shipped set by name
+            measured = {execution.tables}
         if wanted and measured and wanted not in measured:  # another engine's kernels: said, not silent
             under = ", ".join(sorted(str(e) for e in measured))
             note = (f"tables {execution.tables}: measured under engine {under}; they stand in for engine "

@@ -67,6 +67,38 @@ class ParallelBlocks:
             if isinstance(group.layer.mlp, MoESpec) and self.ep_degree > 1:
                 self._check_expert_split(group.layer.mlp)
         check_expert_parallel(model, self.ep_degree)
+        self._check_scale_blocks(model)
+
+    def _check_scale_blocks(self, model: ModelSpec) -> None:
+        """Refuse a split that cuts a block-scaled checkpoint's scale blocks (fp8 weight_block_size [128, 128]):
+        each GPU's share of an MLP's or the experts' intermediate size must be whole blocks, as vLLM requires ("The
+        output_size of gate's and up's weight = 192 is not divisible by weight quantization block_n = 128":
+        Qwen3-235B-A22B-FP8's experts, 1536 wide, at tensor_parallel 8 without expert parallelism)."""
+        quantization = model.quantization
+        if quantization is None:
+            return
+        t, e = self.tp_degree, self.ep_degree
+        for group in model.layer_groups:
+            mlp = group.layer.mlp
+            parts: list[tuple[str, str, int, int]] = []  # (role, field, width, GPUs it is split over)
+            if isinstance(mlp, MoESpec):
+                parts.append(("experts", "expert intermediate_size", mlp.expert.intermediate_size, t // e))
+                if mlp.shared is not None:
+                    parts.append(("shared_experts", "shared expert intermediate_size", mlp.shared.intermediate_size,
+                                  t))
+            elif mlp is not None:
+                parts.append(("mlp", "intermediate_size", mlp.intermediate_size, t))
+            for role, field, width, split in parts:
+                fmt = quantization.format_of(role)
+                if split <= 1 or fmt is None or fmt.granularity != "block":
+                    continue
+                share, block = width // split, max(fmt.block)
+                if share % block:
+                    hint = " or a larger expert_parallel" if role == "experts" else ""
+                    raise OptionError(f"tensor_parallel={t}: {field}={width} over {split} GPUs is {share} per GPU, "
+                                      f"not whole {fmt.block[0]}x{fmt.block[1]} scale blocks of the checkpoint's "
+                                      f"weight_block_size (engines refuse it); choose a smaller tensor_parallel"
+                                      f"{hint}")
 
     def _check_expert_split(self, moe: MoESpec) -> None:
         """Refuse an expert-parallel split (ep > 1) the MoE layer cannot take: ep must divide the experts and
