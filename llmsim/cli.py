@@ -685,9 +685,10 @@ def _run(args: argparse.Namespace) -> int:
             ("--mixed-batches / --no-mixed-batches", args.mixed_batches is not None),
             ("--reserve-output / --no-reserve-output", args.reserve_output is not None)) if given]
         if aggregated_only:  # serve_disaggregated takes none of them: refused, not dropped
+            per_pool = any(flag in ("--max-num-seqs", "--max-num-batched-tokens") for flag in aggregated_only)
             raise LlmsimError(f"{', '.join(aggregated_only)}: not modelled for disaggregated serving (--prefill-pool / "
-                              "--decode-pool); per-pool max_num_seqs and max_num_batched_tokens go in the Python "
-                              "API's pool dicts")
+                              "--decode-pool)" + ("; per-pool max_num_seqs and max_num_batched_tokens go in the "
+                                                  "Python API's pool dicts" if per_pool else ""))
         options = {k: v for k, v in options.items() if k not in ("tensor_parallel", "expert_parallel")}
         result = serve_disaggregated(
             args.model, args.hardware, prefill=args.prefill_pool, decode=args.decode_pool,

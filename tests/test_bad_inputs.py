@@ -487,6 +487,19 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("plan-serving-budget-below-sequences", _plan_serving(max_num_batched_tokens=4, tensor_parallel=[1],
                                                           max_num_seqs=[8], num_requests=40), OptionError,
      "max_num_batched_tokens=4 is below max_num_seqs=8"),  # was: exit 0, "relax them or allow more GPUs"
+    ("disaggregated-replicas-at-the-call", lambda: llmsim.serve_disaggregated(
+        MODEL, GPU, {}, {}, concurrency=2, num_requests=2, replicas=2), OptionError,
+     r"decode=\{'replicas': \.\.\.\}\)$"),  # was: decode={'replicas': 1, 'replicas': ...}
+    ("disaggregated-pool-replicas-bool", lambda: llmsim.serve_disaggregated(
+        MODEL, GPU, {"replicas": True}, {}, concurrency=2, num_requests=2), OptionError,
+     "replicas: Input should be a valid integer"),  # was: one replica
+    ("disaggregated-pool-memory-text", lambda: llmsim.serve_disaggregated(
+        MODEL, GPU, {}, {"gpu_memory_utilization": "0.5"}, concurrency=2, num_requests=2), OptionError,
+     "gpu_memory_utilization: Input should be a valid number"),  # was: read as 0.5 (serve() refuses "0.5")
+    ("serve-weights-past-the-gpu", lambda: llmsim.serve("llama-3.1-405b", "a100-40gb-sxm", tensor_parallel=8,
+                                                        concurrency=2, num_requests=2), OptionError,
+     r"the weights alone \(94\.5 GiB per GPU\) exceed its 40\.0 GiB of memory: raise tensor_parallel"),
+    # (was: "... at gpu_memory_utilization=0.9 ...: raise tensor_parallel, gpu_memory_utilization", whose cap is 1)
     ("disaggregated-pool-option-at-the-call", lambda: llmsim.serve_disaggregated(
         MODEL, GPU, {"replicas": 1}, {"replicas": 1}, request_rate=1.0, num_requests=2, max_num_seqs=4),
      OptionError, "max_num_seqs is a per-pool setting"),  # was: "not allowed; choose one of activation_dtype..."

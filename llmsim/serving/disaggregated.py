@@ -155,7 +155,8 @@ class Pool(BaseModel):
     """replicas engine instances of tensor_parallel GPUs each (expert_parallel of them for experts), each of
     attention_data_parallel ranks (serve(attention_data_parallel=...))."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # strict: True, "2" or "0.5" are refused (serve() refuses them), not read as 1, 2 and 0.5
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
     replicas: int = 1
     tensor_parallel: int = 1
     expert_parallel: int = 1
@@ -222,7 +223,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
     per_pool = sorted(set(options) & set(Pool.model_fields))
     if per_pool:  # a pool's own setting given to the call: say where it goes, not the cost options' list
         raise OptionError(f"{per_pool[0]} is a per-pool setting in serve_disaggregated: give it inside the prefill "
-                          f"and/or decode dict (e.g. decode={{'replicas': 1, '{per_pool[0]}': ...}})")
+                          f"and/or decode dict (e.g. decode={{'{per_pool[0]}': ...}})")
     import inspect
 
     from .serve import serve

@@ -221,6 +221,12 @@ def scheduler_limits(model: ModelSpec, hardware: HardwareSpec, options: CostOpti
     blocks, block_bytes, state, per_token, weights = min(pools, key=lambda pool: pool[0])
     state_blocks = -(-int(state) // int(block_bytes)) if state and block_bytes else 0  # per running request
     need = -(-longest_request // block) * (per_token > 0) + state_blocks
+    if blocks < need and weights >= capacity:  # no memory share can help: say what can
+        raise OptionError(
+            f"the weights alone ({weights / _GIB:.1f} GiB per {device_word(hardware.device_type)}"
+            f"{', the draft model' + chr(39) + 's included' if draft is not None else ''}) exceed its "
+            f"{capacity / _GIB:.1f} GiB of memory: raise tensor_parallel (or pipeline_parallel), or use a larger "
+            f"{device_word(hardware.device_type)}")
     if blocks < need:
         holds = (f"{max(blocks, 0) * block} tokens" if per_token > 0 else f"{max(blocks, 0)} sequence states")
         with_state = f" plus its fixed-size state ({state / _GIB:.2f} GiB)" if state else ""
