@@ -328,8 +328,13 @@ def test_bad_inputs_are_refused_in_one_line(kwargs, field) -> None:
 
 
 def test_a_model_that_leaves_no_kv_cache_is_refused() -> None:
-    with pytest.raises(OptionError, match="KV cache holds"):
+    # 70B in bf16 on one 80 GB GPU: the weights alone (131.4 GiB) exceed it
+    with pytest.raises(OptionError, match=r"the weights alone \(131\.4 GiB per GPU\) exceed its 80\.0 GiB"):
         llmsim.serve("llama-3.1-70b", GPU, concurrency=1, prompt_len=1000, gen_len=10, num_requests=1)
+    # on two, 65.7 GiB each fit, but 0.9 x 80 GB leaves no room for the KV cache of the request
+    with pytest.raises(OptionError, match="KV cache holds"):
+        llmsim.serve("llama-3.1-70b", GPU, tensor_parallel=2, concurrency=1, prompt_len=1000, gen_len=10,
+                     num_requests=1, gpu_memory_utilization=0.8)
 
 
 def test_cli_serve_prints_the_table_and_writes_the_plot(tmp_path, capsys) -> None:
