@@ -6,6 +6,8 @@ the step times; the scheduling rules of vLLM's V1 scheduler for the step composi
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -1602,6 +1604,13 @@ def test_a_run_of_one_token_requests_says_tpot_is_not_defined() -> None:
     assert str(r.tpot_s) == "n/a: no request generated a second token"
     assert "TPOT  n/a" in str(r) and "nan" not in str(r).lower()
     assert r.ttft_s.samples == 20  # one TTFT per request
+    # in JSON the undefined figures are null (they were 0.0, read by a consumer as 0 ms), and read back as 0
+    dumped = json.loads(r.model_dump_json())
+    assert dumped["tpot_s"] == {**dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max")), "samples": 0}
+    assert dumped["ttft_s"]["p50"] == r.ttft_s.p50
+    from llmsim.serving.results import ServingResult
+
+    assert ServingResult.model_validate_json(r.model_dump_json()).tpot_s == r.tpot_s
     # two tokens each: one gap per request, 20 TPOT samples and 20 inter-token gaps (1 x 20)
     two = llmsim.serve(MODEL, GPU, request_rate=4.0, num_requests=20, prompt_len=64, gen_len=2)
     assert two.tpot_s.samples == 20 and two.itl_s.samples == 20

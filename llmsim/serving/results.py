@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, field_validator, model_serializer
 
 from ..errors import OptionError, check_positive
 
 
 class Percentiles(BaseModel):
     """A latency distribution in seconds. samples: how many values it summarises; 0 where there is nothing to
-    measure (TPOT and ITL when every request generated one token), its figures then 0, shown as n/a."""
+    measure (TPOT and ITL when every request generated one token), its figures then 0 as attributes, shown as n/a
+    and written as null in JSON (model_dump, --json: a consumer reading 0 ms would take it as a measured time)."""
 
     model_config = ConfigDict(frozen=True)
     mean: float
@@ -22,6 +23,18 @@ class Percentiles(BaseModel):
     p99: float
     max: float
     samples: int
+
+    @field_validator("mean", "p50", "p90", "p95", "p99", "max", mode="before")
+    @classmethod
+    def _null_is_none_measured(cls, value: Any) -> Any:
+        return 0.0 if value is None else value  # read back from JSON: a null figure (no samples) is 0 here
+
+    @model_serializer(mode="wrap")
+    def _none_without_samples(self, handler: Any) -> Any:
+        data = handler(self)
+        if self.samples == 0 and isinstance(data, dict):
+            data.update(dict.fromkeys(("mean", "p50", "p90", "p95", "p99", "max"), None))
+        return data
 
     def __str__(self) -> str:
         if self.samples == 0:
@@ -78,7 +91,8 @@ class ServingResult(BaseModel):
     @property
     def requests(self) -> dict[str, np.ndarray]:
         """Per request: arrival_s, first_token_s, finish_s, prompt_len, gen_len, ttft_s, tpot_s, e2e_s,
-        preemptions (arrays, index = request id)."""
+        preemptions (arrays, index = request id); tpot_s is NaN for a one-token request (no second token: not
+        defined, left out of tpot_s's percentiles)."""
         return dict(self._per_request(self._requests, "requests"))
 
     @property
