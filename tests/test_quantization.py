@@ -287,6 +287,14 @@ def test_fp8_checkpoint_on_a_gpu_without_fp8_runs_weight_only() -> None:
     assert any("int8_wo rows stand in for fp8_wo" in source for source in r.measured_tables.values())
 
 
+def test_an_nvfp4_group_size_other_than_16_is_refused() -> None:
+    """NVFP4 puts one E4M3 scale on every 16 values; a config saying 0 or 128 was read as 16 without a word."""
+    for group in (0, 128, "16"):
+        with pytest.raises(ConfigError, match=f"group_size={group!r} is not allowed; NVFP4 scales every 16"):
+            llmsim.load_model(_llama8b({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": group}))
+    llmsim.load_model(_llama8b({"quant_method": "modelopt", "quant_algo": "NVFP4"}))  # left out: 16
+
+
 def test_unknown_quant_method_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match="quant_method='hqq' is not supported; supported: awq, bitsandbytes"):
         llmsim.load_model(_llama8b({"quant_method": "hqq", "nbits": 4}))

@@ -325,6 +325,10 @@ def _method_formats(qc: Mapping[str, Any], base_bytes: float) -> tuple[str, dict
         skip = [f"re:{fnmatch.translate(p)}" if "*" in p else p
                 for p in _list_field(qc, "exclude_modules", "ignore", "modules_to_not_convert")]
         if algo == "NVFP4":
+            group = qc.get("group_size", BLOCK_SCALED["nvfp4"][0])
+            if group != BLOCK_SCALED["nvfp4"][0] or type(group) is not int:  # the format fixes it: one E4M3 per 16
+                raise ConfigError(f"quantization_config (modelopt NVFP4): group_size={group!r} is not allowed; NVFP4 "
+                                  f"scales every {BLOCK_SCALED['nvfp4'][0]} values (give 16 or leave it out)")
             return method, dict.fromkeys(_LINEAR_ROLES, _fp4_format("nvfp4", True, "modelopt")), skip, False
         if algo == "FP8":  # per-tensor weight and input scales
             fmt = _fp8_format(None, True, method="modelopt")
