@@ -1,6 +1,7 @@
 """The regime of prefill and decode of Llama-3.1-8B on two devices, with the plots.
 
-Run from the repository root: python examples/regime.py  (writes docs/*.png)
+Run: python examples/regime.py  (regenerates the repository's own docs/*.png, the README's plots, wherever it is
+run from: another folder's docs/ is never written)
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from llmsim.analysis.regime import find_crossover, first_limit
 from llmsim.report.plot import breakdown_figure, roofline_figure, sweep_figure
 
 MODEL = "llama-3.1-8b"
-OUT = Path("docs")
+OUT = Path(__file__).resolve().parent.parent / "docs"  # the repository's, not the working folder's
 
 
 def main() -> None:
