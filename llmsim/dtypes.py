@@ -78,6 +78,16 @@ def dtype_bytes(name: str) -> float:
     return DTYPE_BYTES[name]
 
 
+def kv_element_bytes(name: str) -> float:
+    """Bytes per cached key or value element of a canonical KV dtype: a block-scaled 4-bit format adds its
+    scales (nvfp4: one E4M3 byte per 16 values, 0.5 + 1/16 = 0.5625; mxfp4: one E8M0 byte per 32, 0.53125), as
+    its weights carry them. approximation: NVFP4's per-tensor float32 scale is left out (one per layer's cache)."""
+    if name in BLOCK_SCALED:
+        values, scale, _ = BLOCK_SCALED[name]
+        return DTYPE_BYTES[name] + scale / values
+    return DTYPE_BYTES[name]
+
+
 def residual_stream_bytes(activation_dtype: str) -> float:
     """Bytes per element of the hidden state between layers (what tensor-parallel all-reduces sum and pipeline
     stages hand over): the activation dtype's, or 2 where activations are quantized (fp8, nvfp4, int8 are the

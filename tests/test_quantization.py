@@ -386,3 +386,18 @@ def test_qwen3_30b_a3b_gptq_int4_weights_by_hand() -> None:
     layer = attention + experts + 128 * 2048 * 2 + (2 * 2048 + 2 * 128) * 2  # + router, norms (float16)
     total = 48 * layer + 2 * 151936 * 2048 * 2 + 2048 * 2  # + embed_tokens, lm_head, final norm
     assert _weights("qwen3-30b-a3b-gptq-int4") == total == 16_924_176_384
+
+
+def test_a_4_bit_kv_cache_carries_its_block_scales() -> None:
+    """The KV cache in nvfp4 holds an E4M3 scale byte per 16 values (0.5 + 1/16 = 0.5625 bytes per element) and
+    in mxfp4 an E8M0 byte per 32 (0.53125), as 4-bit weights are charged; it was half of fp8's exactly."""
+    spec = llmsim.load_model("llama-3.1-8b")
+    fp8 = spec.kv_cache_bytes(batch_size=32, seq_len=8319, kv_dtype="fp8")  # 1 byte per element
+    assert spec.kv_cache_bytes(batch_size=32, seq_len=8319, kv_dtype="nvfp4") == pytest.approx(fp8 * 0.5625)
+    assert spec.kv_cache_bytes(batch_size=32, seq_len=8319, kv_dtype="mxfp4") == pytest.approx(fp8 * 0.53125)
+    # the decode step's cache reads follow the same bytes
+    r = {kv: llmsim.simulate(spec, "b200", batch_size=32, prompt_len=8192, gen_len=2, kv_dtype=kv)
+         for kv in ("fp8", "nvfp4")}
+    read = {kv: sum(op.bytes for op in res.decode.ops if op.kind == "attention") for kv, res in r.items()}
+    assert read["nvfp4"] < read["fp8"] and r["nvfp4"].memory.kv_cache_bytes == pytest.approx(
+        r["fp8"].memory.kv_cache_bytes * 0.5625)

@@ -104,11 +104,11 @@ def _kv_bytes_function(spec: ModelSpec, kv_dtype: str, tensor_parallel: int) -> 
     plain Python (None where it gives up: the reference method then), or None where the model holds recurrent
     states. The same numbers: numpy multiplies count x B x tokens x values in int64, exact below 2**63 (checked:
     the integer product is the same there), then x the dtype's bytes as a float, and adds the groups in order."""
-    from ..dtypes import canonical_dtype, dtype_bytes
+    from ..dtypes import canonical_dtype, kv_element_bytes
 
     if spec.recurrent_state_bytes(1, kv_dtype, tensor_parallel) != 0.0:
         return None
-    kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or spec.dtype, "kv_dtype"))
+    kv_bytes = kv_element_bytes(canonical_dtype(kv_dtype or spec.dtype, "kv_dtype"))
     groups = [(count, attn.sliding_window, values) for count, attn, values in spec.kv_cache_groups(tensor_parallel)]
     if not all(type(count) is int and type(values) is int and (window is None or type(window) is int)
                for count, window, values in groups):

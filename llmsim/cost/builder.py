@@ -22,7 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import canonical_dtype, dtype_bytes, matmul_precision, residual_stream_bytes, weight_bytes_per_param
+from ..dtypes import (
+    canonical_dtype,
+    dtype_bytes,
+    kv_element_bytes,
+    matmul_precision,
+    residual_stream_bytes,
+    weight_bytes_per_param,
+)
 from ..models.quantization import WeightFormat, compute_precision
 from ..models.spec import LayerGroup, LayerSpec, ModelSpec, MoESpec
 from .blocks.attention import AttentionBlocks
@@ -69,7 +76,7 @@ class GraphBuilder(HeadBlocks, AttentionBlocks, MLABlocks, LinearAttentionBlocks
         # the residual stream between layers, which tensor-parallel all-reduces sum (dtypes.residual_stream_bytes)
         rb = residual_stream_bytes(act_dtype)
         self.rb = self.ab if rb == dtype_bytes(act_dtype) else Expr.sym("rb", rb)
-        self.kvb = Expr.sym("kvb", dtype_bytes(kv_dtype))
+        self.kvb = Expr.sym("kvb", kv_element_bytes(kv_dtype))
         self.eb = Expr.sym("eb", dtype_bytes(canonical_dtype(model.dtype)))  # embedding/norm storage
         # a quantized checkpoint's formats per module role, unless weight_dtype overrides them all
         self.quantization = None if options.weight_dtype else model.quantization

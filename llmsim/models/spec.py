@@ -13,7 +13,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..dtypes import canonical_dtype, dtype_bytes
+from ..dtypes import canonical_dtype, kv_element_bytes
 from .quantization import ROLES, QuantizationSpec
 
 
@@ -353,7 +353,7 @@ class ModelSpec(_Frozen):
         recurrent state (recurrent_state_bytes), whatever the length. With tensor_parallel=t, the bytes on
         one GPU: kvh/t KV heads (one replicated head when kvh < t); MLA's latent is replicated.
         """
-        kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
+        kv_bytes = kv_element_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
         total: float | np.ndarray = self.recurrent_state_bytes(batch_size, kv_dtype, tensor_parallel)
         for count, attn, values in self.kv_cache_groups(tensor_parallel):
             # [B, tokens, values_per_token] per layer
@@ -382,7 +382,7 @@ class ModelSpec(_Frozen):
         """The part of kv_cache_bytes that does not grow with the tokens: the linear-attention layers' states
         (a fixed amount per sequence, AttentionSpec.recurrent_state_bytes); 0 for a model without them. A
         per-token KV size (e.g. for paged blocks) is kv_cache_bytes(1, 1) minus recurrent_state_bytes(1)."""
-        kv_bytes = dtype_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
+        kv_bytes = kv_element_bytes(canonical_dtype(kv_dtype or self.dtype, "kv_dtype"))
         total: float | np.ndarray = 0.0
         for group in self.layer_groups:
             if group.layer.attention is not None:
