@@ -401,3 +401,17 @@ def test_a_4_bit_kv_cache_carries_its_block_scales() -> None:
     read = {kv: sum(op.bytes for op in res.decode.ops if op.kind == "attention") for kv, res in r.items()}
     assert read["nvfp4"] < read["fp8"] and r["nvfp4"].memory.kv_cache_bytes == pytest.approx(
         r["fp8"].memory.kv_cache_bytes * 0.5625)
+
+
+def test_fp8_weights_with_16_bit_activations_say_the_device_would_run_fp8() -> None:
+    """weight_dtype='fp8' alone is weight-only (W8A16, Marlin-style): on an H200 that read as vLLM's fp8 serving,
+    which runs W8A8 there (TTFT 8.40 s against 4.88 s with activation_dtype='fp8'); the dtypes line now says so. On
+    an A100 (no fp8 unit) weight-only is what engines run: nothing to say."""
+    kw = dict(batch_size=8, prompt_len=4096, gen_len=4, weight_dtype="fp8", kv_dtype="fp8")
+    h200 = llmsim.simulate("llama-3.1-70b", "h200", **kw)
+    assert "weight-only fp8 GEMMs (16-bit activations): this device's fp8 matrix unit would run " \
+        "activation_dtype='fp8' too" in h200.assumptions["dtypes"]
+    w8a8 = llmsim.simulate("llama-3.1-70b", "h200", activation_dtype="fp8", **kw)
+    assert "weight-only" not in w8a8.assumptions["dtypes"] and w8a8.ttft_s < h200.ttft_s
+    a100 = llmsim.simulate("llama-3.1-70b", "a100-80gb-sxm", tensor_parallel=2, **kw)
+    assert "weight-only" not in a100.assumptions["dtypes"]

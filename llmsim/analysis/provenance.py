@@ -50,7 +50,7 @@ def assumptions_of(model: ModelSpec, hw: HardwareSpec, cost: CostOptions, execut
     return {
         "weights": weights_line(model, cost),
         "dtypes": f"weights {'per the weights line' if model.quantization and not cost.weight_dtype else weight}, "
-                  f"activations {act}{_quantized_matmuls(model, cost, act)}, KV {kv}",
+                  f"activations {act}{_quantized_matmuls(model, cost, act)}, KV {kv}{_weight_only_hint(hw, cost)}",
         "kernels": f"attention={cost.attention}, logits={cost.logits}, mla={cost.mla}, fusion={cost.fusion}",
         "matmul_peak": f"{matmul_flops_per_s / 1e12:.1f} TFLOP/s {precision} "
         f"({execution.efficiency}, fraction {fraction:.2f}{without_table})",
@@ -91,6 +91,18 @@ def weights_line(model: ModelSpec, cost: CostOptions) -> str:
     if model.quantization is not None and model.dtype_source and not model.dtype_source.endswith("(config)"):
         line += f"; {model.dtype_source}"
     return line
+
+
+def _weight_only_hint(hw: HardwareSpec, cost: CostOptions) -> str:
+    """Where weight_dtype fp8 or nvfp4 runs with 16-bit activations (weight-only GEMMs) on a device whose matrix
+    unit takes that precision: serving engines run such checkpoints with quantized activations there (vLLM's
+    --quantization fp8 is W8A8 on Hopper), which activation_dtype gives. "" otherwise."""
+    weight, act = cost.weight_dtype, cost.activation_dtype
+    unit = {"fp8": "fp8", "nvfp4": "fp4"}.get(weight or "")
+    if unit is None or act is not None or unit not in hw.matrix_flops_per_s:
+        return ""
+    return (f"; weight-only {weight} GEMMs (16-bit activations): this device's {unit} matrix unit would run "
+            f"activation_dtype='{weight}' too, as engines serve {weight} checkpoints on it")
 
 
 def _quantized_matmuls(model: ModelSpec, cost: CostOptions, activation: str) -> str:
