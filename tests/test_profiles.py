@@ -341,3 +341,63 @@ def test_torch_cuda_trace_real_export_hta_alexnet_a100() -> None:
     assert add.op_class == "elementwise"
     assert "recorded without record_shapes=True" in p.notes[0]
     assert p.rows("a100-80gb-sxm")[0]["kernel"] == "(idle: no kernel running)"
+
+
+_NCU_RAW = ('"ID","Kernel Name","gpu__time_duration.sum","sm__throughput.avg.pct_of_peak_sustained_elapsed"\n'
+            '"","","usecond","%"\n')
+_KERN_SUM = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name\n"
+
+
+def _event(**fields: object) -> str:
+    import json
+
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 5, "pid": 1, "tid": 1,
+             "args": {"Input Dims": [[8, 4], [4, 3]], "Input type": ["float", "float"]}}
+    event.update(fields)
+    return json.dumps({"traceEvents": [{k: v for k, v in event.items() if v is not ...}]})
+
+
+@pytest.mark.parametrize(("name", "text", "match"), [
+    # a damaged torch trace: each was a KeyError, AttributeError, ValueError or TypeError traceback, or (negative
+    # or mismatched dims) a negative or meaningless FLOP count
+    ("no-ts.json", _event(ts=...), r"event 'aten::mm' has dur=5, ts=None: each must be a number of microseconds"),
+    ("no-name.json", _event(name=None), "has name=None; each complete"),
+    ("args-text.json", _event(args="oops"), "has args='oops': a mapping"),
+    ("pid-list.json", _event(pid=[1]), r"has pid=\[1\]: a process or thread id"),
+    ("dims-text.json", _event(args={"Input Dims": [[8, "a"], [2, 3]]}), "Input Dims=.*integers >= 0"),
+    ("dims-negative.json", _event(args={"Input Dims": [[-8, 4], [4, 3]], "Input type": ["float", "float"]}),
+     "Input Dims=.*integers >= 0"),
+    ("dims-mismatch.json", _event(args={"Input Dims": [[8, 4], [5, 3]], "Input type": ["float", "float"]}),
+     r"aten::mm with inputs \[8, 4\] and \[5, 3\]: the inner sizes must agree"),
+    # ncu and nsys numbers: NaN, inf, negative or past any percentage of peak were read (nan ms, a memory-bound
+    # verdict from a NaN, -0.01 ms, 500 % of peak) or crashed (a header alone: IndexError; nan Instances)
+    ("ncu-header.csv", _NCU_RAW.splitlines()[0] + "\n", "no kernel launches in it"),
+    ("ncu-nan.csv", _NCU_RAW + '"0","gemm","nan","80"\n', "gpu__time_duration.sum = nan usecond; expected a finite"),
+    ("ncu-negative.csv", _NCU_RAW + '"0","gemm","-10","80"\n', "= -10.0 usecond; expected a finite number >= 0"),
+    ("ncu-500-percent.csv", _NCU_RAW + '"0","gemm","10","500"\n', r"= 500.0 %; expected a percentage in 0\.\.150"),
+    ("nsys-nan-calls.csv", _KERN_SUM + "50,1000,nan,500,500,400,600,1,gemm_a\n",
+     "Instances value 'nan' must be a finite number >= 0"),
+    ("nsys-fraction-calls.csv", _KERN_SUM + "50,1000,2.7,500,500,400,600,1,gemm_a\n",
+     "Instances value '2.7' must be a whole number of launches"),
+    ("nsys-negative.csv", _KERN_SUM + "50,-1000,2,500,500,400,600,1,gemm_a\n",
+     "Total Time \\(ns\\) value '-1000' must be a finite number >= 0"),
+])
+def test_a_damaged_profile_is_refused_by_event_or_metric(name: str, text: str, match: str, tmp_path: Path) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(LlmsimError, match=match) as info:
+        llmsim.read_profile(path)
+    assert "\n" not in str(info.value)
+
+
+def test_a_child_op_that_outlasts_its_parent_is_not_nested(tmp_path: Path) -> None:
+    """aten::add starting inside aten::linear (0..10 us) but ending at 12 us is no child of it: nested, it left
+    linear a self time of 10 - 6 - 5 = -1 us (-10 % of the time)."""
+    import json
+
+    events = [{"ph": "X", "cat": "cpu_op", "name": n, "ts": ts, "dur": dur, "pid": 1, "tid": 1}
+              for n, ts, dur in (("aten::linear", 0, 10), ("aten::mm", 1, 6), ("aten::add", 7, 5))]
+    path = tmp_path / "overlap.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    p = llmsim.read_profile(path)
+    assert all(k.time_s >= 0 for k in p.kernels)

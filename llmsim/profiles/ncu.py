@@ -26,6 +26,7 @@ left out with a note naming them; an export where no launch has one is refused.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -59,6 +60,24 @@ def read_ncu(path: Path, kind: str, header: list[str], rows: list[list[str]]) ->
     return ncu_profile(path, kind, launches, f"Nsight Compute ({kind.split()[1]})")
 
 
+MAX_PERCENT = 150.0  # ncu's "% of peak" figures stay near 100 at most; far past it the export is not ncu's
+
+
+def check_values(path: Path, kind: str, launches: list[tuple[str, Metrics]]) -> None:
+    """Every metric read here (metric_names and the sections' labels) a finite number >= 0, a percentage at most
+    MAX_PERCENT: refused by kernel and metric, never read as a NaN share or a negative time. Metrics not read are
+    left alone."""
+    read = {*metric_names(), *DURATION, *SM_PCT, *MEMORY_PCT, *DRAM_BYTES}
+    for name, metrics in launches:
+        for key, (unit, value) in metrics.items():
+            metric = key.rsplit("|", 1)[0]
+            bad = not (math.isfinite(value) and value >= 0) or (unit == "%" and value > MAX_PERCENT)
+            if metric in read and bad:
+                allowed = f"a percentage in 0..{MAX_PERCENT:g}" if unit == "%" else "a finite number >= 0"
+                raise LlmsimError(f"{kind} export {path}: kernel {name!r} has {metric} = {value!r}"
+                                  f"{unit and ' ' + unit}; expected {allowed}")
+
+
 def metric_names() -> tuple[str, ...]:
     """Every metric name the mapping below reads (what a report reader needs to fetch per launch)."""
     sass = [pattern.format(p, op) for pattern in (_SASS, _SASS_RATE) for p in _PRECISIONS for op in _OPS]
@@ -70,6 +89,7 @@ def ncu_profile(path: Path, kind: str, launches: list[tuple[str, Metrics]], labe
     """Launches (kernel name, its metrics) of any Nsight Compute export -> Profile, one Kernel per name."""
     if not launches:
         raise LlmsimError(f"{kind} export {path}: no kernel launches in it")
+    check_values(path, kind, launches)
     untimed = sorted({name for name, metrics in launches if _pick(metrics, DURATION) is None})
     timed = [(name, metrics) for name, metrics in launches if _pick(metrics, DURATION) is not None]
     if not timed:
@@ -106,7 +126,7 @@ def _raw(header: list[str], rows: list[list[str]]) -> list[tuple[str, Metrics]]:
     """Launches of the wide layout: a units row first, then one row per launch."""
     units = rows[0] if rows and not rows[0][0].strip() else [""] * len(header)
     out = []
-    for row in rows[1:] if units is rows[0] else rows:
+    for row in rows[1:] if rows and units is rows[0] else rows:
         cells = dict(zip(header, row))
         metrics: Metrics = {}
         for column, unit, text in zip(header, units, row):

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -42,17 +43,29 @@ def _column(path: Path, kind: str, columns: list[str], choices: tuple[str, ...])
 
 
 def _float(path: Path, text: str, column: str) -> float:
+    """A finite number >= 0 (every column read here is a time, a count or a size)."""
     try:
-        return float(text.replace(",", ""))
+        value = float(text.replace(",", ""))
     except ValueError:
         raise LlmsimError(f"nsys export {path}: {column} value {text!r} is not a number") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise LlmsimError(f"nsys export {path}: {column} value {text!r} must be a finite number >= 0")
+    return value
+
+
+def _count(path: Path, text: str, column: str) -> int:
+    """A whole number of launches >= 1."""
+    value = _float(path, text, column)
+    if value != int(value) or value < 1:
+        raise LlmsimError(f"nsys export {path}: {column} value {text!r} must be a whole number of launches >= 1")
+    return int(value)
 
 
 def _kern_sum(path: Path, kind: str, columns: list[str], table: list[dict[str, str]]) -> Profile:
     total = _column(path, kind, columns, ("Total Time (ns)", "Total Time"))
     calls = _column(path, kind, columns, ("Instances", "Calls"))
     name = _column(path, kind, columns, ("Name",))
-    kernels = [Kernel(name=r[name], calls=int(_float(path, r[calls], calls)),
+    kernels = [Kernel(name=r[name], calls=_count(path, r[calls], calls),
                       time_s=_float(path, r[total], total) * _NS, op_class=kernel_class(r[name]),
                       precision=name_precision(r[name])) for r in table if r.get(name)]
     if not kernels:

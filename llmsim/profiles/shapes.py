@@ -81,6 +81,9 @@ def _matmul(base: str, tensors: list[tuple[list[int], str, int]], precision: str
     if len(pair) < 2:
         return None
     (a, _, _), (b, _, wsize) = pair
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-2]:  # not a product torch ran: no cost rather than a wrong one
+        raise ShapeError(f"aten::{base} with inputs {a} and {b}: the inner sizes must agree (a[..., M, K] @ "
+                         "b[..., K, N])")
     batch = a[0] if base in ("bmm", "baddbmm") and len(a) == 3 else 1
     M, K, N = a[-2], a[-1], b[-1]
     # addmm's bias add counts M*N FLOPs, as llmsim's linear(bias=True) does (torch's FlopCounterMode counts
@@ -88,6 +91,10 @@ def _matmul(base: str, tensors: list[tuple[list[int], str, int]], precision: str
     op = formula("linear")("profile", 1, T=Expr.sym("T", M), K=Expr.sym("K", K), N=Expr.sym("N", N),
                            wb=Expr.sym("wb", wsize), ab=Expr.sym("ab", size), bias=base in ("addmm", "baddbmm"))
     return float(batch * (op.matmul_flops + op.vector_flops)), float(batch * op.bytes), precision
+
+
+class ShapeError(ValueError):
+    """Recorded shapes that no run of the op could have had (the reader names the event)."""
 
 
 def _is_causal(base: str, concrete: list[Any]) -> bool:

@@ -28,7 +28,7 @@ from ..errors import LlmsimError
 from .classify import aten_class, kernel_class, name_precision
 from .model import Kernel
 from .profile import Profile
-from .shapes import op_cost
+from .shapes import ShapeError, op_cost
 from .timeline import covered_s
 
 _US = 1e-6
@@ -75,26 +75,61 @@ def load_trace(path: Path) -> dict[str, Any]:
 def read_torch_trace(path: Path) -> Profile:
     data = load_trace(path)
     events = [e for e in data["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and "dur" in e]
-    for e in events:  # times in microseconds: numbers, none negative (a hand-edited or damaged trace is refused)
-        try:
-            times = float(e["dur"]), float(e.get("ts", 0.0))
-        except (TypeError, ValueError):
-            times = (math.nan,)
-        if not all(math.isfinite(t) and t >= 0 for t in times):
-            raise LlmsimError(f"torch.profiler trace {path}: event {str(e.get('name'))[:60]!r} has dur={e['dur']!r}, "
-                              f"ts={e.get('ts')!r}: each must be a number of microseconds >= 0")
+    for e in events:  # a hand-edited or damaged trace is refused by event and field, never read half-way
+        _check_event(path, e)
     ops = [e for e in events if str(e.get("cat", "")).lower() in _OP_CATS]
     device = [e for e in events if e.get("cat") in _DEVICE_CATS]
     if not ops and not device:
         raise LlmsimError(f"torch.profiler trace {path}: no 'cpu_op' or 'kernel' events in traceEvents (needed: "
                           "aten ops or device kernels); profile with activities=[CPU] or [CPU, CUDA]")
-    roots_by_thread = _op_trees(ops)
+    try:
+        roots_by_thread = _op_trees(ops)
+    except ShapeError as exc:
+        raise LlmsimError(f"torch.profiler trace {path}: {exc}") from None
     notes = []
     if ops and not any("Input Dims" in e.get("args", {}) for e in ops):
         notes.append("recorded without record_shapes=True: FLOPs and bytes from shapes are unknown")
     if device:
         return _device_profile(path, device, events, roots_by_thread, notes)
     return _cpu_profile(path, roots_by_thread, notes)
+
+
+def _check_event(path: Path, e: dict[str, Any]) -> None:
+    """A complete event as export_chrome_trace writes it: a name, dur and ts in microseconds (numbers >= 0),
+    args a mapping, pid/tid/correlation plain values, Input Dims lists of sizes >= 0."""
+    name = e.get("name")
+    if not isinstance(name, str) or not name:
+        raise LlmsimError(f"torch.profiler trace {path}: an event (ts={e.get('ts')!r}) has name={name!r}; each "
+                          "complete ('X') event needs a name")
+    where = f"torch.profiler trace {path}: event {name[:60]!r}"
+    try:
+        times = float(e["dur"]), float(e["ts"])
+    except (KeyError, TypeError, ValueError):
+        times = (math.nan,)
+    if not all(math.isfinite(t) and t >= 0 for t in times):
+        raise LlmsimError(f"{where} has dur={e['dur']!r}, ts={e.get('ts')!r}: each must be a number of "
+                          "microseconds >= 0")
+    args = e.get("args", {})
+    if not isinstance(args, dict):
+        raise LlmsimError(f"{where} has args={str(args)[:40]!r}: a mapping of the op's details expected")
+    for key in ("pid", "tid"):
+        if isinstance(e.get(key), (list, dict)):
+            raise LlmsimError(f"{where} has {key}={e[key]!r}: a process or thread id (a number or a name) expected")
+    if isinstance(args.get("correlation"), (list, dict)):
+        raise LlmsimError(f"{where} has correlation={args['correlation']!r}: a number expected")
+    dims = args.get("Input Dims", [])
+    if not (isinstance(dims, list) and all(_sizes(d) for d in dims)):
+        raise LlmsimError(f"{where} has Input Dims={str(dims)[:60]}: a list of each input's sizes (integers >= 0) "
+                          "expected")
+
+
+def _sizes(d: Any) -> bool:
+    """One input's recorded sizes: a list of integers >= 0, a TensorList's list of such lists (aten::cat's
+    [[4, 8], [4, 8]]), or nothing recorded ([], None, "")."""
+    if d is None or d == "":
+        return True
+    return isinstance(d, list) and all((type(x) is int and x >= 0) or (isinstance(x, list) and _sizes(x))
+                                       for x in d)
 
 
 def _op_trees(ops: list[dict[str, Any]]) -> dict[tuple[Any, Any], list[_Op]]:
@@ -109,7 +144,7 @@ def _op_trees(ops: list[dict[str, Any]]) -> dict[tuple[Any, Any], list[_Op]]:
         top: list[_Op] = []
         for e in evs:
             node = _Op(e["name"], float(e["ts"]), float(e["ts"]) + float(e["dur"]), e.get("args", {}))
-            while stack and node.ts >= stack[-1].end:
+            while stack and (node.ts >= stack[-1].end or node.end > stack[-1].end):  # nested: inside it whole
                 stack.pop()
             (stack[-1].children if stack else top).append(node)
             stack.append(node)
