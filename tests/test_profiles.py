@@ -401,3 +401,20 @@ def test_a_child_op_that_outlasts_its_parent_is_not_nested(tmp_path: Path) -> No
     path.write_text(json.dumps({"traceEvents": events}))
     p = llmsim.read_profile(path)
     assert all(k.time_s >= 0 for k in p.kernels)
+
+
+def test_collectives_are_communication_and_host_copies_are_off_the_hbm_roofline() -> None:
+    """NCCL's AllReduce kernels were classed element-wise ("reduce"), so communication time landed in that bucket;
+    a host-to-device copy was judged against HBM bandwidth (250.4 % of it in the documented-layout fixture)."""
+    from llmsim.profiles.bound import classify
+    from llmsim.profiles.classify import kernel_class
+
+    for name in ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096>)",
+                 "ncclKernel_AllGather_RING_LL_Sum_int8_t", "cross_device_reduce_1stage<__nv_bfloat16, 8>",
+                 "vllm::reduce_scatter_kernel"):
+        assert kernel_class(name) == "communication", name
+    assert kernel_class("void at::native::reduce_kernel<512, 1>") == "elementwise"  # a plain reduction stays
+    p = llmsim.read_profile(FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv")
+    copy = next(k for k in p.kernels if k.op_class == "copy")  # [CUDA memcpy Host-to-Device], 4.19 MB in 500 ns
+    verdict = classify(copy, llmsim.load_hardware("h100-sxm"))
+    assert verdict["bound"] == "unknown" and "host link" in verdict["why"]

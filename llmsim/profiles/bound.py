@@ -16,6 +16,7 @@ Thresholds (documented in docs/profiling.md):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import OptionError
@@ -41,6 +42,9 @@ def peak_flops_per_s(kernel: Kernel, hw: HardwareSpec) -> tuple[float, str]:
     return hw.vector_peak_flops_per_s(precision), assumed
 
 
+_HOST_COPY = re.compile(r"host.to.device|device.to.host|htod|dtoh|pinned|pageable", re.IGNORECASE)  # nsys names
+
+
 def classify(kernel: Kernel, hw: HardwareSpec | None) -> dict[str, Any]:
     """Achieved FLOP/s and bytes/s, the fraction of the roofline reached, the bound and why."""
     t = kernel.time_s
@@ -51,6 +55,9 @@ def classify(kernel: Kernel, hw: HardwareSpec | None) -> dict[str, Any]:
     }
     if kernel.op_class == "host":
         return {**out, "bound": "overhead", "why": "no kernel of its own (a view or a wrapper op): host dispatch"}
+    if kernel.op_class == "copy" and _HOST_COPY.search(kernel.name):
+        return {**out, "bound": "unknown", "why": "a copy between host and device: the host link's speed "
+                                                  "(PCIe, NVLink-C2C), not the HBM roofline"}
     if kernel.sm_pct is not None and kernel.memory_pct is not None:
         return {**out, **_from_speed_of_light(kernel.sm_pct, kernel.memory_pct)}
     if hw is None or t <= 0 or (kernel.flops is None and kernel.bytes is None):

@@ -37,6 +37,9 @@ _GPU_PATTERNS = (
                              re.IGNORECASE)),
     ("matmul", re.compile(r"gemm|cutlass|cublas|matmul|mma_|wgmma|xmma|s\d{5}gemm|_nn$|_nt$|_tn$|gemv|"
                           r"splitk|sm\d+_xmma|nvjet", re.IGNORECASE)),
+    # collectives before the element-wise words ("reduce" would take NCCL's AllReduce kernels)
+    ("communication", re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce|"
+                                 r"deep_ep::", re.IGNORECASE)),
     ("copy", re.compile(r"memcpy|memset|copy_kernel|CatArrayBatchedCopy", re.IGNORECASE)),
     ("elementwise", re.compile(r"elementwise|vectorized|reduce|norm|softmax|rotary|rope|silu|gelu|act_and_mul|"
                                r"unrolled|index|embedding|add_kernel|mul_kernel|triton_", re.IGNORECASE)),
@@ -58,7 +61,8 @@ def aten_class(name: str) -> str:
 
 
 def kernel_class(name: str) -> str:
-    """matmul / attention / elementwise / copy / other for a GPU kernel name (aten names: aten_class)."""
+    """matmul / attention / elementwise / communication / copy / other for a GPU kernel name (aten names:
+    aten_class)."""
     if name.startswith("aten::"):
         return aten_class(name)
     bare = name.split("(", 1)[0]  # without the argument list: "cudnn::reduced_divisor" arguments say nothing

@@ -12,7 +12,8 @@ Matching (matmul and attention only):
   grouped by FLOPs per run, both sorted by time, when the two lists are equally long (approximation: the
   same order of cost measured and predicted); the kernel then takes the ops' FLOPs and bytes per call,
   marked "matched op". Otherwise they stay unmatched and only the class totals compare.
-Predicted times are kernel times (the op's time less its overhead and communication parts); the "overhead"
+Predicted times are kernel times (the op's time less its overhead and communication parts; a collective's, its
+communication time, beside the measured NCCL and custom all-reduce kernels); the "overhead"
 class compares the predicted overhead with the measured idle time plus the host-only ops.
 """
 
@@ -28,7 +29,7 @@ from .model import Kernel, ProfileData
 
 KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
               "embedding": "elementwise", "routing": "elementwise", "cache": "elementwise",
-              "communication": "other"}
+              "communication": "communication"}
 _MATCHED = ("matmul", "attention")
 _TOLERANCE = 1e-6
 
@@ -94,7 +95,9 @@ def _predicted(result: Any, phase: str) -> list[dict[str, Any]]:
     out = []
     for op in phase_result.ops:
         runs = op.count
-        kernel_s = (op.time_s - op.overhead_s - op.communication_s) / steps
+        # a collective's kernel is its communication time (NCCL's or the custom all-reduce's kernel on the GPU)
+        kernel_s = (op.communication_s if op.kind == "communication" else
+                    op.time_s - op.overhead_s - op.communication_s) / steps
         out.append({"name": op.name, "class": KIND_CLASS.get(op.kind, "other"), "runs": runs,
                     "flops": (op.matmul_flops + op.vector_flops) / steps / runs if runs else 0.0,
                     "bytes": op.bytes / steps / runs if runs else 0.0, "kernel_s": kernel_s,
@@ -183,6 +186,6 @@ def _classes(profile: ProfileData, predicted: list[dict[str, Any]]) -> list[Clas
     for p in predicted:
         expected[p["class"]] += p["kernel_s"]
         expected["overhead"] += p["overhead_s"]
-    names = [c for c in ("matmul", "attention", "elementwise", "copy", "other", "overhead")
+    names = [c for c in ("matmul", "attention", "elementwise", "communication", "copy", "other", "overhead")
              if measured.get(c) or expected.get(c)]
     return [ClassRow(op_class=c, measured_s=measured.get(c, 0.0), predicted_s=expected.get(c, 0.0)) for c in names]

@@ -17,7 +17,8 @@ from .bound import peak_flops_per_s
 from .compare import KIND_CLASS
 from .model import ProfileData
 
-CLASS_COLOURS = {"matmul": "tab:blue", "attention": "tab:purple", "elementwise": "tab:olive", "copy": "tab:cyan",
+CLASS_COLOURS = {"matmul": "tab:blue", "attention": "tab:purple", "elementwise": "tab:olive",
+                 "communication": "tab:pink", "copy": "tab:cyan",
                  "other": "tab:gray"}
 
 

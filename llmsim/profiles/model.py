@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 SOURCES = ("counters", "shapes", "matched op")
-OP_CLASSES = ("matmul", "attention", "elementwise", "copy", "host", "other")
+OP_CLASSES = ("matmul", "attention", "elementwise", "communication", "copy", "host", "other")
 
 
 class Kernel(BaseModel):
