@@ -418,3 +418,15 @@ def test_collectives_are_communication_and_host_copies_are_off_the_hbm_roofline(
     copy = next(k for k in p.kernels if k.op_class == "copy")  # [CUDA memcpy Host-to-Device], 4.19 MB in 500 ns
     verdict = classify(copy, llmsim.load_hardware("h100-sxm"))
     assert verdict["bound"] == "unknown" and "host link" in verdict["why"]
+
+
+def test_a_cpu_trace_on_a_gpu_roofline_says_so(tmp_path: Path) -> None:
+    """A CPU-only torch trace placed on h100-sxm's roofline rated the aten ops against H100 peaks without a word."""
+    path = tmp_path / "cpu.json"
+    path.write_text(_event())
+    p = llmsim.read_profile(path)
+    assert p.device == "cpu"
+    with pytest.warns(llmsim.errors.AssumptionWarning, match="the profile's times are a CPU's, but its roofline"):
+        table = p.kernels_table("h100-sxm")
+    assert "note: the profile's times are a CPU's, but its roofline and bounds are h100-sxm's, a GPU" in table
+    assert "times are a CPU's" not in p.kernels_table("cpu-generic")

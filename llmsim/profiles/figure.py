@@ -57,7 +57,8 @@ def profile_roofline_figure(profile: ProfileData, hardware: Any, result: Any = N
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(min(x_lo * bandwidth, 1e8), max(matrix_peak, vector_peak) * 3)
+    reached = [k.flops / k.time_s for k in placed]  # every placed kernel inside the axes, the slowest too
+    ax.set_ylim(min([x_lo * bandwidth, 1e8, *[r / 2 for r in reached]]), max([matrix_peak, vector_peak, *reached]) * 3)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved FLOP/s")
     ax.set_title(f"{profile.format}: {profile.path} on the {hw.name} roofline (datasheet peaks)", fontsize=9)

@@ -70,12 +70,20 @@ def format_table(profile: ProfileData, hardware: Any = None, top: int | None = N
 
 
 def gpu_mismatch(profile: ProfileData, hardware: Any) -> str | None:
-    """A one-line warning (also raised as an AssumptionWarning) when the export names a GPU that is not the
-    hardware file's: the model number in the file's name (h100, a10g, 4090, 6000, ...) must appear in the GPU
-    string the export records. None when they agree or either is unknown."""
-    if hardware is None or profile.gpu_name is None:
+    """A one-line warning (also raised as an AssumptionWarning) when the profile ran on another kind of device
+    than the hardware file's (a CPU trace on a GPU's roofline) or the export names a GPU that is not the file's:
+    the model number in the file's name (h100, a10g, 4090, 6000, ...) must appear in the GPU string the export
+    records. None when they agree or either is unknown."""
+    if hardware is None:
         return None
     hw = load_hardware(hardware)
+    if profile.device != hw.device_type:  # a CPU trace on a GPU's roofline, or a GPU export on a CPU's
+        message = (f"the profile's times are a {profile.device.upper()}'s, but its roofline and bounds are "
+                   f"{hw.name}'s, a {hw.device_type.upper()}: pass the hardware file of the device that ran it")
+        warn_assumption(message)
+        return message
+    if profile.gpu_name is None:
+        return None
     models = [t for t in re.split(r"[^a-z0-9]+", hw.name.lower()) if any(ch.isdigit() for ch in t)]
     recorded = re.sub(r"[^a-z0-9]", "", profile.gpu_name.lower())
     if not models or any(m in recorded for m in models):
