@@ -103,6 +103,18 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("hidden-size-bool", _config(hidden_size=True), ConfigError, "hidden_size=True"),
     ("heads-zero", _config(num_attention_heads=0), ConfigError, "num_attention_heads=0"),
     ("heads-zero-simulate", _simulate_config(num_attention_heads=0), ConfigError, "num_attention_heads=0"),
+    # a new-user audit: a list as model_type was an unhashable-type traceback; the others ran (a negative expert
+    # count as a dense model, 6.68 GB of weights for Qwen3-30B-A3B's 61)
+    ("model-type-list", _simulate_config(model_type=["llama"]), ConfigError,
+     r"model_type=\['llama'\] is not allowed; give a name"),
+    ("moe-negative-experts", lambda: llmsim.simulate(
+        {**json.loads((ROOT / "model_configs" / "qwen3-30b-a3b.json").read_text()), "num_experts": -4}, GPU),
+     ConfigError, "num_experts=-4 is not allowed"),
+    ("mlp-only-layers-outside", lambda: llmsim.simulate(
+        {**json.loads((ROOT / "model_configs" / "qwen3-30b-a3b.json").read_text()), "mlp_only_layers": [100, -1]}, GPU),
+     ConfigError, r"mlp_only_layers=\[100, -1\] is not allowed; give a list of layer indices in 0\.\.47"),
+    ("rope-factor-negative", _simulate_config(rope_scaling={"rope_type": "yarn", "factor": -1}), ConfigError,
+     "rope_scaling factor=-1 is not allowed"),
     ("odd-head-dim-rotary", _config(head_dim=7), ConfigError,
      r"\(llama\): head_dim=7 is odd, but RoPE rotates pairs of dimensions.*choose an even head_dim"),
     ("odd-head-dim-derived", lambda: llmsim.load_model(dict(NO_HEAD_DIM, hidden_size=224)), ConfigError,

@@ -19,7 +19,7 @@ _POSITIVE_INTS: dict[str, int] = {
     **dict.fromkeys(("num_hidden_layers", "n_layer", "num_attention_heads", "n_head", "num_key_value_heads",
                      "num_kv_heads", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
                      "decoder_sparse_step", "no_rope_layer_interval", "num_heads", "mamba_num_heads", "n_groups",
-                     "conv_kernel"), _COUNT_MAX),
+                     "conv_kernel", "num_experts", "moe_layer_freq"), _COUNT_MAX),
     **dict.fromkeys(("state_size", "ssm_state_size", "mamba_head_dim", "chunk_size"), _WIDTH_MAX),
     "vocab_size": _VOCAB_MAX,
     **dict.fromkeys(("max_position_embeddings", "n_positions", "sliding_window"), _POSITIONS_MAX),
@@ -69,6 +69,19 @@ def check_fields(data: Mapping[str, Any], model_type: str, family: str) -> None:
     if pattern is not None and (not isinstance(pattern, str) or not pattern or set(pattern) - set("M*-E")):
         raise ConfigError(f"model config ({model_type}): hybrid_override_pattern={pattern!r} is not allowed; give "
                           "one character per layer: M (Mamba-2), * (attention), - (MLP), E (MoE)")
+    layers = data.get("num_hidden_layers")
+    only = data.get("mlp_only_layers")
+    if only is not None and not (isinstance(only, list) and all(
+            type(i) is int and 0 <= i < (layers if type(layers) is int else _COUNT_MAX) for i in only)):
+        raise ConfigError(f"model config ({model_type}): mlp_only_layers={only!r} is not allowed; give a list of "
+                          f"layer indices in 0..{layers - 1 if type(layers) is int else 'num_hidden_layers - 1'}")
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = data.get(key)
+        factor = rope.get("factor") if isinstance(rope, Mapping) else None
+        if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float))
+                                   or not 0 < factor < float("inf")):
+            raise ConfigError(f"model config ({model_type}): {key} factor={factor!r} is not allowed; give a finite "
+                              "number > 0")
     split = head_split(data, family)
     if split and (_HEAD_SPLIT[family][2] or data.get("head_dim") is None):
         fix = "" if _HEAD_SPLIT[family][2] else ", or state head_dim"

@@ -75,6 +75,14 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return with_quant_file(data, file)  # ModelOpt's hf_quant_config.json beside it, if any
 
 
+def _check_model_type(data: Mapping[str, Any], where: str = "") -> None:
+    """model_type, where given, is a name (a list or a mapping there was an unhashable-type traceback)."""
+    value = data.get("model_type")
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"model config: {where}model_type={value!r} is not allowed; give a name (a string), one "
+                          f"of {', '.join(sorted(_ADAPTERS))}")
+
+
 def _text_part(data: dict[str, Any]) -> dict[str, Any]:
     """A multimodal config (e.g. Gemma 3 27B) holds its language model under text_config."""
     if data.get("model_type") not in _supported_types() and isinstance(data.get("text_config"), dict):
@@ -126,6 +134,9 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
 
     data = _special_floats(dict(data))
     data.pop("auto_map", None)  # remote-code hooks are never followed
+    _check_model_type(data)
+    if isinstance(data.get("text_config"), dict):
+        _check_model_type(data["text_config"], "text_config.")
     from_text_config = "text_config" in data and data.get("model_type") not in _ADAPTERS
     outer, towers = data.get("model_type"), [k for k in ("vision_config", "audio_config") if data.get(k)]
     data = _text_part(data)
