@@ -116,3 +116,20 @@ def test_first_limit_of_a_model_that_fits_nowhere_says_so() -> None:
     # 405.9e9 parameters x 2 bytes = 756.0 GiB of weights, of the L4's 24.0 GiB
     assert limit.reason.startswith("decode: capacity limit met first: it does not fit even at kv_len = 1 (757.0 GiB "
                                    "needed per GPU, 756.0 of them weights, of 24.0; split it with tensor_parallel")
+
+
+def test_a_bound_that_turns_and_turns_back_is_found() -> None:
+    """Llama-3.2-1B's decode at 128 cached tokens on an H100 is memory-bound at batch 1 and at 4096, but
+    compute-bound from about 353 to 376 (simulate says so at 354, 360 and 376, memory at 350 and 380): the
+    crossover said it "stays memory-bound". It now reports the turn and the turn back."""
+    c = find_crossover("llama-3.2-1b", "h100-sxm", phase="decode", vary="batch_size", kv_len=128)
+    assert [(a, b) for _, a, b in c.transitions] == [("memory", "compute"), ("compute", "memory")]
+    up, down = c.transitions[0][0], c.transitions[1][0]
+    assert 350 < up < 354 and 376 < down < 380 and c.value == up and c.to_bound == "compute"
+    assert "then to memory-bound at 376.4" in c.reason
+    for batch, bound in ((350, "memory"), (354, "compute"), (376, "compute"), (380, "memory")):
+        r = llmsim.simulate("llama-3.2-1b", "h100-sxm", batch_size=batch, prompt_len=128, gen_len=2)
+        assert r.decode.bound == bound, batch
+    # a single turn is reported as before, its root the phase's
+    one = find_crossover("llama-3.1-8b", "h100-sxm", phase="decode", vary="batch_size", kv_len=128)
+    assert len(one.transitions) == 1 and one.transitions[0][0] == one.value

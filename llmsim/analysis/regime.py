@@ -157,6 +157,44 @@ class Crossover(BaseModel):
     bracket: tuple[float, float]
     reason: str
     per_op: dict[str, float]
+    # every change of the phase's bound in the bracket, in order: (value, from, to); a phase can turn and turn back
+    # (decode of a small model: memory- to compute-bound over a few batch sizes, then memory-bound again)
+    transitions: list[tuple[float, str, str]] = []
+
+
+_SCAN_POINTS = 256  # the bracket scanned for every change of bound: geometric, about 3.3 % apart over 1..4096
+
+
+def _transitions(totals: Callable[[Any], Any], lo: float, hi: float,
+                 known: tuple[str, str, float] | None = None) -> list[tuple[float, str, str]]:
+    """(value, from, to) of every change of the phase's bound between lo and hi: the bound at _SCAN_POINTS points
+    (geometric from max(lo, 1); lo itself first), each change then solved by brentq between its two points; where
+    the scan finds one change only and it is `known` (from, to, its root already solved), that root.
+    approximation: an excursion narrower than the scan's spacing (about 3 % of the value over 1..4096) is not seen."""
+    start = max(lo, 1.0)
+    grid = np.unique(np.concatenate([[lo], np.geomspace(start, hi, _SCAN_POINTS) if hi > start else [hi]]))
+    t = totals(grid)
+
+    def shares(t: Any, n: int) -> np.ndarray:  # [bound, point]
+        return np.vstack([np.broadcast_to(np.asarray(t.total(f"{b}_s"), dtype=float), (n,)) for b in BOUNDS])
+
+    which = shares(t, len(grid)).argmax(axis=0)  # the first of BOUNDS on a tie, as max(..., key=) picks
+    steps = np.flatnonzero(which[1:] != which[:-1])
+    if known is not None and len(steps) == 1 and (BOUNDS[which[steps[0]]], BOUNDS[which[-1]]) == known[:2]:
+        return [(known[2], known[0], known[1])]  # the one change: the root the caller solved
+    out = []
+    for i in steps:
+        a, b = BOUNDS[which[i]], BOUNDS[which[i + 1]]
+
+        def gap(x: float, a: str = a, b: str = b) -> float:
+            point = shares(totals(np.array([x])), 1)
+            return float(point[BOUNDS.index(b), 0] - point[BOUNDS.index(a), 0])
+
+        x0, x1 = float(grid[i]), float(grid[i + 1])
+        g0, g1 = gap(x0), gap(x1)
+        x = x1 if g1 == 0 or g0 * g1 > 0 else brentq(gap, x0, x1, xtol=1e-9, rtol=1e-12)
+        out.append((x, a, b))
+    return out
 
 
 def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: dict[str, Any],
@@ -287,14 +325,22 @@ def find_crossover(model: Any, hardware: Any, phase: str = "decode", vary: str =
     n = len(f_ends)
     roots = bracketed_roots(lambda x: gaps_of(totals(x)), lo, hi, f_ends[:, 0], f_ends[:, 1]) if n else np.zeros(0)
     per_op = {ends.ops[i].name: float(x) for i, x in zip(flipping, roots)}
-    if not flips:
+    changes = _transitions(totals, lo, hi, (from_bound, to_bound, float(roots[-1])) if flips else None)
+    then = "".join(f", then to {b}-bound at {x:.4g}" for x, _, b in changes[1:])
+    if not flips and not changes:
         return Crossover(phase=phase, vary=vary, value=None, from_bound=from_bound, to_bound=None,
                          bracket=(lo, hi), per_op=per_op,
                          reason=f"{phase} stays {from_bound}-bound over {vary} in [{lo:g}, {hi:g}]")
+    if not flips:  # it turns and turns back inside the bracket: the first turn, and the rest said
+        value, _, first_to = changes[0]
+        return Crossover(phase=phase, vary=vary, value=value, from_bound=from_bound, to_bound=first_to,
+                         bracket=(lo, hi), per_op=per_op, transitions=changes,
+                         reason=f"{phase} turns from {from_bound}- to {first_to}-bound at {vary} = {value:.4g}{then}")
     value = float(roots[-1])
+    more = "" if len(changes) <= 1 else f" (in all: {changes[0][2]}-bound at {changes[0][0]:.4g}{then})"
     return Crossover(phase=phase, vary=vary, value=value, from_bound=from_bound, to_bound=to_bound,
-                     bracket=(lo, hi), per_op=per_op,
-                     reason=f"{phase} turns from {from_bound}- to {to_bound}-bound at {vary} = {value:.4g}")
+                     bracket=(lo, hi), per_op=per_op, transitions=changes,
+                     reason=f"{phase} turns from {from_bound}- to {to_bound}-bound at {vary} = {value:.4g}{more}")
 
 
 def _op_rows(t: Any, key: str, points: int, ops: list[int] | None = None) -> np.ndarray:
