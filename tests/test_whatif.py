@@ -62,3 +62,17 @@ def test_one_generated_token_says_tpot_n_a_not_zero() -> None:
     text = str(r)
     assert "us" not in text.split("\n")[2] and text.count("n/a") == 2 * 3 + 1 and "no decode step" in text
     assert "n/a" not in str(llmsim.whatif(MODEL, GPU, {"tensor_parallel": [1, 2]}, gen_len=2))
+    # in JSON they are null (0.0 and 1.0 read as a measured 0 s and no speedup), and read back as 0 and 1
+    import json
+
+    from llmsim.analysis.plan import Plan
+    from llmsim.analysis.whatif import WhatIfResult
+
+    rows = json.loads(r.model_dump_json())["rows"]
+    assert all(row[k] is None for row in rows for k in ("tpot_s", "tpot_speedup", "decode_bytes_saved_per_token"))
+    assert all(row["ttft_s"] > 0 for row in rows)
+    assert WhatIfResult.model_validate_json(r.model_dump_json()) == r
+    plan = llmsim.plan(MODEL, GPU, prompt_len=512, gen_len=1, ttft_slo_s=1.0, batch_sizes=[1, 8])
+    dumped = json.loads(plan.model_dump_json())
+    assert dumped["best"]["tpot_s"] is None and all(c["tpot_s"] is None for c in dumped["candidates"])
+    assert Plan.model_validate_json(plan.model_dump_json()) == plan

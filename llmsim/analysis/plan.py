@@ -7,7 +7,7 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator, model_serializer
 
 from ..cost.blocks.parallel import check_expert_parallel
 from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
@@ -31,6 +31,11 @@ class PlanCandidate(BaseModel):
     memory_per_gpu_bytes: float
     fits: bool
     meets_targets: bool
+
+    @field_validator("tpot_s", mode="before")
+    @classmethod
+    def _null_is_zero(cls, value: Any) -> Any:
+        return 0.0 if value is None else value  # read back from JSON (gen_len = 1: no decode step)
     replicas: int
     gpus_needed: int
     usd_per_hour: float | None
@@ -49,6 +54,18 @@ class Plan(BaseModel):
     # the latency the Pareto front trades against tokens/s per device: TPOT, or TTFT when gen_len = 1 (the prefill
     # samples the only token: no decode step, every TPOT 0)
     front_latency: Literal["tpot_s", "ttft_s"] = "tpot_s"
+
+    @model_serializer(mode="wrap")
+    def _no_decode_is_null(self, handler: Any) -> Any:
+        """With gen_len = 1 (front_latency "ttft_s") every candidate's TPOT is null in JSON: no decode step."""
+        data = handler(self)
+        if self.front_latency == "ttft_s" and isinstance(data, dict):
+            for key in ("candidates", "pareto"):
+                for candidate in data.get(key) or []:
+                    candidate["tpot_s"] = None
+            if isinstance(data.get("best"), dict):
+                data["best"]["tpot_s"] = None
+        return data
 
     def to_pandas(self) -> Any:
         """One row per candidate: its fields, and columns `best` and `pareto`."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator, model_serializer
 
 from ..errors import OptionError, choice_error
 
@@ -37,6 +37,20 @@ class WhatIfRow(BaseModel):
     decode_bytes_saved_per_token: float  # the same per decode step, averaged over the steps
     fits: bool  # whether the footprint fits the device's memory
 
+    @field_validator("tpot_s", "decode_bytes_saved_per_token", mode="before")
+    @classmethod
+    def _null_is_zero(cls, value: Any) -> Any:
+        return 0.0 if value is None else value  # read back from JSON (gen_len = 1: no decode step)
+
+    @field_validator("tpot_speedup", mode="before")
+    @classmethod
+    def _null_is_one(cls, value: Any) -> Any:
+        return 1.0 if value is None else value
+
+
+# the figures of a decode step: with gen_len = 1 there is none, and JSON says null (0 and 1 as attributes)
+_DECODE_FIELDS = ("tpot_s", "tpot_speedup", "decode_bytes_saved_per_token")
+
 
 class WhatIfResult(BaseModel):
     """whatif()'s table: the baseline first, then one row per other choice."""
@@ -54,6 +68,14 @@ class WhatIfResult(BaseModel):
     @property
     def baseline(self) -> WhatIfRow:
         return self.rows[0]
+
+    @model_serializer(mode="wrap")
+    def _no_decode_is_null(self, handler: Any) -> Any:
+        data = handler(self)
+        if self.gen_len == 1 and isinstance(data, dict):
+            for row in data.get("rows", []):
+                row.update(dict.fromkeys(_DECODE_FIELDS, None))
+        return data
 
     def __str__(self) -> str:
         from .text import NO_DECODE_NOTE
