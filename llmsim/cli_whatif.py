@@ -12,7 +12,10 @@ def _vary_arg(text: str) -> tuple[str, list[Any]]:
     name, sep, values = text.partition("=")
     if not sep or not name.strip() or not values.strip():
         raise argparse.ArgumentTypeError(f"{text!r}: write OPTION=VALUE1,VALUE2,..., e.g. fusion=none,full")
-    return name.strip().replace("-", "_"), [_value(v.strip()) for v in values.split(",") if v.strip()]
+    parts = [v.strip() for v in values.split(",")]
+    if not all(parts):  # "none,,full": a value left out, refused as sweep's and plan's lists are
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty value between commas; write OPTION=VALUE1,VALUE2,...")
+    return name.strip().replace("-", "_"), [_value(v) for v in parts]
 
 
 def _value(text: str) -> Any:
