@@ -369,3 +369,17 @@ def test_depth_table_scales_matmuls_by_their_inner_dimension() -> None:
     with pytest.raises(llmsim.HardwareError, match=r"matmul_depth\.bf16: with depths, fraction must be 2 lists"):
         hardware_from_dict({**data, "matmul_depth": {"bf16": {"rows": [1, 2], "depths": [1, 2], "fraction": [1, 1],
                                                               "source": "t"}}})
+
+
+def test_tpot_with_a_window_filling_part_way_lies_among_its_steps() -> None:
+    """Gemma-3-1B's sliding layers (window 512) fill at cached length 511; from a 200-token prompt the 599 decode
+    steps take 2.088-2.093 ms each (simulate one step at a time), but the closed-form sum priced every step at the
+    scale of the middle one of the window's growing part: TPOT 2.0507 ms, under every step, and TPOT fell as
+    gen_len grew (168 times over gen_len 2..4000). The scale is now read at the steps' mean clamped offset."""
+    kw = dict(batch_size=1, prompt_len=200)
+    tpot = llmsim.simulate("gemma-3-1b", "h100-sxm", gen_len=600, **kw).tpot_s
+    steps = [llmsim.simulate("gemma-3-1b", "h100-sxm", batch_size=1, prompt_len=200 + s - 1, gen_len=2).tpot_s
+             for s in (1, 150, 300, 450, 599)]
+    assert min(steps) * (1 - 1e-3) <= tpot <= max(steps) * (1 + 1e-3)
+    sweep = llmsim.sweep("gemma-3-1b", "h100-sxm", batch_size=[1], prompt_len=[1], gen_len=list(range(2, 4000, 7)))
+    assert (np.diff(np.asarray(sweep.columns["tpot_s"], dtype=float).ravel()) >= -1e-15).all()

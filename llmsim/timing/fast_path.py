@@ -24,6 +24,7 @@ from ..cost.graph import graph_template
 from ..cost.workload import CostOptions
 from ..hardware.spec import HardwareSpec
 from ..models.spec import ModelSpec
+from .decode_sum import mean_clamped_offset
 from .host_bound import with_host_dispatch
 from .measured import TableRead
 from .op_columns import ELEMENTWISE_KINDS, group_key
@@ -421,8 +422,8 @@ class ScalarPlan:
         clamp = (p.window - 1) - L0
         x = y = None
         mid = q0
-        if p.measured is not None:  # the middle step's quantities and table coordinates
-            u = min((steps - 1) / 2, max(clamp, 0.0))
+        if p.measured is not None:  # the quantities and table coordinates at the steps' mean clamped offset
+            u = mean_clamped_offset(float(steps), float(clamp))
             mid = (a0 + s0 * u, a1 + s1 * u, a2 + s2 * u)
             x = None if v0[8] is None else float(v0[8]) + (float(v1[8]) - float(v0[8])) * u
             y = None if v0[9] is None else float(v0[9]) + (float(v1[9]) - float(v0[9])) * u

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .decode_sum import segments
+from .decode_sum import mean_clamped_offset, segments
 from .fast_path import ScalarPhase, ScalarPlan, _OpPlan
 from .host_bound import host_excess_s
 from .op_totals import PARTS
@@ -186,8 +186,8 @@ class VectorPhases:
         clamp = (p.window - 1) - L0
         x = y = None
         mid = q0
-        if p.measured_arrays is not None:  # the middle step's quantities and table coordinates
-            u = np.minimum((steps - 1) / 2, np.maximum(clamp, 0.0))
+        if p.measured_arrays is not None:  # the quantities and table coordinates at the steps' mean clamped offset
+            u = mean_clamped_offset(np.asarray(steps, dtype=float), np.asarray(clamp, dtype=float))
             mid = [a + (b - a) * u for a, b in zip(q0, q1)]
             x = None if v0[8] is None else _at(v0[8], v1[8], u)
             y = None if v0[9] is None else _at(v0[9], v1[9], u)
