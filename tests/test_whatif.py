@@ -52,6 +52,9 @@ def test_cli_whatif(capsys: pytest.CaptureFixture[str]) -> None:
     assert "baseline fusion=none, overhead=eager, tensor_parallel=1" in out and "tensor_parallel=2" in out
     assert main(["whatif", MODEL, "--hardware", GPU, "--fusion", "full", "--vary", "fusion=none,full"]) == 2
     assert "fusion='full' is both fixed and varied" in capsys.readouterr().err
+    # a split's "MB saved" are one GPU's: the table says so (it read as 1988.8 MB less traffic for PP 2)
+    assert main(["whatif", MODEL, "--hardware", GPU, "--vary", "pipeline_parallel=1,2"]) == 0
+    assert "MB saved are one GPU's: varying pipeline_parallel spreads the traffic" in capsys.readouterr().out
     with pytest.raises(SystemExit):  # a value left out between commas (it was dropped silently)
         main(["whatif", MODEL, "--hardware", GPU, "--vary", "fusion=none,,full"])
     assert "an empty value between commas" in capsys.readouterr().err

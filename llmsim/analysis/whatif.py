@@ -33,7 +33,7 @@ class WhatIfRow(BaseModel):
     ttft_speedup: float  # baseline TTFT / this TTFT
     tpot_speedup: float  # baseline TPOT / this TPOT (1 when gen_len = 1)
     e2e_speedup: float
-    prefill_bytes_saved: float  # baseline prefill bytes - this row's (negative: more traffic)
+    prefill_bytes_saved: float  # baseline prefill bytes - this row's, one GPU's (negative: more traffic)
     decode_bytes_saved_per_token: float  # the same per decode step, averaged over the steps
     fits: bool  # whether the footprint fits the device's memory
 
@@ -47,6 +47,8 @@ class WhatIfRow(BaseModel):
     def _null_is_one(cls, value: Any) -> Any:
         return 1.0 if value is None else value
 
+
+_SPLITS = ("tensor_parallel", "pipeline_parallel", "expert_parallel", "data_parallel")  # options that add GPUs
 
 # the figures of a decode step: with gen_len = 1 there is none, and JSON says null (0 and 1 as attributes)
 _DECODE_FIELDS = ("tpot_s", "tpot_speedup", "decode_bytes_saved_per_token")
@@ -97,6 +99,10 @@ class WhatIfResult(BaseModel):
                          + ("" if row.fits else "  (does not fit)"))
         if not decodes:
             lines.append(f"  {NO_DECODE_NOTE}")
+        split = [k for k in _SPLITS if k in self.vary]
+        if split:  # the bytes are one GPU's: a split spreads the traffic, it does not remove it
+            lines.append(f"  MB saved are one GPU's: varying {', '.join(split)} spreads the traffic over more GPUs "
+                         "rather than removing it")
         return "\n".join(lines)
 
     def to_pandas(self) -> Any:
