@@ -652,15 +652,19 @@ def _run(args: argparse.Namespace) -> int:
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
                           gen_len=args.gen_len, pipeline_parallel=args.pipeline_parallel,
                           num_microbatches=args.num_microbatches, data_parallel=args.data_parallel, **options)
-        if args.json:
-            print(result.model_dump_json(indent=2))
-            return 0
         # every table made before anything is printed: a bad --step is one error line, not one after the summary
-        tables = [result.ops_table()] if args.ops else []
+        layers = []
         if args.per_layer:
-            tables.append(str(result.layer_table("prefill")))
+            layers.append(result.layer_table("prefill"))
             if result.gen_len > 1 or args.step is not None:
-                tables.append(str(result.layer_table("decode", args.step)))
+                layers.append(result.layer_table("decode", args.step))
+        if args.json:  # the per-layer tables beside the result's fields (they were left out)
+            data = json.loads(result.model_dump_json())
+            if layers:
+                data["layer_tables"] = [json.loads(table.model_dump_json()) for table in layers]
+            print(json.dumps(data, indent=2))
+            return 0
+        tables = ([result.ops_table()] if args.ops else []) + [str(table) for table in layers]
         print(result)
         for table in tables:
             print()

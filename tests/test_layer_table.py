@@ -66,6 +66,14 @@ def test_layer_table_in_pandas_and_on_the_cli(capsys: pytest.CaptureFixture[str]
     assert "--step: it picks the decode step of --per-layer" in capsys.readouterr().err
     assert main(["simulate", "llama-3.2-1b", "--hardware", GPU, "--gen-len", "4", "--per-layer", "--step", "4"]) == 2
     assert "step=4 must be an integer in 1..3" in capsys.readouterr().err
+    # with --json the tables are in the output (they were dropped silently), the step's time as the text's
+    import json
+
+    assert main(["simulate", "llama-3.2-1b", "--hardware", GPU, "--prompt-len", "64", "--gen-len", "4",
+                 "--per-layer", "--step", "3", "--json"]) == 0
+    tables = json.loads(capsys.readouterr().out)["layer_tables"]
+    assert [(t["phase"], t["step"], t["kv_len"]) for t in tables] == [("prefill", 0, 0), ("decode", 3, 66)]
+    assert tables[1]["step_time_s"] == pytest.approx(r.layer_table("decode", 3).step_time_s)
 
 
 def test_pipeline_stages_and_a_result_read_back_from_json() -> None:
