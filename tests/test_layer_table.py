@@ -83,3 +83,15 @@ def test_pipeline_stages_and_a_result_read_back_from_json() -> None:
     assert _step_sum(t) == pytest.approx(t.step_time_s, rel=1e-12)
     back = llmsim.SimulationResult.model_validate_json(r.model_dump_json())
     assert back == r and back.layer_table("decode", 1) == t  # the inputs are kept beside the result, not in it
+
+
+def test_an_op_twice_in_a_layer_counts_twice_in_the_layer_table() -> None:
+    """Falcon-7B adds the attention and MLP outputs to the residual in two ops named alike (64 runs in 32 layers);
+    the table listed one run per layer, so its layers plus the other ops came to 64.43 of a 65.33 ms step. Every
+    table's layers (x their count) plus the ops outside them add up to the step, as the model's ops do."""
+    for model in ("falcon-7b", "llama-3.1-8b"):
+        r = llmsim.simulate(model, GPU, batch_size=4, prompt_len=700, gen_len=30)
+        for phase in ("prefill", "decode"):
+            t = r.layer_table(phase)
+            total = sum(g.time_s * g.layers for g in t.groups) + sum(o.time_s for o in t.other_ops)
+            assert total == pytest.approx(t.step_time_s, rel=1e-9), (model, phase)

@@ -135,8 +135,10 @@ def layer_table(result: Any, phase: str = "decode", step: int | None = None) -> 
                 for g in spec.layer_groups]
     groups, other = [], []
     for tag, layers, prefix in prefixes:
-        ops = [_layer_op(f, prefix, f["count"]) for f in fields if f["name"].startswith(prefix)]
-        parts = {b: sum(f[f"{b}_s"] / f["count"] for f in fields if f["name"].startswith(prefix)) for b in BOUNDS}
+        # one layer's share of each op: its total over the group's layers (an op can run twice in a layer:
+        # Falcon's two residual adds, 64 runs in 32 layers, listed once at one run's time before)
+        ops = [_layer_op(f, prefix, layers) for f in fields if f["name"].startswith(prefix)]
+        parts = {b: sum(f[f"{b}_s"] / layers for f in fields if f["name"].startswith(prefix)) for b in BOUNDS}
         time_s = sum(op.time_s for op in ops)
         groups.append(LayerGroupTable(
             group=tag if prefix != "layers." else "", layers=layers, ops=ops, flops=sum(op.flops for op in ops),
