@@ -248,3 +248,20 @@ def test_traced_llama_8b_agrees_with_simulate() -> None:
                    if k.kernel.aten.startswith(("aten.mm", "aten.addmm"))) == analytic
         simulated = llmsim.simulate("llama-3.1-8b", "h100-sxm", prompt_len=seq, gen_len=1, engine=engine)
         assert traced.time_s / simulated.prefill.time_s == pytest.approx(1.0, abs=0.10), engine
+
+
+def test_an_empty_forward_and_an_empty_batch_say_so() -> None:
+    """A module that only returns its input ran no kernel: it read "0.00 us per forward, compute-bound (compute 0%,
+    ...)"; a batch of 0 rows printed FLOP/B inf for a kernel that moves nothing."""
+    import torch
+
+    class Same(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x
+
+    nothing = llmsim.analyze(Same(), (torch.empty(8, 64),), hardware="h100-sxm")
+    assert nothing.bound == "none" and "no kernel runs (views only)" in str(nothing)
+    empty = llmsim.analyze(torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()), (torch.empty(0, 64),),
+                           hardware="h100-sxm")
+    assert any(k.flops == 0 and k.bytes == 0 for k in empty.kernels)  # the relu of nothing
+    assert all(k.arithmetic_intensity != float("inf") for k in empty.kernels) and "inf" not in str(empty)

@@ -31,7 +31,10 @@ class TracedKernel:
 
     @property
     def arithmetic_intensity(self) -> float:
-        return self.flops / self.bytes if self.bytes else float("inf")
+        """FLOP per byte; 0 where the kernel moves nothing (an empty tensor: no work of either kind)."""
+        if not self.bytes:
+            return 0.0 if not self.flops else float("inf")
+        return self.flops / self.bytes
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,10 @@ class TraceResult:
 
     @property
     def bound(self) -> str:
+        """The largest share of the time; "none" for a forward with no time at all (no kernel ran)."""
         shares = self.shares
+        if not any(shares.values()):
+            return "none"
         return max(shares, key=shares.get)
 
     @property
@@ -135,7 +141,8 @@ class TraceResult:
         shares = ", ".join(f"{b} {s:.0%}" for b, s in self.shares.items())
         dtype = self.dtype if self.autocast is None else f"autocast {self.autocast} over {self.dtype}"
         lines = [f"{self.model} ({self.parameters / 1e6:.1f} M parameters) on {self.hardware}, {dtype}, "
-                 f"engine {self.engine}: {_fmt_s(self.time_s)} per forward, {self.bound}-bound ({shares})",
+                 f"engine {self.engine}: {_fmt_s(self.time_s)} per forward, "
+                 + (f"{self.bound}-bound ({shares})" if self.bound != "none" else "no kernel runs (views only)"),
                  f"  {self.flops / 1e9:.2f} GFLOP ({self.matmul_flops / 1e9:.2f} in matmul/conv/attention), "
                  f"{self.bytes / 1e6:.1f} MB moved, {len(self.kernels)} kernels from {self.aten_ops} aten calls"]
         measured = sum(1 for k in self.kernels if k.source != "roofline")
