@@ -430,3 +430,15 @@ def test_a_cpu_trace_on_a_gpu_roofline_says_so(tmp_path: Path) -> None:
         table = p.kernels_table("h100-sxm")
     assert "note: the profile's times are a CPU's, but its roofline and bounds are h100-sxm's, a GPU" in table
     assert "times are a CPU's" not in p.kernels_table("cpu-generic")
+
+
+def test_a_gpu_trace_with_a_byte_order_mark_and_a_folder(tmp_path: Path) -> None:
+    """A cuda_gpu_trace re-saved with a UTF-8 byte-order mark was "not a known export" (a kern_sum one read fine);
+    a folder was "no such file"."""
+    text = (FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv").read_text()
+    marked = tmp_path / "bom.csv"
+    marked.write_bytes(text.encode("utf-8-sig"))
+    assert llmsim.read_profile(marked).kernels == llmsim.read_profile(
+        FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv").kernels
+    with pytest.raises(LlmsimError, match="a folder; give one export file in it"):
+        llmsim.read_profile(tmp_path)

@@ -36,6 +36,8 @@ def read_profile(path: Any) -> Profile:
     Nsight Systems stats CSV: its kernels with time, FLOPs and bytes where the export has them, and its
     timeline's span and idle time where it has one."""
     source = Path(path)
+    if source.is_dir():
+        raise LlmsimError(f"profile {source}: a folder; give one export file in it")
     if not source.is_file():
         raise LlmsimError(f"profile {source}: no such file")
     if source.suffix in (".ncu-rep", ".ncu-repz"):
@@ -87,6 +89,7 @@ def _starts_with_brace(path: Path) -> bool:
 
 def _text_lines(path: Path) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # utf-8-sig: a byte-order mark (a spreadsheet's re-save) is not part of the first column's name
+        return path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
     except OSError as exc:
         raise LlmsimError(f"profile {path}: cannot read it ({exc.strerror or exc})") from None
