@@ -309,6 +309,14 @@ def test_a_missing_dtype_is_assumed_bfloat16_and_said() -> None:
     assert spec.dtype == "bfloat16" and "assumed bfloat16" in spec.dtype_source
     r = llmsim.simulate(spec, "h100-sxm", batch_size=1, prompt_len=64, gen_len=2)
     assert "assumed bfloat16" in str(r)
+    # both dtypes given replace the assumed one: no advice to pass them (it was printed though they were passed)
+    import warnings
+
+    data["max_position_embeddings"] = 4097  # another config: not the memoised one above
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AssumptionWarning)
+        llmsim.simulate(data, "h100-sxm", batch_size=1, prompt_len=64, gen_len=2, weight_dtype="float32",
+                        activation_dtype="float32")
 
 
 def test_a_float32_checkpoint_is_served_in_bfloat16_by_serving_engines() -> None:

@@ -21,6 +21,20 @@ from ..timing.roofline import BOUNDS, ExecutionOptions, Roofline
 from .memory import footprint, stage_weights_bytes
 
 
+def load_model_given(model: Any, options: dict[str, Any]) -> ModelSpec:
+    """load_model, without the advice to pass weight_dtype and activation_dtype where the options give both (a
+    config stating no dtype: the assumed one is then replaced)."""
+    if options.get("weight_dtype") is None or options.get("activation_dtype") is None:
+        return load_model(model)
+    import warnings
+
+    from ..errors import AssumptionWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*states no torch_dtype/dtype: assumed", category=AssumptionWarning)
+        return load_model(model)
+
+
 def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
             ) -> tuple[ModelSpec, HardwareSpec, CostOptions, ExecutionOptions]:
     """Load model and hardware and split keyword options into cost and execution options, on top of the
@@ -33,9 +47,10 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
         from ..errors import choice_error
 
         raise choice_error("option", sorted(unknown)[0], cost_keys | exec_keys | {"engine"})
-    spec, hw = load_model(model), load_hardware(hardware)
-    chosen = engine_on(engine, hw)
     given = {k: v for k, v in options.items() if v is not None}
+    spec = load_model_given(model, given)
+    hw = load_hardware(hardware)
+    chosen = engine_on(engine, hw)
     spec = served_model(spec, chosen.serves_float32_as, chosen.name,
                         (given.get("weight_dtype"), given.get("activation_dtype")))
     if spec.quantization is not None:  # fp8/fp4 GEMMs need those tensor cores; else weight-only kernels

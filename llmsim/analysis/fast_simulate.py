@@ -24,12 +24,11 @@ from pydantic import BaseModel
 
 from ..cost.workload import BATCH_MAX, COUNT_MAX
 from ..hardware.spec import HardwareSpec, load_hardware
-from ..models.loading import load_model
 from ..models.spec import ModelSpec
 from ..timing.fast_path import ScalarPlan
 from ..timing.fast_sweep import VectorPhases
 from ..timing.roofline import BOUNDS
-from .evaluation import remember_inputs
+from .evaluation import load_model_given, remember_inputs
 from .memory import MemoryResult, footprint, weights_bytes, workspace_bytes
 from .provenance import assumptions_of, provenance_of
 from .results import OpResult, PhaseResult, SimulationResult
@@ -140,7 +139,7 @@ _SIZE = 64
 
 def _prepared(model: Any, hardware: Any, options: dict[str, Any]) -> _Prepared | None:
     """The prepared computation of these inputs, made on first use; None where the fast path does not apply."""
-    spec0, hw0 = load_model(model), load_hardware(hardware)  # memoised: the same objects while unchanged
+    spec0, hw0 = load_model_given(model, options), load_hardware(hardware)  # memoised: the same objects
     try:
         key = (id(spec0), id(hw0), *sorted(options.items()))
         entry = _PREPARED.get(key, False)
