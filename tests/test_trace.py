@@ -265,3 +265,14 @@ def test_an_empty_forward_and_an_empty_batch_say_so() -> None:
                            hardware="h100-sxm")
     assert any(k.flops == 0 and k.bytes == 0 for k in empty.kernels)  # the relu of nothing
     assert all(k.arithmetic_intensity != float("inf") for k in empty.kernels) and "inf" not in str(empty)
+
+
+def test_analyze_names_one_list_of_dtypes() -> None:
+    """An unknown dtype listed every llmsim dtype (fp8, int4, int8, mxfp4, nvfp4), which analyze then refused with
+    a shorter list: both now name the three it takes."""
+    import torch
+
+    for bad in ("foo", "int8"):
+        with pytest.raises(OptionError, match=f"dtype='{bad}' is not allowed; choose one of bfloat16, float16, "
+                                              "float32$"):
+            llmsim.analyze(nn.Linear(4, 4), (torch.empty(2, 4),), dtype=bad)

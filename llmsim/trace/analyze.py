@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dtypes import MATMUL_PRECISION, canonical_dtype
-from ..errors import OptionError, check_choice
+from ..errors import LlmsimError, OptionError, check_choice
 from .autocast import AutocastTrace
 from .kernels import kernels_of
 from .recorder import import_torch, record
@@ -76,7 +76,10 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
         raise OptionError(f"module={type(module).__name__} is not a torch.nn.Module")
     check_choice("engine", engine, ENGINE_POLICIES)
     check_choice("device", device, DEVICES)
-    dtype = canonical_dtype(dtype)
+    try:
+        dtype = canonical_dtype(dtype)
+    except LlmsimError:  # refused with this function's own list (canonical_dtype's names every llmsim dtype)
+        check_choice("dtype", dtype, _TORCH_DTYPES)
     check_choice("dtype", dtype, _TORCH_DTYPES)
     if autocast is not None:
         autocast = canonical_dtype(autocast, "autocast")
