@@ -336,3 +336,15 @@ def test_a_split_into_whole_fp8_scale_blocks_runs() -> None:
     for split in ({"tensor_parallel": 8, "expert_parallel": 8}, {"tensor_parallel": 4}):
         r = llmsim.simulate("qwen3-235b-a22b-fp8", "h200", batch_size=1, prompt_len=16, gen_len=2, **split)
         assert r.tpot_s > 0
+
+
+def test_max_batch_size_with_pipeline_stages() -> None:
+    """max_batch_size refused pipeline_parallel ("option='pipeline_parallel' is not allowed"), which simulate takes:
+    its answer is now the largest batch whose fullest stage fits, one more not fitting."""
+    kw = dict(prompt_len=2048, gen_len=512, tensor_parallel=2)
+    one = llmsim.max_batch_size("llama-3.1-70b", "h100-sxm", **kw)
+    two = llmsim.max_batch_size("llama-3.1-70b", "h100-sxm", pipeline_parallel=2, **kw)
+    assert two > one  # each GPU holds half the layers' weights and KV
+    fits = [llmsim.simulate("llama-3.1-70b", "h100-sxm", batch_size=b, pipeline_parallel=2, **kw).memory.fits
+            for b in (two, two + 1)]
+    assert fits == [True, False]

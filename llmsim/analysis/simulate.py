@@ -173,13 +173,19 @@ def _phase_result(phase: str, totals: PhaseTotals, steps: int, roofline: Rooflin
 
 
 def max_batch_size(model: Any, hardware: Any, prompt_len: int, gen_len: int, limit: int = 1 << 20,
-                   **options: Any) -> int | None:
-    """The largest batch up to `limit` whose footprint fits the device (None if batch 1 does not fit)."""
+                   pipeline_parallel: int = 1, **options: Any) -> int | None:
+    """The largest batch up to `limit` whose footprint fits the device (None if batch 1 does not fit);
+    pipeline_parallel=p: on the fullest stage's GPU, as simulate(pipeline_parallel=p) reports its memory (its
+    layers' weights and the KV cache of every micro-batch)."""
     spec, hw, cost, _ = resolve(model, hardware, **options)
     prompt_len, gen_len = check_one("prompt_len", prompt_len, 1), check_one("gen_len", gen_len, 1)
     limit = check_one("limit", limit, 1, BATCH_MAX)
+    stages = check_one("pipeline_parallel", pipeline_parallel, 1)
     check_workload(spec, 1, prompt_len, gen_len)
-    return largest_fitting(lambda b: bool(footprint(spec, hw, cost, b, prompt_len, gen_len)["fits"]), 1, limit)
+    if stages == 1:
+        return largest_fitting(lambda b: bool(footprint(spec, hw, cost, b, prompt_len, gen_len)["fits"]), 1, limit)
+    return largest_fitting(lambda b: simulate(spec, hw, batch_size=b, prompt_len=prompt_len, gen_len=gen_len,
+                                              pipeline_parallel=stages, **options).memory.fits, 1, limit)
 
 
 def max_context(model: Any, hardware: Any, batch_size: int, gen_len: int = 1, **options: Any) -> int | None:
