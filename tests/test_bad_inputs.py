@@ -269,7 +269,8 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("max-batch-fraction-limit", _max_batch(limit=2.5), OptionError, "limit=2.5"),
     ("max-batch-huge-limit", _max_batch(limit=10**30), OptionError, "limit=1000000000000000000000000000000"),
     ("max-batch-past-context", _max_batch(prompt_len=10**7), OptionError, "max_position_embeddings"),
-    ("max-batch-pipeline", _max_batch(pipeline_parallel=2), OptionError, "option='pipeline_parallel'"),
+    # (pipeline_parallel itself was refused until session 43; it is taken now, tests/test_parallel.py)
+    ("max-batch-pipeline-zero", _max_batch(pipeline_parallel=0), OptionError, "pipeline_parallel=0 must be"),
     ("max-context-zero-batch", _max_context(batch_size=0), OptionError, r"batch_size=0 must be an integer in 1\.\."),
     ("max-context-list-batch", _max_context(batch_size=[1, 2]), OptionError, r"batch_size=\[1, 2\]: give one"),
     ("max-context-huge-batch", _max_context(batch_size=1e20), OptionError, "batch_size=1e\\+20"),
