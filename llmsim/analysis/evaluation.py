@@ -21,6 +21,15 @@ from ..timing.roofline import BOUNDS, ExecutionOptions, Roofline
 from .memory import footprint, stage_weights_bytes
 
 
+def refuse_pipeline_decode(options: dict[str, Any], where: str) -> None:
+    """Refuse pipeline_decode="lockstep" in a function that runs no pipeline stages (it would be ignored)."""
+    if options.get("pipeline_decode") == "lockstep":
+        from ..errors import OptionError
+
+        raise OptionError(f"pipeline_decode='lockstep': {where} runs no pipeline stages, so it would be ignored; "
+                          "it applies to simulate(pipeline_parallel > 1)")
+
+
 def load_model_given(model: Any, options: dict[str, Any]) -> ModelSpec:
     """load_model, without the advice to pass weight_dtype and activation_dtype where the options give both (a
     config stating no dtype: the assumed one is then replaced)."""

@@ -21,6 +21,7 @@ from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_choice, check_positive
 from ..timing.phases import decode_step_totals, prefill_totals
 from ..timing.roofline import BOUNDS, Roofline
+from .evaluation import refuse_pipeline_decode
 from .fast_simulate import fast_evaluate
 from .memory import footprint
 from .roots import bracketed_roots
@@ -68,6 +69,7 @@ def sweep(model: Any, hardware: Any, batch_size: Any = 1, prompt_len: Any = 512,
 
     Each of batch_size, prompt_len, gen_len may be a number or a list; the sweep is their grid.
     """
+    refuse_pipeline_decode(options, "sweep()")
     spec, hw, cost, execution = resolve(model, hardware, **options)
     # checked before the grid is shaped, so an error shows the values as given
     axes = [np.atleast_1d(check_count("batch_size", batch_size, 1, BATCH_MAX)),
@@ -200,6 +202,7 @@ def _transitions(totals: Callable[[Any], Any], lo: float, hi: float,
 def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: dict[str, Any],
                      options: dict[str, Any]) -> tuple[Callable[[Any], Any], Any, Any]:
     """A function x -> PhaseTotals of the phase with `vary` = x (floats allowed: the continuous model)."""
+    refuse_pipeline_decode(options, "find_crossover() / first_limit()")
     spec, hw, cost, execution = resolve(model, hardware, **options)
     check_choice("phase", phase, VARY)
     check_choice("vary", vary, VARY[phase])

@@ -28,6 +28,7 @@ from .evaluation import (  # noqa: F401  (resolve, check_workload, evaluate: re-
     evaluate,
     evaluate_inputs,
     pipeline_of,
+    refuse_pipeline_decode,
     remember_inputs,
     resolve,
 )
@@ -177,10 +178,12 @@ def max_batch_size(model: Any, hardware: Any, prompt_len: int, gen_len: int, lim
     """The largest batch up to `limit` whose footprint fits the device (None if batch 1 does not fit);
     pipeline_parallel=p: on the fullest stage's GPU, as simulate(pipeline_parallel=p) reports its memory (its
     layers' weights and the KV cache of every micro-batch)."""
+    stages = check_one("pipeline_parallel", pipeline_parallel, 1)
+    if stages == 1:
+        refuse_pipeline_decode(options, "max_batch_size() without pipeline_parallel")
     spec, hw, cost, _ = resolve(model, hardware, **options)
     prompt_len, gen_len = check_one("prompt_len", prompt_len, 1), check_one("gen_len", gen_len, 1)
     limit = check_one("limit", limit, 1, BATCH_MAX)
-    stages = check_one("pipeline_parallel", pipeline_parallel, 1)
     check_workload(spec, 1, prompt_len, gen_len)
     if stages == 1:
         return largest_fitting(lambda b: bool(footprint(spec, hw, cost, b, prompt_len, gen_len)["fits"]), 1, limit)
@@ -190,6 +193,7 @@ def max_batch_size(model: Any, hardware: Any, prompt_len: int, gen_len: int, lim
 
 def max_context(model: Any, hardware: Any, batch_size: int, gen_len: int = 1, **options: Any) -> int | None:
     """The longest prompt that fits with `gen_len` tokens generated (capped by the model's context)."""
+    refuse_pipeline_decode(options, "max_context()")
     spec, hw, cost, _ = resolve(model, hardware, **options)
     batch_size, gen_len = check_one("batch_size", batch_size, 1, BATCH_MAX), check_one("gen_len", gen_len, 1)
     check_workload(spec, batch_size, 1, gen_len)
