@@ -348,3 +348,19 @@ def test_max_batch_size_with_pipeline_stages() -> None:
     fits = [llmsim.simulate("llama-3.1-70b", "h100-sxm", batch_size=b, pipeline_parallel=2, **kw).memory.fits
             for b in (two, two + 1)]
     assert fits == [True, False]
+
+
+def test_plan_searches_expert_parallelism_for_moe_models() -> None:
+    """plan searched TP x PP only; for Qwen3-30B-A3B on H100 it picked TP 2 x PP 2 at batch 512 (2066 tokens/s per
+    GPU) while TP 2 with the experts spread over both GPUs (EP 2) fits batch 256 at 2452, which the plan now finds.
+    A dense model's plan and table are as before (no EP column)."""
+    p = llmsim.plan("qwen3-30b-a3b", "h100-sxm")
+    assert (p.best.tensor_parallel, p.best.pipeline_parallel, p.best.expert_parallel) == (2, 1, 2)
+    assert p.best.tokens_per_s_per_gpu > max(c.tokens_per_s_per_gpu for c in p.candidates
+                                             if c.meets_targets and c.expert_parallel == 1)
+    assert "(EP=2)" in p.reason and "  EP  " in str(p)
+    r = llmsim.simulate("qwen3-30b-a3b", "h100-sxm", batch_size=256, prompt_len=2048, gen_len=256,
+                        tensor_parallel=2, expert_parallel=2)
+    assert r.tokens_per_s_per_gpu == pytest.approx(p.best.tokens_per_s_per_gpu)
+    dense = llmsim.plan("llama-3.1-8b", "h100-sxm", tpot_slo_s=0.05, batch_sizes=[1, 64])
+    assert {c.expert_parallel for c in dense.candidates} == {1} and " EP " not in str(dense)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_serializer
 from ..cost.blocks.parallel import check_expert_parallel
 from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_positive
+from ..models.spec import MoESpec
 from .simulate import check_workload, default_microbatches, resolve, simulate
 from .text import NO_DECODE_NOTE, device_word
 
@@ -23,6 +24,7 @@ class PlanCandidate(BaseModel):
     tensor_parallel: int
     pipeline_parallel: int
     batch_size: int
+    expert_parallel: int = 1  # the experts' split over the tensor-parallel GPUs (MoE models)
     gpus_per_replica: int
     ttft_s: float
     tpot_s: float
@@ -76,10 +78,11 @@ class Plan(BaseModel):
     def __str__(self) -> str:
         lines = [f"{self.model} on {self.hardware}: {self.reason}"]
         device = device_word(self.device_type)
-        header = (f"  {'TP':>3} {'PP':>3} {'batch':>6} {'TTFT':>10} {'TPOT':>10} {'tok/s/' + device:>10} "
-                  f"{device + 's':>6}")
-        lines.append("  best:" if self.best else "  no configuration meets the targets")
         rows = ([self.best] if self.best else []) + [c for c in self.pareto if c != self.best]
+        with_ep = any(c.expert_parallel > 1 for c in rows)  # an EP column only where a row splits its experts
+        header = (f"  {'TP':>3} {'PP':>3} " + (f"{'EP':>3} " if with_ep else "") + f"{'batch':>6} {'TTFT':>10} "
+                  f"{'TPOT':>10} {'tok/s/' + device:>10} {device + 's':>6}")
+        lines.append("  best:" if self.best else "  no configuration meets the targets")
         if rows:  # (no header over nothing)
             lines.append(header)
         latency = "TPOT" if self.front_latency == "tpot_s" else "TTFT"
@@ -87,7 +90,8 @@ class Plan(BaseModel):
             if i == 1:
                 lines.append(f"  Pareto front ({latency} against throughput per {device}):")
             tpot = f"{c.tpot_s * 1e3:>8.2f}ms" if self.front_latency == "tpot_s" else f"{'n/a':>10}"
-            lines.append(f"  {c.tensor_parallel:>3} {c.pipeline_parallel:>3} {c.batch_size:>6} "
+            lines.append(f"  {c.tensor_parallel:>3} {c.pipeline_parallel:>3} "
+                         + (f"{c.expert_parallel:>3} " if with_ep else "") + f"{c.batch_size:>6} "
                          f"{c.ttft_s * 1e3:>8.1f}ms {tpot} {c.tokens_per_s_per_gpu:>10.1f} "
                          f"{c.gpus_needed:>6}")
         if self.front_latency == "ttft_s" and rows:
@@ -128,8 +132,13 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
         p <= linked)])
     candidates: list[PlanCandidate] = []
     skipped: dict[str, None] = {}  # why a split was left out (it does not divide the model)
-    unpipelined = {k: v for k, v in options.items() if k != "pipeline_decode"}  # one stage: nothing in flight
-    for tp in tps:
+    # a MoE model without expert_parallel given: each tensor-parallel group also with its experts spread over its
+    # GPUs (expert_parallel = tensor_parallel), as engines run --enable-expert-parallel
+    search_ep = options.get("expert_parallel") is None and any(isinstance(g.layer.mlp, MoESpec)
+                                                               for g in spec.layer_groups)
+    splits = [(t, e) for t in tps for e in ([1, t] if search_ep and t > 1 else [None])]
+    for tp, ep in splits:
+        split = {**options, "expert_parallel": ep} if ep is not None else options
         for pp in pps:
             asked = (tp if tensor_parallel is not None else 1) * (pp if pipeline_parallel is not None else 1)
             if tp * pp > max_gpus or (asked <= linked < tp * pp):  # a default degree past the link: left out
@@ -139,7 +148,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
                     r = simulate(spec, hw, batch_size=batch, prompt_len=prompt_len, gen_len=gen_len,
                                  tensor_parallel=tp, pipeline_parallel=pp,
                                  num_microbatches=default_microbatches(batch, pp),
-                                 **(options if pp > 1 else unpipelined))
+                                 **{k: v for k, v in split.items() if pp > 1 or k != "pipeline_decode"})
                 except OptionError as exc:  # all but the split was checked above: this split does not divide
                     skipped[str(exc)] = None  # the model; larger batches will not help
                     break
@@ -149,7 +158,8 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
                 replicas = math.ceil(target_tokens_per_s / r.throughput_tokens_per_s) if target_tokens_per_s else 1
                 dollars = price * per_replica if price is not None else None
                 candidates.append(PlanCandidate(
-                    tensor_parallel=tp, pipeline_parallel=pp, batch_size=batch, gpus_per_replica=per_replica,
+                    tensor_parallel=tp, pipeline_parallel=pp, expert_parallel=r.expert_parallel, batch_size=batch,
+                    gpus_per_replica=per_replica,
                     ttft_s=r.ttft_s, tpot_s=r.tpot_s, tokens_per_s=r.throughput_tokens_per_s,
                     tokens_per_s_per_gpu=r.tokens_per_s_per_gpu, memory_per_gpu_bytes=r.memory.total_bytes,
                     fits=r.memory.fits, meets_targets=meets, replicas=replicas, gpus_needed=replicas * per_replica,
@@ -172,7 +182,8 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
     if best is None:
         reason = f"no configuration fits and meets the targets; relax the targets or allow more {device}s"
     else:
-        reason = (f"best TP={best.tensor_parallel} x PP={best.pipeline_parallel}, batch {best.batch_size}: "
+        ep = f" (EP={best.expert_parallel})" if best.expert_parallel > 1 else ""
+        reason = (f"best TP={best.tensor_parallel} x PP={best.pipeline_parallel}{ep}, batch {best.batch_size}: "
                   f"{best.tokens_per_s_per_gpu:.1f} tokens/s per {device}")
         if target_tokens_per_s:
             reason += (f"; {best.replicas} replicas ({best.gpus_needed} {device}s) for {target_tokens_per_s:g} "
