@@ -375,6 +375,8 @@ def _event(**fields: object) -> str:
     ("ncu-nan.csv", _NCU_RAW + '"0","gemm","nan","80"\n', "gpu__time_duration.sum = nan usecond; expected a finite"),
     ("ncu-negative.csv", _NCU_RAW + '"0","gemm","-10","80"\n', "= -10.0 usecond; expected a finite number >= 0"),
     ("ncu-500-percent.csv", _NCU_RAW + '"0","gemm","10","500"\n', r"= 500.0 %; expected a percentage in 0\.\.150"),
+    ("ncu-short-row.csv", _NCU_RAW + '"0","gemm","10"\n', "row 3 has 3 fields, the header 4"),  # was: "missing
+    # gpu__time_duration.sum" (the cut row read as a launch without metrics)
     ("nsys-nan-calls.csv", _KERN_SUM + "50,1000,nan,500,500,400,600,1,gemm_a\n",
      "Instances value 'nan' must be a finite number >= 0"),
     ("nsys-fraction-calls.csv", _KERN_SUM + "50,1000,2.7,500,500,400,600,1,gemm_a\n",

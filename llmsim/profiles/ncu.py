@@ -56,6 +56,12 @@ Metrics = dict[str, tuple[str, float]]  # metric name or section label -> (unit,
 
 
 def read_ncu(path: Path, kind: str, header: list[str], rows: list[list[str]]) -> Profile:
+    if kind == "ncu raw":  # one row per launch: a row cut short would read as a launch without its metrics
+        width = len(header)
+        short = next((i for i, row in enumerate(rows) if len(row) != width), None)
+        if short is not None:
+            raise LlmsimError(f"{kind} export {path}: row {short + 2} has {len(rows[short])} fields, the header "
+                              f"{width} (a cut or edited export)")
     launches = _details(header, rows) if kind == "ncu details" else _raw(header, rows)
     return ncu_profile(path, kind, launches, f"Nsight Compute ({kind.split()[1]})")
 
