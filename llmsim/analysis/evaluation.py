@@ -15,7 +15,7 @@ from ..engines.catalog import check_tables_device, engine_on
 from ..hardware.spec import HardwareSpec, load_hardware
 from ..models.dtype_default import served_model
 from ..models.loading import load_model
-from ..models.spec import ModelSpec, MoESpec
+from ..models.spec import ModelSpec
 from ..timing.phases import PhaseTotals, decode_totals, pipelined, prefill_totals
 from ..timing.roofline import BOUNDS, ExecutionOptions, Roofline
 from .memory import footprint, stage_weights_bytes
@@ -94,7 +94,7 @@ def check_moe_options(spec: ModelSpec, given: dict[str, Any]) -> None:
     from ..errors import OptionError
 
     changed = [k for k, default in MOE_ONLY_OPTIONS.items() if k in given and given[k] != default]
-    if changed and not any(isinstance(g.layer.mlp, MoESpec) for g in spec.layer_groups):
+    if changed and not any(g.layer.is_moe for g in spec.layer_groups):
         raise OptionError(f"{changed[0]}={given[changed[0]]!r}: the model has no experts (every MLP is dense); "
                           f"leave {changed[0]} at {MOE_ONLY_OPTIONS[changed[0]]!r}")
 

@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_serializer
 from ..cost.blocks.parallel import check_expert_parallel
 from ..cost.workload import BATCH_MAX, COUNT_MAX, check_count, check_one
 from ..errors import OptionError, check_positive
-from ..models.spec import MoESpec
 from .simulate import check_workload, default_microbatches, resolve, simulate
 from .text import NO_DECODE_NOTE, device_word
 
@@ -33,15 +32,15 @@ class PlanCandidate(BaseModel):
     memory_per_gpu_bytes: float
     fits: bool
     meets_targets: bool
+    replicas: int
+    gpus_needed: int
+    usd_per_hour: float | None
+    usd_per_million_tokens: float | None
 
     @field_validator("tpot_s", mode="before")
     @classmethod
     def _null_is_zero(cls, value: Any) -> Any:
         return 0.0 if value is None else value  # read back from JSON (gen_len = 1: no decode step)
-    replicas: int
-    gpus_needed: int
-    usd_per_hour: float | None
-    usd_per_million_tokens: float | None
 
 
 class Plan(BaseModel):
@@ -134,8 +133,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
     skipped: dict[str, None] = {}  # why a split was left out (it does not divide the model)
     # a MoE model without expert_parallel given: each tensor-parallel group also with its experts spread over its
     # GPUs (expert_parallel = tensor_parallel), as engines run --enable-expert-parallel
-    search_ep = options.get("expert_parallel") is None and any(isinstance(g.layer.mlp, MoESpec)
-                                                               for g in spec.layer_groups)
+    search_ep = options.get("expert_parallel") is None and any(g.layer.is_moe for g in spec.layer_groups)
     splits = [(t, e) for t in tps for e in ([1, t] if search_ep and t > 1 else [None])]
     for tp, ep in splits:
         split = {**options, "expert_parallel": ep} if ep is not None else options
