@@ -523,10 +523,14 @@ def test_gap_analysis_rows_run_the_deployment_aiconfigurators_generator_wrote() 
     assert aiconfigurator_agg_options(row, "h100-sxm", 1) == {"max_num_seqs": 64, "max_num_batched_tokens": 5660}
     assert aiconfigurator_agg_options({**row, "backend": "vllm"}, "h100-sxm", 1) == {"max_num_seqs": 64,
                                                                          "max_num_batched_tokens": 5660}
-    # SGLang: min(its chunked prefill size on an H100, 8192, and 4096 + 1500 = 5596); at isl 8000, 8192 < 9500
-    assert aiconfigurator_agg_options({**row, "backend": "sglang"}, "h100-sxm", 1) == {"max_num_seqs": 64,
-                                                                              "max_num_batched_tokens": 5596}
-    long_sglang = {**row, "backend": "sglang", "isl": "8000"}
+    # SGLang: min(its chunked prefill size on an H100, 8192, and 4096 + 1500 = 5596); at isl 8000, 8192 < 9500;
+    # a version whose template predates the generator's `agg enable_mixed_chunk = true` keeps SGLang's default
+    sglang = {**row, "backend": "sglang", "backend_version": "0.5.1.post1"}
+    assert aiconfigurator_agg_options(sglang, "h100-sxm", 1) == {"max_num_seqs": 64, "max_num_batched_tokens": 5596}
+    # 0.5.6.post2's template (2026-01-23) came after the rule (2026-01-19): --enable-mixed-chunk
+    assert aiconfigurator_agg_options({**sglang, "backend_version": "0.5.6.post2"}, "h100-sxm", 1) == {
+        "max_num_seqs": 64, "max_num_batched_tokens": 5596, "mixed_batches": True}
+    long_sglang = {**sglang, "isl": "8000"}
     assert aiconfigurator_agg_options(long_sglang, "h100-sxm", 1)["max_num_batched_tokens"] == 8192
     inferencex = {**row, "silicon_data_source": "db-dump/2026-04-27; config_id=733; silicon_concurrency=128"}
     assert aiconfigurator_agg_options(inferencex, "h100-sxm", 1) == {} and aiconfigurator_disagg_pools(inferencex) == {}

@@ -15,6 +15,16 @@ TensorRT-LLM-only generator before 95ddf241a, 2025-12-04, src/aiconfigurator/gen
 - disaggregated prefill workers: `max_num_tokens: isl + 1500` (TensorRT-LLM, vLLM), max_batch_size the prefill
   batch size; decode workers: max_batch_size and max_num_tokens the decode batch size.
 
+- aggregated SGLang of a version whose generator template came after the rule `agg enable_mixed_chunk = true`
+  (sglang.rule from fa895ffb1 and 07a377923, 2026-01-19, still there at 095f58a51): `--enable-mixed-chunk`,
+  serve()'s mixed_batches=True (prefill chunks ride with the decodes, the decodes counted in the step's token
+  budget: SGLang's PrefillAdder takes the running requests off rem_chunk_tokens and rem_input_tokens). The
+  templates of SGLang 0.5.6.post2 (c46a56b02, 2026-01-23, Dynamo 0.8.0), 0.5.8 (2026-02-11) and later came after
+  it, so those runs had it; 0.5.1.post1, 0.5.3.post2 and 0.5.4.post3 had templates from 2025-12-04, before it,
+  and their runs' dates are not known: they keep SGLang's default (no mixed chunks; approximation). From session
+  44; what prompted the look (say so: the validation rows informed it): SGLang 0.5.6.post2 Llama-3.1-8B rows on
+  H200 with TTFT predicted 2-6x too long, the signature of SGLang's default in a closed loop of equal lengths,
+  where prefill-only steps keep the clients' requests in waves; the setting itself is the generator's.
 - TensorRT-LLM, either mode: `kv_cache_config.free_gpu_memory_fraction: 0.80`, the default of every TensorRT-LLM
   template of both generators (generator/config/backend_templates/trtllm/extra_engine_args*.yaml.j2 at 8745c7714,
   generator/templates/trtllm/ at 4361371a6; neither generator's rules set it): serve()'s gpu_memory_utilization,
@@ -34,6 +44,8 @@ from .silicon_rows import _count
 GAP_ANALYSIS_SOURCE = "aic-auto-gap-analysis"
 TOKENS_BEYOND_ISL = 1500  # the generator's `isl + 1500` (module docstring)
 TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.80  # its TensorRT-LLM templates' free_gpu_memory_fraction (module docstring)
+# SGLang versions whose generator templates predate `agg enable_mixed_chunk = true` (module docstring)
+SGLANG_TEMPLATES_BEFORE_MIXED_CHUNK = ("0.5.1.post1", "0.5.3.post2", "0.5.4.post3")
 
 
 def from_gap_analysis(row: dict[str, str]) -> bool:
@@ -52,7 +64,10 @@ def aiconfigurator_agg_options(row: dict[str, str], hardware: str, tensor_parall
         from ..serving.engine_limits import engine_defaults
 
         chunk = int(engine_defaults("sglang", load_hardware(hardware), tensor_parallel)["max_num_batched_tokens"])
-        return {"max_num_seqs": bs, "max_num_batched_tokens": min(chunk, isl + TOKENS_BEYOND_ISL)}
+        options = {"max_num_seqs": bs, "max_num_batched_tokens": min(chunk, isl + TOKENS_BEYOND_ISL)}
+        if row["backend_version"] not in SGLANG_TEMPLATES_BEFORE_MIXED_CHUNK:  # --enable-mixed-chunk
+            options["mixed_batches"] = True
+        return options
     return {"max_num_seqs": bs, "max_num_batched_tokens": bs + isl + TOKENS_BEYOND_ISL}
 
 
