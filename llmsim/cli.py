@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compute each shared prefix once (default: on, as the engines run)")
     p.add_argument("--mixed-batches", action=argparse.BooleanOptionalAction, default=None,
                    help="prefill chunks share steps with decodes (default: the engine's; --no-mixed-batches: prefill "
-                   "first, as SGLang)")
+                   "first, as SGLang by default; --mixed-batches with engine sglang: its --enable-mixed-chunk)")
     p.add_argument("--chunked-prefill", action=argparse.BooleanOptionalAction, default=None,
                    help="a prompt longer than the step's token budget is prefilled in chunks over steps (default: "
                    "the engine's; --no-chunked-prefill: a new prompt runs whole or waits, TensorRT-LLM's default)")

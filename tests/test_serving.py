@@ -1065,6 +1065,24 @@ def test_a_step_that_preempts_admits_no_waiting_request() -> None:
         assert requests["preemptions"].sum() > 0  # the KV cache did run out
 
 
+def test_sglang_prefill_first_keeps_a_closed_loop_of_equal_lengths_in_waves() -> None:
+    # SGLang's default (no mixed chunks): while prompts can start, steps prefill only and every decode waits, so
+    # 16 clients of equal lengths start decoding together and finish together (on at most two steps here), and
+    # their next requests arrive as a wave again; --enable-mixed-chunk (mixed_batches=True) lets each decode
+    # start after its own prefill, so the requests spread out (aiconfigurator's generated SGLang deployments set
+    # it: llmsim.validation.aiconfigurator_recipes)
+    def finishes(mixed: bool | None) -> tuple[int, float]:
+        r = llmsim.serve("llama-3.1-8b", "h100-sxm", engine="sglang", concurrency=16, num_requests=48,
+                         prompt_len=2000, gen_len=100, mixed_batches=mixed)
+        requests = r.to_pandas()
+        return requests["finish_s"][:16].nunique(), r.ttft_s.mean
+
+    waves, ttft_waves = finishes(None)
+    spread, ttft_spread = finishes(True)
+    assert waves <= 2 < 4 <= spread
+    assert ttft_spread < ttft_waves  # a request's prefill no longer waits behind the whole wave's
+
+
 def test_a_token_budget_below_max_num_seqs_follows_vllms_rule(capsys: pytest.CaptureFixture[str]) -> None:
     """vLLM refuses max_num_batched_tokens < max_num_seqs (vllm/config/scheduler.py, verify_max_model_len) and
     defaults an unset max_num_seqs to min(its default, max_num_batched_tokens) (vllm/engine/arg_utils.py). llmsim

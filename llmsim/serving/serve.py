@@ -89,7 +89,8 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     and SGLang; False: a new prompt runs whole in one step beside the decodes or waits for a step with room,
     TensorRT-LLM's default enable_chunked_prefill False; a prompt longer than max_num_batched_tokens is then
     refused), mixed_batches (True: prefill chunks share a step with decodes, vLLM and TensorRT-LLM; False: prefill
-    first, a step prefills while prompts can start, SGLang's default), reserve_output (True: a request starts
+    first, a step prefills while prompts can start, SGLang's default; True with engine="sglang" is its
+    --enable-mixed-chunk, the decodes counted in the step's token budget), reserve_output (True: a request starts
     only when the KV blocks of its whole prompt and output fit beside the running requests' remaining ones, so
     none is preempted: TensorRT-LLM's default capacity policy GUARANTEED_NO_EVICT; False: by its prompt's blocks,
     preempting when blocks run out: vLLM, SGLang and TensorRT-LLM's MAX_UTILIZATION), async_scheduling (True, all
