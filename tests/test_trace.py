@@ -57,6 +57,54 @@ def test_vision_flops_equal_flop_counter(name: str) -> None:
     assert next(module.parameters()).dtype == torch.float32
 
 
+def test_tied_weights_trace_once() -> None:
+    # an embedding tied to the LM head (GPT-2, Llama-3.2-1B's tie_word_embeddings): the shared weight was moved
+    # once per name, and functional_call(tie_weights=True) refused the two copies ("got multiple values")
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.head = nn.Embedding(100, 16), nn.Linear(16, 100, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.head(self.embed(ids))
+
+    module, ids = Tied(), torch.zeros(2, 5, dtype=torch.long)
+    for device in ("meta", "cpu"):
+        result = llmsim.analyze(module, (ids,), dtype="float32", device=device)
+        assert result.matmul_flops == _flop_counter(module, ids) == 2 * 10 * 16 * 100  # 2 x tokens x 16 x 100
+        assert result.parameters == 1600  # the shared 100 x 16 weight, once
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=64)
+    with torch.device("meta"):
+        gpt2 = transformers.GPT2LMHeadModel(config).eval()  # lm_head.weight is wte.weight
+    assert llmsim.analyze(gpt2, (torch.zeros(1, 16, dtype=torch.long),)).matmul_flops > 0
+
+
+def test_a_fused_chain_of_in_place_ops_reads_what_was_there_before_it() -> None:
+    # y = linear(x); y.add_(1); y.mul_(2); y.sum(0): the in-place ops' outputs are y's storage, which the fused
+    # kernel must read (the chain counted it as made inside and read 0 bytes: FLOP/B 6144, or inf unused)
+    class Chain(nn.Module):
+        def __init__(self, in_place: bool) -> None:
+            super().__init__()
+            self.linear, self.in_place = nn.Linear(64, 64), in_place
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.linear(x)
+            if self.in_place:
+                y.add_(1)
+                y.mul_(2)
+            else:
+                y = (y + 1) * 2
+            return y.sum(0)
+
+    x = torch.empty(4096, 64)
+    for in_place in (True, False):
+        fused = llmsim.analyze(Chain(in_place), (x,), dtype="float32", engine="torch-compile").kernels[-1].kernel
+        assert fused.aten.startswith("fused:")
+        assert fused.bytes_read == 4096 * 64 * 4  # y once, float32
+        assert fused.bytes_written == 64 * 4  # the sum's row
+
+
 def test_conv_flops_every_variant_equal_flop_counter() -> None:
     # stride, dilation, padding, groups, transposed, 1-D and 3-D
     cases = [

@@ -94,8 +94,11 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
     if device == "cpu" and any(p.device.type == "meta" for p in module.parameters()):
         raise OptionError("device='cpu' runs the module for real: build it with weights on the CPU (it has "
                           "parameters on the meta device), or keep device='meta'")
-    state = {k: _moved(v, torch, device, torch_dtype) for k, v in
-             [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]}
+    moved: dict[int, Any] = {}  # tied weights (one tensor under several names) moved once: functional_call's
+    # tie_weights refuses different values under the names of one tied tensor
+    state = {k: moved[id(v)] if id(v) in moved else moved.setdefault(id(v), _moved(v, torch, device, torch_dtype))
+             for k, v in [*module.named_parameters(remove_duplicate=False),
+                          *module.named_buffers(remove_duplicate=False)]}
     args = _moved(tuple(example_inputs), torch, device, torch_dtype)
     kwargs = _moved(dict(example_kwargs or {}), torch, device, torch_dtype)
     trace = None if autocast is None else AutocastTrace(torch, getattr(torch, autocast), list(state.values()))

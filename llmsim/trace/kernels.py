@@ -82,12 +82,15 @@ def _fused(chain: list[tuple[int, RecordedOp, AtenCost]], readers: dict[int, lis
            returned: frozenset[int]) -> Kernel:
     """One kernel for a chain of fusible ops (see the module docstring)."""
     first, last = chain[0][0], chain[-1][0]
-    produced = {t.ident for _, op, _ in chain for t in op.outputs}
+    # a tensor is read from memory unless an earlier op of the chain made it: in order, so that an in-place op
+    # (its output the storage of its input) still reads what was there before the chain
+    produced: set[int] = set()
     read: dict[int, int] = {}
     for _, op, _ in chain:
         for t in op.inputs:
             if t.ident not in produced:
                 read[t.ident] = max(read.get(t.ident, 0), t.bytes)
+        produced.update(t.ident for t in op.outputs)
     written: dict[int, int] = {}
     for _, op, _ in chain:
         for t in op.outputs:
