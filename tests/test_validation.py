@@ -242,6 +242,31 @@ def test_resume_measures_only_new_cases(tmp_path) -> None:
     assert ValidationReport.from_jsonl(results).rows == second.rows
 
 
+def test_resume_reuses_a_case_only_under_the_same_hardware_file_and_config(tmp_path) -> None:
+    # a shared results file: a case recorded with another hardware file (or another config under the same name)
+    # was reused, with that file's prediction (67 ms where cpu-generic predicts 0.8 ms, in the audit)
+    results = tmp_path / "run.jsonl"
+    config = TINY_CONFIGS["qwen2"]
+    kwargs = dict(seq_lens=(8,), kv_lens=(), results_path=results, name="q", repeats=1, warmup=0)
+    first = validate(config, HW, **kwargs)
+    other_hardware = validate(config, "a10g", **kwargs)
+    wider = validate({**config, "intermediate_size": 2 * config["intermediate_size"]}, HW, **kwargs)
+    again = validate(config, HW, **kwargs)
+    assert len(results.read_text().splitlines()) == 3  # three setups measured; the fourth run reused the first
+    assert again.rows == first.rows
+    assert other_hardware.rows[0].predicted_s != first.rows[0].predicted_s
+    assert wider.rows[0].predicted_s > first.rows[0].predicted_s
+    assert len({first.rows[0].setup, other_hardware.rows[0].setup, wider.rows[0].setup}) == 3
+
+
+@pytest.mark.parametrize("sizes", [dict(seq_lens=(0,), kv_lens=()), dict(seq_lens=(), kv_lens=(8, -5)),
+                                   dict(batch_sizes=(-2,)), dict(seq_lens=(2.5,), kv_lens=())])
+def test_validate_refuses_sizes_below_one_as_the_cli_does(sizes: dict) -> None:
+    # the Python API built the model and recorded torch's errors ("cannot reshape tensor of 0 elements") per case
+    with pytest.raises(LlmsimError, match=r"^(batch_sizes|seq_lens|kv_lens) holds .*: sizes are integers >= 1$"):
+        validate(TINY_CONFIGS["qwen2"], HW, **{**TINY, **sizes})
+
+
 def test_a_results_path_that_is_not_a_records_file_is_refused_before_anything_runs(tmp_path) -> None:
     """An audit's `--results` pointed at a calibrated hardware TOML got JSON lines appended to it (the TOML no longer
     loaded), and a folder raised IsADirectoryError after the first case was measured."""

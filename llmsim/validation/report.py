@@ -62,6 +62,9 @@ class ValidationRow(BaseModel):
     # measured time of a reference matmul (speed_check; 1.0: as calibrated); None: not checked
     machine_speed: float | None = None
     recorded_at: str = ""
+    # what the prediction was made from: a fingerprint of the hardware file's figures and the model config run
+    # (setup_fingerprint); resume reuses a recorded case only under the same ("" in records before 0.2.0: run again)
+    setup: str = ""
 
     @property
     def length(self) -> int:
@@ -75,12 +78,21 @@ class ValidationRow(BaseModel):
     def key(self) -> tuple[Any, ...]:
         """What identifies a case in a results file (resume skips rows with the same key)."""
         return case_key(self.model, self.phase, self.batch_size, self.length, self.dtype, self.num_layers,
-                        self.overhead, self.device)
+                        self.overhead, self.device, self.setup)
 
 
 def case_key(model: str, phase: str, batch_size: int, length: int, dtype: str, num_layers: int | None,
-             overhead: str, device: str) -> tuple[Any, ...]:
-    return (model, phase, int(batch_size), int(length), dtype, num_layers, overhead, device)
+             overhead: str, device: str, setup: str = "") -> tuple[Any, ...]:
+    return (model, phase, int(batch_size), int(length), dtype, num_layers, overhead, device, setup)
+
+
+def setup_fingerprint(hardware: Any, config: dict[str, Any]) -> str:
+    """12 hex digits of a hash of a hardware spec's figures and a model config (the run's setup): two runs
+    with another hardware file or another config under the same model name do not share recorded cases."""
+    import hashlib
+
+    text = json.dumps({"hardware": hardware.model_dump(mode="json"), "config": config}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _percentile(values: Sequence[float], q: float) -> float:

@@ -22,6 +22,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..analysis.simulate import resolve
 from ..errors import LlmsimError
 from ..hardware.spec import HardwareSpec
@@ -58,6 +60,7 @@ from .report import (
     append_result,
     case_key,
     read_results,
+    setup_fingerprint,
 )
 from .speed_check import drift_warning, machine_speed
 
@@ -270,12 +273,18 @@ def validate(
     if cases is None:
         cases = [("prefill", b, s) for b in batch_sizes for s in seq_lens]
         cases += [("decode", b, k) for b in batch_sizes for k in kv_lens]
-    for phase, _, _ in cases:
+    for phase, batch, length in cases:
         if phase not in ("prefill", "decode"):
             raise LlmsimError(f"case phase={phase!r}; choose prefill or decode")
+        # as the CLI's lists: sizes are integers >= 1 (a decode step reads at least one cached token)
+        for field, value in (("batch_sizes", batch), ("seq_lens" if phase == "prefill" else "kv_lens", length)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise LlmsimError(f"{field} holds {value!r}: sizes are integers >= 1")
     # a folder, or a file of other lines, refused before anything is appended to it
     done = read_results(results_path, strict=True) if results_path is not None else {}
-    to_run = [c for c in cases if _recorded(done, case_key(name, *c, dtype, num_layers, overhead, device)) is None]
+    setup = setup_fingerprint(hw, data)  # a case recorded under another hardware file or config runs again
+    to_run = [c for c in cases
+              if _recorded(done, case_key(name, *c, dtype, num_layers, overhead, device, setup)) is None]
     if to_run:  # the smallest case: if llmsim cannot predict it (no fp16 peak on the device, a broken config), no
         phase, batch, length = min(to_run, key=lambda c: (c[1], c[2]))  # case can be: said before any is measured
         try:
@@ -299,13 +308,14 @@ def validate(
         info["machine_speed"] = speed_before
         hf_model = None
         for phase, batch, length in cases:
-            previous = _recorded(done, case_key(name, phase, batch, length, dtype, num_layers, overhead, device))
+            previous = _recorded(done, case_key(name, phase, batch, length, dtype, num_layers, overhead, device,
+                                                setup))
             if previous is not None:
                 rows.append(previous)
                 bar.update(f"{name} {phase} b{batch} {length} (recorded)")
                 continue
             common = dict(model=name, phase=phase, batch_size=batch, dtype=dtype, num_layers=num_layers,
-                          overhead=overhead, device=device, hardware=hw.name,
+                          overhead=overhead, device=device, hardware=hw.name, setup=setup,
                           recorded_at=_dt.datetime.now().isoformat(timespec="seconds"),
                           **({"seq_len": length} if phase == "prefill" else {"kv_len": length}), **info)
             if hf_model is None:
