@@ -610,6 +610,8 @@ def _run(args: argparse.Namespace) -> int:
         if stray:
             raise LlmsimError(f"{', '.join(stray)}: for measuring this machine only; --from aiconfigurator takes "
                               "--system, --engine, --full and --out")
+        if not args.out.strip():  # Path("") is the current folder: an unset shell variable wrote tables there
+            raise LlmsimError("--out is empty: give the folder to write the tables into")
         written = import_tables(args.system, args.engine, Path(args.out), full=args.full)
         if not written:  # the package ships the system's folder empty (l4, a30 in aiconfigurator-core 0.12.0)
             raise LlmsimError(f"--system {args.system} --engine {args.engine}: the installed aiconfigurator-core has "

@@ -236,6 +236,9 @@ def test_calibrate_from_aiconfigurator_refuses_missing_arguments(capsys: pytest.
     code = main(["calibrate", "--from", "aiconfigurator", "--out", str(tmp_path / "k")])
     assert code != 0
     assert "--from aiconfigurator needs --system" in capsys.readouterr().err
+    # an empty --out (an unset shell variable) is the current folder to Path(""): refused, nothing written there
+    assert main(["calibrate", "--from", "aiconfigurator", "--system", "l40s", "--engine", "vllm", "--out", ""]) == 2
+    assert "--out is empty: give the folder to write the tables into" in capsys.readouterr().err
 
 
 def test_engines_command_lists_the_engines(capsys: pytest.CaptureFixture[str]) -> None:

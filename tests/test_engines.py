@@ -264,6 +264,13 @@ def test_tables_from_a_folder(tmp_path: Path) -> None:
     r = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=4096, gen_len=2, tables=str(folder))
     assert _op(r, "prefill", "layers.mlp.down_proj").source.endswith("gemm")
     assert _op(r, "decode", "layers.attn.flash").source == "roofline"  # the folder has no attention table
+    # the folder as a Path, as hardware= takes one (was "neither a table set name nor an existing folder")
+    by_path = llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=4096, gen_len=2, tables=folder)
+    assert by_path.ttft_s == r.ttft_s and by_path.tpot_s == r.tpot_s
+    # the folder is named where its tables are listed, and the messages name the device and engine its files
+    # state (they named the folder and its parent: "engine mine on test_tables_from_a_folder0")
+    assert r.measured_tables["gemm"].endswith(f"; read from {folder.resolve()}")
+    assert "no decode_attention table for engine vllm on h100_sxm" in r.roofline_reasons
 
 
 def test_weight_only_gemms_read_another_engines_table_as_a_proxy() -> None:

@@ -158,6 +158,15 @@ def test_holes_and_bad_values_are_refused(tmp_path: Path) -> None:
     path.write_text(GEMM_CSV.replace("latency_us", "latency"))
     with pytest.raises(HardwareError, match="lacks column"):
         read_table_file(path, "gemm", ("dtype",), ("m", "n", "k"))
+    # a size of inf passed the size check (inf > 0) and made every larger GEMM read the largest measured one
+    for size in ("inf", "nan"):
+        path.write_text(GEMM_CSV.replace("bf16,1,1024,1024,4", f"bf16,{size},1024,1024,4"))
+        with pytest.raises(HardwareError, match="non-positive or non-finite size"):
+            read_table_file(path, "gemm", ("dtype",), ("m", "n", "k"))
+    path.write_text(GEMM_CSV.replace("bf16,1,1024,1024,4", "bf16,1,1024,garbage,4"))  # was numpy's ValueError
+    with pytest.raises(HardwareError, match=r"gemm.csv: kernel table 'gemm': k 'garbage' is not a number \(row "
+                                            r"'bf16,1,1024,garbage,4'\)$"):
+        read_table_file(path, "gemm", ("dtype",), ("m", "n", "k"))
 
 
 def test_token_budget_holes_are_filled_in_proportion_to_the_batch(tmp_path: Path) -> None:
@@ -324,6 +333,17 @@ def test_importer_on_a_parquet_file_written_here(tmp_path: Path) -> None:
     assert (tmp_path / "a-file").read_text() == "mine"
     with pytest.raises(LlmsimError, match=r"out /proc/llmsim-tables: cannot create that folder"):
         import_tables("test_gpu", "vllm", Path("/proc/llmsim-tables"), data_root=data)
+    # a shell's completion ("test_gpu/") reads as the name; a path was written with it as the system, so that
+    # simulate refused the tables on that very GPU
+    assert [p.name for p in import_tables("test_gpu/", "vllm", tmp_path / "slash", data_root=data,
+                                          families=["gemm"])] == ["gemm.csv"]
+    assert "# system: test_gpu\n" in (tmp_path / "slash" / "gemm.csv").read_text()
+    with pytest.raises(OptionError, match=r"^system='../data/test_gpu': give a system's name"):
+        import_tables("../data/test_gpu", "vllm", tmp_path / "x", data_root=data)
+    # nothing to write (no attention table there): no folder is left behind, parents included
+    assert import_tables("test_gpu", "vllm", tmp_path / "new" / "deep", data_root=data,
+                         families=["prefill_attention"]) == []
+    assert not (tmp_path / "new").exists()
 
 
 def test_importer_reads_the_version_the_package_serves(tmp_path: Path) -> None:

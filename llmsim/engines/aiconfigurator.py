@@ -153,6 +153,10 @@ def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | Non
     """
     check_choice("engine", engine, ENGINES)
     root = data_root if data_root is not None else package_root() / "systems" / "data"
+    system = system.rstrip("/")  # a shell's completion of the folder name ("l40s/")
+    if not system or Path(system).name != system or system in (".", ".."):  # a path: its tables would be refused
+        raise OptionError(f"system={system!r}: give a system's name, as aiconfigurator names its folders (e.g. "
+                          "h100_sxm), not a path")
     if not (root / system).is_dir():
         # the systems with measured tables (the package ships some folders empty: l4, a30 in 0.12.0)
         known = sorted(p.name for p in root.iterdir() if p.is_dir() and next(p.rglob("*.parquet"), None)) \
@@ -166,6 +170,7 @@ def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | Non
         check_choice("family", family, tuple(FAMILY_COLUMNS))
     if out_dir.exists() and not out_dir.is_dir():
         raise LlmsimError(f"out {out_dir}: a file; the tables are a folder of CSV files: give a folder's path")
+    created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]  # removed again if nothing is written
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -192,6 +197,9 @@ def import_tables(system: str, engine: str, out_dir: Path, data_root: Path | Non
         rows, source_file, extra = found
         _write(path, family, rows, _provenance(system, engine, source_file, root, extra))
         written.append(path)
+    if not written:  # the system's folder ships empty for this engine: leave no empty folder behind
+        for folder in created:  # deepest first
+            folder.rmdir()
     return written
 
 

@@ -81,6 +81,7 @@ class MeasuredKernels:
     folder: str
     tables: Mapping[str, TableFile]
     _slices: dict[tuple, Any] = field(default_factory=dict, compare=False, repr=False)
+    from_user_folder: bool = False  # a folder the user gave (tables=PATH): its sources name it
 
     def __hash__(self) -> int:
         return hash((self.device, self.engine, self.folder))
@@ -90,7 +91,8 @@ class MeasuredKernels:
         return tuple(self.tables)
 
     def source(self, family: str) -> str:
-        return self.tables[family].source
+        source = self.tables[family].source
+        return f"{source}; read from {self.folder}" if self.from_user_folder else source
 
     # ---- GEMM ---------------------------------------------------------------------------------------
     def gemm_table(self, precision: str) -> GridTable | None:
@@ -225,7 +227,27 @@ def load_measured(folder: str, device: str = "", engine: str = "") -> MeasuredKe
         if file.stem not in FAMILIES:
             raise HardwareError(f"{file}: unknown kernel table family {file.stem!r}; allowed: {sorted(FAMILIES)}")
         files[file.stem] = file
-    return MeasuredKernels(device or path.parent.name, engine or path.name, str(path), TableFiles(files))
+    if device and engine:  # a shipped set (measured_for)
+        return MeasuredKernels(device, engine, str(path), TableFiles(files))
+    # a folder the user gave: the device and engine its files say they were measured on and with (the
+    # importer's `# system:` and `# engine:` lines), else the folder's names, as the shipped layout has them
+    # (the system as the file names it: aiconfigurator's h200_sxm, not llmsim's h200)
+    header = _header_lines(next(iter(files.values()))) if files else {}
+    return MeasuredKernels(header.get("system") or path.parent.name, header.get("engine") or path.name, str(path),
+                           TableFiles(files), from_user_folder=True)
+
+
+def _header_lines(file: Path) -> dict[str, str]:
+    """The `# key: value` lines at the top of a table file."""
+    found: dict[str, str] = {}
+    with file.open() as handle:
+        for line in handle:
+            if not line.startswith("#"):
+                break
+            key, sep, value = line[1:].partition(":")
+            if sep:
+                found[key.strip()] = value.strip()
+    return found
 
 
 class TableFiles(Mapping[str, TableFile]):

@@ -108,9 +108,13 @@ def _key_value(text: str) -> Any:
 def _grid(path: Path, family: str, axes: tuple[str, ...], at: dict[str, int], rows: list[list[str]],
           fill_first_axis: bool) -> GridTable:
     # numpy parses the cells' text (as float() does)
-    coords = np.array(list(map(_cells_at([at[a] for a in axes]), rows)), dtype=float).reshape(len(rows), len(axes))
-    latency_us = np.array([r[at["latency_us"]] for r in rows], dtype=float)
-    if not np.all(np.isfinite(latency_us)) or np.any(latency_us <= 0) or np.any(coords <= 0):
+    try:
+        coords = np.array(list(map(_cells_at([at[a] for a in axes]), rows)), dtype=float).reshape(len(rows), len(axes))
+        latency_us = np.array([r[at["latency_us"]] for r in rows], dtype=float)
+    except ValueError:
+        raise HardwareError(_first_non_number(path, family, (*axes, "latency_us"), at, rows)) from None
+    if (not np.all(np.isfinite(latency_us)) or np.any(latency_us <= 0) or not np.all(np.isfinite(coords))
+            or np.any(coords <= 0)):
         raise HardwareError(f"{path}: kernel table '{family}' has a non-positive or non-finite size or latency_us")
     points = tuple(np.unique(coords[:, i]) for i in range(len(axes)))
     shape = tuple(len(p) for p in points)
@@ -124,6 +128,19 @@ def _grid(path: Path, family: str, axes: tuple[str, ...], at: dict[str, int], ro
         raise HardwareError(f"{path}: kernel table '{family}' is not a full grid over {axes} "
                             f"({len(rows)} rows for {int(np.prod(shape))} grid points, or repeated points)")
     return GridTable(axes, points, monotone_envelope(times), family not in STRAIGHT_FAMILIES)
+
+
+def _first_non_number(path: Path, family: str, columns: tuple[str, ...], at: dict[str, int],
+                      rows: list[list[str]]) -> str:
+    """The message for the first cell of `columns` that is not a number (a row of `rows` has one)."""
+    for cells in rows:
+        for column in columns:
+            try:
+                float(cells[at[column]])
+            except ValueError:
+                return (f"{path}: kernel table '{family}': {column} {cells[at[column]]!r} is not a number (row "
+                        f"{','.join(cells)!r})")
+    return f"{path}: kernel table '{family}' holds a cell that is not a number"  # pragma: no cover
 
 
 def monotone_envelope(times: np.ndarray) -> np.ndarray:

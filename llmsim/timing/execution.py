@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -114,6 +114,8 @@ class ExecutionOptions(BaseModel):
         if isinstance(graph_tokens, bool) or not isinstance(graph_tokens, int) or graph_tokens < 0:
             raise OptionError(f"prefill_graph_tokens={graph_tokens!r} must be a whole number of tokens >= 0")
         tables = values.get("tables")
+        if isinstance(tables, PurePath):  # a folder as a Path, as hardware= takes one: its text
+            tables = values["tables"] = str(tables)
         if tables is not None and (not isinstance(tables, str) or not tables or (
                 tables not in _table_set_names() and not Path(tables).is_dir())):
             raise OptionError(f"tables={tables!r} is neither a table set name ({', '.join(_table_set_names())}) "
