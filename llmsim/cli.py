@@ -632,6 +632,8 @@ def _run(args: argparse.Namespace) -> int:
         if Path(args.out).suffix.lower() != ".toml":
             raise LlmsimError(f"--out {args.out}: a calibrated hardware file is TOML; the name must end in .toml")
         _check_new_file("--out", args.out)
+        if args.dtypes is not None and not args.dtypes.strip():  # an unset shell variable: not the default
+            raise LlmsimError("--dtypes is empty: give dtypes like float32,bfloat16 (or leave the option out)")
         result = calibrate(device=args.device or "cpu", dtypes=tuple((args.dtypes or "float32,bfloat16").split(",")),
                            out=args.out, quick=args.quick, threads=args.threads or 1, progress=True)
         print(_table([result.summary_row()]))

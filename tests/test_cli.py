@@ -157,6 +157,13 @@ def test_calibrate_never_overwrites(capsys: pytest.CaptureFixture[str], tmp_path
     assert existing.read_text() == "# my notes\n"
 
 
+def test_calibrate_refuses_an_empty_dtypes_list(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # an unset shell variable (--dtypes "") calibrated float32 and bfloat16 without a word
+    assert main(["calibrate", "--quick", "--dtypes", "", "--out", str(tmp_path / "d.toml")]) == 2
+    assert "--dtypes is empty" in capsys.readouterr().err
+    assert not (tmp_path / "d.toml").exists()
+
+
 def test_calibrate_threads_default_one_and_passed_on(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from llmsim.cli import build_parser

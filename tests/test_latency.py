@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import llmsim
 from llmsim.cost.workload import CostOptions
-from llmsim.hardware.spec import hardware_from_dict
+from llmsim.hardware.spec import hardware_from_dict, load_hardware
 from llmsim.timing.phases import decode_totals
 from llmsim.timing.roofline import ExecutionOptions, Roofline
 
@@ -383,3 +383,15 @@ def test_tpot_with_a_window_filling_part_way_lies_among_its_steps() -> None:
     assert min(steps) * (1 - 1e-3) <= tpot <= max(steps) * (1 + 1e-3)
     sweep = llmsim.sweep("gemma-3-1b", "h100-sxm", batch_size=[1], prompt_len=[1], gen_len=list(range(2, 4000, 7)))
     assert (np.diff(np.asarray(sweep.columns["tpot_s"], dtype=float).ravel()) >= -1e-15).all()
+
+
+def test_hardware_summary_shows_the_bf16_peak_alone_to_four_digits() -> None:
+    # a calibrated CPU file without bf16 showed its fp32 rate under bf16_tflops, and 0.94 GFLOP/s of bf16 read 0.0
+    spec = load_hardware("cpu-generic")
+    peaks = spec.matrix_flops_per_s
+    small = spec.model_copy(update={"matrix_flops_per_s": {
+        k: v.model_copy(update={"value": 9.4e8}) if k == "bf16" else v for k, v in peaks.items()}})
+    assert small.summary_row()["bf16_tflops"] == 0.00094  # 9.4e8 / 1e12
+    fp32_only = spec.model_copy(update={"matrix_flops_per_s": {k: v for k, v in peaks.items() if k != "bf16"}})
+    assert fp32_only.summary_row()["bf16_tflops"] is None
+    assert load_hardware("h100-sxm").summary_row()["bf16_tflops"] == 989.4  # the datasheet's dense bf16

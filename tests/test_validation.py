@@ -108,6 +108,11 @@ def test_calibrate_rejects_unknown_options() -> None:
         calibrate("cpu", dtypes=("int8",), quick=True)
     with pytest.raises(LlmsimError, match="dispatch"):
         calibrate("cpu", quick=True, dispatch="fast")
+    # the aliases simulate takes are read (fp32 passes, so the error names fp8), and an empty list is refused
+    with pytest.raises(LlmsimError, match=r"^calibrate: dtype='fp8' is not supported"):
+        calibrate("cpu", dtypes=("fp32", "fp8"), quick=True)
+    with pytest.raises(LlmsimError, match=r"^calibrate: dtypes is empty"):
+        calibrate("cpu", dtypes=(), quick=True)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

@@ -249,12 +249,14 @@ class HardwareSpec(BaseModel):
         return self.matrix_peak_flops_per_s(precision) / self.memory_bandwidth_bytes_per_s
 
     def summary_row(self) -> dict[str, object]:
-        bf16 = self.matrix_flops_per_s.get("bf16") or self.matrix_flops_per_s.get("fp32")
+        # the bf16 peak alone (a file without one shows none: fp32's rate was shown under bf16), to 4 significant
+        # digits (a calibrated CPU's 0.00094 TFLOP/s read 0.0)
+        bf16 = self.matrix_flops_per_s.get("bf16")
         return {
             "name": self.name,
             "vendor": self.vendor,
             "description": self.description,
-            "bf16_tflops": round(bf16.value / 1e12, 1) if bf16 else None,
+            "bf16_tflops": float(f"{bf16.value / 1e12:.4g}") if bf16 else None,
             "bandwidth_tb_s": round(self.memory_bandwidth_bytes_per_s / 1e12, 3),
             "memory_gib": round(self.memory_capacity_bytes / 1024**3, 1),
             "ridge_flops_per_byte": round(self.ridge_point_flops_per_byte("bf16"), 1)

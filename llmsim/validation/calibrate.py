@@ -74,6 +74,7 @@ from ._device import (
 )
 
 _PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+_ALIASES_OK = ("bf16", "fp32", "fp16", "torch.float32", "torch.bfloat16", "torch.float16")  # read as _PRECISION's
 # llmsim's nominal vector FLOPs per element (cost/blocks/, cost/formulas/) of the ops in the vector mix
 _VECTOR_MIX = {"silu": 4, "gelu_tanh": 8, "softmax": 5, "rmsnorm": 4}
 
@@ -164,9 +165,18 @@ def check_plausible(data: dict[str, Any], threads: int, load: float | None) -> N
 
 def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path | None, quick: bool,
                name: str | None, dispatch: str, progress: bool = False) -> HardwareSpec:
-    for dtype in dtypes:
+    from ..dtypes import canonical_dtype
+
+    if not dtypes:
+        raise LlmsimError(f"calibrate: dtypes is empty; choose from {', '.join(_PRECISION)}")
+    named = []
+    for given in dtypes:
+        # the aliases simulate takes (bf16, fp32, fp16); a name it does not know is refused below as given
+        dtype = canonical_dtype(given, "dtype") if isinstance(given, str) and given.lower() in _ALIASES_OK else given
         if dtype not in _PRECISION:
             raise LlmsimError(f"calibrate: dtype={dtype!r} is not supported; choose from {', '.join(_PRECISION)}")
+        named.append(dtype)
+    dtypes = tuple(dict.fromkeys(named))
     info = versions()
     clock = "process CPU time" if cpu_clock(device) else "wall time" if device == "cpu" else "CUDA events"
     stamp = (f"measured by llmsim calibrate on {_dt.date.today().isoformat()}, torch {info['torch_version']}, "
