@@ -884,6 +884,11 @@ def _analyze(args: argparse.Namespace) -> int:
 
         from .trace.diffusion import analyze_pipeline
 
+        unused = [flag for flag, given in (("--image-size", args.image_size != 224),
+                                           ("--input-shape", args.input_shape is not None)) if given]
+        if unused:  # (a latent of L pixels is an image of 8 L)
+            raise LlmsimError(f"{', '.join(unused)} do not apply to {args.model}: a diffusers: model's size is "
+                              "--latent (latent pixels = image pixels / 8) and --batch-size")
         missing = [name for name in ("torch", "diffusers") if importlib.util.find_spec(name) is None]
         if missing:  # both named at once, not one install after the other
             raise ImportError(f"{args.model} needs torch and diffusers ({' and '.join(missing)} missing): "

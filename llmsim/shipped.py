@@ -52,6 +52,9 @@ def find_shipped(kind: str, name: str, names: list[str], folder: Path, suffix: s
     by_lower = {n.lower(): n for n in names}
     if name.lower() in by_lower:
         return folder / f"{by_lower[name.lower()]}{suffix}"
+    if kind == "model" and name.startswith(("hf:", "diffusers:")):  # analyze's vision and diffusion targets
+        raise LlmsimError(f"model {name!r} is one of `llmsim analyze`'s traced models (vision and diffusion); "
+                          "simulate and the other commands take the LLMs `llmsim models` lists")
     close = difflib.get_close_matches(name.lower(), list(by_lower), n=3, cutoff=0.4)
     hint = f"; did you mean {', '.join(by_lower[c] for c in close)}?" if close else ""
     raise LlmsimError(

@@ -37,6 +37,14 @@ def test_a_head_dim_the_table_lacks_is_carried_over_with_the_causal_table() -> N
     assert "head dim 128 read from the measured 64" in label and "approximation" in label
 
 
+def test_a_head_dim_below_the_smallest_kernel_reads_that_kernel() -> None:
+    # SD 1.5's head dim 40 fell to the roofline (2.5x under the 64 table's time at the same heads and tokens);
+    # FlashAttention rounds it up to its 64 kernel (round_up_headdim), so the measured 64 row is its time
+    read, label = _encoder("h100-sxm", "vllm", 40, 16)
+    assert float(read(32.0, 512.0, None)) == pytest.approx(133.6e-6, rel=1e-12)  # 64,16,32,512,133.6 us
+    assert "head dim 40 read at the measured 64: FlashAttention runs a head dim of 40 in its 64 kernel" in label
+
+
 def test_heads_off_the_grid_scale_the_batch_not_the_time() -> None:
     read, label = _encoder("h100-sxm", "vllm", 64, 64)
     # 64 heads: the nearest measured is 32, read at batch x 2: 64,32,2,512 = 26.38 us at batch 1

@@ -192,6 +192,15 @@ def test_data_dependent_module_fails_with_a_one_line_hint() -> None:
     # on CPU it runs for real
     result = llmsim.analyze(Branchy(), (torch.ones(2, 3),), device="cpu", dtype="float32")
     assert result.kernels
+    # a tensor made inside forward on the CPU (no device=x.device) meets the meta inputs: said so (it was read as
+    # data-dependent control flow)
+    class MaskOnCpu(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.masked_fill(torch.ones(x.shape[-1], x.shape[-1]).tril() == 0, 0.0)
+
+    with pytest.raises(TraceError, match=r"makes a tensor on a device of its own") as info:
+        llmsim.analyze(MaskOnCpu(), (torch.empty(2, 4, 4),))
+    assert "data-dependent" not in str(info.value)
     # inputs that do not fit the module: named, without the data-dependent hint
     with pytest.raises(TraceError, match="example_inputs") as info:
         llmsim.analyze(nn.Linear(8, 4), (torch.empty(2, 5),))
@@ -234,7 +243,23 @@ def test_cli_analyze_hf_and_file(tmp_path, capsys) -> None:
     assert "aten.addmm.default" in out and "top kernels" not in out  # its table once (printed twice before)
     assert main(["analyze", f"{path}:build"]) == 2
     assert "--input-shape" in capsys.readouterr().err
+    # a file that imports a module beside it (as `python FILE.py` resolves it), and returns its own inputs: a
+    # shape given too was dropped silently
+    (tmp_path / "helper_layers.py").write_text("import torch\n\ndef make():\n    return torch.nn.Linear(8, 4)\n")
+    (tmp_path / "with_inputs.py").write_text("import torch\nfrom helper_layers import make\n\ndef build():\n"
+                                             "    return make(), (torch.empty(3, 8),)\n")
+    assert main(["analyze", f"{tmp_path / 'with_inputs.py'}:build"]) == 0
+    assert "aten.addmm.default" in capsys.readouterr().out
+    assert str(tmp_path) not in __import__("sys").path  # the folder is taken off the path again
+    assert main(["analyze", f"{tmp_path / 'with_inputs.py'}:build", "--input-shape", "5,8"]) == 2
+    assert "build() returns its own example inputs; --input-shape applies" in capsys.readouterr().err
     assert main(["analyze", "timm:resnet50"]) == 2
+    # a name of the other command: pointed there (the diffusers: names were not offered)
+    assert main(["analyze", "llama-3.1-8b"]) == 2
+    err = capsys.readouterr().err
+    assert "diffusers:flux" in err and "`llmsim simulate llama-3.1-8b` costs it" in err
+    assert main(["simulate", "hf:vit", "--hardware", "h100-sxm"]) == 2
+    assert "one of `llmsim analyze`'s traced models" in capsys.readouterr().err
     figure = tmp_path / "vit.png"
     assert main(["analyze", "hf:vit", "--image-size", "32", "--top", "1", "--out", str(figure)]) == 0
     assert figure.stat().st_size > 10_000
@@ -271,6 +296,20 @@ def test_gemms_and_implicit_gemm_convs_read_measured_tables() -> None:
     assert {k.source for k in peak.kernels} == {"roofline"} and peak.time_s < compiled.time_s
     vit = llmsim.analyze(_vision("vit"), (pixels,), hardware="h100-sxm", engine="transformers")
     assert {k.source for k in vit.kernels if k.kernel.aten == "aten.addmm.default"} == {"vllm gemm"}
+    # the summary counts each table's kernels (it credited the attention table's to "measured GEMM tables")
+    class Attend(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.out = nn.Linear(64, 64)
+
+        def forward(self, q: torch.Tensor) -> torch.Tensor:
+            return self.out(torch.nn.functional.scaled_dot_product_attention(q, q, q))
+
+    q = torch.empty(1, 16, 4096, 64)
+    attend = llmsim.analyze(Attend(), (q,), hardware="h100-sxm")
+    assert [k.source.split(" (")[0] for k in attend.kernels] == ["vllm encoder_attention", "vllm gemm"]
+    assert ("2 kernels timed from measured tables (1 from the encoder_attention table, 1 from the gemm table)"
+            in attend.summary(top=0))
 
 
 @pytest.mark.slow

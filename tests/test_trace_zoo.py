@@ -93,8 +93,28 @@ def test_bad_zoo_input_is_one_line() -> None:
     with pytest.raises(OptionError, match="diffusers:sd15"):
         diffusion_target("sd15")
     with pytest.raises(OptionError, match="steps=0"):
-        analyze_pipeline("vae-sd15", steps=0)
+        analyze_pipeline("unet-sd15", steps=0)
     assert set(DIFFUSION_MODELS) == {"unet-sd15", "vae-sd15", "sd3-transformer", "flux"}
+    # sizes and steps the Python API took to torch (a 0-element reshape, a negative dimension, empty()'s TypeError)
+    # or printed ("True steps"); a VAE decoder alone printed "1 steps, no classifier-free guidance" for --steps 30
+    for bad, match in ((dict(batch_size=0), "batch_size=0"), (dict(batch_size=-1), "batch_size=-1"),
+                       (dict(batch_size=2.5), "batch_size=2.5"), (dict(latent=0), "latent=0")):
+        with pytest.raises(OptionError, match=rf"^{match}: give a whole number >= 1$"):
+            analyze_pipeline("unet-sd15", **bad)
+    with pytest.raises(OptionError, match=r"^steps=True"):
+        analyze_pipeline("flux", steps=True, latent=8)
+    # sizes past what the model runs on: named by the option (they were the model's own errors with advice
+    # about example_inputs); SD3-medium: pos_embed_max_size 192 x patch_size 2 = 384 latent pixels a side
+    with pytest.raises(OptionError, match=r"^latent=512: diffusers:sd3-transformer takes latents up to 384"):
+        diffusion_target("sd3-transformer", latent=512)
+    from llmsim.trace.zoo import hf_vision
+
+    for name, size, smallest in (("vit", 8, 16), ("convnext", 3, 32)):
+        with pytest.raises(OptionError, match=rf"^image_size={size}: hf:{name} needs images of at least {smallest}"):
+            hf_vision(name, 1, size)
+    for given in (dict(steps=30), dict(cfg=True)):
+        with pytest.raises(OptionError, match=r"^diffusers:vae-sd15 is a VAE decoder run once: steps and cfg"):
+            analyze_pipeline("vae-sd15", latent=8, **given)
 
 
 def test_cli_analyze_diffusers(capsys) -> None:
@@ -108,6 +128,12 @@ def test_cli_analyze_diffusers(capsys) -> None:
     assert "latent=12" in capsys.readouterr().err
     assert main(["analyze", "timm:resnet50"]) == 2
     assert "torchvision" in capsys.readouterr().err
+    # flags of hf: models were dropped silently for diffusers: ones (the image size is --latent x 8)
+    assert main(["analyze", "diffusers:unet-sd15", "--latent", "8", "--image-size", "1024"]) == 2
+    assert "--image-size do not apply to diffusers:unet-sd15" in capsys.readouterr().err
+    assert main(["analyze", "diffusers:vae-sd15", "--latent", "8", "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "one decode" in out and "denoising" not in out and "guidance" not in out
 
 
 @pytest.mark.slow

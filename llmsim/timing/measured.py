@@ -97,6 +97,11 @@ FAMILY_OF = {"gemm": "gemm", "moe": "moe", "prefill_attention": "prefill_attenti
 ENCODER_HEAD_DIM_NOTE = ("head dim {dim} read from the measured {d0} x the causal prefill table's time ratio "
                          "{dim}/{d0} at the same batch, tokens and heads (approximation: the head dim changes the "
                          "kernel's time alike with or without the causal mask)")
+# a head dim below the smallest measured one (SD 1.5's 40): FlashAttention rounds the head dim up to a kernel it
+# instantiates, 64 the smallest (flash-attention's hopper/flash_api.cpp round_up_headdim: <= 64 -> 64; FA2's
+# csrc/flash_attn/flash_api.cpp: round_multiple(head_size, 32) -> 64 for 33..64), so it runs that kernel's time
+ENCODER_PADDED_NOTE = ("head dim {dim} read at the measured {d0}: FlashAttention runs a head dim of {dim} in its "
+                       "{d0} kernel, padded (round_up_headdim)")
 # the KV-cache dtypes attention tables are read for (an fp8 cache without fp8 rows reads the bf16 ones, noted)
 MEASURED_CACHE_DTYPES = ("bf16", "fp8")
 # activation dtypes the Gated DeltaNet tables time (their q, k, v are bf16; fp16 runs the same kernels, and fp8
@@ -376,6 +381,10 @@ def _encoder_lookup(k: MeasuredKernels, label: str, key: tuple) -> tuple[Any, st
     if head_dim in dims:
         grid, factor, note = k.encoder_attention_slice(head_dim, heads)
         return TableRead(grid, 2, x_factor=factor), "; ".join(n for n in (label, note) if n), None
+    if head_dim < min(dims):  # run in FlashAttention's smallest kernel, padded (ENCODER_PADDED_NOTE)
+        grid, factor, note = k.encoder_attention_slice(min(dims), heads)
+        notes = [n for n in (label, note, ENCODER_PADDED_NOTE.format(dim=head_dim, d0=min(dims))) if n]
+        return TableRead(grid, 2, x_factor=factor), "; ".join(notes), None
     # carried over from the nearest measured dim the causal table also holds (ENCODER_HEAD_DIM_NOTE)
     causal_to = k.attention_slice("prefill", "bf16", head_dim, heads, heads)
     carriers = {d: found for d in dims if (found := k.attention_slice("prefill", "bf16", d, heads, heads))}

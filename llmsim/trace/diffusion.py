@@ -130,10 +130,27 @@ def denoiser_inputs(kind: str, batch: int, latent: int) -> tuple[tuple[Any, ...]
 
 
 def check_latent(name: str, latent: int) -> None:
-    multiple = {"unet": 8, "vae": 1, "sd3": 2, "flux": 2}[DIFFUSION_MODELS[name].kind]
+    model = DIFFUSION_MODELS[name]
+    multiple = {"unet": 8, "vae": 1, "sd3": 2, "flux": 2}[model.kind]
     if latent < multiple or latent % multiple:
         raise OptionError(f"latent={latent}: diffusers:{name} needs a positive multiple of {multiple} "
                           "(latent pixels = image pixels / 8)")
+    if model.kind == "sd3":  # its position embedding covers pos_embed_max_size patches a side (diffusers' PatchEmbed)
+        config = zoo_config(model.denoiser)["config"]
+        largest = config["pos_embed_max_size"] * config["patch_size"]
+        if latent > largest:
+            raise OptionError(f"latent={latent}: diffusers:{name} takes latents up to {largest} (its position "
+                              f"embedding: pos_embed_max_size {config['pos_embed_max_size']} x patch_size "
+                              f"{config['patch_size']}; {largest * 8} px images)")
+
+
+def _check_sizes(batch_size: Any, latent: Any) -> None:
+    """batch_size and (given) latent: whole numbers >= 1, named in the error (torch's own errors said neither)."""
+    for field, value in (("batch_size", batch_size), ("latent", latent)):
+        if value is None and field == "latent":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise OptionError(f"{field}={value!r}: give a whole number >= 1")
 
 
 def diffusion_target(name: str, batch_size: int = 1, latent: int | None = None,
@@ -141,6 +158,7 @@ def diffusion_target(name: str, batch_size: int = 1, latent: int | None = None,
     """One denoiser (vae-sd15: decoder) call of a zoo model: (module, args, kwargs) on meta."""
     check_choice("model", f"diffusers:{name}", [f"diffusers:{n}" for n in DIFFUSION_MODELS])
     model = DIFFUSION_MODELS[name]
+    _check_sizes(batch_size, latent)
     latent = model.latent if latent is None else latent
     check_latent(name, latent)
     module = build(model.denoiser)
@@ -161,10 +179,16 @@ def analyze_pipeline(name: str, batch_size: int = 1, latent: int | None = None, 
 
     check_choice("model", f"diffusers:{name}", [f"diffusers:{n}" for n in DIFFUSION_MODELS])
     model = DIFFUSION_MODELS[name]
+    _check_sizes(batch_size, latent)
+    if model.kind == "vae" and (steps is not None or cfg is not None):  # a decoder alone: one run, no guidance
+        raise OptionError(f"diffusers:{name} is a VAE decoder run once: steps and cfg do not apply (give a "
+                          "pipeline, e.g. diffusers:unet-sd15, for denoising steps)")
     latent = model.latent if latent is None else latent
     steps = model.steps if steps is None else steps
-    if not isinstance(steps, int) or steps < 1:
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise OptionError(f"steps={steps!r}: give a positive whole number of denoising steps")
+    if cfg is not None and not isinstance(cfg, bool):
+        raise OptionError(f"cfg={cfg!r}: give True (classifier-free guidance) or False")
     guided = model.cfg if cfg is None else cfg
     options = {"hardware": hardware, "dtype": dtype, "engine": engine, "autocast": autocast}
     stages = []

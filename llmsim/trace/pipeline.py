@@ -59,11 +59,13 @@ class PipelineResult:
         guidance = (f"classifier-free guidance on (the denoiser runs on 2 x {self.batch_size} latents; --no-cfg "
                     "to turn it off)" if self.cfg else "no classifier-free guidance (denoiser batch = images)")
         dtype = first.dtype if first.autocast is None else f"autocast {first.autocast} over {first.dtype}"
+        decoder = [s.name for s in self.stages] == ["vae decode"]  # a VAE decoder alone: no denoising
+        size = f"latent {self.latent}x{self.latent} ({self.latent * 8}x{self.latent * 8} px)"
         lines = [f"{self.model} on {first.hardware}, {dtype}, engine {first.engine}: batch {self.batch_size}, "
-                 f"latent {self.latent}x{self.latent} ({self.latent * 8}x{self.latent * 8} px), {self.steps} steps, "
-                 f"{guidance}",
-                 f"  per denoising step: {fmt_s(self.step_time_s)}; whole pipeline: {fmt_s(self.time_s)} "
-                 f"({self.flops / 1e12:.2f} TFLOP)"]
+                 + (f"{size}, one decode" if decoder else f"{size}, {self.steps} steps, {guidance}"),
+                 (f"  decode: {fmt_s(self.time_s)}" if decoder else
+                  f"  per denoising step: {fmt_s(self.step_time_s)}; whole pipeline: {fmt_s(self.time_s)}")
+                 + f" ({self.flops / 1e12:.2f} TFLOP)"]
         total = self.time_s or 1.0
         lines.append(f"  {'stage':<14} {'runs':>5} {'per run':>10} {'total':>10} {'share':>6} {'GFLOP/run':>10} bound")
         for s in self.stages:

@@ -206,7 +206,13 @@ def record(module: Any, call: Callable[[], Any], device: str,
             raise
         where = f"aten.{failed[0]}" if failed else "a Python-level step"
         data_dependent = bool(failed) and failed[0] in _READS_VALUES
-        if device == "meta" and (data_dependent or "meta" in str(exc)):
+        mixed = "is not on the expected device" in str(exc) or "Expected all tensors to be on the same device" in (
+            str(exc))
+        if device == "meta" and mixed and not data_dependent:  # a tensor made inside forward on another device
+            hint = ("the forward makes a tensor on a device of its own (torch.ones(...) without device=x.device), "
+                    "which meets the traced meta tensors: create it on its input's device, or pass device='cpu' "
+                    "with example_inputs of a small shape")
+        elif device == "meta" and (data_dependent or "meta" in str(exc)):
             hint = ("it branches on tensor values (data-dependent control flow), which the meta device cannot "
                     "compute: pass device='cpu' with example_inputs of a small shape")
         else:

@@ -145,9 +145,15 @@ class TraceResult:
                  + (f"{self.bound}-bound ({shares})" if self.bound != "none" else "no kernel runs (views only)"),
                  f"  {self.flops / 1e9:.2f} GFLOP ({self.matmul_flops / 1e9:.2f} in matmul/conv/attention), "
                  f"{self.bytes / 1e6:.1f} MB moved, {len(self.kernels)} kernels from {self.aten_ops} aten calls"]
-        measured = sum(1 for k in self.kernels if k.source != "roofline")
-        if measured:
-            lines.append(f"  {measured} kernels timed from measured GEMM tables, the others on the roofline")
+        measured = [k for k in self.kernels if k.source != "roofline"]
+        if measured:  # by the table that timed them (a source reads "<engine> <family>" or "<engine> <family> (...)")
+            counts: dict[str, int] = {}
+            for k in measured:
+                family = k.source.split(" (")[0].split(" ")[-1]
+                counts[family] = counts.get(family, 0) + 1
+            named = ", ".join(f"{n} from the {family} table" for family, n in counts.items())
+            lines.append(f"  {len(measured)} kernels timed from measured tables ({named}), the others on the "
+                         "roofline")
         elif self.tables_note:
             lines.append(f"  {self.tables_note}")
         if self.unknown_ops:
