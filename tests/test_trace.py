@@ -74,6 +74,7 @@ def test_tied_weights_trace_once() -> None:
         result = llmsim.analyze(module, (ids,), dtype="float32", device=device)
         assert result.matmul_flops == _flop_counter(module, ids) == 2 * 10 * 16 * 100  # 2 x tokens x 16 x 100
         assert result.parameters == 1600  # the shared 100 x 16 weight, once
+        assert result.weights_bytes == 1600 * 4  # float32, once
     config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000, n_positions=64)
     with torch.device("meta"):
         gpt2 = transformers.GPT2LMHeadModel(config).eval()  # lm_head.weight is wte.weight
@@ -103,6 +104,19 @@ def test_a_fused_chain_of_in_place_ops_reads_what_was_there_before_it() -> None:
         assert fused.aten.startswith("fused:")
         assert fused.bytes_read == 4096 * 64 * 4  # y once, float32
         assert fused.bytes_written == 64 * 4  # the sum's row
+
+
+def test_a_forward_too_large_for_the_device_says_so() -> None:
+    # analyze timed any batch without a word about memory (ViT-B at batch 100,000: 7.9 s on an 80 GB H100 with a
+    # 121 GB activation); the floor is the weights or the largest kernel's inputs and outputs
+    linear = nn.Linear(4096, 4096, bias=False)
+    small = llmsim.analyze(linear, (torch.empty(8, 4096, device="meta"),), hardware="h100-sxm")
+    assert small.weights_bytes == 4096 * 4096 * 2 and small.fits  # bf16 weight: 32 MiB
+    assert "memory      at least 0.03 GiB of 80.00 GiB (fits)" in small.summary(top=0)
+    huge = llmsim.analyze(linear, (torch.empty(8_000_000, 4096, device="meta"),), hardware="h100-sxm")
+    # reads x (8e6 x 4096 x 2 B) and W, writes y (the same as x): 2 x 65.5 GB + 33.6 MB = 131.1 GB > 80 GiB
+    assert huge.memory_floor_bytes == 2 * 8_000_000 * 4096 * 2 + 4096 * 4096 * 2
+    assert not huge.fits and "(DOES NOT FIT)" in huge.summary(top=0)
 
 
 def test_conv_flops_every_variant_equal_flop_counter() -> None:

@@ -116,7 +116,8 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
         rows.append(TracedKernel(kernel=kernel, time_s=time_s, bound=bound, source=source))
     unknown = tuple(dict.fromkeys(k.kernel.aten for k in rows if not k.kernel.known))
     params = sum(p.numel() for p in module.parameters())
+    weights = sum(t.numel() * t.element_size() for t in moved.values() if hasattr(t, "element_size"))
     return TraceResult(model=name or type(module).__name__, hardware=hw.name, dtype=dtype, engine=engine,
                        fusion=fusion, precision=precision, kernels=tuple(rows), unknown_ops=unknown,
                        aten_ops=len(recorded), parameters=int(params), tables_note=roofline.tables_note,
-                       autocast=autocast)
+                       autocast=autocast, weights_bytes=float(weights), capacity_bytes=hw.memory_capacity_bytes)

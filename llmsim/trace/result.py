@@ -56,6 +56,22 @@ class TraceResult:
     parameters: int
     tables_note: str = ""  # why the engine's measured tables do not apply on this device ("" if they do)
     autocast: str | None = None  # traced under CUDA autocast to this dtype (analyze(autocast=...)), else None
+    weights_bytes: float = 0.0  # parameters and buffers at the traced dtype (tied ones once)
+    capacity_bytes: float = 0.0  # the device's memory (0: not known)
+
+    @property
+    def memory_floor_bytes(self) -> float:
+        """A floor of the forward's peak memory: the weights, or the largest kernel's inputs and outputs if more
+        (they are all resident while it runs).
+        approximation: a floor, not the peak: the other tensors live at that moment (a residual kept for a later
+        add, the weights a kernel does not read) are not counted, nor the allocator's workspace."""
+        largest = max((k.kernel.bytes_read + k.kernel.bytes_written for k in self.kernels), default=0.0)
+        return max(self.weights_bytes, largest)
+
+    @property
+    def fits(self) -> bool:
+        """Whether the memory floor fits the device (True where its memory is not known)."""
+        return not self.capacity_bytes or self.memory_floor_bytes <= self.capacity_bytes
 
     @property
     def time_s(self) -> float:
@@ -145,6 +161,11 @@ class TraceResult:
                  + (f"{self.bound}-bound ({shares})" if self.bound != "none" else "no kernel runs (views only)"),
                  f"  {self.flops / 1e9:.2f} GFLOP ({self.matmul_flops / 1e9:.2f} in matmul/conv/attention), "
                  f"{self.bytes / 1e6:.1f} MB moved, {len(self.kernels)} kernels from {self.aten_ops} aten calls"]
+        if self.capacity_bytes:  # a batch or image too large for the device says so (it timed 121 GB tensors)
+            gib = 2**30
+            lines.append(f"  memory      at least {self.memory_floor_bytes / gib:.2f} GiB of "
+                         f"{self.capacity_bytes / gib:.2f} GiB ({'fits' if self.fits else 'DOES NOT FIT'}): the "
+                         f"weights {self.weights_bytes / gib:.2f} GiB or the largest kernel's inputs and outputs")
         measured = [k for k in self.kernels if k.source != "roofline"]
         if measured:  # by the table that timed them (a source reads "<engine> <family>" or "<engine> <family> (...)")
             counts: dict[str, int] = {}
