@@ -270,7 +270,7 @@ def test_tables_from_a_folder(tmp_path: Path) -> None:
     # the folder is named where its tables are listed, and the messages name the device and engine its files
     # state (they named the folder and its parent: "engine mine on test_tables_from_a_folder0")
     assert r.measured_tables["gemm"].endswith(f"; read from {folder.resolve()}")
-    assert "no decode_attention table for engine vllm on h100_sxm" in r.roofline_reasons
+    assert "no decode_attention table for engine vllm on h100-sxm" in r.roofline_reasons
 
 
 def test_weight_only_gemms_read_another_engines_table_as_a_proxy() -> None:
@@ -328,6 +328,21 @@ def test_tables_from_a_folder_of_another_gpu_are_refused(tmp_path: Path) -> None
         llmsim.simulate("llama-3.1-8b", "h100-sxm", batch_size=1, prompt_len=16, gen_len=2, tables=str(folder))
     r = llmsim.simulate("llama-3.1-8b", "h200", batch_size=1, prompt_len=4096, gen_len=2, tables=str(folder))
     assert _op(r, "prefill", "layers.mlp.down_proj").source.endswith("gemm")
+
+
+def test_tables_from_a_folder_time_a_same_die_sibling_as_the_shipped_ones_do(tmp_path: Path) -> None:
+    # imported A100 SXM tables on an A100 40GB PCIe were refused with advice to import the PCIe part's, which the
+    # package does not measure; the shipped set serves it by the roofline ratio (TABLE_SIBLINGS): so does a folder
+    folder = tmp_path / "a100-tables"
+    folder.mkdir()
+    (folder / "gemm.csv").write_text((kernels_dir() / "a100-80gb-sxm" / "vllm" / "gemm.csv").read_text())
+    kw = dict(batch_size=1, prompt_len=512, gen_len=4)
+    mine = llmsim.simulate("llama-3.1-8b", "a100-40gb-pcie", tables=str(folder), **kw)
+    shipped = llmsim.simulate("llama-3.1-8b", "a100-40gb-pcie", tables="vllm", table_families=("gemm",), **kw)
+    down = _op(mine, "prefill", "layers.mlp.down_proj")
+    assert down.time_s == pytest.approx(_op(shipped, "prefill", "layers.mlp.down_proj").time_s, rel=1e-12)
+    assert any("measured on a100-80gb-sxm (the same die), stand in for a100-40gb-pcie" in reason
+               for reason in mine.roofline_reasons)
 
 
 def test_tables_of_another_gpu_are_refused_on_every_shipped_device_and_any_cpu(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import LlmsimError, OptionError, check_choice
 from ..hardware.measured import (
+    AICONFIGURATOR_SYSTEMS,
     DEEPEP_LOW_LATENCY_LANE,
     DEEPEP_NORMAL_LANE,
     FAMILIES,
@@ -36,12 +37,8 @@ from ..hardware.measured import (
     MOE_ROUTINGS,
 )
 
-# aiconfigurator system name -> llmsim hardware file name
-SYSTEMS = {
-    "h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb-sxm", "b200_sxm": "b200",
-    "l40s": "l40s", "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300",
-    "rtx_pro_6000_server": "rtx-pro-6000-server",
-}
+# aiconfigurator system name -> llmsim hardware file name (kept beside the tables it names)
+SYSTEMS = AICONFIGURATOR_SYSTEMS
 ENGINES = ("vllm", "sglang", "trtllm")
 # aiconfigurator dtype names -> llmsim's (matmul precision / dtype names)
 GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4",

@@ -186,7 +186,7 @@ def check_tables_device(hw: Any, tables: str | None) -> None:
     from pathlib import Path
 
     from ..errors import OptionError
-    from ..hardware.measured import load_measured, measured_for
+    from ..hardware.measured import TABLE_SIBLINGS, load_measured, measured_for
     from ..shipped import shipped_hardware_names
     from .aiconfigurator import SYSTEMS
 
@@ -202,6 +202,8 @@ def check_tables_device(hw: Any, tables: str | None) -> None:
         if cpu:
             raise OptionError(f"tables={tables!r}: GPU kernels measured on {gpu} (system {system}) cannot time "
                               f"the CPU {device!r}; drop tables= (`llmsim calibrate` measures this CPU)")
+        if system in SYSTEMS and SYSTEMS[system] == TABLE_SIBLINGS.get(device):  # the same die: scaled
+            continue
         if system in SYSTEMS and SYSTEMS[system] != device:
             raise OptionError(f"tables={tables!r}: measured on {gpu} (system {system}, llmsim hardware "
                               f"{SYSTEMS[system]!r}), not on {device!r}; simulate --hardware {SYSTEMS[system]} or "

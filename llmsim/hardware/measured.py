@@ -231,10 +231,11 @@ def load_measured(folder: str, device: str = "", engine: str = "") -> MeasuredKe
         return MeasuredKernels(device, engine, str(path), TableFiles(files))
     # a folder the user gave: the device and engine its files say they were measured on and with (the
     # importer's `# system:` and `# engine:` lines), else the folder's names, as the shipped layout has them
-    # (the system as the file names it: aiconfigurator's h200_sxm, not llmsim's h200)
+    # (llmsim's name of the system the file names: h200 for aiconfigurator's h200_sxm)
     header = _header_lines(next(iter(files.values()))) if files else {}
-    return MeasuredKernels(header.get("system") or path.parent.name, header.get("engine") or path.name, str(path),
-                           TableFiles(files), from_user_folder=True)
+    system = header.get("system", "")
+    return MeasuredKernels(AICONFIGURATOR_SYSTEMS.get(system, system) or path.parent.name,
+                           header.get("engine") or path.name, str(path), TableFiles(files), from_user_folder=True)
 
 
 def _header_lines(file: Path) -> dict[str, str]:
@@ -280,6 +281,13 @@ class TableFiles(Mapping[str, TableFile]):
 # roofline carries over). NVIDIA A100 and H100 datasheets: the PCIe, 40 GB and NVL parts are the same GA100 / GH100
 # die as the SXM 80 GB part, with other memory, clocks, SM counts or power limits, all of which the hardware files'
 # datasheet peaks and bandwidths hold.
+# aiconfigurator system name -> llmsim hardware file name (the `# system:` line of an imported table file)
+AICONFIGURATOR_SYSTEMS = {
+    "h100_sxm": "h100-sxm", "h200_sxm": "h200", "a100_sxm": "a100-80gb-sxm", "b200_sxm": "b200",
+    "l40s": "l40s", "b300_sxm": "b300", "gb200": "gb200", "gb300": "gb300",
+    "rtx_pro_6000_server": "rtx-pro-6000-server",
+}
+
 TABLE_SIBLINGS: dict[str, str] = {
     "a100-80gb-pcie": "a100-80gb-sxm", "a100-40gb-sxm": "a100-80gb-sxm", "a100-40gb-pcie": "a100-80gb-sxm",
     "h100-pcie": "h100-sxm", "h100-nvl": "h100-sxm",

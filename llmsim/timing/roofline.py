@@ -479,6 +479,12 @@ def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_s
     kernels = measured_for(device, tables)
     if kernels is None and Path(tables).is_dir():
         kernels = load_measured(str(Path(tables).resolve()))
+        if kernels.device != device and TABLE_SIBLINGS.get(device) == kernels.device:  # the same die's tables
+            return MeasuredTiming(kernels, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
+                                  sibling_of=device, moe_routing=moe_routing), (
+                f"the tables of {tables}, measured on {kernels.device} (the same die), stand in for {device}: each "
+                f"op's measured time x its roofline time on {device} / on {kernels.device} (approximation: the "
+                f"sibling's achieved fraction of its roofline carries over)")
     if kernels is None and tables in STAND_IN_SETS:
         stand_in = measured_for(device, "vllm")
         if stand_in is not None:  # the same GPU's measured kernels, from another engine, beat peak x fraction
