@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import llmsim
 from llmsim.errors import ConfigError, HardwareError, LlmsimError, OptionError
+from llmsim.shipped import model_configs_dir
 
 from .tiny_configs import TINY_CONFIGS
 
@@ -537,6 +538,9 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("serve-negative-length-as-text", _serve(concurrency=1, gen_len="-3"), OptionError,
      r"gen_len='-3' is not a whole number of tokens >= 1"),
     ("serve-zero-length-as-text", _serve(concurrency=1, prompt_len="0"), OptionError, r"prompt_len=0 must be >= 1"),
+    ("simulate-a-zoo-file-of-analyze", lambda: llmsim.simulate(
+        str(model_configs_dir() / "zoo" / "sd15-unet.json"), GPU), LlmsimError,
+     r"a diffusers UNet2DConditionModel file of `llmsim analyze`'s zoo"),  # was: missing field 'model_type'
 ]
 
 

@@ -148,6 +148,10 @@ def config_from_dict(data: Mapping[str, Any]) -> Any:
         if old in data and new not in data:
             data[new] = data.pop(old)
     model_type = data.get("model_type")
+    if model_type is None and {"library", "class", "config"} <= set(data):  # a file of analyze's model zoo
+        raise ConfigError(f"model config: a {data.get('library')} {data.get('class')} file of `llmsim analyze`'s "
+                          "zoo (vision and diffusion models), not an LLM config: `llmsim analyze diffusers:NAME` "
+                          "or hf:NAME traces it")
     if model_type is None:
         raise ConfigError("model config: missing field 'model_type'")
     if model_type not in _ADAPTERS:
