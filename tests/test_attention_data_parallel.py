@@ -9,6 +9,7 @@ import pytest
 
 import llmsim
 from llmsim.analysis.simulate import resolve
+from llmsim.errors import OptionError
 from llmsim.serving.data_parallel import rank_options, weights_bytes_per_gpu
 from llmsim.serving.engine_limits import engine_defaults, scheduler_limits
 from llmsim.serving.lockstep import rank_of_requests, simulate_lockstep
@@ -252,3 +253,17 @@ def test_lockstep_runs_of_decode_steps_are_the_steps_one_at_a_time(engine, monke
     for key in ("first_token_s", "finish_s"):
         np.testing.assert_allclose(runs.requests[key], single.requests[key], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(runs.steps_to_pandas()["time_s"], single.steps_to_pandas()["time_s"], rtol=1e-12)
+
+
+def test_block_fp8_dense_mlps_are_checked_at_the_ranks_split_not_over_every_gpu() -> None:
+    # DeepSeek-V3 (128x128 fp8 blocks; dense MLPs 18432 wide): over 32 GPUs that is 576 per GPU, which cuts the
+    # blocks, so plain tensor_parallel=32 is refused. With 32 attention data-parallel ranks each runs the dense
+    # MLPs at its own split (one GPU), and only the routed experts span the 32: session 43's check refused the
+    # whole deployment, through the experts' build over every GPU (25 disaggregated decode pools of the serving
+    # validation)
+    with pytest.raises(OptionError, match=r"intermediate_size=18432 over 32 GPUs is 576 per GPU"):
+        llmsim.simulate("deepseek-v3", "gb200", tensor_parallel=32, expert_parallel=32, batch_size=1, prompt_len=16,
+                        gen_len=2)
+    r = llmsim.serve("deepseek-v3", "gb200", engine="sglang", tensor_parallel=32, attention_data_parallel=32,
+                     expert_parallel=32, concurrency=64, num_requests=64, prompt_len=256, gen_len=8)
+    assert r.ttft_s.mean > 0 and r.tpot_s.mean > 0

@@ -34,6 +34,7 @@ modelled); collectives are not overlapped with compute.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -79,10 +80,11 @@ class AttentionDataParallel:
         ranks when each holds `tokens`) and their all-gather and reduce-scatter, an array like tokens."""
         d = self.ranks
         gathered = d * tokens  # [T]: the tokens of all ranks, entering every GPU's experts
+        experts_only = routed_experts_model(model)
         if phase == "prefill":
-            everything = prefill_totals(model, roofline, self.expert_options, 1, gathered, host_bound=False)
+            everything = prefill_totals(experts_only, roofline, self.expert_options, 1, gathered, host_bound=False)
         else:
-            everything = decode_totals(model, roofline, self.expert_options, gathered, 1, 1)
+            everything = decode_totals(experts_only, roofline, self.expert_options, gathered, 1, 1)
         experts: Any = 0.0
         moe_layers = 0
         for name, count, time_s in zip(everything.names, everything.counts, everything.per_op["time_s"]):
@@ -122,6 +124,21 @@ def weights_bytes_per_gpu(model: ModelSpec, rank: CostOptions, dp: AttentionData
     from ..cost.graph import build_ops_unchecked
 
     attention = build_ops_unchecked(model, "prefill", 1, 1, 0, rank)
-    experts = build_ops_unchecked(model, "prefill", 1, 1, 0, dp.expert_options)
+    experts = build_ops_unchecked(routed_experts_model(model), "prefill", 1, 1, 0, dp.expert_options)
     return float(sum(op.count * op.param_bytes for op in attention if _EXPERTS not in op.name)
                  + sum(op.count * op.param_bytes for op in experts if _EXPERTS in op.name))
+
+
+@lru_cache(maxsize=32)
+def routed_experts_model(model: ModelSpec) -> ModelSpec:
+    """The model less its dense MLPs and shared experts: what the routed experts' build over every GPU
+    (expert_options) reads. The ranks run the rest at their own split (tensor_parallel / ranks: a dense MLP
+    unsplit at one GPU per rank, as SGLang's DP-attention deployments run it with --moe-dense-tp-size 1), checked
+    there; built over all the GPUs, a block-fp8 dense MLP was refused for a split no rank runs (DeepSeek-V3's
+    18432-wide dense MLPs over 32 GPUs: 576 per GPU, not whole 128-wide scale blocks)."""
+    groups = []
+    for group in model.layer_groups:
+        mlp = group.layer.mlp
+        kept = mlp.model_copy(update={"shared": None}) if isinstance(mlp, MoESpec) else None
+        groups.append(group.model_copy(update={"layer": group.layer.model_copy(update={"mlp": kept})}))
+    return model.model_copy(update={"layer_groups": tuple(groups)})
