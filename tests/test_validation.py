@@ -472,6 +472,12 @@ def test_a_hardware_file_of_another_cpu_is_warned_about(test_gpu_dict: dict) -> 
     assert hardware_mismatch_warning(same, running) is None
     bare = llmsim.hardware.hardware_from_dict(dict(other, description="a datasheet"))
     assert recorded_device(bare) is None and "records no measured device" in hardware_mismatch_warning(bare, running)
+    # a GPU's file for a CPU run (validate --hardware h100-sxm on this machine) says so first
+    gpu = llmsim.load_hardware("h100-sxm")
+    assert hardware_mismatch_warning(gpu, running, "cpu") == (
+        f"warning: hardware 'h100-sxm' ({gpu.path}) describes a GPU but this run is on the CPU ({running!r}): the "
+        "predictions are for another device; give this machine's hardware file (`llmsim calibrate --out ...`)")
+    assert hardware_mismatch_warning(same, running, "cpu") is None
 
 
 def test_bad_arguments_are_one_line_errors() -> None:

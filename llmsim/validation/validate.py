@@ -167,11 +167,17 @@ def noisy_cases_warning(rows: Sequence[ValidationRow], threshold: float = NOISY_
             "busy to time them and their errors are not llmsim's; rerun on a quieter machine")
 
 
-def hardware_mismatch_warning(hardware: HardwareSpec, running: str) -> str | None:
+def hardware_mismatch_warning(hardware: HardwareSpec, running: str, device: str = "") -> str | None:
     """A one-line warning when the hardware file was not measured on the running device `running` (as
-    device_name() gives it), or records no device at all; None when they match."""
+    device_name() gives it), or records no device at all; None when they match. device: "cpu" or "cuda", the
+    kind of device the run is on (a GPU file for a CPU run, or the reverse, is said first)."""
     recorded = recorded_device(hardware)
     where = f"hardware {hardware.name!r}" + (f" ({hardware.path})" if hardware.path else "")
+    kind = {"cpu": "cpu", "cuda": "gpu"}.get(device)
+    if kind is not None and hardware.device_type != kind:
+        return (f"warning: {where} describes a {hardware.device_type.upper()} but this run is on the "
+                f"{kind.upper()} ({running!r}): the predictions are for another device; give this machine's "
+                "hardware file (`llmsim calibrate --out ...`)")
     if recorded is None:
         return (f"warning: {where} records no measured device (not written by `llmsim calibrate`); this run is on "
                 f"{running!r}: expect large errors unless it describes this machine")
@@ -297,7 +303,7 @@ def validate(
     threads, threads_warning = run_threads(hw, device, threads)
     with torch_threads(threads):
         info = {**versions(), "device_name": device_name(device)}
-        for warning in (hardware_mismatch_warning(hw, info["device_name"]), threads_warning,
+        for warning in (hardware_mismatch_warning(hw, info["device_name"], device), threads_warning,
                         busy_machine_warning(device, load_average(), os.cpu_count())):
             if warning is not None:
                 warnings.append(warning)
