@@ -377,6 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_positive_int, default=None,
                    help="torch CPU threads while measuring (default: 1, the steadiest on a shared machine; see "
                    "validation/README.md)")
+    p.add_argument("--name", default=None, help="the hardware file's name (default: cpu-calibrated or "
+                   "cuda-calibrated; validate records it, so two machines' files read apart)")
     p.add_argument("--out", required=True, help="hardware .toml file to write, or with --from aiconfigurator the "
                    "folder of kernel tables (kernels/<device>/<engine>; an existing file is never overwritten)")
 
@@ -606,7 +608,8 @@ def _run(args: argparse.Namespace) -> int:
             raise LlmsimError("--from aiconfigurator needs --system (e.g. h100_sxm) and --engine (vllm, sglang, "
                               "trtllm)")
         stray = [flag for flag, given in (("--device", args.device), ("--dtypes", args.dtypes),
-                                          ("--quick", args.quick), ("--threads", args.threads)) if given]
+                                          ("--quick", args.quick), ("--threads", args.threads),
+                                          ("--name", args.name)) if given]
         if stray:
             raise LlmsimError(f"{', '.join(stray)}: for measuring this machine only; --from aiconfigurator takes "
                               "--system, --engine, --full and --out")
@@ -628,14 +631,14 @@ def _run(args: argparse.Namespace) -> int:
                  if given]
         if stray:
             raise LlmsimError(f"{', '.join(stray)}: for --from aiconfigurator only; measuring this machine takes "
-                              "--device, --dtypes, --quick and --threads")
+                              "--device, --dtypes, --quick, --threads and --name")
         if Path(args.out).suffix.lower() != ".toml":
             raise LlmsimError(f"--out {args.out}: a calibrated hardware file is TOML; the name must end in .toml")
         _check_new_file("--out", args.out)
         if args.dtypes is not None and not args.dtypes.strip():  # an unset shell variable: not the default
             raise LlmsimError("--dtypes is empty: give dtypes like float32,bfloat16 (or leave the option out)")
         result = calibrate(device=args.device or "cpu", dtypes=tuple((args.dtypes or "float32,bfloat16").split(",")),
-                           out=args.out, quick=args.quick, threads=args.threads or 1, progress=True)
+                           out=args.out, quick=args.quick, threads=args.threads or 1, progress=True, name=args.name)
         print(_table([result.summary_row()]))
         print(f"wrote {args.out}")
         return 0

@@ -183,6 +183,9 @@ def test_calibrate_threads_default_one_and_passed_on(capsys: pytest.CaptureFixtu
     monkeypatch.setattr(llmsim.validation, "calibrate", fake_calibrate)
     code, out, _ = run(capsys, "calibrate", "--quick", "--threads", "3", "--out", str(tmp_path / "cpu.toml"))
     assert code == 0 and seen["threads"] == 3 and seen["progress"] is True and "wrote" in out
+    assert seen["name"] is None  # the file's default name; --name passes one (every CLI file was cpu-calibrated)
+    code, out, _ = run(capsys, "calibrate", "--quick", "--name", "my-epyc", "--out", str(tmp_path / "epyc.toml"))
+    assert code == 0 and seen["name"] == "my-epyc"
     code, out, _ = run(capsys, "calibrate", "--quick", "--out", str(tmp_path / "cpu1.toml"))
     assert code == 0 and seen["threads"] == 1  # validation/README.md: 1 thread, the steadiest
 
