@@ -94,11 +94,14 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
     if device == "cpu" and any(p.device.type == "meta" for p in module.parameters()):
         raise OptionError("device='cpu' runs the module for real: build it with weights on the CPU (it has "
                           "parameters on the meta device), or keep device='meta'")
-    moved: dict[int, Any] = {}  # tied weights (one tensor under several names) moved once: functional_call's
-    # tie_weights refuses different values under the names of one tied tensor
-    state = {k: moved[id(v)] if id(v) in moved else moved.setdefault(id(v), _moved(v, torch, device, torch_dtype))
-             for k, v in [*module.named_parameters(remove_duplicate=False),
-                          *module.named_buffers(remove_duplicate=False)]}
+    # each tensor moved once: a tied weight (one tensor under several names) stays one tensor, as
+    # functional_call(tie_weights=True) requires of the names it ties
+    moved: dict[int, Any] = {}
+    state = {}
+    for key, value in [*module.named_parameters(remove_duplicate=False), *module.named_buffers(remove_duplicate=False)]:
+        if id(value) not in moved:
+            moved[id(value)] = _moved(value, torch, device, torch_dtype)
+        state[key] = moved[id(value)]
     args = _moved(tuple(example_inputs), torch, device, torch_dtype)
     kwargs = _moved(dict(example_kwargs or {}), torch, device, torch_dtype)
     trace = None if autocast is None else AutocastTrace(torch, getattr(torch, autocast), list(state.values()))
