@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import HardwareError
 from .kernel_table import GridTable
-from .table_file import TableFile, read_table_file_cached
+from .table_file import TableFile, read_header, read_table_file_cached
 
 # Gated DeltaNet tables' keys: the kernel ("conv1d" or "delta_rule"), head dims, convolution width, per-GPU key and
 # value heads
@@ -232,23 +232,10 @@ def load_measured(folder: str, device: str = "", engine: str = "") -> MeasuredKe
     # a folder the user gave: the device and engine its files say they were measured on and with (the
     # importer's `# system:` and `# engine:` lines), else the folder's names, as the shipped layout has them
     # (llmsim's name of the system the file names: h200 for aiconfigurator's h200_sxm)
-    header = _header_lines(next(iter(files.values()))) if files else {}
+    header = read_header(next(iter(files.values()))) if files else {}
     system = header.get("system", "")
     return MeasuredKernels(AICONFIGURATOR_SYSTEMS.get(system, system) or path.parent.name,
                            header.get("engine") or path.name, str(path), TableFiles(files), from_user_folder=True)
-
-
-def _header_lines(file: Path) -> dict[str, str]:
-    """The `# key: value` lines at the top of a table file."""
-    found: dict[str, str] = {}
-    with file.open() as handle:
-        for line in handle:
-            if not line.startswith("#"):
-                break
-            key, sep, value = line[1:].partition(":")
-            if sep:
-                found[key.strip()] = value.strip()
-    return found
 
 
 class TableFiles(Mapping[str, TableFile]):

@@ -60,9 +60,7 @@ def read_table_file(path: Path, family: str, keys: tuple[str, ...], axes: tuple[
         if not line.strip():
             continue
         if line.startswith("#"):
-            key, sep, value = line[1:].partition(":")
-            if sep:
-                provenance[key.strip()] = value.strip()
+            provenance.update(provenance_item(line))
             continue
         cells = [c.strip() for c in line.split(",")]
         if header is None:
@@ -91,6 +89,23 @@ def read_table_file(path: Path, family: str, keys: tuple[str, ...], axes: tuple[
         groups.setdefault(tuple(_key_value(t) for t in text), []).extend(cells)
     grids = {key: _grid(path, family, axes, at, cells, fill_first_axis) for key, cells in groups.items()}
     return TableFile(family, str(path), provenance, keys, axes, grids)
+
+
+def provenance_item(line: str) -> dict[str, str]:
+    """{key: value} of a `# key: value` line of a table file ({} for a comment without a key)."""
+    key, sep, value = line[1:].partition(":")
+    return {key.strip(): value.strip()} if sep else {}
+
+
+def read_header(path: Path) -> dict[str, str]:
+    """The provenance of a table file's leading `# key: value` lines, without reading its rows."""
+    found: dict[str, str] = {}
+    with path.open() as handle:
+        for line in handle:
+            if not line.startswith("#"):
+                break
+            found.update(provenance_item(line))
+    return found
 
 
 def _cells_at(columns: list[int]) -> Any:

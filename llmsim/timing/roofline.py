@@ -477,14 +477,11 @@ def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_s
                ) -> tuple[MeasuredTiming | None, str]:
     """One MeasuredTiming per device, table set (or folder) and families, kept with its lookups."""
     kernels = measured_for(device, tables)
-    if kernels is None and Path(tables).is_dir():
+    folder = kernels is None and Path(tables).is_dir()
+    if folder:
         kernels = load_measured(str(Path(tables).resolve()))
-        if kernels.device != device and TABLE_SIBLINGS.get(device) == kernels.device:  # the same die's tables
-            return MeasuredTiming(kernels, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
-                                  sibling_of=device, moe_routing=moe_routing), (
-                f"the tables of {tables}, measured on {kernels.device} (the same die), stand in for {device}: each "
-                f"op's measured time x its roofline time on {device} / on {kernels.device} (approximation: the "
-                f"sibling's achieved fraction of its roofline carries over)")
+        if kernels.device != device and TABLE_SIBLINGS.get(device) == kernels.device:
+            kernels = None  # a folder of the same die's tables: read as the sibling's, below
     if kernels is None and tables in STAND_IN_SETS:
         stand_in = measured_for(device, "vllm")
         if stand_in is not None:  # the same GPU's measured kernels, from another engine, beat peak x fraction
@@ -497,11 +494,12 @@ def _timing_of(device: str, tables: str, families: tuple[str, ...] | None, fp8_s
         timing, note = _timing_of(sibling, tables, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
                                   moe_routing)
         if timing is not None:
+            whose = (f"the tables of {tables}, measured on {sibling} (the same die), stand in for {device}:" if folder
+                     else f"no {tables} kernel tables ship for {device}: those of {sibling} (the same die) stand in,")
             return MeasuredTiming(timing.kernels, families, fp8_scales, mxfp4_moe_kernel, fp8_block_moe_kernel,
                                   sibling_of=device, moe_routing=moe_routing), (
-                f"no {tables} kernel tables ship for {device}: those of {sibling} (the same die) stand in, each op's "
-                f"measured time x its roofline time on {device} / on {sibling} (approximation: the sibling's "
-                f"achieved fraction of its roofline carries over)" + (f"; {note}" if note else ""))
+                f"{whose} each op's measured time x its roofline time on {device} / on {sibling} (approximation: "
+                f"the sibling's achieved fraction of its roofline carries over)" + (f"; {note}" if note else ""))
     if kernels is None:
         return None, (f"no measured {tables} kernel tables for {device}: every op on the roofline with the hardware "
                       f"file's achievable fractions")
