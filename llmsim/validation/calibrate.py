@@ -45,6 +45,7 @@ which the overhead figures at the end measure separately:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import sys
@@ -74,7 +75,6 @@ from ._device import (
 )
 
 _PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
-_ALIASES_OK = ("bf16", "fp32", "fp16", "torch.float32", "torch.bfloat16", "torch.float16")  # read as _PRECISION's
 # llmsim's nominal vector FLOPs per element (cost/blocks/, cost/formulas/) of the ops in the vector mix
 _VECTOR_MIX = {"silu": 4, "gelu_tanh": 8, "softmax": 5, "rmsnorm": 4}
 
@@ -170,9 +170,9 @@ def _calibrate(torch: Any, device: str, dtypes: tuple[str, ...], out: str | Path
     if not dtypes:
         raise LlmsimError(f"calibrate: dtypes is empty; choose from {', '.join(_PRECISION)}")
     named = []
-    for given in dtypes:
-        # the aliases simulate takes (bf16, fp32, fp16); a name it does not know is refused below as given
-        dtype = canonical_dtype(given, "dtype") if isinstance(given, str) and given.lower() in _ALIASES_OK else given
+    for dtype in dtypes:
+        with contextlib.suppress(LlmsimError):  # the names simulate takes (bf16, fp32, fp16) read as theirs; a name
+            dtype = canonical_dtype(dtype, "dtype")  # llmsim does not know is refused below as given
         if dtype not in _PRECISION:
             raise LlmsimError(f"calibrate: dtype={dtype!r} is not supported; choose from {', '.join(_PRECISION)}")
         named.append(dtype)
