@@ -133,6 +133,7 @@ def test_serving_one_step_reads_equal_the_step_cost_parts() -> None:
     of its parts as tokens(), lm_head(), decode_attention() and prefill_attention() read them, bit for bit."""
     from llmsim.serving import step_cost as sc
     from llmsim.serving.serve import _step_cost
+    from llmsim.timing.host_bound import host_excess_s
 
     spec, hw, cost, execution = resolve("llama-3.1-8b", "h100-sxm")
     step = _step_cost(spec, hw, cost, execution, 512, 48, 3000)
@@ -151,7 +152,8 @@ def test_serving_one_step_reads_equal_the_step_cost_parts() -> None:
                 expected = lower + (upper - lower) * ((batch - b0) / (b1 - b0))
             assert step.decode_attention(batch, length) == expected
     for decode_sum, n_decode, chunks, n_emit in ((0.0, 0, [(512, 0)], 1), (12345.0, 30, [], 30),
-                                                 (999.0, 3, [(100, 40), (7, 0)], 4), (5.0, 1, [(0, 12)], 1)):
+                                                 (999.0, 3, [(100, 40), (7, 0)], 4), (5.0, 1, [(0, 12)], 1),
+                                                 (40000.0, 20, [(500, 100)], 21), (80.0, 40, [(480, 0)], 41)):
         # a pass with prefill tokens beyond vLLM's captured sizes (512 tokens): run without a CUDA graph
         prefill = sum(q for q, _ in chunks)
         mixed = prefill > 0 and prefill + n_decode > step.prefill_graph_tokens
@@ -162,31 +164,80 @@ def test_serving_one_step_reads_equal_the_step_cost_parts() -> None:
             pairs = sum(q * c + q * q / 2 for q, c in chunks)
             parts += step.prefill_attention(len(chunks), pairs)
             parts += step.sustained_s(prefill + n_decode, len(chunks), pairs)  # the sustained clock past its onset
+        if mixed and step._pass_host_s:  # an uncaptured pass's host dispatch beyond its kernels
+            parts += host_excess_s(parts - step._step_host_s, step._pass_host_s, step._async_host)
         assert step.step_s(decode_sum, n_decode, chunks, n_emit) == parts
 
 
-def test_serving_running_token_sum_is_kept_through_preemption_and_prefixes(monkeypatch: pytest.MonkeyPatch
-                                                                          ) -> None:
-    """The scheduler keeps the running requests' cached-token sum as they change (append, decode runs,
-    chunks, preemption, retirement) instead of summing it every step: equal to the sum at every step."""
+def _check_running(run: Any) -> None:
+    """The counts the scheduler keeps as its running requests change, against the same summed from their rows:
+    cached tokens, the decoding requests by residue and the prompts, the bound on the first finish, the blocks."""
+    from llmsim.serving import scheduler
+
+    m, epoch, bs = run.m, run.epoch, run.block_size
+    computed, emitted = run.c[:m] + epoch, run.e[:m] + epoch
+    assert run.cached_tokens == int(computed.sum())
+    assert np.array_equal(run.o[:m], run.e[:m] - run.gen[:m])  # the row kept as emitted moves
+    assert scheduler._leading_tokens(run, m // 2) == int(computed[:m // 2].sum())
+    decoding = (emitted > 0) & (computed == run.prompt[:m] + emitted - 1)
+    assert run.residues == np.bincount(run.c[:m][decoding] % bs, minlength=bs).tolist()  # (computed - epoch) % bs
+    assert run.prefilling == int(m - decoding.sum())
+    if decoding.any():  # no decoding request finishes before finish_at
+        assert run.finish_at <= int((run.gen[:m] - emitted)[decoding].min()) + epoch
+    assert run.own_blocks() == int((-(-computed // bs) - run.shared[:m]).sum())
+
+
+def test_serving_running_counts_are_kept_through_preemption_and_prefixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduler keeps the running requests' cached-token sum, their counts by block residue, the prompts among
+    them and a bound on the first finish as they change (append, decode runs, chunks, preemption, retirement)
+    instead of summing them every step, and the free KV blocks by what each step takes and gives back: equal to
+    the same summed at every step and after every retirement."""
     from llmsim.serving import scheduler
 
     checked = []
 
     class Checked(scheduler._Running):
         def leading_decodes(self) -> int:
-            m = self.m
-            assert self.cached_tokens == int(self.computed[:m].sum())
-            assert np.array_equal(self.over[:m], self.emitted[:m] - self.gen[:m])  # the row kept as emitted moves
-            assert scheduler._leading_tokens(self, m // 2) == int(self.computed[:m // 2].sum())
-            checked.append(m)
+            _check_running(self)
+            checked.append(self.m)
             return super().leading_decodes()
 
     monkeypatch.setattr(scheduler, "_Running", Checked)
+    monkeypatch.setattr(scheduler, "CHECK_FREE_BLOCKS", True)
     r = llmsim.serve("llama-3.1-70b", "h100-sxm", prompt_len="uniform:500:4000", gen_len="uniform:100:600",
                      num_requests=150, concurrency=120, gpu_memory_utilization=0.6, tensor_parallel=4,
                      shared_prefix_len=300, prefix_groups=3)
     assert int(r.requests["preemptions"].sum()) > 0 and len(checked) > 100
+    checked.clear()  # a fixed-size state per request (linear attention), decode runs, a Poisson stream
+    r = llmsim.serve("qwen3-next-80b-a3b", "h200", tensor_parallel=4, request_rate=30.0, num_requests=200,
+                     prompt_len="uniform:100:6000", gen_len="uniform:1:300", gpu_memory_utilization=0.5)
+    assert len(checked) > 100 and r.steps > len(checked)  # some steps in decode runs
+
+
+def test_serving_requests_left_out_of_a_step_keep_their_counts() -> None:
+    """_Running.hold: requests a step left out (its token budget spent) while the epoch moved keep their
+    computed and emitted tokens, and the decoding ones move to their residue."""
+    from llmsim.serving.scheduler import _Running
+
+    rng = np.random.default_rng(11)
+    for bs in (1, 16):
+        run = _Running(40, bs)
+        run.epoch = 37
+        for r in range(30):
+            prompt, gen = int(rng.integers(2, 300)), int(rng.integers(2, 50))
+            if r < 12 or r % 3:  # decoding: its prompt and emitted - 1 tokens cached
+                emitted = int(rng.integers(1, gen))
+                run.append(r, prompt, gen, prompt + emitted - 1, emitted, 0)
+            else:  # a prompt part-way
+                run.append(r, prompt, gen, int(rng.integers(0, prompt)), 0, 0)
+        before = (run.c[:30] + run.epoch, run.e[:30] + run.epoch)
+        run.epoch += 1  # the step moved the epoch (requests 0 .. 11 decoded a token): 12 .. 29 were left out
+        run.cached_tokens += 12  # (the engine adds the leading decodes' tokens)
+        run.hold(12, 30)
+        assert np.array_equal(run.c[12:30] + run.epoch, before[0][12:]) and np.array_equal(
+            run.e[12:30] + run.epoch, before[1][12:])
+        assert np.array_equal(run.c[:12] + run.epoch, before[0][:12] + 1)  # the others moved one token
+        _check_running(run)
 
 
 def test_sweep_segments_without_dead_cuts_give_the_same_sums() -> None:
@@ -238,30 +289,45 @@ def test_serving_running_rows_removed_by_a_shift_as_by_a_mask() -> None:
     rng = np.random.default_rng(5)
     for m in (1, 2, 7, 40):
         for i in {0, m // 2, m - 1}:
-            runs = [_Running(m + 1) for _ in range(2)]
+            runs = [_Running(m + 1, 16, 3) for _ in range(2)]
             for r in range(m):
-                values = rng.integers(1, 500, 5).tolist()
+                prompt, gen, computed, emitted, shared = rng.integers(1, 500, 5).tolist()
+                if r % 2:  # decoding
+                    computed = prompt + emitted - 1
+                shared = min(shared, computed // 16)  # whole blocks of its prompt
                 for run in runs:
-                    run.append(r, *values, 0)
+                    run.append(r, prompt, gen, computed, emitted, shared)
             shifted, masked = runs
-            shifted.remove(i)
-            masked.keep(np.arange(m) != i)
+            freed = shifted.remove(i), masked.keep(np.arange(m) != i)
+            assert freed[0] == freed[1]
             assert shifted.m == masked.m == m - 1 and shifted.cached_tokens == masked.cached_tokens
+            assert shifted.residues == masked.residues and shifted.prefilling == masked.prefilling
             assert np.array_equal(shifted.state[:, :m - 1], masked.state[:, :m - 1])
 
 
 def test_serving_decode_run_blocks_equal_the_per_request_ceilings() -> None:
-    """_decode_run's blocks for c + j tokens (sum of (c + j + bs - 1) // bs, less the blocks held) against
-    the per-request ceilings -(-(c + j) // bs) - held, summed."""
+    """_decode_run's blocks for computed + j tokens beyond those held (sum of (c + epoch + j + bs - 1) // bs, j = 1 ..
+    k, less the same at j = 0) against the per-request ceilings -(-(computed + j) // bs) - held, summed."""
+    from llmsim.serving.scheduler import _decode_run, _Running
+
+    class Unit:  # one second a step
+        def decode_steps_s(self, n: int, means: np.ndarray) -> np.ndarray:
+            return np.ones(len(means))
+
     rng = np.random.default_rng(9)
     for bs in (1, 16, 32):
         for m, k in ((1, 2), (5, 40), (200, 7)):
-            c = rng.integers(0, 5000, m)
-            held = -(-c // bs) + rng.integers(0, 3, m)
+            run = _Running(m, bs)
+            run.epoch = int(rng.integers(0, 10_000))
+            for r in range(m):
+                prompt = int(rng.integers(1, 5000))
+                run.append(r, prompt, k + 5, prompt, 1, 0)  # decoding, k + 4 tokens to go
+            computed = run.c[:m] + run.epoch
+            held = -(-computed // bs)
             j = np.arange(1, k + 1)
-            reference = np.sum(-(-(c[None, :] + j[:, None]) // bs) - held[None, :], axis=1)
-            ceil = (c[None, :] + np.arange(bs, k + bs)[:, None]) // bs
-            assert np.array_equal(np.add.reduce(ceil, axis=1) - int(np.add.reduce(held)), reference)
+            reference = np.sum(-(-(computed[None, :] + j[:, None]) // bs) - held[None, :], axis=1)
+            steps, _, extra, _ = _decode_run(Unit(), run, bs, 10**9, 0.0, float(k) - 0.5)  # k steps start before
+            assert steps == k and np.array_equal(extra, reference)
 
 
 def test_serving_decode_steps_equal_the_parts_without_proposals() -> None:

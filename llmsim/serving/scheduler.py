@@ -30,8 +30,10 @@ new prompts back until every rank holds one or its counter times out.
 The scheduler hands each step to StepCost for its time; the clock advances by it. Runs of steps in which
 nothing but decoding happens (no admission possible, no arrival, no finish, no block shortage) are
 evaluated together in one vectorised pass (_decode_run): the same steps, summed without the Python loop. The
-running requests are the rows of one array (a step advances or compacts them in one numpy call), and their
-cached-token sum is kept as it changes rather than summed every step (tests/test_speed_paths.py checks it).
+running requests are the rows of one array (compacted in one numpy call); their token counts are kept less the
+number of steps that moved every request one token (_Running.epoch), so such a step writes no row, and what a step
+needs of them (their cached-token sum, how many open a KV block, the first to finish, the free blocks) is kept as
+they change rather than summed every step (tests/test_speed_paths.py checks each against the sum).
 """
 
 from __future__ import annotations
@@ -152,63 +154,107 @@ class StepLog:
 
 class _Running:
     """The running requests in scheduling order, as parallel arrays (slices, not fancy indexing, per step):
-    the rows of one array, so that a step updates or compacts several fields in one numpy call."""
+    the rows of one array, so that a step updates or compacts several fields in one numpy call.
 
-    def __init__(self, capacity: int) -> None:
+    A step moves each decoding request by one token (one more in its KV cache, one more sampled), so three rows are
+    kept less the count of steps that moved every request (`epoch`): such a step adds one to the epoch and writes no
+    row; a request that moved otherwise (a prompt chunk, left out of a step) has its rows corrected by the difference:
+    computed = c + epoch, emitted = e + epoch, emitted - gen = o + epoch (>= 0: finished). A request holds
+    ceil(computed / block_size) KV blocks (a cached prefix's included), which is not kept either. The decoding
+    requests are counted by c % block_size (`residues`: those whose next token opens a block this step are
+    residues[-epoch % block_size]), and `finish_at` is at most the epoch at which the first of them finishes."""
+
+    def __init__(self, capacity: int, block_size: int, state_blocks: int = 0) -> None:
         self.m = 0
-        self.state = np.zeros((8, capacity), dtype=np.int64)
-        # rows: request id, prompt and generated lengths, tokens in the KV cache (computed), tokens sampled
-        # (emitted), emitted - gen (>= 0: finished; right after emitted, as emitted right after computed:
-        # `advanced` moves the three), KV blocks in use (its share of cached prefixes included), of those the
-        # blocks of a cached prefix (not its own)
-        self.ids, self.prompt, self.gen, self.computed, self.emitted, self.over, self.blocks, self.shared = self.state
-        self.advanced = self.state[3:6]  # computed, emitted and emitted - gen
+        self.state = np.zeros((7, capacity), dtype=np.int64)
+        # rows: request id, prompt and generated lengths, then less the epoch: tokens in the KV cache (c), tokens
+        # sampled (e), sampled less gen (o); last, the blocks of a cached prefix it holds (not its own)
+        self.ids, self.prompt, self.gen, self.c, self.e, self.o, self.shared = self.state
+        self.epoch = 0
+        self.block_size = block_size
+        self.state_blocks = state_blocks  # blocks each running request's fixed-size state takes (linear attention)
+        self.residues = [0] * block_size  # the decoding requests by c % block_size
+        self.finish_at = math.inf  # no decoding request finishes while the epoch is below this
         self.cached_tokens = 0  # the sum of computed over the running requests, kept as they change
         self.prefilling = 0  # how many are not decoding (prompt or recompute tokens left)
 
-    def fields(self) -> tuple[np.ndarray, ...]:
-        return self.ids, self.prompt, self.gen, self.computed, self.emitted, self.blocks, self.shared
+    def computed(self, i: int) -> int:
+        return int(self.c[i]) + self.epoch
 
-    def emit(self, i: int) -> None:
-        """Request i samples a token."""
-        self.emitted[i] += 1
-        self.over[i] += 1
+    def emitted(self, i: int) -> int:
+        return int(self.e[i]) + self.epoch
 
-    def append(self, r: int, prompt: int, gen: int, computed: int, emitted: int, blocks: int, shared: int) -> None:
-        i = self.m
-        self.ids[i], self.prompt[i], self.gen[i] = r, prompt, gen
-        self.computed[i], self.emitted[i], self.blocks[i], self.shared[i] = computed, emitted, blocks, shared
-        self.over[i] = emitted - gen
+    def decoding(self, i: int) -> bool:
+        """Whether request i decodes (has sampled, and its KV cache holds all but its last token)."""
+        e = int(self.e[i])
+        return e + self.epoch > 0 and int(self.c[i]) == int(self.prompt[i]) + e - 1
+
+    def append(self, r: int, prompt: int, gen: int, computed: int, emitted: int, shared: int) -> None:
+        i, epoch = self.m, self.epoch
+        self.ids[i], self.prompt[i], self.gen[i], self.shared[i] = r, prompt, gen, shared
+        self.c[i], self.e[i], self.o[i] = computed - epoch, emitted - epoch, emitted - gen - epoch
         self.m += 1
         self.cached_tokens += computed
-        if not (emitted > 0 and computed == prompt + emitted - 1):
-            self.prefilling += 1  # prompt (or recompute) tokens to compute; a prefilled request decodes at once
+        if emitted > 0 and computed == prompt + emitted - 1:  # a prefilled request decodes at once
+            self.residues[(computed - epoch) % self.block_size] += 1
+            self.finish_at = min(self.finish_at, gen - emitted + epoch)
+        else:
+            self.prefilling += 1  # prompt (or recompute) tokens to compute
 
-    def keep(self, mask: np.ndarray) -> None:
-        """Keep the requests where mask (over the first m) is true, in order."""
+    def hold(self, start: int, stop: int) -> None:
+        """Requests start .. stop - 1 did not move in a step that added one to the epoch."""
+        self.state[3:6, start:stop] -= 1
+        for i in range(start, stop):
+            if self.decoding(i):
+                c = int(self.c[i])
+                self.residues[(c + 1) % self.block_size] -= 1
+                self.residues[c % self.block_size] += 1
+
+    def keep(self, mask: np.ndarray) -> int:
+        """Keep the requests where mask (over the first m) is true, in order; the blocks the others held (their
+        states' included, cached prefixes not)."""
+        rows = (~mask).nonzero()[0]
+        c, e, bs = self.c[rows], self.e[rows], self.block_size
+        decoding = (e + self.epoch > 0) & (c == self.prompt[rows] + e - 1)
+        self.prefilling -= int(len(rows) - np.count_nonzero(decoding))
+        for residue in (c[decoding] % bs).tolist():
+            self.residues[residue] -= 1
+        held = (c + (self.epoch + bs - 1)) // bs  # ceil(computed / bs) each
+        freed = int(np.add.reduce(held - self.shared[rows])) + self.state_blocks * len(rows)
         k = int(np.count_nonzero(mask))
         self.state[:, :k] = self.state[:, :self.m][:, mask]
         self.m = k
-        self.cached_tokens = int(np.add.reduce(self.computed[:k]))
+        self.cached_tokens = int(np.add.reduce(self.c[:k])) + self.epoch * k
+        return freed
 
-    def remove(self, i: int) -> None:
-        """Drop the request at position i, the others kept in order (keep() of one request, by a shift)."""
+    def remove(self, i: int) -> int:
+        """Drop the request at position i, the others kept in order (keep() of one request, by a shift); the
+        blocks it held."""
         m = self.m
-        self.cached_tokens -= int(self.computed[i])
+        if self.decoding(i):
+            self.residues[int(self.c[i]) % self.block_size] -= 1
+        else:
+            self.prefilling -= 1
+        computed = self.computed(i)
+        self.cached_tokens -= computed
+        freed = -(-computed // self.block_size) - int(self.shared[i]) + self.state_blocks
         self.state[:, i:m - 1] = self.state[:, i + 1:m]  # numpy copies overlapping slices as if through a buffer
         self.m = m - 1
+        return freed
 
     def own_blocks(self) -> int:
-        """Blocks the running requests hold beyond the cached prefixes they share."""
-        held, shared = np.add.reduce(self.state[6:8, :self.m], axis=1).tolist()
-        return int(held - shared)
+        """Blocks the running requests hold beyond the cached prefixes they share (their states' not counted)."""
+        m, bs = self.m, self.block_size
+        held = int(np.add.reduce((self.c[:m] + (self.epoch + bs - 1)) // bs))  # ceil(computed / bs) each
+        return held - int(np.add.reduce(self.shared[:m]))
 
     def leading_decodes(self) -> int:
         """How many requests at the front decode this step (one token each)."""
         m = self.m
         if self.prefilling == 0:
             return m
-        decoding = (self.emitted[:m] > 0) & (self.computed[:m] == self.prompt[:m] + self.emitted[:m] - 1)
+        e = self.e[:m]
+        decoding = (e > -self.epoch) & (self.c[:m] == self.prompt[:m] + e - 1)
         return m if decoding.all() else int(np.argmin(decoding))
 
 
@@ -329,7 +375,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     hit_blocks = prefix_len // bs  # whole blocks of a shared prefix, the part a cache can hold
     groups = prefix_group.tolist() if prefix_group is not None and hit_blocks else None
     cache = PrefixCache(groups, hit_blocks) if groups is not None else None  # cached prefixes and their blocks
-    run = _Running(limits.max_num_seqs + 1)
+    run = _Running(limits.max_num_seqs + 1, bs, states)
     waiting: deque[int] = deque()
     known = 0 if coupled else min(concurrency, n) if closed else n  # requests whose arrival time is known up front
     released = known  # closed loop: requests sent so far
@@ -409,12 +455,14 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 clock = float(starts[-1] + times[-1])
                 last_step_s = float(times[-1])
                 recv_count = (recv_count + k - 1) % recv_every + 1  # the run's k decode steps, taken in at each
-                run.advanced[:, :m] += k  # computed and emitted
+                run.epoch += k  # every request decoded k tokens (free_blocks: counted again below)
                 run.cached_tokens += k * m
-                run.blocks[:m] = -(-run.computed[:m] // bs)  # (free_blocks: counted again below)
-                finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
-                                             on_finish, frontend)
-                free_blocks = limits.kv_blocks - _pinned(cache) - run.own_blocks() - states * run.m
+                free_blocks -= int(kv[-1])  # the run's new blocks
+                finished, released, freed = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
+                                                    on_finish, frontend)
+                free_blocks += freed
+                if CHECK_FREE_BLOCKS:
+                    _check_free_blocks(run, cache, limits, free_blocks)
                 continue
 
         # ---- one step: running requests first, then waiting ones ---------------------------------------
@@ -425,13 +473,15 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) + states <= free_blocks + (
                 cache.evictable(cache.in_use(run.ids, run.shared, run.m)) if cache is not None else 0)))
         lead = 0 if prefill_only else min(run.leading_decodes(), budget)
-        crossing = run.computed[:lead] % bs == 0  # a decode whose next token opens a new block
-        need = int(np.count_nonzero(crossing))
+        epoch = run.epoch
+        if lead == run.m - run.prefilling:  # every decoding request: those whose next token opens a block
+            need = run.residues[-epoch % bs]
+        else:
+            need = int(np.count_nonzero((run.c[:lead] + epoch) % bs == 0))
         if lead and need > free_blocks and cache is not None:  # cached prefixes make room first
             free_blocks += cache.evict(need - free_blocks, cache.in_use(run.ids, run.shared, run.m))
         if lead and need <= free_blocks:
             free_blocks -= need
-            run.blocks[:lead] += crossing
             budget -= lead
             i = lead
         else:
@@ -439,38 +489,36 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         scheduled: list[tuple[int, int]] = []  # the others: (position in run, new tokens)
         preempted = False  # a step that preempts admits no waiting request (vLLM V1: `if not preempted_reqs`)
         while i < run.m and budget > 0:
-            if prefill_only and run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1:
+            computed, emitted, prompt = int(run.c[i]) + epoch, int(run.e[i]) + epoch, int(run.prompt[i])
+            if prefill_only and emitted > 0 and computed == prompt + emitted - 1:
                 i += 1  # a decode: it waits for the prefill step to pass
                 continue
-            new = min(int(run.prompt[i] + run.emitted[i] - run.computed[i]), budget)
-            need = -(-(int(run.computed[i]) + new) // bs) - int(run.blocks[i])
+            new = min(prompt + emitted - computed, budget)
+            need = -(-(computed + new) // bs) + (-computed // bs)  # its blocks for them, less the ones it holds
             if need > free_blocks and cache is not None:  # cached prefixes make room before any preemption
                 free_blocks += cache.evict(need - free_blocks, cache.in_use(run.ids, run.shared, run.m))
             while need > free_blocks and run.m > i:  # preempt from the back until the blocks fit (or i goes)
                 j = run.m - 1
                 victim = int(run.ids[j])
-                free_blocks += int(run.blocks[j] - run.shared[j]) + states
-                emitted_of[victim] = int(run.emitted[j])
+                emitted_of[victim] = run.emitted(j)
                 computed_of[victim] = 0  # recompute
-                if not (run.emitted[j] > 0 and run.computed[j] == run.prompt[j] + run.emitted[j] - 1):
-                    run.prefilling -= 1
-                run.m -= 1
-                run.cached_tokens -= int(run.computed[j])
+                free_blocks += run.remove(j)
                 log.preemptions[victim] += 1
                 waiting.appendleft(victim)
                 preempted = True
             if i >= run.m:
                 break
             free_blocks -= need
-            run.blocks[i] += need
             scheduled.append((i, new))
             budget -= new
             i += 1
+        stop = run.m if prefill_only else i  # (not prefill-only: requests lead .. stop - 1 were scheduled)
         outstanding = 0  # reserve_output: blocks the running requests will still take (their footprints less held)
         if reserve and waiting:
             m = run.m
             outstanding = int(np.add.reduce(-(-(run.prompt[:m] + run.gen[:m]) // bs))) - int(
-                np.add.reduce(run.blocks[:m]))
+                np.add.reduce((run.c[:m] + (epoch + bs - 1)) // bs))
+        admitted_from = run.m  # requests from here on were admitted this step
         held = False  # batch waiting holds the waiting prompts back this step
         if wait_iters and waiting and budget > 0 and run.m < limits.max_num_seqs and not preempted:
             decoding = run.m - run.prefilling
@@ -508,7 +556,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                     seeded.append(r)  # its first token: at the end of this step
                 else:
                     log.first_token_s[r] = clock
-            run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], need, shared)
+            run.append(r, prompt_of[r], gen_of[r], done_tokens, emitted_of[r], shared)
             scheduled.append((run.m - 1, new))
             budget -= new
         force_decode = False
@@ -524,10 +572,11 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             decode_sum = grow * decode_sum + (1 - grow) * float(run.prompt[:lead].sum())  # and grow per step
         n_decode = n_emit = lead
         for i, new in scheduled:
-            computed, total = int(run.computed[i]), int(run.prompt[i] + run.emitted[i])
+            computed, emitted = int(run.c[i]) + epoch, int(run.e[i]) + epoch
+            total = int(run.prompt[i]) + emitted
             if computed + new == total:
                 n_emit += 1
-            if run.emitted[i] > 0 and new == 1 and computed == total - 1:
+            if emitted > 0 and new == 1 and computed == total - 1:
                 n_decode += 1
                 decode_sum += grow * computed + (1 - grow) * int(run.prompt[i])
             else:
@@ -543,32 +592,56 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             log.first_token_s[seeded] = clock
             seeded.clear()
         recv_count += 1 if not chunks else recv_every  # a step that prefilled: take requests in next time
-        run.advanced[:, :lead] += 1  # computed and emitted
+        moved = 1 if lead else 0  # the leading decodes moved one token each: the epoch moves every request
+        run.epoch = epoch + moved
         run.cached_tokens += lead
-        any_done = lead and int(np.maximum.reduce(run.over[:lead])) >= 0  # emitted >= gen
+        if moved and stop < admitted_from:  # requests the step left out (its budget spent) did not move
+            run.hold(stop, admitted_from)
+        # emitted >= gen: o >= -epoch (finish_at: none of the leading decodes can have finished before)
+        any_done = lead and run.epoch >= run.finish_at and int(np.maximum.reduce(run.o[:lead])) >= -run.epoch
         for i, new in scheduled:
-            was_decoding = run.emitted[i] > 0 and run.computed[i] == run.prompt[i] + run.emitted[i] - 1
-            run.computed[i] += new
+            computed, emitted, prompt = int(run.c[i]) + epoch, int(run.e[i]) + epoch, int(run.prompt[i])
+            was_decoding = emitted > 0 and computed == prompt + emitted - 1
+            if was_decoding:
+                run.residues[int(run.c[i]) % bs] -= 1
+            run.c[i] += new - moved
             run.cached_tokens += new
-            if (cache is not None and run.shared[i] == 0 and run.computed[i] >= hit_blocks * bs
+            computed += new
+            if (cache is not None and run.shared[i] == 0 and computed >= hit_blocks * bs
                     and cache.store(int(run.ids[i]))):  # its prefix blocks now stay cached
                 run.shared[i] = hit_blocks
-            if run.computed[i] == run.prompt[i] + run.emitted[i]:
-                run.emit(i)
+            if computed == prompt + emitted:  # it samples a token, and decodes from now on
+                if not moved:
+                    run.e[i] += 1
+                    run.o[i] += 1
                 if not was_decoding:
-                    run.prefilling -= 1  # its prompt (or recompute) is done: it decodes from now on
-                if run.emitted[i] == 1:
+                    run.prefilling -= 1  # its prompt (or recompute) is done
+                if emitted == 0:
                     log.first_token_s[run.ids[i]] = clock
-                any_done = any_done or run.emitted[i] >= run.gen[i]
+                any_done = any_done or emitted + 1 >= int(run.gen[i])
+                run.residues[int(run.c[i]) % bs] += 1
+                run.finish_at = min(run.finish_at, -int(run.o[i]))
+            elif moved:
+                run.e[i] -= 1
+                run.o[i] -= 1
         if any_done:
-            finished, released = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
-                                         on_finish, frontend)
-            free_blocks = limits.kv_blocks - _pinned(cache) - run.own_blocks() - states * run.m
+            finished, released, freed = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
+                                                on_finish, frontend)
+            free_blocks += freed
+            if CHECK_FREE_BLOCKS:
+                _check_free_blocks(run, cache, limits, free_blocks)
 
 
-def _pinned(cache: PrefixCache | None) -> int:
-    """The blocks cached prefixes hold (0: no prefix cache)."""
-    return cache.pinned if cache is not None else 0
+CHECK_FREE_BLOCKS = False  # tests: check the free blocks kept step by step against the running requests' rows
+
+
+def _check_free_blocks(run: _Running, cache: PrefixCache | None, limits: SchedulerLimits, free_blocks: int) -> None:
+    """The free KV blocks the engine keeps (by what each step takes and gives back) equal the pool less the blocks
+    the cached prefixes, the running requests (beyond those prefixes) and their states hold."""
+    pinned = cache.pinned if cache is not None else 0
+    held = limits.kv_blocks - pinned - run.own_blocks() - limits.state_blocks * run.m
+    if held != free_blocks:
+        raise AssertionError(f"free KV blocks kept {free_blocks}, counted {held}")
 
 
 def _admissible_tokens(waiting: deque[int], prompt_of: list[int], budget: int, slots: int) -> int:
@@ -591,29 +664,31 @@ def _leading_tokens(run: _Running, lead: int) -> int:
     if behind == 0:
         return run.cached_tokens
     if behind == 1:
-        return run.cached_tokens - int(run.computed[lead])
-    return int(np.add.reduce(run.computed[:lead]))
+        return run.cached_tokens - run.computed(lead)
+    return int(np.add.reduce(run.c[:lead])) + run.epoch * lead
 
 
 def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float, n: int, closed: bool,
             released: int, sent: deque[int], finished: int, on_finish: Any = None,
-            frontend: Frontend | None = None) -> tuple[int, int]:
+            frontend: Frontend | None = None) -> tuple[int, int, int]:
     """Retire the running requests that have all their tokens; a closed loop sends the next ones (to `sent`,
-    at this clock, ready once the frontend has taken them), a coupled engine tells on_finish."""
+    at this clock, ready once the frontend has taken them), a coupled engine tells on_finish. Returns the counts
+    of requests finished and sent, and the blocks freed."""
     m = run.m
-    done = run.over[:m] >= 0  # emitted >= gen
+    done = run.o[:m] >= -run.epoch  # emitted >= gen
     at = done.nonzero()[0]
     count = len(at)
     if count == 0:
-        return finished, released
+        return finished, released, 0
     ids = run.ids[:m][done].tolist() if on_finish is not None else None
     if count == 1:  # the common case: one request, dropped by a shift
         i = int(at[0])
         log.finish_s[run.ids[i]] = clock
-        run.remove(i)
+        freed = run.remove(i)
     else:
         log.finish_s[run.ids[:m][done]] = clock
-        run.keep(~done)
+        freed = run.keep(~done)
+    run.finish_at = -int(np.maximum.reduce(run.o[:run.m])) if run.m else math.inf  # (exact, or later for a prompt)
     if on_finish is not None:
         on_finish(ids, clock)
     finished += count
@@ -624,7 +699,7 @@ def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float,
                 log.ready_s[released] = clock if frontend is None else frontend.admit(clock)
                 sent.append(released)
                 released += 1
-    return finished, released
+    return finished, released, freed
 
 
 def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock: float,
@@ -633,11 +708,10 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
     would start at or after limit_s (an arrival that could be admitted): (steps, their times, the blocks in
     use beyond those held now at each, their start times)."""
     m = run.m
-    k = -int(np.maximum.reduce(run.over[:m]))  # min(gen - emitted): the step after which the first one finishes
+    k = -int(np.maximum.reduce(run.o[:m])) - run.epoch  # min(gen - emitted): the step after which the first finishes
     k = min(k, max(4_000_000 // m, 1))  # very long runs: in pieces
     if k < 2:
         return k, _NONE, _NONE_INT, _NONE
-    c, held = run.computed[:m], run.blocks[:m]
     if grow == 1.0:  # (1 - grow) x the prompts' sum is 0.0 and grow x offsets the offsets: left out
         mean0 = float(run.cached_tokens) / m
     else:
@@ -650,10 +724,12 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
     starts = step_starts(clock, times)
     if limit_s is not None:
         k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival
-    # blocks for c + j tokens, j = 1 .. k, beyond those held: sum of ceil((c + j) / bs) - held, in integers
-    # (c + j + bs - 1) // bs = ceil((c + j) / bs) for c + j >= 0
-    ceil = (c[None, :] + np.arange(bs, k + bs)[:, None]) // bs
-    extra = np.add.reduce(ceil, axis=1) - int(np.add.reduce(held))
+    # blocks for computed + j tokens, j = 1 .. k, beyond those held (ceil(computed / bs), the row j = 0), in integers:
+    # (computed + j + bs - 1) // bs = ceil((computed + j) / bs) for computed + j >= 0, computed = c + epoch
+    # shape: c [m] + offsets [k + 1, 1] -> ceilings [k + 1, m] -> sums [k + 1]
+    epoch = run.epoch
+    sums = np.add.reduce((run.c[:m][None, :] + np.arange(epoch + bs - 1, epoch + k + bs)[:, None]) // bs, axis=1)
+    extra = sums[1:] - sums[0]
     k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
     return k, np.asarray(times[:k], dtype=float), extra[:k], starts[:k]
 

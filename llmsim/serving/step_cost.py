@@ -53,7 +53,6 @@ import numpy as np
 
 from ..cost.workload import CostOptions
 from ..models.spec import ModelSpec
-from ..timing.host_bound import host_excess_s
 from ..timing.phases import PhaseTotals, decode_totals, prefill_totals
 from ..timing.roofline import Roofline
 from ..timing.sustained import sustained_extra_s
@@ -228,7 +227,8 @@ class StepCost:
         self._step_host_s = uncaptured.step_host_s * sum(
             float(count) for count, op in zip(totals.counts, totals.fixed.ops) if op.kind == "host")
         self.prefill_graph_tokens = roofline.prefill_graph_tokens  # steps up to this many tokens replay graphs
-        self._captured = roofline.prefill_captured  # whether a step of T tokens replays graphs
+        # a step of T tokens replays graphs where T <= this (Roofline.prefill_captured, as a Python comparison)
+        self._captured_tokens = math.inf if uncaptured is roofline else roofline.prefill_graph_tokens
         if uncaptured is not roofline:
             _, head, _ = _split(decode_totals(model, uncaptured, options, batch, 1, 1))
             self.mixed_lm_head_s = np.concatenate([[0.0], np.broadcast_to(head, batch.shape)])
@@ -425,7 +425,7 @@ class StepCost:
             table = self.decode_attention_s  # decode_attention(n_decode, mean_len) of a scalar length
         else:  # one pass with prefill tokens (uncaptured where the engine runs prefill so)
             time_s = self._prefill_tokens_list[prefill_tokens + n_decode * query]
-            if self._captured(prefill_tokens + n_decode * query):  # replayed, as a decode step is
+            if prefill_tokens + n_decode * query <= self._captured_tokens:  # replayed, as a decode step is
                 time_s += self._lm_head_list[n_emit + n_decode * (query - 1)]
                 table = self.decode_attention_s
             else:
@@ -438,12 +438,24 @@ class StepCost:
             time_s += self._on_grid_scalar(id(table), table, n_decode, float(mean_len))
         if self.speculation is not None:  # proposals, and a draft model's own prefill of the chunks
             time_s += float(self.proposals(n_decode, mean_len, prefill_tokens, pairs, len(chunks)))
-        if chunks:
-            time_s += self.prefill_attention(len(chunks), pairs)
+        if chunks:  # prefill_attention and sustained_s written out (one length for both; the same values)
+            count = len(chunks)
+            length = math.sqrt(2.0 * pairs / count)
+            table = self.prefill_attention_s
+            time_s += self._on_grid_scalar(id(table), table, count, length)
             if self.sustained is not None:
-                time_s += self.sustained_s(prefill_tokens + n_decode * query, len(chunks), pairs)
-        if uncaptured and self._pass_host_s:  # the pass's host dispatch beyond its kernels (timing.host_bound)
-            time_s += host_excess_s(time_s - self._step_host_s, self._pass_host_s, self._async_host)
+                table = self.prefill_attention_compute_s
+                compute_s = self._prefill_tokens_compute[prefill_tokens + n_decode * query] + self._on_grid_scalar(
+                    id(table), table, count, length)
+                fraction, onset_s = self.sustained
+                time_s += (compute_s - onset_s) * (1.0 / fraction - 1.0) if compute_s > onset_s else 0.0
+        if uncaptured and self._pass_host_s:  # the pass's host dispatch beyond its kernels (timing.host_bound's
+            # host_excess_s of a scalar, written out)
+            if self._async_host:
+                excess = self._pass_host_s - (time_s - self._step_host_s)
+                time_s += excess if excess > 0.0 else 0.0
+            else:
+                time_s += self._pass_host_s
         return time_s
 
     def sustained_s(self, tokens: int, chunks: int, pairs: float) -> float:
