@@ -449,7 +449,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             else:
                 k, times, kv, starts = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
             if k >= 2 and (not lockstep or joint is not None):
-                queued = (len(waiting) + len(sent) + np.searchsorted(arrivals[:known], starts, side="right")
+                queued = (len(waiting) + len(sent) + arrivals[:known].searchsorted(starts, side="right")
                           - next_arrival)
                 steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
                 clock = float(starts[-1] + times[-1])
@@ -597,8 +597,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         run.cached_tokens += lead
         if moved and stop < admitted_from:  # requests the step left out (its budget spent) did not move
             run.hold(stop, admitted_from)
-        # emitted >= gen: o >= -epoch (finish_at: none of the leading decodes can have finished before)
-        any_done = lead and run.epoch >= run.finish_at and int(np.maximum.reduce(run.o[:lead])) >= -run.epoch
+        # one of the leading decodes may have all its tokens (none can before the epoch reaches finish_at)
+        any_done = lead and run.epoch >= run.finish_at
         for i, new in scheduled:
             computed, emitted, prompt = int(run.c[i]) + epoch, int(run.e[i]) + epoch, int(run.prompt[i])
             was_decoding = emitted > 0 and computed == prompt + emitted - 1
@@ -678,13 +678,19 @@ def _retire(run: _Running, log: RequestLog, emitted_of: list[int], clock: float,
     done = run.o[:m] >= -run.epoch  # emitted >= gen
     at = done.nonzero()[0]
     count = len(at)
-    if count == 0:
+    if count == 0:  # (none: finish_at was below the first finish, now exact for the decoding requests)
+        run.finish_at = -int(np.maximum.reduce(run.o[:m])) if m else math.inf
         return finished, released, 0
     ids = run.ids[:m][done].tolist() if on_finish is not None else None
     if count == 1:  # the common case: one request, dropped by a shift
         i = int(at[0])
         log.finish_s[run.ids[i]] = clock
         freed = run.remove(i)
+    elif count <= 8:  # a few: shifts from the back (the same rows as keep() leaves, for less)
+        log.finish_s[run.ids[:m][done]] = clock
+        freed = 0
+        for i in reversed(at.tolist()):
+            freed += run.remove(i)
     else:
         log.finish_s[run.ids[:m][done]] = clock
         freed = run.keep(~done)
@@ -723,14 +729,14 @@ def _decode_run(cost: StepCost, run: _Running, bs: int, free_blocks: int, clock:
     times = cost.decode_steps_s(m, mean0 + grow * np.arange(k, dtype=float))
     starts = step_starts(clock, times)
     if limit_s is not None:
-        k = max(int(np.searchsorted(starts, limit_s, side="left")), 1)  # steps starting before the arrival
+        k = max(int(starts.searchsorted(limit_s, side="left")), 1)  # steps starting before the arrival
     # blocks for computed + j tokens, j = 1 .. k, beyond those held (ceil(computed / bs), the row j = 0), in integers:
     # (computed + j + bs - 1) // bs = ceil((computed + j) / bs) for computed + j >= 0, computed = c + epoch
     # shape: c [m] + offsets [k + 1, 1] -> ceilings [k + 1, m] -> sums [k + 1]
     epoch = run.epoch
     sums = np.add.reduce((run.c[:m][None, :] + np.arange(epoch + bs - 1, epoch + k + bs)[:, None]) // bs, axis=1)
     extra = sums[1:] - sums[0]
-    k = min(k, int(np.searchsorted(extra, free_blocks, side="right")))  # steps whose blocks fit
+    k = min(k, int(extra.searchsorted(free_blocks, side="right")))  # steps whose blocks fit
     return k, np.asarray(times[:k], dtype=float), extra[:k], starts[:k]
 
 
