@@ -230,17 +230,18 @@ class _Running:
     def remove(self, i: int) -> int:
         """Drop the request at position i, the others kept in order (keep() of one request, by a shift); the
         blocks it held."""
-        m = self.m
-        if self.decoding(i):
-            self.residues[int(self.c[i]) % self.block_size] -= 1
+        m, epoch, bs = self.m, self.epoch, self.block_size
+        _, prompt, _, c, e, _, shared = self.state[:, i].tolist()
+        if e + epoch > 0 and c == prompt + e - 1:  # decoding
+            self.residues[c % bs] -= 1
         else:
             self.prefilling -= 1
-        computed = self.computed(i)
+        computed = c + epoch
         self.cached_tokens -= computed
-        freed = -(-computed // self.block_size) - int(self.shared[i]) + self.state_blocks
-        self.state[:, i:m - 1] = self.state[:, i + 1:m]  # numpy copies overlapping slices as if through a buffer
+        if i < m - 1:  # numpy copies overlapping slices as if through a buffer
+            self.state[:, i:m - 1] = self.state[:, i + 1:m]
         self.m = m - 1
-        return freed
+        return -(-computed // bs) - shared + self.state_blocks
 
     def own_blocks(self) -> int:
         """Blocks the running requests hold beyond the cached prefixes they share (their states' not counted)."""
@@ -582,7 +583,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             else:
                 chunks.append((new, computed))
         time_s = cost.step_s(decode_sum, n_decode, chunks, n_emit)
-        prefill_tokens = chunks[0][0] if len(chunks) == 1 else sum(q for q, _ in chunks)
+        prefill_tokens = (chunks[0][0] if len(chunks) == 1 else sum(q for q, _ in chunks)) if chunks else 0
         if lockstep:  # the ranks' joint step
             time_s = yield "step", time_s, prefill_tokens, n_decode
         steps.add(clock, time_s, prefill_tokens, n_decode, run.m, len(waiting), limits.kv_blocks - free_blocks)
@@ -600,30 +601,31 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         # one of the leading decodes may have all its tokens (none can before the epoch reaches finish_at)
         any_done = lead and run.epoch >= run.finish_at
         for i, new in scheduled:
-            computed, emitted, prompt = int(run.c[i]) + epoch, int(run.e[i]) + epoch, int(run.prompt[i])
+            r, prompt, gen, c, e, o, shared = run.state[:, i].tolist()
+            computed, emitted = c + epoch, e + epoch
             was_decoding = emitted > 0 and computed == prompt + emitted - 1
             if was_decoding:
-                run.residues[int(run.c[i]) % bs] -= 1
-            run.c[i] += new - moved
+                run.residues[c % bs] -= 1
+            c += new - moved
+            run.c[i] = c
             run.cached_tokens += new
             computed += new
-            if (cache is not None and run.shared[i] == 0 and computed >= hit_blocks * bs
-                    and cache.store(int(run.ids[i]))):  # its prefix blocks now stay cached
-                run.shared[i] = hit_blocks
+            if shared == 0 and cache is not None and computed >= hit_blocks * bs and cache.store(r):
+                run.shared[i] = hit_blocks  # its prefix blocks now stay cached
             if computed == prompt + emitted:  # it samples a token, and decodes from now on
                 if not moved:
-                    run.e[i] += 1
-                    run.o[i] += 1
+                    run.e[i] = e + 1
+                    run.o[i] = o = o + 1
                 if not was_decoding:
                     run.prefilling -= 1  # its prompt (or recompute) is done
                 if emitted == 0:
-                    log.first_token_s[run.ids[i]] = clock
-                any_done = any_done or emitted + 1 >= int(run.gen[i])
-                run.residues[int(run.c[i]) % bs] += 1
-                run.finish_at = min(run.finish_at, -int(run.o[i]))
+                    log.first_token_s[r] = clock
+                any_done = any_done or emitted + 1 >= gen
+                run.residues[c % bs] += 1
+                run.finish_at = min(run.finish_at, -o)
             elif moved:
-                run.e[i] -= 1
-                run.o[i] -= 1
+                run.e[i] = e - 1
+                run.o[i] = o - 1
         if any_done:
             finished, released, freed = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
                                                 on_finish, frontend)

@@ -247,6 +247,7 @@ class StepCost:
                 attention, (len(self.prefill_batches), len(self.lengths))).copy()
         self._lengths_list, self._batches_list = self.lengths.tolist(), self.batches.tolist()
         self._rows: dict[int, list[list[float]]] = {}  # a table's rows as lists, for one-step reads
+        self._chunk_attention: dict[tuple[int, float], tuple[float, float]] = {}  # _chunk_attention_s, kept
         # the same values as Python floats, for one step's reads (_one_pass)
         self._prefill_tokens_list = self.prefill_tokens_s.tolist()
         self._decode_tokens_list = self.decode_tokens_s.tolist()
@@ -440,13 +441,12 @@ class StepCost:
             time_s += float(self.proposals(n_decode, mean_len, prefill_tokens, pairs, len(chunks)))
         if chunks:  # prefill_attention and sustained_s written out (one length for both; the same values)
             count = len(chunks)
-            length = math.sqrt(2.0 * pairs / count)
-            table = self.prefill_attention_s
-            time_s += self._on_grid_scalar(id(table), table, count, length)
+            attention = self._chunk_attention.get((count, pairs))  # the chunks' attention core (and its compute)
+            if attention is None:
+                attention = self._chunk_attention_s(count, pairs)
+            time_s += attention[0]
             if self.sustained is not None:
-                table = self.prefill_attention_compute_s
-                compute_s = self._prefill_tokens_compute[prefill_tokens + n_decode * query] + self._on_grid_scalar(
-                    id(table), table, count, length)
+                compute_s = self._prefill_tokens_compute[prefill_tokens + n_decode * query] + attention[1]
                 fraction, onset_s = self.sustained
                 time_s += (compute_s - onset_s) * (1.0 / fraction - 1.0) if compute_s > onset_s else 0.0
         if uncaptured and self._pass_host_s:  # the pass's host dispatch beyond its kernels (timing.host_bound's
@@ -457,6 +457,21 @@ class StepCost:
             else:
                 time_s += self._pass_host_s
         return time_s
+
+    def _chunk_attention_s(self, count: int, pairs: float) -> tuple[float, float]:
+        """The attention core of `count` prefill chunks with `pairs` causal query-key pairs (prefill_attention)
+        and its compute-bound seconds (0.0 without a sustained clock), kept for the next step of the same chunks."""
+        length = math.sqrt(2.0 * pairs / count)  # pair-equivalent length of each of k fresh prefills
+        table = self.prefill_attention_s
+        attention_s = self._on_grid_scalar(id(table), table, count, length)
+        compute_s = 0.0
+        if self.sustained is not None:
+            table = self.prefill_attention_compute_s
+            compute_s = self._on_grid_scalar(id(table), table, count, length)
+        if len(self._chunk_attention) >= 4096:  # (a workload of many lengths: kept small)
+            self._chunk_attention.clear()
+        self._chunk_attention[(count, pairs)] = parts = (attention_s, compute_s)
+        return parts
 
     def sustained_s(self, tokens: int, chunks: int, pairs: float) -> float:
         """The extra seconds of a step with prefill chunks (`tokens` in all, the chunks with `pairs` causal
