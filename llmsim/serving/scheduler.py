@@ -383,6 +383,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     next_arrival = 0  # the next request (of the known ones) not yet arrived
     grow = cost.speculation.tokens_per_step if cost.speculation else 1.0  # tokens per decode step
     clock = last_step_s = 0.0
+    last_decode_s = 0.0  # the last step without prompt tokens: what a run's steps take, about
     force_decode = False  # a prefill-only step found nothing to prefill: decode instead
     reserve = limits.reserve_output
     finished = 0
@@ -438,7 +439,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         if sent and m < limits.max_num_seqs:  # sent, not yet seen: the next step's decision sees them
             limit_s = min(arrivals[sent[0]], limit_s if limit_s is not None else math.inf)
         if m and run.prefilling == 0 and (not waiting or m >= limits.max_num_seqs) and (
-                limit_s is None or limit_s - clock > 2 * last_step_s):  # else the arrival joins in a step or two
+                limit_s is None or limit_s - clock > 3 * last_decode_s):  # else one at a time (cheaper for so few)
             joint = None
             if lockstep:  # offer the run to the other ranks: resumed with the joint steps' times, or None
                 k, times, kv, _ = _decode_run(cost, run, bs, free_blocks, clock, limit_s, grow)
@@ -454,7 +455,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                           - next_arrival)
                 steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
                 clock = float(starts[-1] + times[-1])
-                last_step_s = float(times[-1])
+                last_step_s = last_decode_s = float(times[-1])
                 recv_count = (recv_count + k - 1) % recv_every + 1  # the run's k decode steps, taken in at each
                 run.epoch += k  # every request decoded k tokens (free_blocks: counted again below)
                 run.cached_tokens += k * m
@@ -589,6 +590,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         steps.add(clock, time_s, prefill_tokens, n_decode, run.m, len(waiting), limits.kv_blocks - free_blocks)
         clock += time_s
         last_step_s = time_s
+        if not chunks:
+            last_decode_s = time_s
         if seeded:
             log.first_token_s[seeded] = clock
             seeded.clear()
