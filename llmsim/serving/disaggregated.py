@@ -25,6 +25,7 @@ streams the token it samples at the end of that step (RECOMPUTES_FIRST_TOKEN).
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import replace
 from typing import Any
 
@@ -113,16 +114,16 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
                for e in range(pre_n)]
     engines += [coupled_engine(dec_step, dec_limits, dec_log, step_logs[e], inboxes[e], True, finish, dec_lists)
                 for e in range(pre_n, pre_n + dec_n)]
-    clocks = np.zeros(len(engines))
-    busy = np.zeros(len(engines), dtype=bool)
-    due = np.full(len(engines), np.inf)  # when each engine must next be resumed (inf: idle, nothing sent to it)
+    # per engine, as Python lists (a few engines: cheaper than numpy's calls): its clock, whether it runs requests,
+    # and when it must next be resumed (inf: idle, nothing sent to it)
+    clocks, busy, due = [0.0] * len(engines), [False] * len(engines), [math.inf] * len(engines)
     for e, engine in enumerate(engines):
         clocks[e], busy[e] = next(engine)
     turn = [0, 0]  # round robin over each pool's engines
     while state["done"] < n:
-        e = int(np.argmin(due))
-        t_send = sends[0][0] if sends else np.inf
-        t_ready = readies[0][0] if readies else np.inf
+        e = due.index(min(due))  # the first of the earliest
+        t_send = sends[0][0] if sends else math.inf
+        t_ready = readies[0][0] if readies else math.inf
         if min(t_send, t_ready) <= due[e]:  # deliver what is due first
             pool = 0 if t_send <= t_ready else 1
             t, i = heapq.heappop(sends if pool == 0 else readies)
@@ -134,10 +135,10 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
             if not busy[target]:
                 due[target] = max(clocks[target], t)
             continue
-        if not np.isfinite(due[e]):  # pragma: no cover - every request in flight is in a heap or an engine
+        if not math.isfinite(due[e]):  # pragma: no cover - every request in flight is in a heap or an engine
             raise RuntimeError("the disaggregated simulation stalled")
-        mine, due[e] = due[e], np.inf
-        horizon = min(float(due.min()), t_send, t_ready)  # the earliest another engine could send it a request
+        mine, due[e] = due[e], math.inf
+        horizon = min(min(due), t_send, t_ready)  # the earliest another engine could send it a request
         due[e] = mine
         clocks[e], busy[e] = engines[e].send(horizon)
         due[e] = clocks[e] if busy[e] else max(clocks[e], inboxes[e].next_s())
