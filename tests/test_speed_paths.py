@@ -214,6 +214,44 @@ def test_serving_running_counts_are_kept_through_preemption_and_prefixes(monkeyp
     assert len(checked) > 100 and r.steps > len(checked)  # some steps in decode runs
 
 
+@pytest.mark.parametrize("engine, load", [
+    ("sglang", {"request_rate": 200.0, "prompt_len": 512, "gen_len": 64}),  # prefill-first steps pass the decodes
+    ("vllm", {"concurrency": 256, "prompt_len": "uniform:500:3000", "gen_len": "uniform:50:600",
+              "gpu_memory_utilization": 0.3}),  # preemption: every decode past the first short block
+])
+def test_serving_decode_stretches_equal_one_by_one(monkeypatch: pytest.MonkeyPatch, engine: str,
+                                                   load: dict[str, Any]) -> None:
+    """Decodes scheduled a stretch at a time (one numpy pass: those whose blocks fit, in order, then one by one
+    from the first that must preempt) give the same steps and times, bit for bit, as one by one; and the counts
+    kept stay equal to the rows (free blocks included) through both."""
+    from llmsim.serving import scheduler
+
+    stretches = []  # the stretches the step's loop took (not the leading decodes)
+
+    class Checked(scheduler._Running):
+        def leading_decodes(self) -> int:
+            _check_running(self)
+            return self.m if self.prefilling == 0 else super().decodes_from(0)
+
+        def decodes_from(self, i: int) -> int:
+            stretches.append(i)
+            return super().decodes_from(i)
+
+    monkeypatch.setattr(scheduler, "_Running", Checked)
+    monkeypatch.setattr(scheduler, "CHECK_FREE_BLOCKS", True)
+    results = []
+    for together in (True, False):
+        monkeypatch.setattr(scheduler, "DECODE_STRETCHES", together)
+        r = llmsim.serve("llama-3.1-8b", "h100-sxm", engine=engine, num_requests=600, **load)
+        results.append((r.to_pandas().to_numpy(dtype=float), r.steps_to_pandas().to_numpy(dtype=float)))
+        assert (len(stretches) > 20) == together  # the stretch path ran, or did not
+        stretches.clear()
+    if engine == "vllm":
+        assert int(r.to_pandas()["preemptions"].sum()) > 0
+    for a, b in zip(*results):
+        assert np.array_equal(a, b, equal_nan=True)
+
+
 def test_serving_requests_left_out_of_a_step_keep_their_counts() -> None:
     """_Running.hold: requests a step left out (its token budget spent) while the epoch moved keep their
     computed and emitted tokens, and the decoding ones move to their residue."""

@@ -33,7 +33,10 @@ evaluated together in one vectorised pass (_decode_run): the same steps, summed 
 running requests are the rows of one array (compacted in one numpy call); their token counts are kept less the
 number of steps that moved every request one token (_Running.epoch), so such a step writes no row, and what a step
 needs of them (their cached-token sum, how many open a KV block, the first to finish, the free blocks) is kept as
-they change rather than summed every step (tests/test_speed_paths.py checks each against the sum).
+they change rather than summed every step (tests/test_speed_paths.py checks each against the sum). Decodes past the
+leading ones (behind a prompt, or all of them when blocks run short and a request must be preempted) are scheduled a
+stretch at a time: those whose blocks fit, in order, in one numpy pass, then one by one from the first that must
+preempt (DECODE_STRETCHES: the same steps as one by one, checked bit for bit).
 """
 
 from __future__ import annotations
@@ -251,12 +254,14 @@ class _Running:
 
     def leading_decodes(self) -> int:
         """How many requests at the front decode this step (one token each)."""
+        return self.m if self.prefilling == 0 else self.decodes_from(0)
+
+    def decodes_from(self, i: int) -> int:
+        """How many requests from position i on decode, one after another."""
         m = self.m
-        if self.prefilling == 0:
-            return m
-        e = self.e[:m]
-        decoding = (e > -self.epoch) & (self.c[:m] == self.prompt[:m] + e - 1)
-        return m if decoding.all() else int(np.argmin(decoding))
+        e = self.e[i:m]
+        decoding = (e > -self.epoch) & (self.c[i:m] == self.prompt[i:m] + e - 1)
+        return m - i if decoding.all() else int(np.argmin(decoding))
 
 
 def simulate_engine(cost: StepCost, limits: SchedulerLimits, prompt_len: np.ndarray, gen_len: np.ndarray,
@@ -397,6 +402,9 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
     wait_count = 0  # TensorRT-LLM's batch_wait_iters_count: steps that held the waiting prompts back
     seeded: list[int] = []  # prefilled arrivals admitted this step whose first token is its end (recompute)
     adp = lockstep.adp if lockstep is not None else None  # TensorRT-LLM's balance over the lockstep ranks
+    # decodes past the leading ones (behind a prompt, or all of them when blocks are short) scheduled a stretch at a
+    # time: the same as one by one where a decode's step is one token and no cached prefix is stored on the way
+    bulk_decodes = DECODE_STRETCHES and grow == 1.0 and cache is None
 
     while finished < n or inbox is not None:
         if inbox is not None:  # coupled: wait for the other engines to reach this clock, then take what came
@@ -489,10 +497,26 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         else:
             lead = i = 0
         scheduled: list[tuple[int, int]] = []  # the others: (position in run, new tokens)
+        together: list[tuple[int, int]] = []  # stretches of decodes scheduled at once: (first, past the last)
         preempted = False  # a step that preempts admits no waiting request (vLLM V1: `if not preempted_reqs`)
         while i < run.m and budget > 0:
             computed, emitted, prompt = int(run.c[i]) + epoch, int(run.e[i]) + epoch, int(run.prompt[i])
-            if prefill_only and emitted > 0 and computed == prompt + emitted - 1:
+            decoding = emitted > 0 and computed == prompt + emitted - 1
+            if decoding and bulk_decodes and run.m - i >= 8:  # a stretch of decodes: one numpy pass, not a loop
+                stretch = run.decodes_from(i)
+                if prefill_only:
+                    i += stretch  # they wait for the prefill step to pass
+                    continue
+                # one token each, in order, while their blocks fit (the first that does not preempts, below)
+                opens = np.cumsum((run.c[i:i + min(stretch, budget)] + epoch) % bs == 0)
+                fit = int(opens.searchsorted(free_blocks, side="right"))
+                if fit:
+                    free_blocks -= int(opens[fit - 1])
+                    budget -= fit
+                    together.append((i, i + fit))
+                    i += fit
+                    continue
+            if prefill_only and decoding:
                 i += 1  # a decode: it waits for the prefill step to pass
                 continue
             new = min(prompt + emitted - computed, budget)
@@ -565,7 +589,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         if prefill_only and not scheduled:  # no prompt could go on (blocks): this step decodes after all
             force_decode = True
             continue
-        if not scheduled and not lead:  # nothing fits: refused before the simulation starts
+        if not scheduled and not lead and not together:  # nothing fits: refused before the simulation starts
             raise RuntimeError("the KV cache cannot hold a single request")  # pragma: no cover
 
         chunks: list[tuple[int, int]] = []
@@ -573,6 +597,10 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         if grow != 1.0:  # speculative decoding: a decode step adds `grow` tokens; the cache holds the prompt
             decode_sum = grow * decode_sum + (1 - grow) * float(run.prompt[:lead].sum())  # and grow per step
         n_decode = n_emit = lead
+        for first, last in together:  # (integers summed as floats: exact in any order)
+            n_decode += last - first
+            n_emit += last - first
+            decode_sum += float(int(np.add.reduce(run.c[first:last])) + epoch * (last - first))
         for i, new in scheduled:
             computed, emitted = int(run.c[i]) + epoch, int(run.e[i]) + epoch
             total = int(run.prompt[i]) + emitted
@@ -603,6 +631,15 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             run.hold(stop, admitted_from)
         # one of the leading decodes may have all its tokens (none can before the epoch reaches finish_at)
         any_done = lead and run.epoch >= run.finish_at
+        for first, last in together:  # each decoded one token: by the epoch, or here where it did not move
+            run.cached_tokens += last - first
+            if not moved:
+                opened = np.bincount(run.c[first:last] % bs, minlength=bs)  # their residues move up by one
+                run.state[3:6, first:last] += 1
+                run.residues = (np.asarray(run.residues) - opened + np.roll(opened, 1)).tolist()
+            top = int(np.maximum.reduce(run.o[first:last]))  # emitted - gen, the largest, less the epoch
+            run.finish_at = min(run.finish_at, -top)
+            any_done = any_done or top >= -run.epoch
         for i, new in scheduled:
             r, prompt, gen, c, e, o, shared = run.state[:, i].tolist()
             computed, emitted = c + epoch, e + epoch
@@ -637,6 +674,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 _check_free_blocks(run, cache, limits, free_blocks)
 
 
+DECODE_STRETCHES = True  # tests: False schedules every decode past the leading ones one by one (the same steps)
 CHECK_FREE_BLOCKS = False  # tests: check the free blocks kept step by step against the running requests' rows
 
 
