@@ -19,7 +19,12 @@ engine whose clock is earliest steps next, once every request due to it has arri
 reaches its client when the decode instance admits it (after the prefill, the KV transfer and any wait for a
 decode slot): disaggregated engines stream the prefill's token from the decode side (SGLang PD, Dynamo route
 the request to a decode worker first), except vLLM's, whose decode instance recomputes the last prompt token and
-streams the token it samples at the end of that step (RECOMPUTES_FIRST_TOKEN).
+streams the token it samples at the end of that step (RECOMPUTES_FIRST_TOKEN). A decode instance never holds its
+decodes back for the arrivals, even where the engine's aggregated default runs prefill-only steps (SGLang's
+mixed_batches=False): SGLang's decode server builds the arrived requests' batch without a forward ("Skip the
+prefill forward but only populate metadata") and merges it into the running batch to decode
+(sgl-project/sglang python/sglang/srt/disaggregation/decode.py, its docstring's request life cycle, steps 3-4).
+approximation: that merge's host time is not charged.
 """
 
 from __future__ import annotations
@@ -289,6 +294,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
     dec_step, dec_limits, dec_cost, dec_engines = engine_of(dec, "decode", int(np.max(prompts + gens - 1 + recompute)))
     if recompute:
         dec_limits = replace(dec_limits, recompute_first_token=True)
+    if not dec_limits.mixed_batches:  # SGLang's decode server: prefilled arrivals join the running decodes
+        dec_limits = replace(dec_limits, mixed_batches=True)
     _, _, kv_dtype = base.resolved_dtypes(spec.dtype)
     senders = min(pre_cost.tensor_parallel, dec_cost.tensor_parallel)  # GPUs of a (rank's) attention group
     # [requests] the KV bytes one GPU of the narrower pool sends or receives: its heads' share, or the whole

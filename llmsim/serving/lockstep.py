@@ -51,9 +51,13 @@ def rank_of_requests(n: int, ranks: int, concurrency: int | None) -> np.ndarray:
 def simulate_lockstep(cost: StepCost, limits: SchedulerLimits, ranks: int, prompt_len: np.ndarray,
                       gen_len: np.ndarray, arrival_s: np.ndarray, concurrency: int | None,
                       prefix_group: np.ndarray | None = None, prefix_len: int = 0,
-                      frontend: Frontend | None = None) -> tuple[RequestLog, StepLog]:
+                      frontend: Frontend | None = None
+                      ) -> tuple[RequestLog, StepLog, dict[str, np.ndarray], np.ndarray]:
     """simulate_engine for a replica of `ranks` attention data-parallel ranks in lockstep (module docstring): the
-    requests' log (every rank's, in the workload's order) and one row per joint step (sums over the ranks)."""
+    requests' log (every rank's, in the workload's order), one row per joint step (sums over the ranks), one row
+    per joint step and rank that stepped in it (its start, the joint time, the rank's decode requests; an `instance`
+    column, the rank: a rank whose decodes sat out a joint step that others decoded in, as SGLang's prefill-first
+    steps hold them, waits that step for its next token) and each request's rank."""
     n = len(prompt_len)
     rank_of = rank_of_requests(n, ranks, concurrency)
     known = n if concurrency is None else min(concurrency, n)  # requests sent before any finishes
@@ -69,6 +73,7 @@ def simulate_lockstep(cost: StepCost, limits: SchedulerLimits, ranks: int, promp
     link = LockstepLink(adp)
     logs: list[RequestLog] = []
     step_logs: list[StepLog] = []
+    joint_logs = [StepLog() for _ in range(ranks)]  # per rank, its rows at the joint steps' times
     engines: list[Any] = []
     for r, ids in enumerate(members):
         clients = None if concurrency is None else int(np.count_nonzero(ids < known))
@@ -86,7 +91,7 @@ def simulate_lockstep(cost: StepCost, limits: SchedulerLimits, ranks: int, promp
     out = StepLog()
     clock = 0.0
     while any(s is not None for s in state):
-        after = _advance(cost, ranks, engines, state, clock, out, step_logs, adp)
+        after = _advance(cost, ranks, engines, state, clock, out, step_logs, adp, joint_logs)
         if after is not None:
             clock = after
             continue
@@ -106,11 +111,12 @@ def simulate_lockstep(cost: StepCost, limits: SchedulerLimits, ranks: int, promp
         log.first_token_s[ids] = part.first_token_s
         log.finish_s[ids] = part.finish_s
         log.preemptions[ids] = part.preemptions
-    return log, out
+    merged = [dict(steps.arrays(), instance=np.full(len(steps.time_s), r)) for r, steps in enumerate(joint_logs)]
+    return log, out, {k: np.concatenate([m[k] for m in merged]) for k in merged[0]}, rank_of
 
 
 def _advance(cost: StepCost, ranks: int, engines: list[Any], state: list[Any], clock: float, out: StepLog,
-             rank_steps: list[StepLog], adp: AdpBalance | None) -> float | None:
+             rank_steps: list[StepLog], adp: AdpBalance | None, joint_logs: list[StepLog]) -> float | None:
     """One round from `clock`: the ranks' yields in `state` (None: finished) taken up, the ranks resumed (their
     next yields back in `state`) and the joint steps' rows added to `out`: the new clock, or None where every
     rank is idle (none resumed). A run of pure decode steps goes at once where every rank that holds requests
@@ -130,7 +136,8 @@ def _advance(cost: StepCost, ranks: int, engines: list[Any], state: list[Any], c
                     state[r] = _resume(engines[r], joint if r in runs else end)
             k = len(joint)
             for j in range(k):  # the run's rows, summed over the ranks
-                _record(out, float(starts[j]), float(joint[j]), [rank_steps[r] for r in runs], k - j)
+                _record(out, float(starts[j]), float(joint[j]), [rank_steps[r] for r in runs], k - j,
+                        [joint_logs[r] for r in runs])
             return end  # (no balance: its ranks offer no runs)
     stepping = [r for r, s in enumerate(state) if s is not None and s[0] == "step"]
     if not stepping:
@@ -140,7 +147,7 @@ def _advance(cost: StepCost, ranks: int, engines: list[Any], state: list[Any], c
     for r, s in enumerate(state):
         if s is not None:
             state[r] = _resume(engines[r], joint_s if r in stepping else clock)
-    _record(out, start, joint_s, [rank_steps[r] for r in stepping])
+    _record(out, start, joint_s, [rank_steps[r] for r in stepping], 1, [joint_logs[r] for r in stepping])
     if adp is not None:
         adp.round += 1
     return clock
@@ -172,11 +179,16 @@ def _joint_s(cost: StepCost, ranks: int, steps: list[tuple[Any, ...]]) -> float:
     return slowest + cost.gathered_s(sum(tokens) / ranks, prefilling)  # [s]
 
 
-def _record(out: StepLog, start: float, joint: float, rank_steps: list[StepLog], back: int = 1) -> None:
-    """One row for a joint step: the stepping ranks' rows `back` from their last (1: the last one), summed."""
+def _record(out: StepLog, start: float, joint: float, rank_steps: list[StepLog], back: int,
+            joint_logs: list[StepLog]) -> None:
+    """One row for a joint step: the stepping ranks' rows `back` from their last (1: the last one), summed; and
+    each stepping rank's row at the joint step's times in its joint_logs."""
     out.add(start, joint, sum(s.prefill_tokens[-back] for s in rank_steps),
             sum(s.decode_requests[-back] for s in rank_steps), sum(s.running[-back] for s in rank_steps),
             sum(s.waiting[-back] for s in rank_steps), sum(s.kv_blocks_used[-back] for s in rank_steps))
+    for s, own in zip(rank_steps, joint_logs):
+        own.add(start, joint, s.prefill_tokens[-back], s.decode_requests[-back], s.running[-back], s.waiting[-back],
+                s.kv_blocks_used[-back])
 
 
 def _resume(engine: Any, value: float | None) -> Any:

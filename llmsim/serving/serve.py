@@ -166,9 +166,10 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
                                      prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
                                      frontend=frontend_queue(frontend))
     else:  # every rank, in lockstep
-        log, steps = simulate_lockstep(step_cost, limits, dp.ranks, prompts, run_gens, arrivals, concurrency,
-                                       prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
-                                       frontend=frontend_queue(frontend))
+        log, steps, rank_steps, rank_of = simulate_lockstep(
+            step_cost, limits, dp.ranks, prompts, run_gens, arrivals, concurrency,
+            prefix_group=groups if prefix_caching else None, prefix_len=shared_prefix_len,
+            frontend=frontend_queue(frontend))
     log.gen_len = gens  # the tokens each request produced (with speculation, more than its decode steps)
     note = (f"{prefix_groups} shared prefixes of {shared_prefix_len} tokens; cached whole blocks, the least "
             "recently used evicted when blocks run short"
@@ -206,7 +207,7 @@ def serve(model: Any, hardware: Any, *, engine: str | None = None, request_rate:
     return _result(spec, hw, cost, engine_name, request_rate, concurrency, arrival,
                    replace(limits, kv_blocks=limits.kv_blocks * dp.ranks), log, steps,
                    prefix_note=note, extra_assumptions=extra, frontend_s=frontend, gpus=dp.gpus,
-                   tensor_parallel=dp.gpus, attention_data_parallel=dp.ranks)
+                   tensor_parallel=dp.gpus, attention_data_parallel=dp.ranks, token_steps=(rank_steps, rank_of))
 
 
 def make_workload(spec: ModelSpec, request_rate: Any, concurrency: Any, prompt_len: Any, gen_len: Any,
@@ -347,14 +348,17 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
             concurrency: int | None, arrival: str, limits: Any, log: Any, steps: Any,
             prefix_note: str = "off (every prompt computed in full)", extra_assumptions: dict[str, str] | None = None,
             frontend_s: float = 0.0, instance_of: Any = None, decode_from: int = 0,
-            first_in_step: bool = False, **overrides: Any) -> ServingResult:
+            first_in_step: bool = False, token_steps: tuple[dict[str, Any], Any] | None = None,
+            **overrides: Any) -> ServingResult:
     """The summary of one simulation; `overrides` replace fields (a disaggregated deployment's). frontend_s: the
     serving frontend's time per request (engine_limits), which the simulation ran as one FIFO server in front of the
     engine (serving.frontend): each TTFT and end-to-end latency runs from when the client sent the request.
     A step log of several instances (an `instance` column: disaggregated serving) has the prefill pool's instances
     first: the batch, KV use and step count are those of the instances from decode_from on (the decode pool's, whose
     `limits` these are), and instance_of says which instance each request decoded on (-1: none); first_in_step: the
-    decode instances sample each first token in a step of their own (token_gaps)."""
+    decode instances sample each first token in a step of their own (token_gaps). token_steps: the steps the gaps
+    between tokens are read from where they are not `steps` (attention data-parallel ranks in lockstep: each rank's
+    rows at the joint steps, and each request's rank)."""
     step = steps if isinstance(steps, dict) else steps.arrays()
     pool = step if "instance" not in step else {k: v[step["instance"] >= decode_from] for k, v in step.items()}
     ttft = log.first_token_s - log.arrival_s
@@ -375,8 +379,9 @@ def _result(spec: ModelSpec, hw: HardwareSpec, cost: CostOptions, engine: str, r
         max_num_seqs=limits.max_num_seqs, max_num_batched_tokens=limits.max_num_batched_tokens,
         kv_cache_tokens=limits.kv_blocks * limits.block_size, block_size=limits.block_size,
         ttft_s=Percentiles(**percentile_summary(ttft)), tpot_s=Percentiles(**percentile_summary(tpot[several])),
-        itl_s=Percentiles(**percentile_summary(*inter_token_gaps(step, log.first_token_s, log.gen_len,
-                                                                  instance_of, first_in_step))),
+        itl_s=Percentiles(**percentile_summary(*inter_token_gaps(
+            *((token_steps[0], log.first_token_s, log.gen_len, token_steps[1]) if token_steps is not None else
+              (step, log.first_token_s, log.gen_len, instance_of)), first_in_step))),
         e2e_s=Percentiles(**percentile_summary(e2e)),
         duration_s=duration, requests_per_s=len(ttft) / duration if duration > 0 else 0.0,
         output_tokens_per_s=float(log.gen_len.sum()) / duration if duration > 0 else 0.0,
