@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "every N decode steps or a step that prefilled (default 1: before every step)")
     p.add_argument("--batch-wait-timeout-iters", type=_non_negative_int, default=0,
                    help="TensorRT-LLM's batch waiting: while requests decode, new prompts wait up to N steps ... "
-                   "(default 0: off)")
+                   "(default 0: off; it needs --batch-wait-max-tokens-ratio too: either alone does nothing)")
     p.add_argument("--batch-wait-max-tokens-ratio", type=float, default=0.0,
                    help="... or until they and the decodes reach this share of --max-num-batched-tokens "
                    "(TensorRT-LLM's batch_wait_max_tokens_ratio; default 0: off)")

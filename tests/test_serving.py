@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import llmsim
-from llmsim.errors import OptionError
+from llmsim.errors import AssumptionWarning, OptionError
 
 MODEL, GPU = "llama-3.1-8b", "h100-sxm"
 
@@ -609,6 +609,10 @@ def test_plan_serving_finds_the_fewest_gpus_within_the_objectives(tmp_path) -> N
                              num_requests=150, tensor_parallel=c.tensor_parallel, max_num_seqs=128)
         assert check.ttft_s.p99 == pytest.approx(c.ttft_p_s) and check.tpot_s.p99 == pytest.approx(c.tpot_p_s)
     assert p.best.gpus == min(c.gpus for c in p.candidates)
+    priced = llmsim.plan_serving(MODEL, GPU, **PLAN, usd_per_gpu_hour=2.0)  # the text shows the cost (--json only)
+    assert "USD/hour" in str(priced).splitlines()[1]
+    for c in priced.candidates:  # 2.0 USD x its GPUs, in its row
+        assert c.usd_per_hour == 2.0 * c.gpus and f"{2.0 * c.gpus:.2f}" in str(priced)
     with pytest.raises(OptionError, match="ttft_slo_s, tpot_slo_s"):
         llmsim.plan_serving(MODEL, GPU, request_rate=1.0)
     for bad in ({"tensor_parallel": [0]}, {"max_num_seqs": [2.5]}, {"tensor_parallel": 2}):
@@ -1139,9 +1143,12 @@ def test_trtllm_batch_waiting_holds_new_prompts_while_requests_decode() -> None:
     # the token threshold reached (0.01 x 8192 = 81.92 <= 1 + 512): no step held, the same run as without waiting
     met = llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, batch_wait_max_tokens_ratio=0.01, **kwargs)
     assert np.array_equal(met.requests["first_token_s"], plain.requests["first_token_s"])
-    # either knob 0: off, as PyExecutor stops waiting at once
-    off = llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, **kwargs)
+    # either knob 0: off, as PyExecutor stops waiting at once; said (it was silent)
+    with pytest.warns(AssumptionWarning, match="batch_wait_timeout_iters=5 alone does nothing"):
+        off = llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, **kwargs)
     assert np.array_equal(off.requests["first_token_s"], plain.requests["first_token_s"])
+    with pytest.warns(AssumptionWarning, match="batch_wait_max_tokens_ratio=0.9 alone does nothing"):
+        llmsim.serve(MODEL, GPU, batch_wait_max_tokens_ratio=0.9, **kwargs)
     with pytest.raises(OptionError, match=r"batch_wait_max_tokens_ratio=1.5 must be a number in \[0, 1\]"):
         llmsim.serve(MODEL, GPU, batch_wait_timeout_iters=5, batch_wait_max_tokens_ratio=1.5, **kwargs)
     with pytest.raises(OptionError, match="batch_wait_timeout_iters=-1"):

@@ -46,12 +46,13 @@ Explicit arguments win over these.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from ..analysis.memory import peak_activation_bytes, weights_bytes, workspace_bytes
 from ..analysis.text import device_word
 from ..cost.workload import CostOptions, check_count, check_one
-from ..errors import OptionError
+from ..errors import AssumptionWarning, OptionError
 from ..hardware.spec import HardwareSpec
 from ..models.spec import ModelSpec
 from .scheduler import SchedulerLimits
@@ -293,6 +294,11 @@ def _batch_wait(engine: str, iters: Any, ratio: Any, tokens: int, data_parallel:
         raise OptionError(f"batch_wait_timeout_iters and batch_wait_max_tokens_ratio are TensorRT-LLM's; engine "
                           f"{engine!r} has no batch waiting (use engine='trtllm' or leave them 0)")
     if not (iters and ratio):
+        if iters or ratio:  # one alone: TensorRT-LLM stops waiting at once (either 0 ends the wait)
+            given = f"batch_wait_timeout_iters={iters}" if iters else f"batch_wait_max_tokens_ratio={ratio!r}"
+            warnings.warn(f"{given} alone does nothing: TensorRT-LLM's batch waiting needs both "
+                          "batch_wait_timeout_iters and batch_wait_max_tokens_ratio above 0", AssumptionWarning,
+                          stacklevel=3)
         return 0, 0.0
     if data_parallel:
         raise OptionError("batch_wait_timeout_iters with attention_data_parallel > 1: TensorRT-LLM applies batch "

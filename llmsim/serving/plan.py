@@ -74,14 +74,17 @@ class ServingPlan(BaseModel):
         return candidates_frame(self.candidates, self.best, self.pareto)
 
     def __str__(self) -> str:
+        priced = any(c.usd_per_hour is not None for c in self.candidates)  # a price given or on file: a column
         lines = [f"{self.model} on {self.hardware} at {self.request_rate:g} req/s: {self.reason}",
                  f"  {'shape':>24} {'seqs':>5} {'req/s/replica':>14} {'TTFT p' + str(self.percentile):>11} "
-                 f"{'TPOT p' + str(self.percentile):>11} {'replicas':>9} {device_word(self.device_type) + 's':>5}"]
+                 f"{'TPOT p' + str(self.percentile):>11} {'replicas':>9} {device_word(self.device_type) + 's':>5}"
+                 + (f" {'USD/hour':>9}" if priced else "")]
         for c in sorted(self.candidates, key=lambda c: (c.gpus or 1 << 30, c.tensor_parallel)):
             mark = "*" if c == self.best else " "
+            cost = "" if not priced else f" {c.usd_per_hour:>9.2f}" if c.usd_per_hour is not None else f" {'-':>9}"
             lines.append(f"{mark} {c.shape:>24} {c.max_num_seqs:>5} {c.max_rate_per_replica:>14.2f} "
                          f"{c.ttft_p_s * 1e3:>9.1f}ms {c.tpot_p_s * 1e3:>9.2f}ms {c.replicas or '-':>9} "
-                         f"{c.gpus or '-':>5}" + (f"  ({c.reason})" if c.reason else ""))
+                         f"{c.gpus or '-':>5}{cost}" + (f"  ({c.reason})" if c.reason else ""))
         return "\n".join(lines)
 
 
