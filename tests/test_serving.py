@@ -767,6 +767,24 @@ def test_disaggregated_coupled_run_is_the_two_pools_run_in_turn_when_nothing_cou
     assert coupled.steps == in_turn.steps
 
 
+@pytest.mark.parametrize("in_sequence", [True, False])
+def test_disaggregated_kv_transfers_queue_on_the_prefill_instances_link(monkeypatch, in_sequence: bool) -> None:
+    """A prefill instance's link sends one KV cache at a time: 40 requests of 2,048 tokens at once over a 0.2 GB/s
+    link cannot all arrive in less than 40 transfers (each transfer is the run's mean, all prompts alike). Before,
+    every transfer ran at full speed beside the others (a new-user audit: 0.67 req/s over a 1 MB/s link carrying
+    268 MB per request). Both the in-turn (open loop) and the coupled run queue them, the same way."""
+    import llmsim.serving.disaggregated as disaggregated
+
+    monkeypatch.setattr(disaggregated, "_OPEN_LOOP_IN_SEQUENCE", in_sequence)
+    r = disaggregated.serve_disaggregated(MODEL, GPU, prefill={}, decode={}, request_rate=1000.0, prompt_len=2048,
+                                          gen_len=8, num_requests=40, kv_transfer_bytes_per_s=2e8)
+    each_s = float(r.assumptions["KV transfer"].split(" ms mean")[0]) / 1e3  # one request's transfer
+    assert each_s > 1.0  # 2,048 tokens x 128 KiB (Llama-3.1-8B's K and V, bf16) / 0.2 GB/s = 1.34 s
+    assert r.duration_s >= 40 * each_s * 0.999
+    first = np.sort(np.asarray(r.requests["first_token_s"]))
+    assert np.all(np.diff(first) >= each_s * 0.999)  # one KV cache at a time reaches the decode instance
+
+
 def test_async_scheduling_admits_a_request_arriving_mid_step_one_step_later() -> None:
     """vLLM's async scheduling (SGLang's and TensorRT-LLM's overlap schedulers) decides step N + 1 while step N
     runs: a request arriving during step N is first scheduled into step N + 2; without it, into step N + 1."""

@@ -11,7 +11,8 @@ its token budget); its KV cache then travels to a decode instance,
 a tensor-parallel group holds, as it holds a whole KV head when there are fewer heads than GPUs; the default
 link is the device's intra-node (NVLink) bandwidth when both pools together fit one NVLink domain
 (gpus_per_node: 8 on an HGX board, 72 on a GB200 NVL72 rack), else its inter-node bandwidth, the pools then
-being on separate nodes), and joins that instance's
+being on separate nodes; a prefill instance's link sends one request's KV cache at a time, in the order its
+prefills finish: link_queue), and joins that instance's
 continuous batch already prefilled, decoding its remaining tokens. A closed loop of c clients couples the two
 pools through the finish times: the next request is sent the moment any request finishes (benchmark_serving's
 --max-concurrency semaphore), so both pools run together in one discrete-event simulation (_coupled_run: the
@@ -104,11 +105,16 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
                     heapq.heappush(sends, (t if frontend is None else frontend.admit(t), state["released"]))
                     state["released"] += 1
 
+    link_free = [-math.inf] * pre_n  # when each prefill instance's link has sent what it was given
+    prefilled_on = [0] * n  # the prefill instance of each request
+
     def prefilled(ids: list[int], t: float) -> None:
         one_token = [i for i in ids if gens[i] <= 1]
         for i in ids:
-            if gens[i] > 1:
-                heapq.heappush(readies, (t + float(transfer_s[i]), i))
+            if gens[i] > 1:  # its KV cache goes once the instance's link has sent the ones before it
+                e = prefilled_on[i]
+                link_free[e] = max(t, link_free[e]) + float(transfer_s[i])
+                heapq.heappush(readies, (link_free[e], i))
         if one_token:
             finish(one_token, t)
 
@@ -137,6 +143,8 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
             inboxes[target].put(t, i)
             if pool == 1:
                 decoded_on[i] = target
+            else:
+                prefilled_on[i] = target
             if not busy[target]:
                 due[target] = max(clocks[target], t)
             continue
@@ -155,6 +163,22 @@ def _coupled_run(pools: list[tuple[Any, Any, int]], prompts: np.ndarray, gens: n
     log.preemptions[:] = pre_log.preemptions + dec_log.preemptions
     merged = [dict(steps.arrays(), instance=np.full(len(steps.time_s), e)) for e, steps in enumerate(step_logs)]
     return log, {k: np.concatenate([s[k] for s in merged]) for k in merged[0]}, decoded_on
+
+
+def link_queue(done_s: np.ndarray, transfer_s: np.ndarray) -> np.ndarray:
+    """When each KV cache has arrived, sent over one prefill instance's link in the order the prefills finished
+    (done_s; the order given where equal), each taking its transfer_s once the link has sent the ones before it:
+    ready_k = max(done_k, ready_(k-1)) + t_k, in that order (as the coupled run adds them).
+    approximation: the sending instance's link is the bottleneck; a decode instance receiving from several
+    prefill instances at once is not slowed."""
+    # shape: done_s [k], transfer_s [k] -> ready [k]
+    order = np.argsort(done_s, kind="stable").tolist()
+    ready = np.empty(len(order))
+    free = -math.inf
+    for k in order:  # a recurrence: in order, as the coupled run's link_free
+        free = max(float(done_s[k]), free) + float(transfer_s[k])
+        ready[k] = free
+    return ready
 
 
 class Pool(BaseModel):
@@ -316,6 +340,7 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
         queue = frontend_queue(frontend)
         at_engine = np.empty(n)  # when each request is through the frontend
         at_engine[by_arrival] = queue.admit_all(arrival_s[by_arrival]) if queue else arrival_s[by_arrival]
+        ready = np.empty(n)  # when each request's KV cache is at the decode pool
         for i in range(pre_engines):  # prefill: every request to its first token, round robin in arrival order
             ids = by_arrival[i::pre_engines]
             if len(ids):
@@ -324,7 +349,8 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                 log.first_token_s[ids] = part.finish_s
                 log.preemptions[ids] += part.preemptions
                 step_logs.append(dict(steps.arrays(), instance=np.full(len(steps.time_s), i)))
-        ready = log.first_token_s + transfer_s[:n]
+                sending = ids[(gens_n[ids] > 1)]  # the instance's link sends their KV caches one after another
+                ready[sending] = link_queue(part.finish_s[gens_n[ids] > 1], transfer_s[sending])
         log.finish_s[:] = log.first_token_s  # one-token requests end at their first token
         decoding = np.flatnonzero(gens_n > 1)
         decoding = decoding[np.argsort(ready[decoding], kind="stable")]
@@ -358,8 +384,9 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
                                 + (" over the attention data-parallel ranks (each an engine: ranks symmetric)"
                                    if pre_engines > pre.replicas or dec_engines > dec.replicas else ""),
                        "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request: each of "
-                                     f"{senders} GPU pairs sends its share at {link / 1e9:.0f} GB/s "
-                                     f"({link_name})",
+                                     f"{senders} GPU pairs sends its share at {link / 1e9:.3g} GB/s "
+                                     f"({link_name}); a prefill instance sends one request's at a time, in the "
+                                     "order its prefills finish",
                        **{f"{name} kernel times": step.kernel_sources for name, step in (("prefill", pre_step),
                                                                                          ("decode", dec_step))},
                        "first token": ("the decode instance recomputes the last prompt token: the first token "
