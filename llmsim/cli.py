@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -323,6 +324,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-transfer-bytes-per-s", type=float, help="disaggregated: per-GPU link (default: the "
                    "device's NVLink bandwidth when both pools fit one node, else its inter-node bandwidth)")
     _add_figure_out(p, "--plot", help="write latency percentiles and batch occupancy over time to this PNG")
+    for name, what in (("ttft", "time to first token"), ("tpot", "time per output token"),
+                       ("e2e", "end-to-end latency")):
+        p.add_argument(f"--{name}-slo-s", type=float, default=None,
+                       help=f"a service-level objective on each request's {what} (seconds): prints the goodput, the "
+                       "requests/s that met every objective given")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     p = sub.add_parser("sweep", help="simulate a grid of batch sizes and lengths in one pass")
@@ -710,12 +716,7 @@ def _run(args: argparse.Namespace) -> int:
             block_size=args.block_size, async_scheduling=args.async_scheduling,
             scheduler_recv_interval=args.scheduler_recv_interval, frontend_s=args.frontend_s,
             chunked_prefill=args.chunked_prefill, **options)
-        print(result.model_dump_json(indent=2) if args.json else result)
-        if args.plot:
-            from .report.serving_plot import serving_figure
-
-            _save(serving_figure(result), args.plot, "--plot", quiet=args.json)
-        return 0
+        return _print_serving(result, args)
     if args.command == "serve":
         from .serving.serve import serve
 
@@ -741,12 +742,7 @@ def _run(args: argparse.Namespace) -> int:
                        attention_dp_batching_wait_iters=args.attention_dp_batching_wait_iters,
                        pipeline_parallel=args.pipeline_parallel,
                        attention_data_parallel=args.attention_data_parallel, **options)
-        print(result.model_dump_json(indent=2) if args.json else result)
-        if args.plot:
-            from .report.serving_plot import serving_figure
-
-            _save(serving_figure(result), args.plot, "--plot", quiet=args.json)
-        return 0
+        return _print_serving(result, args)
     if args.command == "sweep":
         if args.csv:
             _check_new_file("--csv", args.csv)  # before the work, so a typo costs nothing
@@ -1028,6 +1024,32 @@ def _save(figure: Any, path: str, flag: str = "--out", quiet: bool = False) -> N
 def _show_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> None:
     """A warning as one line, as the errors are (not Python's file, line and source text)."""
     print(f"llmsim: warning: {message}", file=sys.stderr)
+
+
+def _print_serving(result: Any, args: argparse.Namespace) -> int:
+    """`serve`'s output: the result (or its JSON), the goodput under the objectives given, the plot."""
+    objectives = {f"{name}_s": getattr(args, f"{name}_slo_s") for name in ("ttft", "tpot", "e2e")
+                  if getattr(args, f"{name}_slo_s") is not None}
+    for key, value in objectives.items():
+        if not (math.isfinite(value) and value > 0):
+            raise LlmsimError(f"--{key[:-2]}-slo-s={value:g} must be a positive number of seconds")
+    goodput = result.goodput(**objectives) if objectives else None  # (a bad objective: one error line)
+    if args.json:
+        data = json.loads(result.model_dump_json())
+        if goodput is not None:
+            data["goodput"] = {"objectives": objectives, "requests_per_s": goodput}
+        print(json.dumps(data, indent=2))
+    else:
+        print(result)
+        if goodput is not None:
+            within = ", ".join(f"{key[:-2].upper()} <= {value * 1e3:g} ms" for key, value in objectives.items())
+            share = goodput / result.requests_per_s if result.requests_per_s > 0 else 0.0
+            print(f"  goodput {goodput:.2f} req/s within {within} ({share:.1%} of the requests)")
+    if args.plot:
+        from .report.serving_plot import serving_figure
+
+        _save(serving_figure(result), args.plot, "--plot", quiet=args.json)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -391,6 +391,24 @@ def test_serve_on_the_cli_takes_trtllm_batch_waiting(capsys: pytest.CaptureFixtu
     assert code != 0 and "not modelled for disaggregated serving" in err and "Traceback" not in err
 
 
+def test_serve_on_the_cli_prints_the_goodput_under_its_objectives(capsys: pytest.CaptureFixture[str]) -> None:
+    """--ttft-slo-s / --tpot-slo-s / --e2e-slo-s: the goodput (ServingResult.goodput with those objectives) in the
+    table and in --json, aggregated and disaggregated; a bad objective is one line naming its flag."""
+    load = ["llama-3.1-8b", "--hardware", "h100-sxm", "--request-rate", "16", "--num-requests", "60",
+            "--prompt-len", "2048", "--gen-len", "32"]
+    expected = llmsim.serve("llama-3.1-8b", "h100-sxm", request_rate=16.0, num_requests=60, prompt_len=2048, gen_len=32)
+    code, out, err = run(capsys, "serve", *load, "--ttft-slo-s", "0.15", "--tpot-slo-s", "0.03", "--json")
+    assert code == 0, err
+    assert json.loads(out)["goodput"] == {"objectives": {"ttft_s": 0.15, "tpot_s": 0.03},
+                                          "requests_per_s": expected.goodput(ttft_s=0.15, tpot_s=0.03)}
+    code, out, err = run(capsys, "serve", *load, "--ttft-slo-s", "0.15")
+    assert code == 0 and f"goodput {expected.goodput(ttft_s=0.15):.2f} req/s within TTFT <= 150 ms" in out, err
+    code, out, err = run(capsys, "serve", *load, "--prefill-pool", "1x1", "--decode-pool", "1x1", "--e2e-slo-s", "9")
+    assert code == 0 and "within E2E <= 9000 ms (100.0% of the requests)" in out, err
+    code, _, err = run(capsys, "serve", *load, "--tpot-slo-s", "0")
+    assert code != 0 and "--tpot-slo-s=0 must be a positive number of seconds" in err and "Traceback" not in err
+
+
 def test_disaggregated_serve_on_the_cli_refuses_what_it_does_not_model_and_plots(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """serve_disaggregated takes no speculation, shared prefixes, ramp or aggregated batch limits: each flag is
