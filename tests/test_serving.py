@@ -885,6 +885,20 @@ def test_prefix_caching_computes_each_shared_prefix_once() -> None:
         llmsim.serve(MODEL, GPU, shared_prefix_len=1200, **kwargs)
 
 
+def test_kv_in_use_leaves_out_cached_prefixes_no_running_request_holds() -> None:
+    """Blocks of cached prefixes that no running request holds are free to any allocation (evicted on demand), as
+    vLLM's KV cache usage counts them: with 500 prefix groups for 200 requests the cached prefixes pile up unused,
+    and the peak KV use read 43 % against 10 % without prefixes (a new-user audit). Now it stays within the
+    running requests' blocks: at most what the same run holds without sharing."""
+    kw = dict(request_rate=8.0, num_requests=200, prompt_len=2048, gen_len=128)
+    shared = llmsim.serve(MODEL, GPU, shared_prefix_len=1024, prefix_groups=500, **kw)
+    plain = llmsim.serve(MODEL, GPU, **kw)
+    assert shared.peak_kv_fraction <= plain.peak_kv_fraction * 1.01
+    # every step: no more than the running requests' own blocks (each 2,048 + its tokens, 16 per block)
+    steps = shared.step_log
+    assert np.all(steps["kv_blocks_used"] <= steps["running"] * -(-(2048 + 128) // 16))
+
+
 def test_cached_prefixes_beyond_the_kv_cache_are_evicted_least_recently_used_first() -> None:
     # 3000 prefixes of 4000 tokens (12 M tokens) against an H100's KV cache for Llama-3.1-8B (about 0.45 M
     # tokens): the engine evicts unheld cached prefixes instead of refusing (it raised "the KV cache cannot hold a

@@ -461,7 +461,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
             if k >= 2 and (not lockstep or joint is not None):
                 queued = (len(waiting) + len(sent) + arrivals[:known].searchsorted(starts, side="right")
                           - next_arrival)
-                steps.extend(starts, times, m, m, queued, limits.kv_blocks - free_blocks + kv)
+                in_use = limits.kv_blocks - free_blocks - _idle_cached(cache, run)  # before the run's new blocks
+                steps.extend(starts, times, m, m, queued, in_use + kv)
                 clock = float(starts[-1] + times[-1])
                 last_step_s = last_decode_s = float(times[-1])
                 recv_count = (recv_count + k - 1) % recv_every + 1  # the run's k decode steps, taken in at each
@@ -615,7 +616,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         prefill_tokens = (chunks[0][0] if len(chunks) == 1 else sum(q for q, _ in chunks)) if chunks else 0
         if lockstep:  # the ranks' joint step
             time_s = yield "step", time_s, prefill_tokens, n_decode
-        steps.add(clock, time_s, prefill_tokens, n_decode, run.m, len(waiting), limits.kv_blocks - free_blocks)
+        steps.add(clock, time_s, prefill_tokens, n_decode, run.m, len(waiting),
+                  limits.kv_blocks - free_blocks - _idle_cached(cache, run))
         clock += time_s
         last_step_s = time_s
         if not chunks:
@@ -685,6 +687,12 @@ def _check_free_blocks(run: _Running, cache: PrefixCache | None, limits: Schedul
     held = limits.kv_blocks - pinned - run.own_blocks() - limits.state_blocks * run.m
     if held != free_blocks:
         raise AssertionError(f"free KV blocks kept {free_blocks}, counted {held}")
+
+
+def _idle_cached(cache: PrefixCache | None, run: _Running) -> int:
+    """The blocks of cached prefixes no running request holds: free to any allocation (evicted on demand), so not
+    counted as in use (vLLM's KV cache usage counts its free block queue, cached blocks included, as free)."""
+    return cache.evictable(cache.in_use(run.ids, run.shared, run.m)) if cache is not None else 0
 
 
 def _admissible_tokens(waiting: deque[int], prompt_of: list[int], budget: int, slots: int) -> int:
