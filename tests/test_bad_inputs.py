@@ -535,6 +535,10 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
      "and a pass of max_num_batched_tokens=3000000 tokens"),  # was: named only the weights as the cause
     ("serve-fractional-length-as-text", _serve(concurrency=1, prompt_len="12.5"), OptionError,
      r"prompt_len='12.5' is not a whole number of tokens >= 1"),  # was: "distribution='12.5' is not allowed"
+    ("serve-empty-length", _serve(concurrency=1, prompt_len=""), OptionError,
+     r"prompt_len='' is neither a whole number of tokens >= 1 nor a distribution: give an integer"),  # was: only
+    ("serve-unknown-distribution", _serve(concurrency=1, gen_len="zipf:1:2"), OptionError,  # the distributions
+     r"gen_len='zipf:1:2' is neither .* 'uniform:LOW:HIGH', 'normal:MEAN:STD' or 'lognormal:MEAN:STD'"),
     ("serve-negative-length-as-text", _serve(concurrency=1, gen_len="-3"), OptionError,
      r"gen_len='-3' is not a whole number of tokens >= 1"),
     ("serve-zero-length-as-text", _serve(concurrency=1, prompt_len="0"), OptionError, r"prompt_len=0 must be >= 1"),

@@ -63,7 +63,9 @@ def _from_distribution(field: str, spec: str, count: int, rng: np.random.Generat
         raise OptionError(f"{field}={spec!r} is not a whole number of tokens >= 1: give an integer, or a distribution "
                           f"'uniform:LOW:HIGH', 'normal:MEAN:STD' or 'lognormal:MEAN:STD'")
     parts = spec.split(":")
-    check_choice(f"{field} distribution", parts[0], DISTRIBUTIONS)
+    if parts[0] not in DISTRIBUTIONS:  # (a name, or nothing: say that a whole number of tokens is one too)
+        raise OptionError(f"{field}={spec!r} is neither a whole number of tokens >= 1 nor a distribution: give an "
+                          f"integer, or 'uniform:LOW:HIGH', 'normal:MEAN:STD' or 'lognormal:MEAN:STD'")
     try:
         a, b = (float(x) for x in parts[1:])
     except ValueError:
