@@ -609,6 +609,9 @@ def test_plan_serving_finds_the_fewest_gpus_within_the_objectives(tmp_path) -> N
                              num_requests=150, tensor_parallel=c.tensor_parallel, max_num_seqs=128)
         assert check.ttft_s.p99 == pytest.approx(c.ttft_p_s) and check.tpot_s.p99 == pytest.approx(c.tpot_p_s)
     assert p.best.gpus == min(c.gpus for c in p.candidates)
+    fewer = llmsim.plan_serving(MODEL, GPU, **PLAN, max_gpus=p.best.gpus - 1)  # every shape met: too few GPUs
+    assert fewer.best is None and f"needs more than max_gpus={p.best.gpus - 1} GPUs (the fewest: {p.best.gpus})" \
+        in fewer.reason  # (it said no shape met the objectives)
     priced = llmsim.plan_serving(MODEL, GPU, **PLAN, usd_per_gpu_hour=2.0)  # the text shows the cost (--json only)
     assert "USD/hour" in str(priced).splitlines()[1]
     for c in priced.candidates:  # 2.0 USD x its GPUs, in its row

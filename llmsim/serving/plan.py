@@ -342,7 +342,12 @@ def plan_serving(model: Any, hardware: Any, request_rate: float, prompt_len: Any
         if not front or c.ttft_p_s < front[-1].ttft_p_s:
             front.append(c)
     device = device_word(hw.device_type)
-    if best is None:
+    meeting = [c for c in candidates if c.gpus is not None]  # shapes that meet the objectives, at any count
+    if best is None and meeting:
+        fewest = min(c.gpus for c in meeting)
+        reason = (f"every replica shape that meets the objectives needs more than max_gpus={max_gpus} {device}s "
+                  f"(the fewest: {fewest}); allow more or relax the objectives")
+    elif best is None:
         reason = f"no replica shape meets the objectives within max_gpus; relax them or allow more {device}s"
     else:
         reason = (f"{best.replicas} replicas of {best.shape} with max_num_seqs={best.max_num_seqs}: "
