@@ -1756,3 +1756,5 @@ def test_disaggregated_batch_kv_and_steps_are_the_decode_pools() -> None:
     assert 0 < r.peak_kv_fraction <= 1.0  # the prefill instance's 30k-token prompts held 3.7x the decode pool's KV
     assert r.peak_kv_fraction == pytest.approx(log["kv_blocks_used"][decode].max() * r.block_size / r.kv_cache_tokens)
     assert r.steps == int(decode.sum()) < len(log["time_s"])
+    head, engine = str(r).splitlines()[:2]  # both pools named (it showed the decode pool's tensor_parallel alone)
+    assert "(vllm, disaggregated: prefill 1 x TP8, decode 1 x TP1)" in head and engine.startswith("  engine (decode")

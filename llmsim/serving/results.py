@@ -130,13 +130,17 @@ class ServingResult(BaseModel):
     def __str__(self) -> str:
         load = (f"{self.request_rate:g} req/s ({self.arrival})" if self.request_rate is not None
                 else f"concurrency {self.concurrency}")
+        pools = self.assumptions.get("pools", "").split(";")[0]  # disaggregated: "prefill R x TPt..., decode ..."
+        pp, adp = self.pipeline_parallel, self.attention_data_parallel
+        shape = (f"tensor_parallel={self.tensor_parallel}{f', pipeline_parallel={pp}' if pp > 1 else ''}"
+                 f"{f', attention_data_parallel={adp}' if adp > 1 else ''}"
+                 if self.mode == "aggregated" or not pools else f"{self.mode}: {pools}")
         lines = [
-            f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, tensor_parallel={self.tensor_parallel}"
-            f"{f', pipeline_parallel={self.pipeline_parallel}' if self.pipeline_parallel > 1 else ''}"
-            f"{f', attention_data_parallel={self.attention_data_parallel}' if self.attention_data_parallel > 1 else ''}"
-            f"{', ' + self.mode if self.mode != 'aggregated' else ''}): {self.num_requests} requests at {load}",
-            f"  engine: max_num_seqs {self.max_num_seqs}, max_num_batched_tokens {self.max_num_batched_tokens}, "
-            f"KV cache {self.kv_cache_tokens:,} tokens (block {self.block_size})",
+            f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, {shape}): {self.num_requests} requests at "
+            f"{load}",
+            f"  engine{'' if self.mode == 'aggregated' else ' (decode pool)'}: max_num_seqs {self.max_num_seqs}, "
+            f"max_num_batched_tokens {self.max_num_batched_tokens}, KV cache {self.kv_cache_tokens:,} tokens "
+            f"(block {self.block_size})",
             f"  TTFT  {self.ttft_s}",
             f"  TPOT  {self.tpot_s}",
             f"  ITL   {self.itl_s}",
