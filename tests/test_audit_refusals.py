@@ -57,6 +57,17 @@ def test_lengths_csv_with_explicit_lengths_is_refused(tmp_path: Path) -> None:
         llmsim.serve(MODEL, GPU, concurrency=2, num_requests=4, lengths_csv=str(path), prompt_len=5000, gen_len=500)
 
 
+def test_a_bad_length_in_a_lengths_csv_is_named_with_its_line(tmp_path: Path) -> None:
+    """(It said only that every length must be a whole number >= 1, not which.)"""
+    for body, message in (("100,20\n200,x\n", "line 3: gen_len='x' is not a whole number of tokens"),
+                          ("100,20\n300,5\n0,5\n", "line 4: prompt_len=0 must be >= 1"),
+                          ("12.5,3\n", "line 2: prompt_len='12.5' is not a whole number")):
+        path = tmp_path / "lengths.csv"
+        path.write_text("prompt_len,gen_len\n" + body)
+        with pytest.raises(OptionError, match=message):
+            llmsim.serve(MODEL, GPU, concurrency=2, num_requests=4, lengths_csv=str(path))
+
+
 def test_an_analyze_function_that_raises_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     pytest.importorskip("torch")
     (tmp_path / "mod.py").write_text("def bad():\n    raise RuntimeError('boom')\n")

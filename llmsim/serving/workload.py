@@ -125,14 +125,18 @@ def lengths_from_csv(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         if len(row) > len(header) or len(row) <= max(at_prompt, at_gen):
             raise OptionError(f"lengths_csv={str(path)!r} line {line} has {len(row)} fields, the header "
                               f"{len(header)}")
-    try:
-        prompt = np.array([int(row[at_prompt]) for row in table[1:]])
-        gen = np.array([int(row[at_gen]) for row in table[1:]])
-    except (TypeError, ValueError, IndexError):
-        raise OptionError(f"lengths_csv={str(path)!r}: {prompt_col} and {gen_col} must be whole numbers") from None
-    if np.any(prompt < 1) or np.any(gen < 1):
-        raise OptionError(f"lengths_csv={str(path)!r}: every length must be >= 1")
-    return prompt, gen
+    columns: tuple[list[int], list[int]] = ([], [])
+    for line, row in enumerate(table[1:], start=2):  # the first bad length named with its line (of the non-blank)
+        for name, at, out in ((prompt_col, at_prompt, columns[0]), (gen_col, at_gen, columns[1])):
+            try:
+                value = int(row[at])
+            except ValueError:
+                raise OptionError(f"lengths_csv={str(path)!r} line {line}: {name}={row[at].strip()!r} is not a whole "
+                                  "number of tokens") from None
+            if value < 1:
+                raise OptionError(f"lengths_csv={str(path)!r} line {line}: {name}={value} must be >= 1")
+            out.append(value)
+    return np.array(columns[0]), np.array(columns[1])
 
 
 MIN_REQUEST_RATE = 1e-5  # requests per second: about one a day
