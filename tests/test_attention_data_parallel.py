@@ -184,7 +184,7 @@ def test_equal_ranks_in_lockstep_step_as_one_rank_alone() -> None:
     step = StepCost(spec, Roofline(hw, execution), rank, limits.max_num_batched_tokens, limits.max_num_seqs, 40,
                     data_parallel=dp)
     n, prompts, gens = 12, np.full(12, 32), np.full(12, 8)
-    both, steps = simulate_lockstep(step, limits, 2, prompts, gens, np.zeros(4), 4)
+    both, steps, _, _ = simulate_lockstep(step, limits, 2, prompts, gens, np.zeros(4), 4)
     alone, _ = simulate_engine(step, limits, prompts[::2], gens[::2], np.zeros(2), 2)
     assert both.first_token_s[::2] == pytest.approx(alone.first_token_s, rel=1e-12)
     assert both.finish_s[1::2] == pytest.approx(alone.finish_s, rel=1e-12)
@@ -199,7 +199,7 @@ def test_joint_step_is_the_slowest_ranks_own_part_plus_the_experts_of_all_tokens
     limits = scheduler_limits(spec, hw, rank, "sglang", 40, 16, 256, data_parallel=dp)
     step = StepCost(spec, Roofline(hw, execution), rank, limits.max_num_batched_tokens, limits.max_num_seqs, 40,
                     data_parallel=dp)
-    _, steps = simulate_lockstep(step, limits, 2, np.array([32, 32]), np.array([4, 4]), np.zeros(1), 1)
+    _, steps, _, _ = simulate_lockstep(step, limits, 2, np.array([32, 32]), np.array([4, 4]), np.zeros(1), 1)
     prefill = step.step_s(0.0, 0, [(32, 0)], 1)  # rank 0's prompt of 32 tokens alone
     expected = prefill - step.gathered_s(32, True) + step.gathered_s(32 / 2, True)
     assert steps.time_s[0] == pytest.approx(expected, rel=1e-12)
