@@ -466,7 +466,7 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
                 clock = float(starts[-1] + times[-1])
                 last_step_s = last_decode_s = float(times[-1])
                 recv_count = (recv_count + k - 1) % recv_every + 1  # the run's k decode steps, taken in at each
-                run.epoch += k  # every request decoded k tokens (free_blocks: counted again below)
+                run.epoch += k  # every request decoded k tokens
                 run.cached_tokens += k * m
                 free_blocks -= int(kv[-1])  # the run's new blocks
                 finished, released, freed = _retire(run, log, emitted_of, clock, n, closed, released, sent, finished,
