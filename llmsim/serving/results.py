@@ -136,7 +136,8 @@ class ServingResult(BaseModel):
                  f"{f', attention_data_parallel={adp}' if adp > 1 else ''}"
                  if self.mode == "aggregated" or not pools else f"{self.mode}: {pools}")
         lines = [
-            f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, {shape}): {self.num_requests} requests at "
+            f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, {shape}): {self.num_requests} "
+            f"request{'s' if self.num_requests != 1 else ''} at "
             f"{load}",
             f"  engine{'' if self.mode == 'aggregated' else ' (decode pool)'}: max_num_seqs {self.max_num_seqs}, "
             f"max_num_batched_tokens {self.max_num_batched_tokens}, KV cache {self.kv_cache_tokens:,} tokens "
