@@ -53,9 +53,10 @@ import numpy as np
 
 from ..cost.workload import CostOptions
 from ..models.spec import ModelSpec
+from ..timing.host_bound import host_excess_one_s
 from ..timing.phases import PhaseTotals, decode_totals, prefill_totals
 from ..timing.roofline import Roofline
-from ..timing.sustained import sustained_extra_s
+from ..timing.sustained import sustained_extra_one_s
 
 _LENGTH_POINTS_PER_DOUBLING = 24  # geometric grid of lengths: 2 ** (1/24) = 1.029 between points
 
@@ -247,7 +248,7 @@ class StepCost:
                 attention, (len(self.prefill_batches), len(self.lengths))).copy()
         self._lengths_list, self._batches_list = self.lengths.tolist(), self.batches.tolist()
         self._rows: dict[int, list[list[float]]] = {}  # a table's rows as lists, for one-step reads
-        self._chunk_attention: dict[tuple[int, float], tuple[float, float]] = {}  # _chunk_attention_s, kept
+        self._chunk_attention: dict[tuple[int, float], tuple[float, float]] = {}  # chunk_attention, kept
         # the same values as Python floats, for one step's reads (_one_pass)
         self._prefill_tokens_list = self.prefill_tokens_s.tolist()
         self._decode_tokens_list = self.decode_tokens_s.tolist()
@@ -295,11 +296,7 @@ class StepCost:
 
     def prefill_attention(self, chunks: int, pairs: float) -> float:
         """Attention core of `chunks` prefill chunks with `pairs` causal query-key pairs in all."""
-        if chunks == 0:
-            return 0.0
-        length = math.sqrt(2.0 * pairs / chunks)  # pair-equivalent length of each of k fresh prefills
-        table = self.prefill_attention_s
-        return float(self._on_grid_scalar(id(table), table, chunks, length))
+        return self.chunk_attention(chunks, pairs)[0] if chunks else 0.0
 
     def decode_attention(self, n: int, mean_len: Any, mixed: bool = False) -> Any:
         """Attention core of n decode requests at mean_len cached tokens each (arrays of lengths allowed);
@@ -439,28 +436,22 @@ class StepCost:
             time_s += self._on_grid_scalar(id(table), table, n_decode, float(mean_len))
         if self.speculation is not None:  # proposals, and a draft model's own prefill of the chunks
             time_s += float(self.proposals(n_decode, mean_len, prefill_tokens, pairs, len(chunks)))
-        if chunks:  # prefill_attention and sustained_s written out (one length for both; the same values)
-            count = len(chunks)
-            attention = self._chunk_attention.get((count, pairs))  # the chunks' attention core (and its compute)
-            if attention is None:
-                attention = self._chunk_attention_s(count, pairs)
-            time_s += attention[0]
+        if chunks:  # prefill_attention and sustained_s of one pass, the chunks' attention read once for both
+            attention_s, compute_s = self.chunk_attention(len(chunks), pairs)
+            time_s += attention_s
             if self.sustained is not None:
-                compute_s = self._prefill_tokens_compute[prefill_tokens + n_decode * query] + attention[1]
-                fraction, onset_s = self.sustained
-                time_s += (compute_s - onset_s) * (1.0 / fraction - 1.0) if compute_s > onset_s else 0.0
-        if uncaptured and self._pass_host_s:  # the pass's host dispatch beyond its kernels (timing.host_bound's
-            # host_excess_s of a scalar, written out)
-            if self._async_host:
-                excess = self._pass_host_s - (time_s - self._step_host_s)
-                time_s += excess if excess > 0.0 else 0.0
-            else:
-                time_s += self._pass_host_s
+                time_s += sustained_extra_one_s(
+                    self._prefill_tokens_compute[prefill_tokens + n_decode * query] + compute_s, *self.sustained)
+        if uncaptured and self._pass_host_s:  # the pass's host dispatch beyond its kernels (timing.host_bound)
+            time_s += host_excess_one_s(time_s - self._step_host_s, self._pass_host_s, self._async_host)
         return time_s
 
-    def _chunk_attention_s(self, count: int, pairs: float) -> tuple[float, float]:
-        """The attention core of `count` prefill chunks with `pairs` causal query-key pairs (prefill_attention)
-        and its compute-bound seconds (0.0 without a sustained clock), kept for the next step of the same chunks."""
+    def chunk_attention(self, count: int, pairs: float) -> tuple[float, float]:
+        """The attention core of `count` prefill chunks with `pairs` causal query-key pairs in all and its
+        compute-bound seconds (0.0 without a sustained clock), kept for the next step of the same chunks."""
+        parts = self._chunk_attention.get((count, pairs))
+        if parts is not None:
+            return parts
         length = math.sqrt(2.0 * pairs / count)  # pair-equivalent length of each of k fresh prefills
         table = self.prefill_attention_s
         attention_s = self._on_grid_scalar(id(table), table, count, length)
@@ -479,7 +470,5 @@ class StepCost:
         tokens_s and prefill attention compute-bound seconds; 0 where C <= onset_s or the device has no figure."""
         if self.sustained is None or chunks == 0:
             return 0.0
-        table = self.prefill_attention_compute_s
-        compute_s = self._prefill_tokens_compute[tokens] + float(
-            self._on_grid_scalar(id(table), table, chunks, math.sqrt(2.0 * pairs / chunks)))
-        return float(sustained_extra_s(compute_s, *self.sustained))
+        return sustained_extra_one_s(self._prefill_tokens_compute[tokens] + self.chunk_attention(chunks, pairs)[1],
+                                     *self.sustained)

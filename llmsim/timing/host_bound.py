@@ -29,7 +29,15 @@ def host_excess_s(gpu_s: Any, host_s: float, async_host: bool) -> Any:
     if not async_host:
         return host_s
     excess = host_s - gpu_s
-    return np.maximum(excess, 0.0) if np.ndim(excess) else (excess if excess > 0.0 else 0.0)
+    return np.maximum(excess, 0.0) if np.ndim(excess) else host_excess_one_s(gpu_s, host_s, async_host)
+
+
+def host_excess_one_s(gpu_s: float, host_s: float, async_host: bool) -> float:
+    """host_excess_s of one pass (Python floats; no numpy call, for a serving step)."""
+    if not async_host:
+        return host_s
+    excess = host_s - gpu_s
+    return excess if excess > 0.0 else 0.0
 
 
 def with_host_dispatch(times: list[Any], overheads: list[Any], launches: list[float], dispatch_s: float,

@@ -36,7 +36,12 @@ def sustained_extra_s(compute_bound_s: Any, fraction: float, onset_s: float) -> 
     # shape: C [*points] -> extra_s [*points]
     if np.ndim(compute_bound_s):
         return np.maximum(np.asarray(compute_bound_s, dtype=float) - onset_s, 0.0) * (1.0 / fraction - 1.0)
-    c = float(compute_bound_s)
+    return sustained_extra_one_s(float(compute_bound_s), fraction, onset_s)
+
+
+def sustained_extra_one_s(compute_bound_s: float, fraction: float, onset_s: float) -> float:
+    """sustained_extra_s of one pass (a Python float; no numpy call, for a serving step)."""
+    c = compute_bound_s
     return (c - onset_s) * (1.0 / fraction - 1.0) if c > onset_s else 0.0
 
 
