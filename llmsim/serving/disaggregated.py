@@ -375,12 +375,14 @@ def serve_disaggregated(model: Any, hardware: Any, prefill: Any, decode: Any, *,
             [(pre_step, pre_limits, pre_engines), (dec_step, dec_limits, dec_engines)], prompts, gens, transfer_s,
             arrivals, clients, frontend_queue(frontend))
         request_rate = None
+    shape = (f"prefill {pre.replicas} x TP{pre.tensor_parallel}{_ranks(pre)}, decode {dec.replicas} x "
+             f"TP{dec.tensor_parallel}{_ranks(dec)}")
     return _result(spec, hw, dec_cost, engine_name, request_rate, clients, arrival, dec_limits, log, steps,
                    frontend_s=frontend, instance_of=decoded_on, decode_from=pre_engines,
-                   first_in_step=recompute, mode="disaggregated", gpus=gpus, tensor_parallel=dec.tensor_parallel,
+                   first_in_step=recompute, mode="disaggregated", pools=shape, gpus=gpus,
+                   tensor_parallel=dec.tensor_parallel,
                    assumptions={
-                       "pools": f"prefill {pre.replicas} x TP{pre.tensor_parallel}{_ranks(pre)}, decode "
-                                f"{dec.replicas} x TP{dec.tensor_parallel}{_ranks(dec)}; requests routed round robin"
+                       "pools": f"{shape}; requests routed round robin"
                                 + (" over the attention data-parallel ranks (each an engine: ranks symmetric)"
                                    if pre_engines > pre.replicas or dec_engines > dec.replicas else ""),
                        "KV transfer": f"{float(transfer_s.mean()) * 1e3:.2f} ms mean per request: each of "

@@ -83,6 +83,7 @@ class ServingResult(BaseModel):
     steps: int
     mode: str = "aggregated"  # or "disaggregated": prefill and decode on separate pools (then the limits and
     # the step counts are the decode pool's, and step_log has an `instance` column)
+    pools: str = ""  # disaggregated: "prefill R x TPt, decode R x TPt" (each pool's replicas and split)
     assumptions: dict[str, str] = {}
     _requests: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
     _steps: dict[str, np.ndarray] = PrivateAttr(default_factory=dict)
@@ -130,11 +131,10 @@ class ServingResult(BaseModel):
     def __str__(self) -> str:
         load = (f"{self.request_rate:g} req/s ({self.arrival})" if self.request_rate is not None
                 else f"concurrency {self.concurrency}")
-        pools = self.assumptions.get("pools", "").split(";")[0]  # disaggregated: "prefill R x TPt..., decode ..."
         pp, adp = self.pipeline_parallel, self.attention_data_parallel
         shape = (f"tensor_parallel={self.tensor_parallel}{f', pipeline_parallel={pp}' if pp > 1 else ''}"
                  f"{f', attention_data_parallel={adp}' if adp > 1 else ''}"
-                 if self.mode == "aggregated" or not pools else f"{self.mode}: {pools}")
+                 if self.mode == "aggregated" or not self.pools else f"{self.mode}: {self.pools}")
         lines = [
             f"{self.model} on {self.hardware} x{self.gpus} ({self.engine}, {shape}): {self.num_requests} "
             f"request{'s' if self.num_requests != 1 else ''} at "
