@@ -481,8 +481,8 @@ def _engine(cost: StepCost, limits: SchedulerLimits, log: RequestLog, steps: Ste
         # SGLang's default (no mixed chunks): while prompts wait and can start, steps prefill only
         prefill_only = not limits.mixed_batches and not force_decode and (run.prefilling > 0 or (
             bool(waiting) and run.m < limits.max_num_seqs
-            and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) + states <= free_blocks + (
-                cache.evictable(cache.in_use(run.ids, run.shared, run.m)) if cache is not None else 0)))
+            and -(-(prompt_of[waiting[0]] + emitted_of[waiting[0]]) // bs) + states
+            <= free_blocks + _idle_cached(cache, run)))
         lead = 0 if prefill_only else min(run.leading_decodes(), budget)
         epoch = run.epoch
         if lead == run.m - run.prefilling:  # every decoding request: those whose next token opens a block
