@@ -318,7 +318,7 @@ class ScalarPlan:
         matmul_peak, vector_peak, bandwidth = p.table_rates
         compute_s = mf / matmul_peak + vf / vector_peak
         memory_s = by / bandwidth
-        kernel_s = max(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
+        kernel_s = max(compute_s, memory_s)  # the bounding term under either overlap (Roofline.measured_scale)
         return p.measured(1.0 if x is None else float(x), 1.0 if y is None else float(y)) / max(kernel_s, 1e-300)
 
     def _time(self, compute_s: float, memory_s: float, launches: float, comm_s: float, host_s: float = 0.0,

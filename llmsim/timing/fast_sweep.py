@@ -117,7 +117,7 @@ class VectorPhases:
             if compute_s is None or p.table_rates != (p.matmul_peak, p.vector_peak, p.bandwidth):
                 compute_s = mf / matmul_peak + vf / vector_peak
                 memory_s = by / bandwidth
-            kernel_s = np.maximum(compute_s, memory_s) if self.overlap_max else compute_s + memory_s
+            kernel_s = np.maximum(compute_s, memory_s)  # bounding term, either overlap (Roofline.measured_scale)
             scale = p.measured_arrays(self._floats(1.0 if x is None else x),
                                       self._floats(1.0 if y is None else y)) / np.maximum(kernel_s, 1e-300)
         if p.size_precision is None:

@@ -279,14 +279,20 @@ class Roofline:
     def measured_scale(self, ops: OpColumns, matmul_flops: np.ndarray, vector_flops: np.ndarray,
                        bytes_moved: np.ndarray, x: np.ndarray, y: np.ndarray, ndim: int) -> np.ndarray | None:
         """Measured time / roofline time of each op a table covers (NaN for the others; None if it covers
-        none), the op axis first. Both terms of such an op are scaled by it (see timing.measured)."""
+        none), the op axis first. Both terms of such an op are scaled by it (see timing.measured).
+
+        The roofline time here is the bounding term, max(compute, memory), under either overlap policy: the
+        table sets the op's efficiency at the roof that bounds it, as a hardware file's achievable fraction
+        does for an op without one, and overlap="sum" then adds the other term unoverlapped, as for any op
+        (so "sum" is never faster than "max"; dividing by compute + memory made a table op's compute part,
+        which the sustained clock stretches, smaller under "sum" than under "max")."""
         groups = self.measured_groups(ops)
         if not groups:
             return None
         matmul_peak, vector_peak, bandwidth, _ = self.table_roofline.rates(ops, ndim)
         compute_s = _plus(matmul_flops / matmul_peak, vector_flops / vector_peak)
         memory_s = bytes_moved / bandwidth
-        kernel_s = np.maximum(compute_s, memory_s) if self.execution.overlap == "max" else compute_s + memory_s
+        kernel_s = np.maximum(compute_s, memory_s)  # the bounding term, whatever the overlap (docstring)
         kernel_s = np.broadcast_to(kernel_s, np.broadcast_shapes(np.shape(kernel_s), np.shape(x), np.shape(y)))
         scale = np.full(kernel_s.shape, np.nan)
         depth = ops.kernel_depth.reshape((-1,) + (1,) * (kernel_s.ndim - 1))
