@@ -7,6 +7,7 @@ import math
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import llmsim
@@ -411,6 +412,24 @@ def test_weight_only_gemms_without_a_table_on_the_device_keep_their_measured_rat
     source = "vllm gemm x a100-80gb-sxm trtllm int4_wo ratio (proxy)"
     assert _op(r, "decode", "layers.mlp.down_proj").source == source
     assert "time ratio x this engine's bf16 gemm table (approximation" in r.measured_tables[source]
+
+
+def test_weight_only_ratio_proxy_never_makes_a_larger_batch_faster() -> None:
+    from llmsim.timing.measured import _relative_gemm
+
+    _, grid = _relative_gemm(llmsim.hardware.measured.measured_for("h100-sxm", "vllm"), "int4_wo")
+    # Qwen3-32B-AWQ's qkv_proj at TP8: n 1280, k 5120. The A100 ratio int4_wo / bf16 dips from m 1 to m 2 (a new-user
+    # audit: TPOT 8.541 ms at batch 1, 8.315 ms at batch 2); at m 2 the ratio is the larger of m 1's and m 2's
+    r1, r2 = grid.ratio(1.0, 1280.0, 5120.0), grid.ratio(2.0, 1280.0, 5120.0)
+    assert r2 < r1  # the measured dip this guards against
+    assert grid.time_s(2.0, 1280.0, 5120.0) == pytest.approx(grid.base.time_s(2.0, 1280.0, 5120.0) * r1, rel=1e-12)
+    m = np.array([1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 64.0, 512.0])
+    times = grid.time_s(m, 1280.0, 5120.0)
+    assert np.all(np.diff(times) >= 0)
+    assert [grid.time_s(float(x), 1280.0, 5120.0) for x in m] == pytest.approx(list(times), rel=1e-12)
+    tpot = [llmsim.simulate("qwen3-32b-awq", "h100-sxm", tensor_parallel=8, engine="torch-compile", batch_size=b,
+                            prompt_len=64, gen_len=4).tpot_s for b in (1, 2, 3, 4)]
+    assert tpot == sorted(tpot)
 
 
 def test_step_host_s_on_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
