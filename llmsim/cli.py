@@ -144,10 +144,12 @@ def _add_cost_options(parser: argparse.ArgumentParser) -> None:
                        "at the boost clock short benchmarks time it at")
     group.add_argument("--step-host-s", dest="step_host_s", type=float,
                        help="the engine's host work per step that the GPU waits for, in s (default: the engine's; "
-                       "0 switches it off; `llmsim engines` gives each engine's figure and source)")
+                       "0 switches it off; refused with --overhead none, which charges no host time; "
+                       "`llmsim engines` gives each engine's figure and source)")
     group.add_argument("--prefill-dispatch-s", dest="prefill_dispatch_s", type=float,
                        help="host time per kernel of a prefill pass the engine runs without a CUDA graph, in s "
-                       "(default: the engine's; 0: prefill replays graphs as decode does)")
+                       "(default: the engine's; 0: prefill replays graphs as decode does; only with --overhead "
+                       "graph, the default: an eager pass already pays PyTorch's dispatch per kernel)")
     group.add_argument("--prefill-graph-tokens", dest="prefill_graph_tokens", type=int,
                        help="prefill passes of at most this many tokens replay CUDA graphs all the same (default: "
                        "the engine's: vLLM 512, its largest captured size; 0: none)")

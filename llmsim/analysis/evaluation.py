@@ -81,7 +81,24 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     check_tables_device(hw, execution.tables)
     _check_precision(spec, hw, cost)
     check_moe_options(spec, given)
+    check_host_options(execution, given)
     return spec, hw, cost, execution
+
+
+def check_host_options(execution: ExecutionOptions, given: dict[str, Any]) -> None:
+    """Refuse a host time the caller gave that the overhead mode does nothing with (it was dropped silently):
+    step_host_s under overhead="none", prefill_dispatch_s under any mode but "graph" (an eager pass already pays
+    PyTorch's dispatch per kernel; "none" charges no host time)."""
+    from ..errors import OptionError
+
+    by = f" (engine {execution.engine})" if "overhead" not in given and execution.engine else ""
+    if given.get("step_host_s") and execution.overhead == "none":
+        raise OptionError(f"step_host_s={given['step_host_s']!r} has no effect with overhead='none'{by}, which "
+                          "charges no host time; give overhead='graph' or 'eager', or leave step_host_s out")
+    if given.get("prefill_dispatch_s") and execution.overhead != "graph":
+        raise OptionError(f"prefill_dispatch_s={given['prefill_dispatch_s']!r} has no effect with overhead="
+                          f"{execution.overhead!r}{by}: it prices the uncaptured prefill of an engine that replays "
+                          "CUDA graphs (overhead='graph'); leave it out or give overhead='graph'")
 
 
 # the execution options that choose how experts run, and their defaults: on a model without experts they would be
