@@ -146,6 +146,24 @@ def test_torch_trace_table_and_figure(recorded: dict, tmp_path: Path) -> None:
 
 
 # ---- Nsight Compute ---------------------------------------------------------------------------------
+def test_torch_trace_without_shapes_keeps_matmuls_as_matmuls(tmp_path: Path) -> None:
+    """A CPU trace recorded without record_shapes: aten::addmm has no FLOPs rule, and its bias copy_ child made it
+    a "wrapper" whose time read as host dispatch (a new-user audit: 31.9 % of the time as overhead)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 64)).eval()
+    x = torch.randn(8, 64)
+    with torch.inference_mode():
+        model(x)
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            model(x)
+    prof.export_chrome_trace(str(tmp_path / "noshapes.json"))
+    p = llmsim.read_profile(tmp_path / "noshapes.json")
+    addmm = next(k for k in p.kernels if k.name == "aten::addmm")
+    assert addmm.op_class == "matmul" and addmm.flops is None  # time only: no shapes to count from
+    assert next(k for k in p.kernels if k.name == "aten::linear").op_class == "host"  # it does hand its work down
+
+
 def test_ncu_details_real_export_superbench_b200() -> None:
     """A real `ncu --csv` details page (default sections) of one cuBLASLt FP8 GEMM on a B200 (CC 10.0),
     published by microsoft/superbenchmark: Duration 406240 ns, Compute (SM) 23.59%, Memory 21.68%."""

@@ -200,9 +200,13 @@ def _cpu_profile(path: Path, roots: dict[tuple[Any, Any], list[_Op]], notes: lis
 
 def _wrapper(node: _Op) -> bool:
     """An op whose work a child op does: a FLOPs rule below it (aten::linear over aten::addmm), or no rule
-    of its own and a child that computes (aten::layer_norm over aten::native_layer_norm)."""
+    of its own and a child that computes (aten::layer_norm over aten::native_layer_norm). A matmul or attention
+    op hands its work only to a child of that family: aten::addmm traced without shapes (no rule applies) stays
+    a matmul beside the bias copy_ it calls, not host dispatch."""
+    compute = _family(node.name) == "compute"
     return node.rule_below or (node.cost is None and any(
-        aten_class(c.name) not in ("host", "other") for c in node.children))
+        aten_class(c.name) not in ("host", "other") and (not compute or _family(c.name) == "compute")
+        for c in node.children))
 
 
 def _kernel(name: str, shapes: str, op_class: str, times_s: list[float],
