@@ -401,6 +401,9 @@ def _event(**fields: object) -> str:
      "Instances value '2.7' must be a whole number of launches"),
     ("nsys-negative.csv", _KERN_SUM + "50,-1000,2,500,500,400,600,1,gemm_a\n",
      "Total Time \\(ns\\) value '-1000' must be a finite number >= 0"),
+    # a cut nsys export: the rows cut short were dropped without a word (a new-user audit)
+    ("nsys-cut.csv", (FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv").read_text()[:600],
+     "row 4 has 6 fields, the header 21 \\(a cut or edited export\\)"),
 ])
 def test_a_damaged_profile_is_refused_by_event_or_metric(name: str, text: str, match: str, tmp_path: Path) -> None:
     path = tmp_path / name
@@ -408,6 +411,20 @@ def test_a_damaged_profile_is_refused_by_event_or_metric(name: str, text: str, m
     with pytest.raises(LlmsimError, match=match) as info:
         llmsim.read_profile(path)
     assert "\n" not in str(info.value)
+
+
+def test_concurrent_kernels_say_their_shares_add_past_100_percent(tmp_path: Path) -> None:
+    """Two kernels on two streams at once: each share is its time over the span (1000 / 2000 ns = 50 %, three
+    rows: 150 %), which the table now says instead of leaving the sum past 100 % unexplained (a new-user audit)."""
+    path = tmp_path / "overlap.csv"
+    path.write_text("Start (ns),Duration (ns),GrdX,Name\n0,1000,1,gemm_a\n0,1000,1,nccl_allreduce\n"
+                    "1000,1000,1,gemm_b\n")
+    text = llmsim.read_profile(path).kernels_table("h100-sxm")
+    assert "note: kernels ran concurrently (on several streams): 0.003 ms of kernel time in a 0.002 ms span" in text
+    assert "so the shares add to 150.0%" in text
+    serial = tmp_path / "serial.csv"
+    serial.write_text("Start (ns),Duration (ns),GrdX,Name\n0,1000,1,gemm_a\n1000,1000,1,gemm_b\n")
+    assert "concurrently" not in llmsim.read_profile(serial).kernels_table("h100-sxm")
 
 
 def test_a_child_op_that_outlasts_its_parent_is_not_nested(tmp_path: Path) -> None:

@@ -27,7 +27,13 @@ _NS = 1e-9
 
 def read_nsys(path: Path, kind: str, header: list[str], rows: list[list[str]]) -> Profile:
     columns = [h.strip() for h in header]
-    table = [dict(zip(columns, r)) for r in rows if len(r) >= len(columns) - 1]
+    # a row may leave its last field out (an empty trailing column); one cut shorter is a damaged export, whose
+    # kernels would be dropped without a word
+    short = next((i for i, row in enumerate(rows) if len(row) < len(columns) - 1), None)
+    if short is not None:
+        raise LlmsimError(f"{kind} export {path}: row {short + 2} has {len(rows[short])} fields, the header "
+                          f"{len(columns)} (a cut or edited export)")
+    table = [dict(zip(columns, r)) for r in rows]
     if kind == "nsys cuda_gpu_kern_sum":
         return _kern_sum(path, kind, columns, table)
     return _gpu_trace(path, kind, columns, table)

@@ -63,6 +63,11 @@ def format_table(profile: ProfileData, hardware: Any = None, top: int | None = N
     if len(rows) > len(shown):
         lines.append(f"... {len(rows) - len(shown)} more rows")
     lines += [f"note: {n}" for n in profile.notes]
+    shares = sum(r["share"] for r in rows)
+    if profile.span_s and shares > 1.001:  # concurrent kernels: more kernel time than the span holds
+        lines.append(f"note: kernels ran concurrently (on several streams): {profile.kernel_time_s * 1e3:.4g} ms of "
+                     f"kernel time in a {profile.span_s * 1e3:.4g} ms span; each share is a row's time over the span, "
+                     f"so the shares add to {shares:.1%}")
     mismatch = gpu_mismatch(profile, hardware)
     if mismatch:
         lines.append(f"note: {mismatch}")
