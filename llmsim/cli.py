@@ -361,8 +361,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vary", choices=("batch_size", "prompt_len"), default="batch_size")
     p.add_argument("--values", type=_int_list, default=None, help="e.g. 1:1024:4 (default: a log range)")
     p.add_argument("--metric", choices=("tpot", "ttft", "throughput"), default="tpot")
-    p.add_argument("--batch-size", type=_positive_int, default=1)
-    p.add_argument("--prompt-len", type=_positive_int, default=1024)
+    p.add_argument("--batch-size", type=_positive_int, default=None,
+                   help="the batch size when --vary prompt_len (default 1)")
+    p.add_argument("--prompt-len", type=_positive_int, default=None,
+                   help="the prompt length when --vary batch_size (default 1024)")
     p.add_argument("--gen-len", type=_positive_int, default=128)
     _add_figure_out(p, "--out", default="sweep.png")
 

@@ -159,3 +159,23 @@ def test_a_sweep_chart_of_one_value_is_refused() -> None:
     with pytest.raises(llmsim.OptionError, match=r"values=\[8\]: a sweep chart needs at least two different "
                                                   r"batch_size values"):
         sweep_figure(MODEL, GPU, vary="batch_size", values=[8])
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    # each drew a chart and exited 0 (a new-user audit): the fixed value of the varied quantity was ignored; a TPOT
+    # chart of one generated token plotted nothing ("Data has no positive values") under a "decode none-bound" legend
+    ({"vary": "batch_size", "batch_size": 64}, "batch_size=64: batch_size is the quantity varied; give its values"),
+    ({"vary": "prompt_len", "prompt_len": 64}, "prompt_len=64: prompt_len is the quantity varied"),
+    ({"metric": "tpot", "gen_len": 1}, "metric='tpot' with gen_len=1: one generated token has no decode step"),
+])
+def test_a_sweep_chart_refuses_what_it_would_ignore_or_draw_empty(kwargs: dict, match: str) -> None:
+    with pytest.raises(llmsim.OptionError, match=match):
+        sweep_figure(MODEL, GPU, values=[1, 4] if kwargs.get("vary") != "prompt_len" else [16, 64], **kwargs)
+
+
+def test_cli_plot_refuses_the_varied_quantity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from llmsim.cli import main
+
+    out = tmp_path / "s.png"
+    assert main(["plot", MODEL, "--hw", GPU, "--vary", "batch_size", "--batch-size", "64", "--out", str(out)]) == 2
+    assert "batch_size=64: batch_size is the quantity varied" in capsys.readouterr().err and not out.exists()

@@ -233,12 +233,26 @@ def text_extent(mark: Any, renderer: Any) -> Any:
 
 
 def sweep_figure(model: Any, hardware: Any, vary: str = "batch_size", values: Any = None, metric: str = "tpot",
-                 batch_size: int = 1, prompt_len: int = 1024, gen_len: int = 128, **options: Any) -> Figure:
+                 batch_size: int | None = None, prompt_len: int | None = None, gen_len: int = 128,
+                 **options: Any) -> Figure:
     """A metric against batch size or prompt length, shaded by the phase's bound, with the crossover
-    and the out-of-memory wall."""
+    and the out-of-memory wall. The quantity not varied is fixed at batch_size (default 1) or prompt_len
+    (default 1024); a value of the varied one is refused (the sweep's values replace it)."""
     from ..analysis.regime import find_crossover, geometric_values, sweep
     from ..analysis.simulate import resolve
+    from ..errors import OptionError, check_choice
 
+    check_choice("vary", vary, ("batch_size", "prompt_len"))
+    check_choice("metric", metric, ("tpot", "ttft", "throughput"))
+    given = {"batch_size": batch_size, "prompt_len": prompt_len}
+    if given[vary] is not None:
+        raise OptionError(f"{vary}={given[vary]!r}: {vary} is the quantity varied; give its values instead "
+                          "(values=, or --values lo:hi[:points])")
+    batch_size = 1 if batch_size is None else batch_size
+    prompt_len = 1024 if prompt_len is None else prompt_len
+    if metric == "tpot" and gen_len == 1:  # no decode step: nothing to draw
+        raise OptionError("metric='tpot' with gen_len=1: one generated token has no decode step, so no TPOT; give "
+                          "gen_len >= 2 or metric='ttft' or 'throughput'")
     spec, hw, _, execution = resolve(model, hardware, **options)
     if values is None:
         top = 4096 if vary == "batch_size" else max(spec.max_position_embeddings - gen_len, 2)
