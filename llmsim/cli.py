@@ -338,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_int_list, default=[1], help="e.g. 1,2,4 or 1:1024")
     p.add_argument("--prompt-len", type=_int_list, default=[512])
     p.add_argument("--gen-len", type=_int_list, default=[128])
-    p.add_argument("--csv", help="write every point to this CSV file")
+    p.add_argument("--csv", help="write every point to this CSV file (- : to standard output, instead of the table)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
 
     p = _regime_parser(sub, "crossover", "where a phase flips bound as one variable grows", vary="batch_size")
@@ -677,6 +677,8 @@ def _run(args: argparse.Namespace) -> int:
                 layers.append(result.layer_table("decode", args.step))
         if args.json:  # the per-layer tables beside the result's fields (they were left out)
             data = json.loads(result.model_dump_json())
+            if result.gen_len == 1:  # no decode step: no TPOT (the table's n/a), not 0 s
+                data["tpot_s"] = None
             if layers:
                 data["layer_tables"] = [json.loads(table.model_dump_json()) for table in layers]
             print(json.dumps(data, indent=2))
@@ -748,14 +750,21 @@ def _run(args: argparse.Namespace) -> int:
                        attention_data_parallel=args.attention_data_parallel, **options)
         return _print_serving(result, args)
     if args.command == "sweep":
-        if args.csv:
+        if args.csv == "-" and args.json:
+            raise LlmsimError("--csv - and --json both write to standard output; give one")
+        if args.csv is not None and args.csv != "-":
+            if not args.csv.strip():
+                raise LlmsimError("--csv '': give a file name (or - for standard output)")
             _check_new_file("--csv", args.csv)  # before the work, so a typo costs nothing
         result = regime.sweep(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
                               gen_len=args.gen_len, **options)
         rows = result.to_rows()
+        if args.csv == "-":  # the CSV alone on standard output
+            _write_csv_to(sys.stdout, rows)
+            return 0
         if args.csv:
             _write_csv(args.csv, rows)
-            print(f"wrote {len(rows)} rows to {args.csv}", file=sys.stderr)
+            print(f"wrote {len(rows)} row{'s' if len(rows) != 1 else ''} to {args.csv}", file=sys.stderr)
         if args.json:
             _print_json(rows)
         elif not args.csv or len(rows) <= 50:
@@ -969,17 +978,21 @@ def _profile(args: argparse.Namespace) -> int:
 
 
 def _short(value: Any) -> Any:
-    return f"{value:.4g}" if isinstance(value, float) else value
+    return f"{value:.4g}" if isinstance(value, float) else "n/a" if value is None else value
 
 
 def _write_csv(path: str, rows: list[dict[str, Any]]) -> None:
-    import csv
-
     _check_new_file("--csv", path)
     with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+        _write_csv_to(handle, rows)
+
+
+def _write_csv_to(handle: Any, rows: list[dict[str, Any]]) -> None:
+    import csv
+
+    writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
 
 
 _FIGURE_SUFFIXES = (".png", ".pdf", ".svg")

@@ -177,3 +177,28 @@ def test_a_normal_wider_than_its_mean_says_the_mean_moved() -> None:
 
     with pytest.warns(AssumptionWarning, match=r"prompt_len='normal:10:1000': \d+% of the draws fell below 1 token"):
         llmsim.serve(MODEL, GPU, **{**SERVE, "num_requests": 200, "prompt_len": "normal:10:1000"})
+
+
+def test_one_generated_token_has_no_tpot_in_json_or_sweep_rows(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    # a new-user audit (session 46): the table said "TPOT n/a" but --json and sweep gave 0 s, a wrong number
+    code, out, _ = run(capsys, "simulate", MODEL, "--hw", GPU, "--gen-len", "1", "--json")
+    assert code == 0 and '"tpot_s": null' in out
+    rows = llmsim.sweep(MODEL, GPU, batch_size=[1], prompt_len=[64], gen_len=[1, 4]).to_rows()
+    assert rows[0]["tpot_s"] is None and rows[1]["tpot_s"] > 0
+    code, out, _ = run(capsys, "sweep", MODEL, "--hw", GPU, "--gen-len", "1", "--csv", str(tmp_path / "s.csv"))
+    assert code == 0 and "n/a" in out
+    header, row = (tmp_path / "s.csv").read_text().splitlines()
+    assert row.split(",")[header.split(",").index("tpot_s")] == ""
+
+
+def test_sweep_csv_dash_is_standard_output_and_an_empty_name_is_refused(capsys: pytest.CaptureFixture[str],
+                                                                        tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "sweep", MODEL, "--hw", GPU, "--batch-size", "1,2", "--csv", "-")
+    assert code == 0 and out.splitlines()[0].startswith("batch_size,prompt_len,gen_len,ttft_s")
+    assert len(out.splitlines()) == 3 and not (tmp_path / "-").exists()  # it wrote a file named "-"
+    assert _one_line_error(capsys, "sweep", MODEL, "--hw", GPU, "--csv", "") == (
+        "llmsim: error: --csv '': give a file name (or - for standard output)")  # it wrote nothing, silently
+    assert "both write to standard output" in _one_line_error(capsys, "sweep", MODEL, "--hw", GPU, "--csv", "-",
+                                                              "--json")

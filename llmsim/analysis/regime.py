@@ -43,8 +43,13 @@ class SweepResult(BaseModel):
         return len(self.columns["batch_size"])
 
     def to_rows(self) -> list[dict[str, Any]]:
+        """One dict per point; tpot_s None where gen_len is 1 (no decode step, no TPOT: the column holds 0.0)."""
         keys = list(self.columns)
-        return [{k: _py(self.columns[k][i]) for k in keys} for i in range(len(self))]
+        rows = [{k: _py(self.columns[k][i]) for k in keys} for i in range(len(self))]
+        for row in rows:
+            if row.get("gen_len") == 1 and "tpot_s" in row:
+                row["tpot_s"] = None
+        return rows
 
     def to_pandas(self) -> Any:
         """One row per point of the sweep (pandas: a core dependency)."""

@@ -74,7 +74,7 @@ class SimulationResult(BaseModel):
     num_microbatches: int = 1
     gpus: int = 1
     ttft_s: float
-    tpot_s: float
+    tpot_s: float  # 0.0 at gen_len=1 (no decode step): the table says n/a, --json and sweep rows null
     e2e_s: float
     throughput_tokens_per_s: float
     tokens_per_s_per_gpu: float = 0.0
