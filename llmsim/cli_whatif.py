@@ -54,31 +54,39 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("--dtype", default="bfloat16", help="e.g. fp16, bf16, fp8, float32 (default: bfloat16)")
     p.add_argument("--shape", help="elementwise and norm: the tensor's shape, e.g. 32,2048,4096; conv: the input "
                    "[N, C_in, *spatial], e.g. 8,64,56,56")
-    p.add_argument("--flops-per-element", type=_at_least(0), default=1, help="elementwise: vector FLOPs per element")
-    p.add_argument("--inputs", type=_at_least(0), default=1, help="elementwise: tensors read (default 1)")
-    p.add_argument("--outputs", type=positive_int, default=1, help="elementwise: tensors written (default 1)")
-    p.add_argument("--norm", choices=("rmsnorm", "layernorm"), default="rmsnorm")
+    p.add_argument("--flops-per-element", type=_at_least(0), default=None,
+                   help="elementwise: vector FLOPs per element (default 1)")
+    p.add_argument("--inputs", type=_at_least(0), default=None, help="elementwise: tensors read (default 1)")
+    p.add_argument("--outputs", type=positive_int, default=None, help="elementwise: tensors written (default 1)")
+    p.add_argument("--norm", choices=("rmsnorm", "layernorm"), default=None, help="norm: which (default rmsnorm)")
     p.add_argument("--m", type=positive_int, help="matmul: rows of the input (tokens)")
     p.add_argument("--n", type=positive_int, help="matmul: output columns")
     p.add_argument("--k", type=positive_int, help="matmul: inner dimension")
-    p.add_argument("--batch", type=positive_int, default=1, help="attention: sequences (default 1)")
+    p.add_argument("--batch", type=positive_int, default=None, help="attention: sequences (default 1)")
     p.add_argument("--heads", type=positive_int, help="attention: query heads")
     p.add_argument("--kv-heads", type=positive_int, help="attention: K/V heads (default: --heads)")
-    p.add_argument("--head-dim", type=positive_int, default=128, help="attention: head size (default 128)")
+    p.add_argument("--head-dim", type=positive_int, default=None, help="attention: head size (default 128)")
     p.add_argument("--q-len", type=positive_int, help="attention: new tokens per sequence (1: a decode step)")
-    p.add_argument("--kv-len", type=_at_least(0), default=0, help="attention: cached tokens before them")
+    p.add_argument("--kv-len", type=_at_least(0), default=None, help="attention: cached tokens before them (default 0)")
     p.add_argument("--non-causal", action="store_true", help="attention: every token sees all --q-len tokens of its "
                    "sequence (a ViT, DiT or encoder), not only those before it")
     p.add_argument("--out-channels", type=positive_int, help="conv: filters (output channels)")
     p.add_argument("--kernel-size", help="conv: filter size, one (3) or one per spatial axis (3,3)")
-    p.add_argument("--stride", type=positive_int, default=1, help="conv: stride (default 1)")
-    p.add_argument("--padding", type=_at_least(0), default=0, help="conv: zero padding per side (default 0)")
+    p.add_argument("--stride", type=positive_int, default=None, help="conv: stride (default 1)")
+    p.add_argument("--padding", type=_at_least(0), default=None, help="conv: zero padding per side (default 0)")
     p.add_argument("--engine", choices=ENGINE_NAMES, help="whose kernels and measured tables (default: vllm on a "
                    "GPU, transformers on a CPU)")
     for name, choices in (("efficiency", ("achievable", "peak")), ("overhead", ("graph", "eager", "none")),
                           ("overlap", ("max", "sum"))):
         p.add_argument(f"--{name}", choices=choices, help="default: the engine's")
     p.add_argument("--json", action="store_true")
+
+
+# the op options with a default that only some kinds read (None: not given), and those kinds
+_OP_OPTION_KINDS = {"flops_per_element": ("elementwise",), "inputs": ("elementwise",), "outputs": ("elementwise",),
+                    "norm": ("norm",), "batch": ("attention",), "heads": ("attention",), "kv_heads": ("attention",),
+                    "head_dim": ("attention",), "q_len": ("attention",), "kv_len": ("attention",),
+                    "stride": ("conv",), "padding": ("conv",)}
 
 
 def _at_least(minimum: int) -> Any:
@@ -114,6 +122,11 @@ def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
             raise OptionError(f"--m/--n/--k: only a matmul takes them; {args.kind} takes --shape")
         if args.kind == "attention" and args.shape:
             raise OptionError("--shape: attention takes --batch, --heads, --kv-heads, --head-dim, --q-len, --kv-len")
+        for option, kinds in _OP_OPTION_KINDS.items():  # another kind's option would be silently ignored
+            if getattr(args, option) is not None and args.kind not in kinds:
+                flag = "--" + option.replace("_", "-")
+                raise OptionError(f"{flag}: only {' and '.join(kinds)} takes it, not {args.kind}")
+        given = {option: getattr(args, option) for option in _OP_OPTION_KINDS if getattr(args, option) is not None}
         if args.kind in ("elementwise", "norm") and not args.shape:
             raise OptionError(f"--shape is missing: {args.kind} needs the tensor's shape, e.g. --shape 32,2048,4096")
         if args.kind == "conv" and not args.shape:
@@ -122,13 +135,10 @@ def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
             raise OptionError(f"--non-causal: only attention takes it, not {args.kind}")
         if args.kind != "conv" and (args.out_channels or args.kernel_size):
             raise OptionError(f"--out-channels/--kernel-size: only conv takes them, not {args.kind}")
-        result = op_cost(args.kind, args.hardware, args.dtype, shape=args.shape,
-                         flops_per_element=args.flops_per_element, inputs=args.inputs, outputs=args.outputs,
-                         norm=args.norm, m=args.m, n=args.n, k=args.k, batch=args.batch, heads=args.heads,
-                         kv_heads=args.kv_heads, head_dim=args.head_dim, q_len=args.q_len, kv_len=args.kv_len,
-                         out_channels=args.out_channels, kernel_size=args.kernel_size, stride=args.stride,
-                         padding=args.padding, engine=args.engine, causal=not args.non_causal,
-                         efficiency=args.efficiency, overhead=args.overhead, overlap=args.overlap)
+        result = op_cost(args.kind, args.hardware, args.dtype, shape=args.shape, m=args.m, n=args.n, k=args.k,
+                         out_channels=args.out_channels, kernel_size=args.kernel_size, engine=args.engine,
+                         causal=not args.non_causal, efficiency=args.efficiency, overhead=args.overhead,
+                         overlap=args.overlap, **given)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     return None

@@ -202,3 +202,21 @@ def test_sweep_csv_dash_is_standard_output_and_an_empty_name_is_refused(capsys: 
         "llmsim: error: --csv '': give a file name (or - for standard output)")  # it wrote nothing, silently
     assert "both write to standard output" in _one_line_error(capsys, "sweep", MODEL, "--hw", GPU, "--csv", "-",
                                                               "--json")
+
+
+def test_a_layer_kind_option_on_a_model_without_that_kind_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    # a new-user audit (session 46): --mla expand and --linear-attention-kernel fla on Llama changed nothing, silently
+    import warnings
+
+    from llmsim.errors import AssumptionWarning
+
+    for option, message in ((("mla", "expand"), "mla='expand' changes nothing: the model has no MLA"),
+                            (("linear_attention_kernel", "fla"), "the model has no linear-attention (gated DeltaNet)")):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=16, gen_len=2, **dict([option]))
+        assert any(message in str(w.message) and w.category is AssumptionWarning for w in caught)
+    with warnings.catch_warnings(record=True) as caught:  # a model with MLA layers: nothing to say
+        warnings.simplefilter("always")
+        llmsim.simulate("deepseek-v2-lite", GPU, batch_size=1, prompt_len=16, gen_len=2, mla="expand")
+    assert not any("changes nothing" in str(w.message) for w in caught)

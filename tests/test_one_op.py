@@ -63,6 +63,14 @@ def test_cli_op(capsys: pytest.CaptureFixture[str]) -> None:
     assert "577 tokens, non-causal" in (out := capsys.readouterr().out) and "timed by vllm encoder_attention" in out
     assert main(["op", "matmul", "--m", "8", "--n", "8", "--k", "8", "--non-causal", "--hardware", GPU]) == 2
     assert "--non-causal: only attention takes it, not matmul" in capsys.readouterr().err
+    # another kind's options were read by nobody, without a word (a new-user audit, session 46)
+    for argv, message in ((["matmul", "--m", "8", "--n", "8", "--k", "8", "--stride", "3"], "--stride: only conv"),
+                          (["matmul", "--m", "8", "--n", "8", "--k", "8", "--heads", "8"], "--heads: only attention"),
+                          (["norm", "--shape", "16,4096", "--flops-per-element", "1000"],
+                           "--flops-per-element: only elementwise takes it, not norm"),
+                          (["attention", "--heads", "8", "--q-len", "1", "--padding", "2"], "--padding: only conv")):
+        assert main(["op", *argv, "--hardware", GPU]) == 2
+        assert message in capsys.readouterr().err
 
 
 def test_attention_by_hand_and_as_in_a_simulation() -> None:

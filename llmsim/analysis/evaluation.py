@@ -81,8 +81,27 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     check_tables_device(hw, execution.tables)
     _check_precision(spec, hw, cost)
     check_moe_options(spec, given)
+    check_layer_kind_options(spec, given)
     check_host_options(execution, given)
     return spec, hw, cost, execution
+
+
+# the cost options that choose how one kind of attention layer runs, that kind, and their defaults: on a model
+# without such layers they would be ignored (as MOE_ONLY_OPTIONS on a dense model)
+LAYER_KIND_OPTIONS = {"mla": ("mla", "absorb", "MLA (multi-head latent attention)"),
+                      "linear_attention_kernel": ("linear", "fused", "linear-attention (gated DeltaNet)")}
+
+
+def check_layer_kind_options(spec: ModelSpec, given: dict[str, Any]) -> None:
+    """Warn (AssumptionWarning; the CLI prints it) of an option of LAYER_KIND_OPTIONS changed from its default on a
+    model without that kind of layer: it changes nothing, which was silent. A warning, not a refusal as for the
+    MoE options: one set of kernel options given to several models (validate's mla="expand") is a normal use."""
+    from ..errors import warn_assumption
+
+    kinds = {g.layer.attention.kind for g in spec.layer_groups if g.layer.attention is not None}
+    for key, (kind, default, name) in LAYER_KIND_OPTIONS.items():
+        if key in given and given[key] != default and kind not in kinds:
+            warn_assumption(f"{key}={given[key]!r} changes nothing: the model has no {name} layers")
 
 
 def check_host_options(execution: ExecutionOptions, given: dict[str, Any]) -> None:
