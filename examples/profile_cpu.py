@@ -5,8 +5,11 @@ run once untimed (first-call allocations and kernel choices stay out of the trac
 record_shapes=True so llmsim can count each matmul's FLOPs and bytes from its shapes.
 
     python examples/profile_cpu.py --model gpt2 --batch-size 1 --prompt-len 128 --out gpt2-prefill.json
-    llmsim profile gpt2-prefill.json --hardware cpu.toml --model gpt2 --batch-size 1 --prompt-len 128
-(cpu.toml: `llmsim calibrate --quick --threads 1 --dtypes float32 --out cpu.toml` on the same machine)
+    llmsim profile gpt2-prefill.json --hardware cpu.toml --model gpt2 --batch-size 1 --prompt-len 128 \
+        --weight-dtype float32 --activation-dtype float32
+(cpu.toml: `llmsim calibrate --quick --threads 1 --dtypes float32 --out cpu.toml` on the same machine; the model
+runs in float32 here, so the prediction is asked for float32 too: the config states no dtype and the prediction
+would assume bf16, which a float32-only calibration has no peak for)
 """
 
 from __future__ import annotations

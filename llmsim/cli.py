@@ -461,9 +461,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--hardware", "--hw", required=True,
                    help="the device it ran on: a shipped device (see `llmsim hardware`) or a hardware .toml file")
     p.add_argument("--model", help="also compare with llmsim's prediction for this model (shipped name or config)")
-    p.add_argument("--batch-size", type=_positive_int, default=1)
+    p.add_argument("--batch-size", type=_positive_int, default=1, help="with --model: sequences (default: 1)")
     p.add_argument("--prompt-len", type=_positive_int, default=512,
-                   help="prompt tokens (prefill) or tokens already cached (one decode step)")
+                   help="with --model: prompt tokens (prefill) or tokens already cached (one decode step) "
+                   "(default: 512; give the profiled run's)")
     p.add_argument("--phase", choices=("prefill", "decode"), default="prefill",
                    help="what the profile ran: one prefill, or one decode step (default: prefill)")
     p.add_argument("--top", type=_positive_int, default=30, help="kernel rows to print (default: 30)")
@@ -956,7 +957,9 @@ def _profile(args: argparse.Namespace) -> int:
                               "(without it the profile's kernels are read on the roofline alone)")
     out = args.out
     if out is None:  # the default name, numbered past any file already there (a rerun overwrites nothing)
-        stem = Path(args.path).name.split(".")[0]
+        name = Path(args.path).name
+        name = name[:-3] if name.endswith(".gz") else name  # trace.json.gz: its stem is trace
+        stem = Path(name).stem or name  # llama-3.1-8b.run.csv: llama-3.1-8b.run (not llama-3)
         out = next(name for name in (f"{stem}-roofline{f'-{k}' if k > 1 else ''}.png" for k in range(1, 10_000))
                    if not Path(name).exists())
     _check_out(out)
@@ -965,8 +968,9 @@ def _profile(args: argparse.Namespace) -> int:
     if args.model:
         from .analysis.simulate import simulate
 
+        # one decode step where the decode is compared, else none (a prefill of the whole context is then allowed)
         result = simulate(args.model, args.hardware, batch_size=args.batch_size, prompt_len=args.prompt_len,
-                          gen_len=2, **_options(args))
+                          gen_len=2 if args.phase == "decode" else 1, **_options(args))
         comparison = profile.compare(result, phase=args.phase)
         profile = comparison.profile  # FLOPs and bytes of matched kernels filled in
     print(profile.kernels_table(args.hardware, top=args.top))

@@ -479,3 +479,25 @@ def test_a_gpu_trace_with_a_byte_order_mark_and_a_folder(tmp_path: Path) -> None
         FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv").kernels
     with pytest.raises(LlmsimError, match="a folder; give one export file in it"):
         llmsim.read_profile(tmp_path)
+
+
+def test_cli_profile_default_plot_keeps_the_whole_stem(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    # it was cut at the first dot: llama-3.1-8b.run.csv -> llama-3-roofline.png (a new-user audit, session 46)
+    from llmsim.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "llama-3.1-8b.run.csv").write_text((FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv").read_text())
+    assert main(["profile", "llama-3.1-8b.run.csv", "--hardware", "h100-sxm"]) == 0
+    assert main(["profile", str(FIXTURES / "hta_simple_add_a100_trace.json.gz"), "--hardware", "a100-80gb-sxm"]) == 0
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == ["hta_simple_add_a100_trace-roofline.png",
+                                                              "llama-3.1-8b.run-roofline.png"]
+
+
+def test_compare_refuses_a_decode_the_result_does_not_have(recorded: dict) -> None:
+    # it printed 0 ms predicted for every class (a new-user audit, session 46)
+    p = llmsim.read_profile(recorded["path"])
+    spec = TINY_CONFIGS[recorded["name"]]
+    result = llmsim.simulate(spec, "h100-sxm", batch_size=BATCH, prompt_len=SEQ, gen_len=1, **COST)
+    with pytest.raises(llmsim.OptionError, match=r"phase='decode': the result has no decode step \(gen_len=1\)"):
+        p.compare(result, phase="decode")

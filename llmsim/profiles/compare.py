@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import check_choice
+from ..errors import OptionError, check_choice
 from .model import Kernel, ProfileData
 
 KIND_CLASS = {"matmul": "matmul", "attention": "attention", "norm": "elementwise", "elementwise": "elementwise",
@@ -107,6 +107,9 @@ def _predicted(result: Any, phase: str) -> list[dict[str, Any]]:
 
 def compare(profile: ProfileData, result: Any, phase: str = "prefill") -> ProfileComparison:
     check_choice("phase", phase, ("prefill", "decode"))
+    if phase == "decode" and getattr(result, "gen_len", 2) < 2:  # its decode ops' times are all 0: no step
+        raise OptionError(f"phase='decode': the result has no decode step (gen_len={result.gen_len}); simulate it "
+                          "with gen_len >= 2")
     predicted = _predicted(result, phase)
     matches: list[KernelMatch] = []
     used: set[str] = set()
