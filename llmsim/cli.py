@@ -636,6 +636,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "calibrate":
         from pathlib import Path
 
+        if args.name is not None and not args.name.strip():  # it wrote cpu-calibrated, silently
+            raise LlmsimError("--name '': give the hardware file a name (or leave --name out for the default)")
+
         from .validation import calibrate
 
         stray = [flag for flag, given in (("--system", args.system), ("--engine", args.engine), ("--full", args.full))

@@ -220,3 +220,21 @@ def test_a_layer_kind_option_on_a_model_without_that_kind_is_said(capsys: pytest
         warnings.simplefilter("always")
         llmsim.simulate("deepseek-v2-lite", GPU, batch_size=1, prompt_len=16, gen_len=2, mla="expand")
     assert not any("changes nothing" in str(w.message) for w in caught)
+
+
+def test_an_empty_device_name_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # a new-user audit (session 46): a hardware file named "" loaded ("llama-3.2-1b on : batch 1"), and
+    # `calibrate --name ''` wrote cpu-calibrated without a word
+    import tomllib
+
+    from llmsim.hardware.spec import hardware_from_dict
+    from llmsim.shipped import hardware_dir
+
+    data = tomllib.loads((hardware_dir() / f"{GPU}.toml").read_text())
+    with pytest.raises(llmsim.LlmsimError, match="name=''; give the device a name"):
+        hardware_from_dict(dict(data, name=""))
+    with pytest.raises(llmsim.LlmsimError, match="name='  '; give the device a name"):
+        hardware_from_dict(dict(data, name="  "))
+    assert _one_line_error(capsys, "calibrate", "--quick", "--name", "", "--out", str(tmp_path / "c.toml")) == (
+        "llmsim: error: --name '': give the hardware file a name (or leave --name out for the default)")
+    assert not (tmp_path / "c.toml").exists()

@@ -353,6 +353,8 @@ def hardware_from_dict(data: dict[str, Any], origin: str = "hardware") -> Hardwa
             raise HardwareError(f"{origin}: unknown key {key!r}; allowed: {', '.join(sorted(allowed_top))}")
     if "name" not in data:
         raise HardwareError(f"{origin}: missing field 'name'")
+    if not isinstance(data["name"], str) or not data["name"].strip():  # it printed "llama on : batch 1"
+        raise HardwareError(f"{origin}: name={data['name']!r}; give the device a name (text, not empty)")
     if data.get("device_type", "gpu") not in ("gpu", "cpu"):
         raise HardwareError(f"{origin}: device_type={data['device_type']!r}; allowed: gpu, cpu")
     if data.get("vendor", "unknown") not in VENDORS:
