@@ -35,7 +35,7 @@ def test_fusion_savings_is_the_fusion_special_case() -> None:
         policy = row.choice["fusion"]
         assert row.prefill_bytes_saved == saved[policy].prefill_bytes_saved
         assert row.ttft_speedup == saved[policy].prefill_speedup
-        assert row.decode_bytes_saved_per_token * 15 == pytest.approx(saved[policy].decode_bytes_saved, rel=1e-12)
+        assert row.decode_bytes_saved_per_step * 15 == pytest.approx(saved[policy].decode_bytes_saved, rel=1e-12)
 
 
 def test_product_runs_every_combination() -> None:
@@ -75,7 +75,7 @@ def test_one_generated_token_says_tpot_n_a_not_zero() -> None:
     from llmsim.analysis.whatif import WhatIfResult
 
     rows = json.loads(r.model_dump_json())["rows"]
-    assert all(row[k] is None for row in rows for k in ("tpot_s", "tpot_speedup", "decode_bytes_saved_per_token"))
+    assert all(row[k] is None for row in rows for k in ("tpot_s", "tpot_speedup", "decode_bytes_saved_per_step"))
     assert all(row["ttft_s"] > 0 for row in rows)
     assert WhatIfResult.model_validate_json(r.model_dump_json()) == r
     plan = llmsim.plan(MODEL, GPU, prompt_len=512, gen_len=1, ttft_slo_s=1.0, batch_sizes=[1, 8])

@@ -34,10 +34,10 @@ class WhatIfRow(BaseModel):
     tpot_speedup: float  # baseline TPOT / this TPOT (1 when gen_len = 1)
     e2e_speedup: float
     prefill_bytes_saved: float  # baseline prefill bytes - this row's, one GPU's (negative: more traffic)
-    decode_bytes_saved_per_token: float  # the same per decode step, averaged over the steps
+    decode_bytes_saved_per_step: float  # the same per decode step, averaged over the steps
     fits: bool  # whether the footprint fits the device's memory
 
-    @field_validator("tpot_s", "decode_bytes_saved_per_token", mode="before")
+    @field_validator("tpot_s", "decode_bytes_saved_per_step", mode="before")
     @classmethod
     def _null_is_zero(cls, value: Any) -> Any:
         return 0.0 if value is None else value  # read back from JSON (gen_len = 1: no decode step)
@@ -51,7 +51,7 @@ class WhatIfRow(BaseModel):
 _SPLITS = ("tensor_parallel", "pipeline_parallel", "expert_parallel", "data_parallel")  # options that add GPUs
 
 # the figures of a decode step: with gen_len = 1 there is none, and JSON says null (0 and 1 as attributes)
-_DECODE_FIELDS = ("tpot_s", "tpot_speedup", "decode_bytes_saved_per_token")
+_DECODE_FIELDS = ("tpot_s", "tpot_speedup", "decode_bytes_saved_per_step")
 
 
 class WhatIfResult(BaseModel):
@@ -88,11 +88,11 @@ class WhatIfResult(BaseModel):
         lines = [f"{self.model} on {self.hardware}: batch {self.batch_size}, prompt {self.prompt_len}, generate "
                  f"{self.gen_len}; {how} (baseline {base})",
                  f"  {'choice':<34} {'TTFT':>10} {'TPOT':>10} {'x TTFT':>7} {'x TPOT':>7} {'x e2e':>7} "
-                 f"{'prefill MB saved':>16} {'MB saved/token':>14}"]
+                 f"{'prefill MB saved':>16} {'MB saved/step':>14}"]
         decodes = self.gen_len > 1  # generate 1: the prefill samples the only token, no decode step to compare
         for row in self.rows:
             tpot, x_tpot, saved = ((_fmt_s(row.tpot_s), f"{row.tpot_speedup:.2f}",
-                                    f"{row.decode_bytes_saved_per_token / 1e6:.2f}") if decodes else ("n/a",) * 3)
+                                    f"{row.decode_bytes_saved_per_step / 1e6:.2f}") if decodes else ("n/a",) * 3)
             lines.append(f"  {row.label:<34} {_fmt_s(row.ttft_s):>10} {tpot:>10} "
                          f"{row.ttft_speedup:>7.2f} {x_tpot:>7} {row.e2e_speedup:>7.2f} "
                          f"{row.prefill_bytes_saved / 1e6:>16.1f} {saved:>14}"
@@ -138,7 +138,7 @@ def whatif(model: Any, hardware: Any, vary: dict[str, Any], batch_size: int = 1,
             ttft_speedup=_ratio(base_result.ttft_s, r.ttft_s), tpot_speedup=_ratio(base_result.tpot_s, r.tpot_s),
             e2e_speedup=_ratio(base_result.e2e_s, r.e2e_s),
             prefill_bytes_saved=base_result.prefill.bytes - r.prefill.bytes,
-            decode_bytes_saved_per_token=_per_step(base_result.decode) - _per_step(r.decode),
+            decode_bytes_saved_per_step=_per_step(base_result.decode) - _per_step(r.decode),
             fits=r.memory.fits))
     return WhatIfResult(model=base_result.model, hardware=base_result.hardware, batch_size=base_result.batch_size,
                         prompt_len=base_result.prompt_len, gen_len=base_result.gen_len, vary=choices,
