@@ -15,7 +15,10 @@ def _vary_arg(text: str) -> tuple[str, list[Any]]:
     parts = [v.strip() for v in values.split(",")]
     if not all(parts):  # "none,,full": a value left out, refused as sweep's and plan's lists are
         raise argparse.ArgumentTypeError(f"{text!r}: an empty value between commas; write OPTION=VALUE1,VALUE2,...")
-    return name.strip().replace("-", "_"), [_value(v) for v in parts]
+    name = name.strip().replace("-", "_")
+    if name == "table_families":  # each value a list of families: gemm+decode_attention (commas part the values)
+        return name, [[f.strip() for f in v.split("+")] for v in parts]
+    return name, [_value(v) for v in parts]
 
 
 def _value(text: str) -> Any:
@@ -36,7 +39,8 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     add_model_options(p)
     p.add_argument("--vary", type=_vary_arg, action="extend", nargs="+", required=True, metavar="OPTION=V1,V2",
                    help="an option and its values, the first the baseline's (repeat for several options), e.g. "
-                   "--vary fusion=none,elementwise,full --vary attention=math,flash --vary engine=vllm,transformers")
+                   "--vary fusion=none,elementwise,full --vary attention=math,flash --vary engine=vllm,transformers; "
+                   "table_families takes families joined by +, e.g. table_families=gemm,gemm+decode_attention")
     p.add_argument("--product", action="store_true",
                    help="every combination of the values (default: one option at a time against the baseline)")
     p.add_argument("--batch-size", type=positive_int, default=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import llmsim
@@ -82,3 +84,17 @@ def test_one_generated_token_says_tpot_n_a_not_zero() -> None:
     dumped = json.loads(plan.model_dump_json())
     assert dumped["best"]["tpot_s"] is None and all(c["tpot_s"] is None for c in dumped["candidates"])
     assert Plan.model_validate_json(plan.model_dump_json()) == plan
+
+
+def test_cli_whatif_varies_table_families(capsys: pytest.CaptureFixture[str]) -> None:
+    # listed as allowed, but every CLI value failed: commas part the values, so no list could be written (a new-user
+    # audit, session 46); families are joined with + now
+    from llmsim.cli import main
+
+    assert main(["whatif", "llama-3.2-1b", "--hw", "h100-sxm", "--vary",
+                 "table_families=gemm,gemm+decode_attention", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["label"] for r in rows] == ["baseline", "table_families=['gemm', 'decode_attention']"]
+    tpot = [llmsim.simulate("llama-3.2-1b", "h100-sxm", table_families=f).tpot_s
+            for f in (["gemm"], ["gemm", "decode_attention"])]
+    assert [r["tpot_s"] for r in rows] == pytest.approx(tpot, rel=1e-12)
