@@ -245,9 +245,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, default=1)
     p.add_argument("--prompt-len", type=_positive_int, default=512)
     p.add_argument("--gen-len", type=_positive_int, default=128)
-    p.add_argument("--pipeline-parallel", type=_positive_int, default=1)
-    p.add_argument("--num-microbatches", type=_positive_int)
-    p.add_argument("--data-parallel", type=_positive_int, default=1)
+    p.add_argument("--pipeline-parallel", type=_positive_int, default=1,
+                   help="pipeline stages: the layers split in consecutive groups over this many GPUs (default 1)")
+    p.add_argument("--num-microbatches", type=_positive_int,
+                   help="with --pipeline-parallel: micro-batches the batch is cut into (default: the largest "
+                   "divisor of the batch up to the stages)")
+    p.add_argument("--data-parallel", type=_positive_int, default=1,
+                   help="replicas, each serving --batch-size sequences of its own (default 1); throughput counts "
+                   "them all")
     p.add_argument("--ops", action="store_true", help="also print the per-op table")
     p.add_argument("--per-layer", action="store_true",
                    help="also print one layer per layer group, per op: prefill and one decode step")

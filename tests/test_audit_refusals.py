@@ -238,3 +238,13 @@ def test_an_empty_device_name_is_refused(capsys: pytest.CaptureFixture[str], tmp
     assert _one_line_error(capsys, "calibrate", "--quick", "--name", "", "--out", str(tmp_path / "c.toml")) == (
         "llmsim: error: --name '': give the hardware file a name (or leave --name out for the default)")
     assert not (tmp_path / "c.toml").exists()
+
+
+def test_data_parallel_headline_says_the_batch_is_per_replica(capsys: pytest.CaptureFixture[str]) -> None:
+    # "batch 8" beside a throughput of 4 replicas' tokens read as a contradiction (a new-user audit, session 46)
+    code, out, _ = run(capsys, "simulate", MODEL, "--hw", GPU, "--batch-size", "8", "--data-parallel", "4")
+    assert code == 0 and "batch 8 per replica, prompt 512" in out
+    code, out, _ = run(capsys, "simulate", MODEL, "--hw", GPU, "--batch-size", "8")
+    assert "batch 8, prompt 512" in out
+    code, out, _ = run(capsys, "simulate", "--help")
+    assert "replicas, each serving --batch-size sequences of its own" in " ".join(out.split())

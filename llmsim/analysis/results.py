@@ -142,7 +142,8 @@ class SimulationResult(BaseModel):
             split = (f" on {self.gpus} {device}s (tensor {self.tensor_parallel} x pipeline {self.pipeline_parallel}"
                      f" x data {self.data_parallel}, expert {self.expert_parallel})")
         lines = [
-            f"{self.model} on {self.hardware}{split}: batch {self.batch_size}, prompt {self.prompt_len}, "
+            f"{self.model} on {self.hardware}{split}: batch {self.batch_size}"
+            f"{' per replica' if self.data_parallel > 1 else ''}, prompt {self.prompt_len}, "
             f"generate {self.gen_len}",
             f"  TTFT        {_fmt_s(self.ttft_s):>10}   prefill {self.prefill.bound}-bound "
             f"({_shares(self.prefill)})",
