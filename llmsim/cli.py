@@ -796,8 +796,10 @@ def _run(args: argparse.Namespace) -> int:
             print(result.reason)
             for name, value in getattr(result, "per_op", {}).items():
                 print(f"  {name:<40} flips at {args.vary} = {value:.4g}")
+            no_slo = args.command == "limit" and args.tpot_slo_s is None and args.ttft_slo_s is None
             for name, value in getattr(result, "events", {}).items():
-                print(f"  {name:<10} {'not met' if value is None else f'at {args.vary} = {value:.6g}'}")
+                state = "no target given" if name == "slo" and no_slo else "not met"  # none to meet
+                print(f"  {name:<10} {state if value is None else f'at {args.vary} = {value:.6g}'}")
         return 0
     if args.command == "roofline":
         from .report.plot import roofline_figure

@@ -248,3 +248,12 @@ def test_data_parallel_headline_says_the_batch_is_per_replica(capsys: pytest.Cap
     assert "batch 8, prompt 512" in out
     code, out, _ = run(capsys, "simulate", "--help")
     assert "replicas, each serving --batch-size sequences of its own" in " ".join(out.split())
+
+
+def test_limit_without_an_slo_says_no_target(capsys: pytest.CaptureFixture[str]) -> None:
+    # it printed "slo not met" with no SLO given (a new-user audit, session 46)
+    code, out, _ = run(capsys, "limit", MODEL, "--hw", GPU, "--vary", "kv_len", "--batch-size", "1")
+    assert code == 0 and "slo        no target given" in out
+    code, out, _ = run(capsys, "limit", MODEL, "--hw", GPU, "--vary", "kv_len", "--batch-size", "1", "--tpot-slo-s",
+                       "10")
+    assert "slo        not met" in out

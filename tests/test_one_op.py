@@ -71,6 +71,9 @@ def test_cli_op(capsys: pytest.CaptureFixture[str]) -> None:
                           (["attention", "--heads", "8", "--q-len", "1", "--padding", "2"], "--padding: only conv")):
         assert main(["op", *argv, "--hardware", GPU]) == 2
         assert message in capsys.readouterr().err
+    assert main(["op", "conv", "--shape", "8,64,56,56", "--out-channels", "64", "--kernel-size", "3", "--padding",
+                 "100000", "--hardware", GPU]) == 2  # it costed an implicit GEMM of 3.2e11 rows
+    assert "an implicit GEMM of 320,172,823,328 rows, past the 2,147,483,648" in capsys.readouterr().err
 
 
 def test_attention_by_hand_and_as_in_a_simulation() -> None:

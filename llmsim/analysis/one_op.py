@@ -248,6 +248,11 @@ def _conv(dtype: str, precision: str, shape: Any, out_channels: Any, kernel_size
         raise OptionError(f"kernel_size={list(sizes)} is larger than the padded input {list(spatial)} "
                           f"(padding={pad}): no output")
     M, N, K = batch * math.prod(out), cout, cin * math.prod(sizes)
+    from ..cost.workload import COUNT_MAX
+
+    if M > COUNT_MAX:  # the bound a matmul's m keeps (a huge padding made 3.2e11 rows)
+        raise OptionError(f"padding={pad}, stride={step}: the output {[batch, cout, *out]} is an implicit GEMM of "
+                          f"{M:,} rows, past the {COUNT_MAX:,} a matmul's m may have; lower the padding or the shape")
     gemm = _gemm_table_dtype(dtype, dtype)
     sym = Expr.sym
     weight = sym("Wn", cout * K) * ab
