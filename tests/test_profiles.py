@@ -501,3 +501,17 @@ def test_compare_refuses_a_decode_the_result_does_not_have(recorded: dict) -> No
     result = llmsim.simulate(spec, "h100-sxm", batch_size=BATCH, prompt_len=SEQ, gen_len=1, **COST)
     with pytest.raises(llmsim.OptionError, match=r"phase='decode': the result has no decode step \(gen_len=1\)"):
         p.compare(result, phase="decode")
+
+
+def test_nsys_trace_names_its_gpu_and_a_wrong_device_is_said() -> None:
+    # the Device column ("NVIDIA H100 80GB HBM3 (0)") was not read, so an nsys trace on another GPU's roofline got no
+    # warning (an .ncu-rep did); and a100-80gb-sxm's "80gb" matched the H100 80GB's name (a new-user audit, session 46)
+    import warnings
+
+    p = llmsim.read_profile(FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv")
+    assert p.gpu_name == "NVIDIA H100 80GB HBM3"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert "the profile ran on NVIDIA H100 80GB HBM3, but its roofline and bounds are a100-80gb-sxm's" in (
+            p.kernels_table("a100-80gb-sxm"))
+        assert "the profile ran on" not in p.kernels_table("h100-sxm")

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -107,6 +108,9 @@ def _gpu_trace(path: Path, kind: str, columns: list[str], table: list[dict[str, 
             bytes=sum(b for _, b in items if b is not None) if known else None,
             bytes_source="counters" if known else None))
     span_ns = max(e for _, e in intervals) - min(s for s, _ in intervals)
+    # the GPU its Device column names ("NVIDIA H100 80GB HBM3 (0)"), for the wrong-device warning, as an .ncu-rep's
+    named = {re.sub(r"\s*\(\d+\)\s*$", "", r["Device"]).strip() for r in table if r.get("Device", "").strip()}
     return Profile(format="Nsight Systems (cuda_gpu_trace)", path=str(path), device="gpu",
                    kernels=sorted(kernels, key=lambda k: -k.time_s), span_s=span_ns * _NS,
-                   idle_s=(span_ns - covered_s(intervals)) * _NS)
+                   idle_s=(span_ns - covered_s(intervals)) * _NS,
+                   gpu_name=named.pop() if len(named) == 1 else None)

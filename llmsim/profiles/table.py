@@ -89,7 +89,9 @@ def gpu_mismatch(profile: ProfileData, hardware: Any) -> str | None:
         return message
     if profile.gpu_name is None:
         return None
-    models = [t for t in re.split(r"[^a-z0-9]+", hw.name.lower()) if any(ch.isdigit() for ch in t)]
+    # the model numbers in the file's name (h100, a100, 4090), not a memory size (a100-80gb's 80gb is in H100 80GB's)
+    models = [t for t in re.split(r"[^a-z0-9]+", hw.name.lower())
+              if any(ch.isdigit() for ch in t) and not re.fullmatch(r"\d+gb", t)]
     recorded = re.sub(r"[^a-z0-9]", "", profile.gpu_name.lower())
     if not models or any(m in recorded for m in models):
         return None
