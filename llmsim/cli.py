@@ -590,7 +590,11 @@ def _run(args: argparse.Namespace) -> int:
             _print_json([{"engine": engine.name, "description": engine.description, "tables": engine.tables,
                           "table_families": list(engine.table_families) if engine.table_families else None,
                           "devices_with_tables": [d for d, engines in sets.items() if engine.tables in engines],
-                          "table_note": engine.table_note or None, "step_host_note": engine.step_host_note or None,
+                          "table_note": engine.table_note or None,
+                          "step_host_s": engine.execution.get("step_host_s", 0.0),
+                          "step_host_note": engine.step_host_note or None,
+                          "prefill_dispatch_s": engine.execution.get("prefill_dispatch_s", 0.0),
+                          "prefill_graph_tokens": engine.execution.get("prefill_graph_tokens", 0),
                           "prefill_dispatch_note": engine.prefill_dispatch_note or None,
                           "frontend_s": FRONTEND[engine.name][0] if engine.name in FRONTEND else None,
                           "frontend_note": FRONTEND[engine.name][1] if engine.name in FRONTEND else None}

@@ -463,6 +463,11 @@ def test_listings_take_names_files_and_json(capsys: pytest.CaptureFixture[str], 
     engines = {e["engine"]: e for e in json.loads(out)}
     assert set(engines) == {"vllm", "sglang", "trtllm", "torch-compile", "transformers", "roofline"}
     assert engines["vllm"]["frontend_s"] == 0.004 and "h100-sxm" in engines["vllm"]["devices_with_tables"]
+    # the per-step host and uncaptured-prefill figures as numbers, not only inside the notes (session 46's audit):
+    # vLLM 0.4 ms per step, 44.5 us per kernel, graphs up to 512 tokens (engines/catalog.py)
+    assert (engines["vllm"]["step_host_s"], engines["vllm"]["prefill_dispatch_s"],
+            engines["vllm"]["prefill_graph_tokens"]) == (0.4e-3, 44.5e-6, 512)
+    assert engines["sglang"]["step_host_s"] == 0.0 and engines["trtllm"]["step_host_s"] == 0.58e-3
     code, _, err = run(capsys, "hardware", "nope")
     assert code == 2 and "hardware 'nope' is not a shipped name" in err
 
