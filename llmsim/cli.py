@@ -914,7 +914,8 @@ def _analyze(args: argparse.Namespace) -> int:
         unused = [flag for flag, given in (("--image-size", args.image_size != 224),
                                            ("--input-shape", args.input_shape is not None)) if given]
         if unused:  # (a latent of L pixels is an image of 8 L)
-            raise LlmsimError(f"{', '.join(unused)} do not apply to {args.model}: a diffusers: model's size is "
+            verb = "does" if len(unused) == 1 else "do"
+            raise LlmsimError(f"{', '.join(unused)} {verb} not apply to {args.model}: a diffusers: model's size is "
                               "--latent (latent pixels = image pixels / 8) and --batch-size")
         missing = [name for name in ("torch", "diffusers") if importlib.util.find_spec(name) is None]
         if missing:  # both named at once, not one install after the other
@@ -936,7 +937,8 @@ def _analyze(args: argparse.Namespace) -> int:
             unused += [flag for flag, given in (("--batch-size", args.batch_size != 1),
                                                 ("--image-size", args.image_size != 224)) if given]
         if unused:
-            raise LlmsimError(f"{', '.join(unused)} do not apply to {args.model} (--latent, --steps and --cfg: "
+            verb = "does" if len(unused) == 1 else "do"
+            raise LlmsimError(f"{', '.join(unused)} {verb} not apply to {args.model} (--latent, --steps and --cfg: "
                               "diffusers: models; --batch-size and --image-size: hf: models; --input-shape: a "
                               "FILE.py:FUNCTION that returns only a module)")
         module, inputs = resolve_target(args.model, args.batch_size, args.image_size, args.input_shape)
@@ -961,6 +963,8 @@ def _profile(args: argparse.Namespace) -> int:
 
     from .profiles import read_profile
 
+    if args.model is not None and not args.model.strip():  # it said "give --model too", as if none were given
+        raise LlmsimError("--model '': give a model name or config (or leave --model out)")
     if not args.model:  # the prediction's settings: without a model nothing reads them
         stray = [flag for flag, given in (("--batch-size", args.batch_size != 1),
                                           ("--prompt-len", args.prompt_len != 512),

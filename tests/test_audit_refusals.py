@@ -111,9 +111,9 @@ def test_analyze_options_that_do_not_apply_are_refused(capsys: pytest.CaptureFix
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     line = _one_line_error(capsys, "analyze", "hf:vit", "--steps", "5")
-    assert line.endswith("FILE.py:FUNCTION that returns only a module)") and "--steps do not apply to hf:vit" in line
+    assert line.endswith("FILE.py:FUNCTION that returns only a module)") and "--steps does not apply to hf:vit" in line
     line = _one_line_error(capsys, "analyze", "hf:vit", "--input-shape", "1,3,224,224")
-    assert "--input-shape do not apply to hf:vit" in line
+    assert "--input-shape does not apply to hf:vit" in line
 
 
 def test_a_draft_model_must_share_the_vocabulary() -> None:
@@ -257,3 +257,15 @@ def test_limit_without_an_slo_says_no_target(capsys: pytest.CaptureFixture[str])
     code, out, _ = run(capsys, "limit", MODEL, "--hw", GPU, "--vary", "kv_len", "--batch-size", "1", "--tpot-slo-s",
                        "10")
     assert "slo        not met" in out
+
+
+def test_empty_and_uncallable_names_say_what_is_wrong(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # a new-user audit (session 46): each message named another fault ("a folder", "give --model too", "no function")
+    fixture = str(Path(__file__).parent / "fixtures" / "profiles" / "nsys_cuda_gpu_trace_documented_layout.csv")
+    assert _one_line_error(capsys, "profile", "", "--hw", GPU) == (
+        "llmsim: error: profile '': give the export file to read")
+    assert _one_line_error(capsys, "profile", fixture, "--hw", GPU, "--model", "") == (
+        "llmsim: error: --model '': give a model name or config (or leave --model out)")
+    (tmp_path / "mymod.py").write_text("x = 5\n")
+    assert "'x' is of type int, not a function to call" in _one_line_error(
+        capsys, "analyze", f"{tmp_path / 'mymod.py'}:x", "--hw", GPU)

@@ -130,7 +130,7 @@ def test_cli_analyze_diffusers(capsys) -> None:
     assert "torchvision" in capsys.readouterr().err
     # flags of hf: models were dropped silently for diffusers: ones (the image size is --latent x 8)
     assert main(["analyze", "diffusers:unet-sd15", "--latent", "8", "--image-size", "1024"]) == 2
-    assert "--image-size do not apply to diffusers:unet-sd15" in capsys.readouterr().err
+    assert "--image-size does not apply to diffusers:unet-sd15" in capsys.readouterr().err
     assert main(["analyze", "diffusers:vae-sd15", "--latent", "8", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert "one decode" in out and "denoising" not in out and "guidance" not in out

@@ -35,6 +35,8 @@ def read_profile(path: Any) -> Profile:
     """A measured run from a torch.profiler trace, an Nsight Compute CSV export or .ncu-rep report, or an
     Nsight Systems stats CSV: its kernels with time, FLOPs and bytes where the export has them, and its
     timeline's span and idle time where it has one."""
+    if isinstance(path, str) and not path.strip():  # Path("") is the working folder
+        raise LlmsimError("profile '': give the export file to read")
     source = Path(path)
     if source.is_dir():
         raise LlmsimError(f"profile {source}: a folder; give one export file in it")

@@ -72,8 +72,11 @@ def from_file(target: str, input_shape: tuple[int, ...] | None = None) -> tuple[
         except Exception as exc:
             raise OptionError(f"model={target!r}: importing {path} raised {type(exc).__name__}: {exc}") from exc
         build = getattr(module_code, function, None)
-        if not callable(build):
+        if build is None:
             raise OptionError(f"model={target!r}: {path} has no function {function!r}")
+        if not callable(build):
+            kind = type(build).__name__
+            raise OptionError(f"model={target!r}: {path}'s {function!r} is of type {kind}, not a function to call")
         try:
             built = build()
         except Exception as exc:
