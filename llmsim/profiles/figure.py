@@ -61,7 +61,8 @@ def profile_roofline_figure(profile: ProfileData, hardware: Any, result: Any = N
     ax.set_ylim(min([x_lo * bandwidth, 1e8, *[r / 2 for r in reached]]), max([matrix_peak, vector_peak, *reached]) * 3)
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("achieved FLOP/s")
-    ax.set_title(f"{profile.format}: {profile.path} on the {hw.name} roofline (datasheet peaks)", fontsize=9)
+    peaks = "measured peaks" if "calibrated by llmsim" in hw.description else "datasheet peaks"  # calibrate's file
+    ax.set_title(f"{profile.format}: {profile.path} on the {hw.name} roofline ({peaks})", fontsize=9)
     ax.grid(True, which="both", alpha=0.2)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig

@@ -67,5 +67,12 @@ class ProfileData(BaseModel):
     def __str__(self) -> str:
         span = "" if self.span_s is None else f", span {self.span_s * 1e3:.3f} ms"
         idle = "" if self.idle_s is None else f", idle {self.idle_s * 1e3:.3f} ms"
-        return (f"{self.format} profile {self.path}: {len(self.kernels)} kernels, "
-                f"{self.kernel_time_s * 1e3:.3f} ms in kernels{span}{idle}")
+        copies = [k for k in self.kernels if k.op_class == "copy"]  # memcpy/memset rows: not kernels
+        if not copies:
+            return (f"{self.format} profile {self.path}: {len(self.kernels)} kernels, "
+                    f"{self.kernel_time_s * 1e3:.3f} ms in kernels{span}{idle}")
+        copy_s = sum(k.time_s for k in copies)
+        n, c = len(self.kernels) - len(copies), len(copies)
+        return (f"{self.format} profile {self.path}: {n} kernel{'s' if n != 1 else ''} and {c} "
+                f"cop{'ies' if c != 1 else 'y'}, {(self.kernel_time_s - copy_s) * 1e3:.3f} ms in kernels and "
+                f"{copy_s * 1e3:.3f} ms in copies{span}{idle}")

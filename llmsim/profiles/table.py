@@ -49,7 +49,7 @@ def format_table(profile: ProfileData, hardware: Any = None, top: int | None = N
     shown_count = check_top(top)  # before the work
     rows = kernel_rows(profile, hardware)
     shown = rows[:shown_count]
-    header = (f"{'kernel':<58} {'class':<11} {'calls':>5} {'time ms':>9} {'share':>6} {'GFLOP':>8} {'MB':>8} "
+    header = (f"{'kernel':<58} {'class':<13} {'calls':>5} {'time ms':>9} {'share':>6} {'GFLOP':>8} {'MB':>8} "
               f"{'GFLOP/s':>8} {'GB/s':>7} {'roof':>6} {'bound':<8} FLOPs/bytes from  why")
     lines = [str(profile), header]
     for r in shown:
@@ -57,7 +57,7 @@ def format_table(profile: ProfileData, hardware: Any = None, top: int | None = N
         name = name if len(name) <= 58 else name[:55] + "..."
         sources = f"{r['flops_source'] or '-'}/{r['bytes_source'] or '-'}"
         roof = "-" if r["roofline_fraction"] is None else f"{r['roofline_fraction']:.1%}"
-        lines.append(f"{name:<58} {r['class']:<11} {r['calls']:>5} {r['time_s'] * 1e3:>9.4f} {r['share']:>6.1%} "
+        lines.append(f"{name:<58} {r['class']:<13} {r['calls']:>5} {r['time_s'] * 1e3:>9.4f} {r['share']:>6.1%} "
                      f"{_num(r['flops'], 1e9):>8} {_num(r['bytes'], 1e6):>8} {_num(r['flops_per_s'], 1e9):>8} "
                      f"{_num(r['bytes_per_s'], 1e9):>7} {roof:>6} {r['bound']:<8} {sources:<17} {r['why']}")
     if len(rows) > len(shown):
