@@ -98,3 +98,20 @@ def test_cli_whatif_varies_table_families(capsys: pytest.CaptureFixture[str]) ->
     tpot = [llmsim.simulate("llama-3.2-1b", "h100-sxm", table_families=f).tpot_s
             for f in (["gemm"], ["gemm", "decode_attention"])]
     assert [r["tpot_s"] for r in rows] == pytest.approx(tpot, rel=1e-12)
+
+
+def test_whatif_says_when_a_choice_changes_the_timing_source() -> None:
+    # fp32 activations have no measured GEMM table: every op falls to the roofline at the achievable fraction, and
+    # the fp32 row's TPOT came out faster than bf16's without a word (a new-user audit, session 46)
+    r = llmsim.whatif("llama-3.2-1b", "h100-sxm", {"activation_dtype": ["bf16", "float32"], "fusion": ["elementwise",
+                                                                                                      "full"]},
+                      batch_size=4, prompt_len=256, gen_len=8)
+    base, fp32, full = r.rows
+    assert base.table_share > 0.5 and fp32.table_share == 0.0 and fp32.table_share_decode == 0.0
+    assert abs(full.table_share - base.table_share) <= 0.1  # fusing keeps the tables: not flagged
+    note = next(line for line in str(r).splitlines() if "timed from measured tables" in line)
+    assert "activation_dtype=float32 0% / 0%" in note and "fusion" not in note
+    s = llmsim.simulate("llama-3.2-1b", "h100-sxm", batch_size=4, prompt_len=256, gen_len=8)
+    ops = [op for phase in (s.prefill, s.decode) for op in phase.ops]  # the share by hand: table ops' time / all
+    assert base.table_share == pytest.approx(sum(o.time_s for o in ops if o.source != "roofline")
+                                             / sum(o.time_s for o in ops), rel=1e-12)
