@@ -517,8 +517,11 @@ def test_nsys_trace_names_its_gpu_and_a_wrong_device_is_said() -> None:
         assert "the profile ran on" not in p.kernels_table("h100-sxm")
 
 
-def test_the_header_counts_copies_apart_from_kernels() -> None:
+def test_the_header_counts_copies_apart_from_kernels(tmp_path: Path) -> None:
     # rows (start, duration) ns: copy (1000, 500), gemm (2000, 4000), norm (6500, 500), gemm (8000, 4000): two kernel
     # names (8500 ns) and one copy (500 ns); the header said "3 kernels, 0.009 ms in kernels" (a new-user audit)
     p = llmsim.read_profile(FIXTURES / "nsys_cuda_gpu_trace_documented_layout.csv")
     assert "2 kernels and 1 copy, 0.009 ms in kernels and 0.001 ms in copies" in str(p)  # 8500 ns, 500 ns
+    one = tmp_path / "one.csv"
+    one.write_text("Start (ns),Duration (ns),GrdX,Name\n0,1000,1,gemm_a\n2000,1000,1,gemm_a\n")
+    assert ": 1 kernel, 0.002 ms in kernels" in str(llmsim.read_profile(one))  # "1 kernels"

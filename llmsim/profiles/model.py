@@ -69,7 +69,8 @@ class ProfileData(BaseModel):
         idle = "" if self.idle_s is None else f", idle {self.idle_s * 1e3:.3f} ms"
         copies = [k for k in self.kernels if k.op_class == "copy"]  # memcpy/memset rows: not kernels
         if not copies:
-            return (f"{self.format} profile {self.path}: {len(self.kernels)} kernels, "
+            n = len(self.kernels)
+            return (f"{self.format} profile {self.path}: {n} kernel{'s' if n != 1 else ''}, "
                     f"{self.kernel_time_s * 1e3:.3f} ms in kernels{span}{idle}")
         copy_s = sum(k.time_s for k in copies)
         n, c = len(self.kernels) - len(copies), len(copies)

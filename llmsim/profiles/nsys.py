@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import LlmsimError
@@ -26,15 +27,21 @@ from .timeline import covered_s
 _NS = 1e-9
 
 
-def read_nsys(path: Path, kind: str, header: list[str], rows: list[list[str]]) -> Profile:
+# the columns read (the others are not kept: a trace's rows have about twenty, and a long run millions of rows)
+_READ = ("Start (ns)", "Duration (ns)", "Name", "GrdX", "Device", "Total Time (ns)", "Total Time", "Instances", "Calls")
+
+
+def read_nsys(path: Path, kind: str, header: list[str], rows: Iterable[list[str]]) -> Profile:
     columns = [h.strip() for h in header]
-    # a row may leave its last field out (an empty trailing column); one cut shorter is a damaged export, whose
-    # kernels would be dropped without a word
-    short = next((i for i, row in enumerate(rows) if len(row) < len(columns) - 1), None)
-    if short is not None:
-        raise LlmsimError(f"{kind} export {path}: row {short + 2} has {len(rows[short])} fields, the header "
-                          f"{len(columns)} (a cut or edited export)")
-    table = [dict(zip(columns, r)) for r in rows]
+    kept = [(i, c) for i, c in enumerate(columns) if c in _READ or c.startswith("Bytes")]
+    table = []
+    for number, row in enumerate(rows, start=2):
+        # a row may leave its last field out (an empty trailing column); one cut shorter is a damaged export, whose
+        # kernels would be dropped without a word
+        if len(row) < len(columns) - 1:
+            raise LlmsimError(f"{kind} export {path}: row {number} has {len(row)} fields, the header "
+                              f"{len(columns)} (a cut or edited export)")
+        table.append({c: row[i] for i, c in kept if i < len(row)})
     if kind == "nsys cuda_gpu_kern_sum":
         return _kern_sum(path, kind, columns, table)
     return _gpu_trace(path, kind, columns, table)

@@ -52,22 +52,22 @@ def read_profile(path: Any) -> Profile:
         from .torch_trace import read_torch_trace
 
         return read_torch_trace(source)
-    lines = _text_lines(source)
-    for i, line in enumerate(lines):
-        if "," not in line:
-            continue
-        header = next(csv.reader([line]))
-        kind = _csv_kind(header)
-        if kind is None:
-            continue
-        rows = [r for r in csv.reader(lines[i + 1:]) if r]
-        if kind.startswith("ncu"):
-            from .ncu import read_ncu
+    with _text_file(source) as handle:  # streamed: an nsys trace of a long run holds millions of rows
+        for line in handle:
+            if "," not in line:
+                continue
+            header = next(csv.reader([line]))
+            kind = _csv_kind(header)
+            if kind is None:
+                continue
+            rows = (r for r in csv.reader(handle) if r)
+            if kind.startswith("ncu"):
+                from .ncu import read_ncu
 
-            return read_ncu(source, kind, header, rows)
-        from .nsys import read_nsys
+                return read_ncu(source, kind, header, list(rows))
+            from .nsys import read_nsys
 
-        return read_nsys(source, kind, header, rows)
+            return read_nsys(source, kind, header, rows)
     raise LlmsimError(f"profile {source}: not a known export; llmsim reads {', '.join(FORMATS)}")
 
 
@@ -89,9 +89,9 @@ def _starts_with_brace(path: Path) -> bool:
         return handle.read(64).lstrip().startswith(b"{")
 
 
-def _text_lines(path: Path) -> list[str]:
+def _text_file(path: Path) -> Any:
     try:
         # utf-8-sig: a byte-order mark (a spreadsheet's re-save) is not part of the first column's name
-        return path.read_text(encoding="utf-8-sig", errors="replace").splitlines()
+        return open(path, encoding="utf-8-sig", errors="replace", newline="")
     except OSError as exc:
         raise LlmsimError(f"profile {path}: cannot read it ({exc.strerror or exc})") from None
