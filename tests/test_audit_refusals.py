@@ -269,3 +269,23 @@ def test_empty_and_uncallable_names_say_what_is_wrong(capsys: pytest.CaptureFixt
     (tmp_path / "mymod.py").write_text("x = 5\n")
     assert "'x' is of type int, not a function to call" in _one_line_error(
         capsys, "analyze", f"{tmp_path / 'mymod.py'}:x", "--hw", GPU)
+
+
+def test_plan_says_what_it_leaves_out_and_refuses_what_it_would_ignore(capsys: pytest.CaptureFixture[str]) -> None:
+    # a new-user audit (session 46): TP=4 asked for was dropped past max_gpus without a word; a TPOT target with one
+    # generated token and pipeline_decode without pipeline parallelism did nothing; 8,8 searched twice; the price
+    # showed only in --json
+    p = llmsim.plan("llama-3.1-8b", GPU, prompt_len=128, gen_len=8, batch_sizes=[1, 1], max_gpus=2,
+                    tensor_parallel=[1, 4], pipeline_parallel=[1], usd_per_gpu_hour=2.5)
+    assert p.notes == ["TP=4 x PP=1 left out: 4 GPUs, past max_gpus=2"]
+    assert len(p.candidates) == 1  # batch 1 once
+    text = str(p)
+    assert "note: TP=4 x PP=1 left out" in text and "USD/hour USD/M tok" in text
+    c = p.best  # USD/M tokens = 2.5 USD/hour / (tokens/s x 3600) x 1e6
+    assert c.usd_per_million_tokens == pytest.approx(2.5 / (c.tokens_per_s * 3600) * 1e6, rel=1e-12)
+    assert f"{c.usd_per_million_tokens:>9.3f}" in text
+    with pytest.raises(OptionError, match=r"tpot_slo_s=0\.05 with gen_len=1: one generated token has no decode step"):
+        llmsim.plan("llama-3.1-8b", GPU, prompt_len=128, gen_len=1, tpot_slo_s=0.05, max_gpus=2, batch_sizes=[1])
+    with pytest.raises(OptionError, match="pipeline_decode='lockstep': every split searched has pipeline_parallel=1"):
+        llmsim.plan("llama-3.1-8b", GPU, prompt_len=128, gen_len=8, batch_sizes=[1], pipeline_parallel=[1],
+                    pipeline_decode="lockstep")

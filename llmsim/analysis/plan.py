@@ -55,6 +55,7 @@ class Plan(BaseModel):
     # the latency the Pareto front trades against tokens/s per device: TPOT, or TTFT when gen_len = 1 (the prefill
     # samples the only token: no decode step, every TPOT 0)
     front_latency: Literal["tpot_s", "ttft_s"] = "tpot_s"
+    notes: list[str] = []  # splits asked for and left out, and why (past max_gpus, or not dividing the model)
 
     @model_serializer(mode="wrap")
     def _no_decode_is_null(self, handler: Any) -> Any:
@@ -79,8 +80,10 @@ class Plan(BaseModel):
         device = device_word(self.device_type)
         rows = ([self.best] if self.best else []) + [c for c in self.pareto if c != self.best]
         with_ep = any(c.expert_parallel > 1 for c in rows)  # an EP column only where a row splits its experts
+        priced = any(c.usd_per_million_tokens is not None for c in rows)  # a price given or in the hardware file
         header = (f"  {'TP':>3} {'PP':>3} " + (f"{'EP':>3} " if with_ep else "") + f"{'batch':>6} {'TTFT':>10} "
-                  f"{'TPOT':>10} {'tok/s/' + device:>10} {device + 's':>6}")
+                  f"{'TPOT':>10} {'tok/s/' + device:>10} {device + 's':>6}"
+                  + (f" {'USD/hour':>9} {'USD/M tok':>9}" if priced else ""))
         lines.append("  best:" if self.best else "  no configuration meets the targets")
         if rows:  # (no header over nothing)
             lines.append(header)
@@ -92,9 +95,11 @@ class Plan(BaseModel):
             lines.append(f"  {c.tensor_parallel:>3} {c.pipeline_parallel:>3} "
                          + (f"{c.expert_parallel:>3} " if with_ep else "") + f"{c.batch_size:>6} "
                          f"{c.ttft_s * 1e3:>8.1f}ms {tpot} {c.tokens_per_s_per_gpu:>10.1f} "
-                         f"{c.gpus_needed:>6}")
+                         f"{c.gpus_needed:>6}" + (f" {c.usd_per_hour:>9.2f} {c.usd_per_million_tokens:>9.3f}"
+                                                 if priced and c.usd_per_hour is not None else ""))
         if self.front_latency == "ttft_s" and rows:
             lines.append(f"  {NO_DECODE_NOTE}")
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -113,6 +118,9 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
     prompt_len, gen_len = check_one("prompt_len", prompt_len, 1), check_one("gen_len", gen_len, 1)
     check_workload(spec, 1, prompt_len, gen_len)
     max_gpus = check_one("max_gpus", max_gpus, 1)
+    if tpot_slo_s is not None and gen_len == 1:  # it was dropped without a word
+        raise OptionError(f"tpot_slo_s={tpot_slo_s!r} with gen_len=1: one generated token has no decode step, so no "
+                          "TPOT to hold to it; give gen_len >= 2 or leave tpot_slo_s out")
     ttft_slo_s, tpot_slo_s, target_tokens_per_s, usd_per_gpu_hour = (
         None if value is None else check_positive(field, value, unit) for field, value, unit in (
             ("ttft_slo_s", ttft_slo_s, "seconds"), ("tpot_slo_s", tpot_slo_s, "seconds"),
@@ -129,8 +137,12 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
         t <= linked)])
     pps = _choices("pipeline_parallel", pipeline_parallel, [p for p in (1, 2, 4, 8) if p <= max_gpus and (
         p <= linked)])
+    if options.get("pipeline_decode") is not None and max(pps) == 1:  # it applies under pipeline parallelism only
+        raise OptionError(f"pipeline_decode={options['pipeline_decode']!r}: every split searched has "
+                          "pipeline_parallel=1, where it changes nothing; search pipeline_parallel > 1 or leave it out")
     candidates: list[PlanCandidate] = []
     skipped: dict[str, None] = {}  # why a split was left out (it does not divide the model)
+    notes: dict[str, None] = {}  # the splits asked for by name and left out, said with the plan
     # a MoE model without expert_parallel given: each tensor-parallel group also with its experts spread over its
     # GPUs (expert_parallel = tensor_parallel), as engines run --enable-expert-parallel
     search_ep = options.get("expert_parallel") is None and any(g.layer.is_moe for g in spec.layer_groups)
@@ -140,6 +152,10 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
         for pp in pps:
             asked = (tp if tensor_parallel is not None else 1) * (pp if pipeline_parallel is not None else 1)
             if tp * pp > max_gpus or (asked <= linked < tp * pp):  # a default degree past the link: left out
+                if (tensor_parallel is not None and tp > 1) or (pipeline_parallel is not None and pp > 1):
+                    notes[f"TP={tp} x PP={pp} left out: {tp * pp} {device_word(hw.device_type)}s, past max_gpus="
+                          f"{max_gpus}" if tp * pp > max_gpus else
+                          f"TP={tp} x PP={pp} left out: past the {linked} linked by the hardware file"] = None
                 continue
             for batch in batches:
                 try:
@@ -149,6 +165,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
                                  **{k: v for k, v in split.items() if pp > 1 or k != "pipeline_decode"})
                 except OptionError as exc:  # all but the split was checked above: this split does not divide
                     skipped[str(exc)] = None  # the model; larger batches will not help
+                    notes[f"TP={tp} x PP={pp} left out: {exc}"] = None
                     break
                 meets = r.memory.fits and (ttft_slo_s is None or r.ttft_s <= ttft_slo_s) and (
                     tpot_slo_s is None or r.tpot_s <= tpot_slo_s)
@@ -187,7 +204,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
             reason += (f"; {best.replicas} replicas ({best.gpus_needed} {device}s) for {target_tokens_per_s:g} "
                        "tokens/s")
     return Plan(model=spec.name, hardware=hw.name, best=best, candidates=candidates, pareto=pareto, reason=reason,
-                device_type=hw.device_type, front_latency=front_latency)
+                device_type=hw.device_type, front_latency=front_latency, notes=list(notes))
 
 
 def _choices(field: str, given: Any, default: list[int], maximum: int = COUNT_MAX) -> list[int]:
@@ -197,7 +214,7 @@ def _choices(field: str, given: Any, default: list[int], maximum: int = COUNT_MA
     values = np.atleast_1d(check_count(field, given, 1, maximum))
     if values.ndim != 1:
         raise OptionError(f"{field} must be a number or a flat list of numbers")
-    return [int(v) for v in values]
+    return list(dict.fromkeys(int(v) for v in values))  # a value given twice is searched once
 
 
 def _pareto(candidates: list[PlanCandidate], latency: str) -> list[PlanCandidate]:
