@@ -167,12 +167,15 @@ def _regime_parser(sub: Any, name: str, help_text: str, vary: str) -> argparse.A
     """A subcommand over one phase and one varied quantity, with the others fixed."""
     p = sub.add_parser(name, help=help_text)
     _add_model_options(p)
-    p.add_argument("--phase", choices=("prefill", "decode"), default="decode")
-    p.add_argument("--vary", choices=("batch_size", "seq_len", "kv_len"), default=vary)
-    p.add_argument("--batch-size", type=_positive_int)
-    p.add_argument("--seq-len", type=_positive_int)
-    p.add_argument("--kv-len", type=_non_negative_int)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--phase", choices=("prefill", "decode"), default="decode",
+                   help="the phase: one prefill pass, or one decode step (default: decode)")
+    p.add_argument("--vary", choices=("batch_size", "seq_len", "kv_len"), default=vary,
+                   help=f"the quantity that grows (default: {vary}; seq_len is a prefill's, kv_len a decode step's)")
+    p.add_argument("--batch-size", type=_positive_int, help="sequences, when not varied (default 1)")
+    p.add_argument("--seq-len", type=_positive_int, help="prefill: tokens per sequence, when not varied (default 512)")
+    p.add_argument("--kv-len", type=_non_negative_int,
+                   help="decode: tokens already cached, when not varied (default 512)")
+    p.add_argument("--json", action="store_true", help="the result as JSON")
     return p
 
 
@@ -347,18 +350,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
 
     p = _regime_parser(sub, "crossover", "where a phase flips bound as one variable grows", vary="batch_size")
-    p.add_argument("--lo", type=float)
-    p.add_argument("--hi", type=float)
+    p.add_argument("--lo", type=float, help="the searched range's low end (default 1; kv_len: 0)")
+    p.add_argument("--hi", type=float, help="its high end (default: 4096 for batch_size, else the model's context)")
 
     p = _regime_parser(sub, "limit", "which limit (compute, bandwidth, capacity, slo) is met first", vary="kv_len")
     p.add_argument("--tpot-slo-s", type=float)
     p.add_argument("--ttft-slo-s", type=float)
 
-    p = sub.add_parser("roofline", help="the device's roofline with every op of both phases on it (PNG)")
+    p = sub.add_parser("roofline", help="the device's roofline with every op of both phases on it (a figure: "
+                       "--out roofline.png by default; .pdf or .svg too)")
     _add_model_options(p)
-    p.add_argument("--batch-size", type=_positive_int, default=1)
-    p.add_argument("--prompt-len", type=_positive_int, default=512)
-    p.add_argument("--gen-len", type=_positive_int, default=128)
+    p.add_argument("--batch-size", type=_positive_int, default=1, help="sequences (default 1)")
+    p.add_argument("--prompt-len", type=_positive_int, default=512, help="prompt tokens (default 512)")
+    p.add_argument("--gen-len", type=_positive_int, default=128, help="generated tokens (default 128)")
     _add_figure_out(p, "--out", default="roofline.png")
 
     p = sub.add_parser("plot", help="a sweep chart with the bound bands, crossover and memory wall (PNG)")
@@ -428,9 +432,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-len", default="2048", help="an integer; with --request-rate also uniform:LOW:HIGH, "
                    "normal:MEAN:STD or lognormal:MEAN:STD (as serve)")
     p.add_argument("--gen-len", default="256", help="as --prompt-len")
-    p.add_argument("--ttft-slo-s", type=float)
-    p.add_argument("--tpot-slo-s", type=float)
-    p.add_argument("--target-tokens-per-s", type=float)
+    p.add_argument("--ttft-slo-s", type=float, help="TTFT objective, s (static plan: of the batch's prefill; "
+                   "serving mode: at --percentile)")
+    p.add_argument("--tpot-slo-s", type=float, help="TPOT objective, s (as --ttft-slo-s)")
+    p.add_argument("--target-tokens-per-s", type=float, help="static plan: generated tokens/s wanted in all; the "
+                   "replicas needed are counted")
     p.add_argument("--request-rate", type=float, help="serving mode: replicas and shape for this many requests/s "
                    "within p99 TTFT/TPOT objectives (llmsim.plan_serving)")
     p.add_argument("--percentile", type=int, help="serving mode: the objectives' percentile (default 99)")
@@ -443,8 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "the engine's)")
     p.add_argument("--chunked-prefill", action=argparse.BooleanOptionalAction, default=None,
                    help="serving mode: prefill long prompts in chunks (default: the engine's)")
-    p.add_argument("--max-gpus", type=_positive_int, default=64)
-    p.add_argument("--usd-per-gpu-hour", type=float)
+    p.add_argument("--max-gpus", type=_positive_int, default=64,
+                   help="GPUs one replica may use (default 64; replicas for --target-tokens-per-s come on top)")
+    p.add_argument("--usd-per-gpu-hour", type=float, help="price per GPU-hour for the USD columns (default: the "
+                   "hardware file's, where it has one)")
     p.add_argument("--batch-sizes", type=_int_list, help="batch sizes searched, e.g. 1,8,64 or 1:1024 (default: "
                    "powers of two 1..1024)")
     p.add_argument("--tensor-parallel", type=_int_list, help="tensor-parallel degrees searched, e.g. 1,2,4,8 "

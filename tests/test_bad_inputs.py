@@ -345,6 +345,11 @@ CASES: list[tuple[str, Callable[[], Any], type[LlmsimError], str]] = [
     ("simulate-step-host-nan", _simulate(step_host_s=float("nan")), OptionError, "step_host_s=nan must be"),
     ("simulate-step-host-bool", _simulate(step_host_s=True), OptionError, "step_host_s=True must be"),
     ("sweep-step-host-negative", _sweep(step_host_s=-1), OptionError, "step_host_s=-1 must be"),
+    # a prefill-only option on a decode crossover changed nothing (a new-user audit, session 46)
+    ("crossover-decode-clock", _crossover(phase="decode", vary="batch_size", kv_len=128, clock="boost"), OptionError,
+     "clock='boost' applies to prefill passes; phase='decode' would ignore it"),
+    ("crossover-decode-dispatch", _crossover(phase="decode", vary="batch_size", kv_len=128, prefill_dispatch_s=1.0),
+     OptionError, "prefill_dispatch_s=1.0 applies to prefill passes"),
     # a host time the overhead mode would drop (a new-user audit: TPOT unchanged, no word)
     ("simulate-step-host-overhead-none", _simulate(step_host_s=0.01, overhead="none"), OptionError,
      "step_host_s=0.01 has no effect with overhead='none', which charges no host time"),

@@ -204,12 +204,21 @@ def _transitions(totals: Callable[[Any], Any], lo: float, hi: float,
     return out
 
 
+# execution options only a prefill pass reads (the sustained clock, an uncaptured prefill's host dispatch)
+PREFILL_ONLY_OPTIONS = ("clock", "prefill_dispatch_s", "prefill_graph_tokens")
+
+
 def _phase_evaluator(model: Any, hardware: Any, phase: str, vary: str, fixed: dict[str, Any],
                      options: dict[str, Any]) -> tuple[Callable[[Any], Any], Any, Any]:
     """A function x -> PhaseTotals of the phase with `vary` = x (floats allowed: the continuous model)."""
     refuse_pipeline_decode(options, "find_crossover() / first_limit()")
-    spec, hw, cost, execution = resolve(model, hardware, **options)
     check_choice("phase", phase, VARY)
+    if phase == "decode":  # the prefill's own options: a decode step's crossover never reads them
+        given = [k for k in PREFILL_ONLY_OPTIONS if options.get(k) is not None]
+        if given:
+            raise OptionError(f"{given[0]}={options[given[0]]!r} applies to prefill passes; phase='decode' would "
+                              "ignore it; leave it out or use phase='prefill'")
+    spec, hw, cost, execution = resolve(model, hardware, **options)
     check_choice("vary", vary, VARY[phase])
     roofline = Roofline(hw, execution)
     values = {"batch_size": 1, "seq_len": 512, "kv_len": 512}

@@ -275,8 +275,12 @@ def sweep_figure(model: Any, hardware: Any, vary: str = "batch_size", values: An
     fixed = {"batch_size": batch_size, "seq_len": prompt_len, "kv_len": prompt_len}
     fixed.pop(cross_var)
     fixed = {k: v for k, v in fixed.items() if (phase == "prefill") == (k != "kv_len")}
+    from ..analysis.regime import PREFILL_ONLY_OPTIONS
+
+    # the chart's own simulations read every option; a decode crossover is refused the prefill's alone
+    cross_options = {k: v for k, v in options.items() if phase == "prefill" or k not in PREFILL_ONLY_OPTIONS}
     crossover = find_crossover(spec, hw, phase=phase, vary=cross_var, lo=float(x[0]), hi=float(x[-1]),
-                               **fixed, **options)
+                               **fixed, **cross_options)
     # each point's band reaches halfway (on the log axis) to its neighbours; where the bound flips between two
     # points, the band edge is the crossover itself, so that the bands and the crossover line agree on a coarse grid
     edges = np.concatenate([[x[0]], np.sqrt(x[1:] * x[:-1]), [x[-1]]])
