@@ -289,3 +289,20 @@ def test_plan_says_what_it_leaves_out_and_refuses_what_it_would_ignore(capsys: p
     with pytest.raises(OptionError, match="pipeline_decode='lockstep': every split searched has pipeline_parallel=1"):
         llmsim.plan("llama-3.1-8b", GPU, prompt_len=128, gen_len=8, batch_sizes=[1], pipeline_parallel=[1],
                     pipeline_decode="lockstep")
+
+
+def test_analyze_api_refuses_in_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # a new-user audit (session 46): a list as example_kwargs raised a ValueError, by_module(1.5) a TypeError, and
+    # by_module(0 or -1) returned the whole model as one row; --autocast '' listed every dtype llmsim knows
+    torch = pytest.importorskip("torch")
+    module, x = torch.nn.Linear(8, 8), torch.randn(2, 8)
+    with pytest.raises(OptionError, match="example_kwargs: a list; give a dict of keyword arguments"):
+        llmsim.analyze(module, (x,), example_kwargs=[1])
+    r = llmsim.analyze(module, (x,))
+    for depth in (0, -1, 1.5):
+        with pytest.raises(OptionError, match=f"depth={depth} must be an integer in 1"):
+            r.by_module(depth)
+    (tmp_path / "mods.py").write_text("import torch\ndef pair():\n"
+                                      "    return torch.nn.Linear(8, 8), (torch.randn(2, 8),)\n")
+    assert _one_line_error(capsys, "analyze", f"{tmp_path / 'mods.py'}:pair", "--autocast", "") == (
+        "llmsim: error: autocast='' is not allowed; choose one of bfloat16, float16")

@@ -134,6 +134,7 @@ def test_cli_analyze_diffusers(capsys) -> None:
     assert main(["analyze", "diffusers:vae-sd15", "--latent", "8", "--top", "1"]) == 0
     out = capsys.readouterr().out
     assert "one decode" in out and "denoising" not in out and "guidance" not in out
+    assert "scheduler" not in out  # a VAE decoder alone has no scheduler to leave out (session 46's audit)
 
 
 @pytest.mark.slow

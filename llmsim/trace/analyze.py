@@ -82,7 +82,10 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
         check_choice("dtype", dtype, _TORCH_DTYPES)
     check_choice("dtype", dtype, _TORCH_DTYPES)
     if autocast is not None:
-        autocast = canonical_dtype(autocast, "autocast")
+        try:
+            autocast = canonical_dtype(autocast, "autocast")
+        except OptionError:  # its message listed every dtype llmsim knows, not the two autocast takes
+            autocast = str(autocast)
         check_choice("autocast", autocast, _AUTOCAST_DTYPES)
         if device != "meta":
             raise OptionError(f"autocast={autocast!r} is traced on the meta device: keep device='meta' (device="
@@ -103,6 +106,9 @@ def analyze(module: Any, example_inputs: Any = (), hardware: Any = "h100-sxm", d
             moved[id(value)] = _moved(value, torch, device, torch_dtype)
         state[key] = moved[id(value)]
     args = _moved(tuple(example_inputs), torch, device, torch_dtype)
+    if example_kwargs is not None and not isinstance(example_kwargs, dict):  # dict() of a list raised ValueError
+        raise OptionError(f"example_kwargs: a {type(example_kwargs).__name__}; give a dict of keyword arguments "
+                          "for the module's forward (name -> tensor or value)")
     kwargs = _moved(dict(example_kwargs or {}), torch, device, torch_dtype)
     trace = None if autocast is None else AutocastTrace(torch, getattr(torch, autocast), list(state.values()))
 

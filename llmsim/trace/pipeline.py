@@ -62,7 +62,8 @@ class PipelineResult:
         decoder = [s.name for s in self.stages] == ["vae decode"]  # a VAE decoder alone: no denoising
         size = f"latent {self.latent}x{self.latent} ({self.latent * 8}x{self.latent * 8} px)"
         lines = [f"{self.model} on {first.hardware}, {dtype}, engine {first.engine}: batch {self.batch_size}, "
-                 + (f"{size}, one decode" if decoder else f"{size}, {self.steps} steps, {guidance}"),
+                 + (f"{size}, one decode" if decoder else
+                    f"{size}, {self.steps} step{'s' if self.steps != 1 else ''}, {guidance}"),
                  (f"  decode: {fmt_s(self.time_s)}" if decoder else
                   f"  per denoising step: {fmt_s(self.step_time_s)}; whole pipeline: {fmt_s(self.time_s)}")
                  + f" ({self.flops / 1e12:.2f} TFLOP)"]
@@ -73,5 +74,6 @@ class PipelineResult:
                          f"{s.time_s / total:>6.1%} {s.result.flops / 1e9:>10.1f} {s.result.bound}")
         if self.note:
             lines.append(f"  note: {self.note}")
-        lines.append("  approximation: the scheduler's element-wise update of the latents is not counted")
+        if not decoder:  # a VAE decoder alone has no scheduler
+            lines.append("  approximation: the scheduler's element-wise update of the latents is not counted")
         return "\n".join(lines)

@@ -117,6 +117,9 @@ class TraceResult:
 
     def by_module(self, depth: int = 2) -> dict[str, dict[str, float]]:
         """Time, FLOPs and bytes summed per module path cut to `depth` parts ("" = the root), slowest first."""
+        from ..cost.workload import check_one
+
+        depth = check_one("depth", depth, 1)  # 0 or -1 gave the whole model as one row; 1.5 a TypeError
         groups: dict[str, dict[str, float]] = {}
         for k in self.kernels:
             path = ".".join(k.kernel.module.split(".")[:depth]) if k.kernel.module else ""
