@@ -306,3 +306,10 @@ def test_analyze_api_refuses_in_one_line(capsys: pytest.CaptureFixture[str], tmp
                                       "    return torch.nn.Linear(8, 8), (torch.randn(2, 8),)\n")
     assert _one_line_error(capsys, "analyze", f"{tmp_path / 'mods.py'}:pair", "--autocast", "") == (
         "llmsim: error: autocast='' is not allowed; choose one of bfloat16, float16")
+
+
+def test_plan_table_says_the_best_is_on_the_front() -> None:
+    # the text listed the front without its best row (printed once, above), which read as the best being off it
+    p = llmsim.plan("llama-3.1-8b", GPU, prompt_len=512, gen_len=64, tpot_slo_s=0.03, ttft_slo_s=1, max_gpus=4,
+                    batch_sizes=[1, 8, 64])
+    assert p.best in p.pareto and "against throughput per GPU, besides the best above):" in str(p)

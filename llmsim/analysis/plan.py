@@ -90,7 +90,8 @@ class Plan(BaseModel):
         latency = "TPOT" if self.front_latency == "tpot_s" else "TTFT"
         for i, c in enumerate(rows):
             if i == 1:
-                lines.append(f"  Pareto front ({latency} against throughput per {device}):")
+                also = ", besides the best above" if self.best in self.pareto else ""  # it is printed once
+                lines.append(f"  Pareto front ({latency} against throughput per {device}{also}):")
             tpot = f"{c.tpot_s * 1e3:>8.2f}ms" if self.front_latency == "tpot_s" else f"{'n/a':>10}"
             lines.append(f"  {c.tensor_parallel:>3} {c.pipeline_parallel:>3} "
                          + (f"{c.expert_parallel:>3} " if with_ep else "") + f"{c.batch_size:>6} "
