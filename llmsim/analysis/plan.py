@@ -138,7 +138,7 @@ def plan(model: Any, hardware: Any, prompt_len: int = 2048, gen_len: int = 256, 
         t <= linked)])
     pps = _choices("pipeline_parallel", pipeline_parallel, [p for p in (1, 2, 4, 8) if p <= max_gpus and (
         p <= linked)])
-    if options.get("pipeline_decode") is not None and max(pps) == 1:  # it applies under pipeline parallelism only
+    if options.get("pipeline_decode") == "lockstep" and max(pps) == 1:  # it applies under pipeline parallelism only
         raise OptionError(f"pipeline_decode={options['pipeline_decode']!r}: every split searched has "
                           "pipeline_parallel=1, where it changes nothing; search pipeline_parallel > 1 or leave it out")
     candidates: list[PlanCandidate] = []
