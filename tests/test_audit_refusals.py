@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -313,3 +314,16 @@ def test_plan_table_says_the_best_is_on_the_front() -> None:
     p = llmsim.plan("llama-3.1-8b", GPU, prompt_len=512, gen_len=64, tpot_slo_s=0.03, ttft_slo_s=1, max_gpus=4,
                     batch_sizes=[1, 8, 64])
     assert p.best in p.pareto and "against throughput per GPU, besides the best above):" in str(p)
+
+
+def test_fp8_scales_on_a_16_bit_run_is_said() -> None:
+    # a new-user audit (session 46): fp8_scales='dynamic' on bf16 weights and activations changed nothing, silently
+    import warnings
+
+    def said(**kw: Any) -> bool:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            llmsim.simulate(MODEL, GPU, batch_size=1, prompt_len=16, gen_len=2, fp8_scales="dynamic", **kw)
+        return any("fp8_scales='dynamic' changes nothing: activations are" in str(w.message) for w in caught)
+
+    assert said() and not said(weight_dtype="fp8", activation_dtype="fp8")

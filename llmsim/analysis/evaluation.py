@@ -82,6 +82,7 @@ def resolve(model: Any, hardware: Any, engine: str | None = None, **options: Any
     _check_precision(spec, hw, cost)
     check_moe_options(spec, given)
     check_layer_kind_options(spec, given)
+    check_fp8_scales(spec, cost, given)
     check_host_options(execution, given)
     return spec, hw, cost, execution
 
@@ -102,6 +103,19 @@ def check_layer_kind_options(spec: ModelSpec, given: dict[str, Any]) -> None:
     for key, (kind, default, name) in LAYER_KIND_OPTIONS.items():
         if key in given and given[key] != default and kind not in kinds:
             warn_assumption(f"{key}={given[key]!r} changes nothing: the model has no {name} layers")
+
+
+def check_fp8_scales(spec: ModelSpec, cost: CostOptions, given: dict[str, Any]) -> None:
+    """Warn of fp8_scales="dynamic" where no GEMM runs fp8 activations (a 16-bit model run 16-bit): it reads the
+    per-tensor fp8 GEMM rows only, so it changes nothing there. A quantized checkpoint is left to its own roles."""
+    if given.get("fp8_scales") != "dynamic" or spec.quantization is not None:
+        return
+    from ..errors import warn_assumption
+
+    _, act, _ = cost.resolved_dtypes(spec.dtype)
+    if act != "fp8":
+        warn_assumption(f"fp8_scales='dynamic' changes nothing: activations are {act}, so no GEMM runs per-tensor "
+                        "fp8 (give activation_dtype='fp8' for W8A8 GEMMs)")
 
 
 def check_host_options(execution: ExecutionOptions, given: dict[str, Any]) -> None:
