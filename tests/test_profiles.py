@@ -525,3 +525,15 @@ def test_the_header_counts_copies_apart_from_kernels(tmp_path: Path) -> None:
     one = tmp_path / "one.csv"
     one.write_text("Start (ns),Duration (ns),GrdX,Name\n0,1000,1,gemm_a\n2000,1000,1,gemm_a\n")
     assert ": 1 kernel, 0.002 ms in kernels" in str(llmsim.read_profile(one))  # "1 kernels"
+
+
+def test_a_zero_time_kernel_with_counts_is_not_called_countless() -> None:
+    # a launch of 0 ns with its FLOPs and bytes read said "time only: no counters, shapes or matched op" (session 46)
+    from llmsim.profiles.bound import classify
+    from llmsim.profiles.model import Kernel
+
+    hw = llmsim.load_hardware("h100-sxm")
+    zero = classify(Kernel(name="gemm", calls=1, time_s=0.0, op_class="matmul", flops=1e9, bytes=1e6), hw)
+    assert zero["bound"] == "unknown" and zero["why"].startswith("a time of 0: no rate")
+    bare = classify(Kernel(name="gemm", calls=1, time_s=1e-6, op_class="matmul"), hw)
+    assert bare["why"] == "time only: no counters, shapes or matched op"

@@ -61,8 +61,10 @@ def classify(kernel: Kernel, hw: HardwareSpec | None) -> dict[str, Any]:
     if kernel.sm_pct is not None and kernel.memory_pct is not None:
         return {**out, **_from_speed_of_light(kernel.sm_pct, kernel.memory_pct)}
     if hw is None or t <= 0 or (kernel.flops is None and kernel.bytes is None):
-        why = "give a device to place it on the roofline" if hw is None and (
-            kernel.flops is not None or kernel.bytes is not None) else "time only: no counters, shapes or matched op"
+        counted = kernel.flops is not None or kernel.bytes is not None
+        why = ("give a device to place it on the roofline" if hw is None and counted else
+               "a time of 0: no rate to place on the roofline (its counts are read)" if counted else
+               "time only: no counters, shapes or matched op")
         return {**out, "bound": "unknown", "why": why}
     peak, assumed = peak_flops_per_s(kernel, hw)
     compute_s = (kernel.flops or 0.0) / peak
