@@ -72,8 +72,9 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("--head-dim", type=positive_int, default=None, help="attention: head size (default 128)")
     p.add_argument("--q-len", type=positive_int, help="attention: new tokens per sequence (1: a decode step)")
     p.add_argument("--kv-len", type=_at_least(0), default=None, help="attention: cached tokens before them (default 0)")
-    p.add_argument("--non-causal", action="store_true", help="attention: every token sees all --q-len tokens of its "
-                   "sequence (a ViT, DiT or encoder), not only those before it")
+    p.add_argument("--non-causal", action="store_true", default=None,
+                   help="attention: every token sees all --q-len tokens of its sequence (a ViT, DiT or encoder), not "
+                   "only those before it")
     p.add_argument("--out-channels", type=positive_int, help="conv: filters (output channels)")
     p.add_argument("--kernel-size", help="conv: filter size, one (3) or one per spatial axis (3,3)")
     p.add_argument("--stride", type=positive_int, default=None, help="conv: stride (default 1)")
@@ -86,10 +87,11 @@ def add_parsers(sub: Any, add_model_options: Any, positive_int: Any) -> None:
     p.add_argument("--json", action="store_true")
 
 
-# the op options with a default that only some kinds read (None: not given), and those kinds
+# the op options only some kinds read (None: not given), and those kinds
 _OP_OPTION_KINDS = {"flops_per_element": ("elementwise",), "inputs": ("elementwise",), "outputs": ("elementwise",),
                     "norm": ("norm",), "batch": ("attention",), "heads": ("attention",), "kv_heads": ("attention",),
                     "head_dim": ("attention",), "q_len": ("attention",), "kv_len": ("attention",),
+                    "non_causal": ("attention",), "out_channels": ("conv",), "kernel_size": ("conv",),
                     "stride": ("conv",), "padding": ("conv",)}
 
 
@@ -130,19 +132,15 @@ def run(args: argparse.Namespace, options: dict[str, Any]) -> int | None:
             if getattr(args, option) is not None and args.kind not in kinds:
                 flag = "--" + option.replace("_", "-")
                 raise OptionError(f"{flag}: only {' and '.join(kinds)} takes it, not {args.kind}")
-        given = {option: getattr(args, option) for option in _OP_OPTION_KINDS if getattr(args, option) is not None}
+        given = {option: getattr(args, option) for option in _OP_OPTION_KINDS
+                 if getattr(args, option) is not None and option != "non_causal"}  # causal= below
         if args.kind in ("elementwise", "norm") and not args.shape:
             raise OptionError(f"--shape is missing: {args.kind} needs the tensor's shape, e.g. --shape 32,2048,4096")
         if args.kind == "conv" and not args.shape:
             raise OptionError("--shape is missing: conv needs its input [N, C_in, *spatial], e.g. --shape 8,64,56,56")
-        if args.kind != "attention" and args.non_causal:
-            raise OptionError(f"--non-causal: only attention takes it, not {args.kind}")
-        if args.kind != "conv" and (args.out_channels or args.kernel_size):
-            raise OptionError(f"--out-channels/--kernel-size: only conv takes them, not {args.kind}")
         result = op_cost(args.kind, args.hardware, args.dtype, shape=args.shape, m=args.m, n=args.n, k=args.k,
-                         out_channels=args.out_channels, kernel_size=args.kernel_size, engine=args.engine,
-                         causal=not args.non_causal, efficiency=args.efficiency, overhead=args.overhead,
-                         overlap=args.overlap, **given)
+                         engine=args.engine, causal=not args.non_causal, efficiency=args.efficiency,
+                         overhead=args.overhead, overlap=args.overlap, **given)
         print(result.model_dump_json(indent=2) if args.json else result)
         return 0
     return None
