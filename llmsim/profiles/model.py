@@ -68,12 +68,9 @@ class ProfileData(BaseModel):
         span = "" if self.span_s is None else f", span {self.span_s * 1e3:.3f} ms"
         idle = "" if self.idle_s is None else f", idle {self.idle_s * 1e3:.3f} ms"
         copies = [k for k in self.kernels if k.op_class == "copy"]  # memcpy/memset rows: not kernels
-        if not copies:
-            n = len(self.kernels)
-            return (f"{self.format} profile {self.path}: {n} kernel{'s' if n != 1 else ''}, "
-                    f"{self.kernel_time_s * 1e3:.3f} ms in kernels{span}{idle}")
-        copy_s = sum(k.time_s for k in copies)
         n, c = len(self.kernels) - len(copies), len(copies)
-        return (f"{self.format} profile {self.path}: {n} kernel{'s' if n != 1 else ''} and {c} "
-                f"cop{'ies' if c != 1 else 'y'}, {(self.kernel_time_s - copy_s) * 1e3:.3f} ms in kernels and "
-                f"{copy_s * 1e3:.3f} ms in copies{span}{idle}")
+        copy_s = sum(k.time_s for k in copies)
+        counts = f"{n} kernel{'s' if n != 1 else ''}" + (f" and {c} cop{'ies' if c != 1 else 'y'}" if c else "")
+        times = f"{(self.kernel_time_s - copy_s) * 1e3:.3f} ms in kernels" + (
+            f" and {copy_s * 1e3:.3f} ms in copies" if c else "")
+        return f"{self.format} profile {self.path}: {counts}, {times}{span}{idle}"
